@@ -1,0 +1,2 @@
+"""fgl_jax: federated graph learning in JAX."""
+__version__ = "0.1.0"

@@ -1,0 +1,10 @@
+"""The federated engine: algorithms as (init, round) pairs, run as lax.scan over rounds."""
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, make_fed_data
+from fgl_jax.federated.baselines import ALGORITHMS, BaselineState, FedConfig, baseline
+from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer
+from fgl_jax.federated.metrics import graph_information_gain, masked_cross_entropy
+from fgl_jax.federated.run import NonFiniteError, RunResult, run
+
+__all__ = ["FedData", "FederatedAlgorithm", "make_fed_data", "ALGORITHMS", "BaselineState", "FedConfig",
+           "baseline", "OptimConfig", "local_train", "lr_scale", "make_optimizer", "graph_information_gain",
+           "masked_cross_entropy", "NonFiniteError", "RunResult", "run"]

@@ -1,0 +1,52 @@
+"""The shape of a federated algorithm: a pair of pure functions, as optax's (init, update).
+
+    init(key, data)            -> state
+    round(state, data, key)    -> (state, metrics)
+
+`metrics` is a flat dict of scalars; every algorithm reports at least `train_loss`, `val_acc`
+and `test_acc` (pooled over clients, evaluated after the round's aggregation), so the
+generic `run` can do best-validation model selection and NaN detection for any of them.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgl_jax.batch import ClientBatch, select_clients
+
+PyTree = Any
+
+
+class FederatedAlgorithm(NamedTuple):
+    init: Callable[[jax.Array, Any], PyTree]
+    round: Callable[[PyTree, Any, jax.Array], tuple[PyTree, dict]]
+
+
+@flax.struct.dataclass
+class FedData:
+    """What a round needs: all clients for evaluation, the ones with training nodes for training.
+
+    eval: ClientBatch [C, ...]; train: ClientBatch [C_t, ...] (the subset holding >= 1 training
+    node, so clients with nothing to learn cost nothing); train_index: int32 [C_t] positions of
+    the training clients in `eval`; train_weight: float32 [C_t] training-node counts (FedAvg weights).
+    """
+
+    eval: ClientBatch
+    train: ClientBatch
+    train_index: jax.Array
+    train_weight: jax.Array
+
+
+def make_fed_data(batch: ClientBatch) -> FedData:
+    """Split a ClientBatch into its evaluation view and its trainable clients (host side, once)."""
+    counts = np.asarray(batch.train_mask).sum(axis=1) * np.asarray(batch.client_mask)
+    index = np.flatnonzero(counts > 0).astype(np.int32)
+    if index.size == 0:
+        raise ValueError("no client holds a training node: check the split masks")
+    train = batch if index.size == batch.num_clients else select_clients(batch, index)
+    return FedData(eval=batch, train=train, train_index=jnp.asarray(index),
+                   train_weight=jnp.asarray(counts[index], jnp.float32))

@@ -1,0 +1,143 @@
+"""Baseline frameworks: Local, FedAvg, FedProx, FedPer and Global, as one parametrised round.
+
+They differ only in which parameters the server averages ("shared") and which stay with the
+client ("personal"), and in FedProx's proximal term:
+
+    Local   : nothing shared, each client trains alone on its subgraph
+    FedAvg  : everything shared, weighted by training nodes (McMahan et al.)
+    FedProx : FedAvg + (mu/2)||w - w_global||^2 in the local objective (Li et al.)
+    FedPer  : all but the last layer shared (Arivazhagan et al.)
+    Global  : FedAvg on a one-client batch holding the whole graph == centralised training
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import flax
+import jax
+import jax.numpy as jnp
+
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn
+from fgl_jax.federated.metrics import client_counts, pool
+
+PyTree = Any
+ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "global")
+
+
+@dataclasses.dataclass(frozen=True)
+class FedConfig:
+    """Hyperparameters of the baseline frameworks."""
+
+    algorithm: str = "fedavg"
+    local_steps: int = 1
+    prox_mu: float = 0.01
+    personal_layers: int = 1  # FedPer: how many of the last layers stay local
+    reset_optimizer: bool = False  # True: fresh optimiser state every round
+    optim: OptimConfig = OptimConfig()
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {ALGORITHMS}")
+        if self.local_steps < 1:
+            raise ValueError(f"local_steps must be >= 1, got {self.local_steps}")
+        if self.prox_mu < 0:
+            raise ValueError(f"prox_mu must be >= 0, got {self.prox_mu}")
+        if self.personal_layers < 0:
+            raise ValueError(f"personal_layers must be >= 0, got {self.personal_layers}")
+
+
+@flax.struct.dataclass
+class BaselineState:
+    round: jax.Array          # int32 scalar: rounds done
+    server: PyTree            # global parameters (unused leaves for Local)
+    personal: PyTree          # per-client parameters [C, ...] (None unless Local/FedPer)
+    opt: PyTree               # per-training-client optimiser state [C_t, ...]
+
+
+def layer_index(path) -> int:
+    """Layer number of a parameter from the `<name>_<i>` naming convention of fgl_jax.nn."""
+    for entry in reversed(path):
+        name = str(getattr(entry, "key", entry))
+        tail = name.rsplit("_", 1)
+        if len(tail) == 2 and tail[1].isdigit():
+            return int(tail[1])
+    return -1
+
+
+def personal_mask(params: PyTree, algorithm: str, num_layers: int, personal_layers: int) -> PyTree:
+    """Bool pytree: True where a parameter stays with the client."""
+    if algorithm == "local":
+        return jax.tree.map(lambda _: True, params)
+    if algorithm == "fedper":
+        first_personal = num_layers - personal_layers
+        return jax.tree_util.tree_map_with_path(lambda p, _: layer_index(p) >= first_personal, params)
+    return jax.tree.map(lambda _: False, params)
+
+
+def weighted_mean(tree: PyTree, weight: jax.Array) -> PyTree:
+    """sum_c w_c x_c / sum_c w_c over the leading client axis."""
+    w = weight / jnp.maximum(weight.sum(), 1e-12)
+    return jax.tree.map(lambda x: jnp.tensordot(w, x, axes=1), tree)
+
+
+def evaluate(model, params: PyTree, batch, per_client: bool) -> dict:
+    """Pooled accuracies; params [C, ...] if per_client else one model for every client."""
+    def one(p, b):
+        return client_counts(model.apply(p, b, train=False), b.y, b)
+    counts = jax.vmap(one, in_axes=(0 if per_client else None, 0))(params, batch)
+    return pool(counts, batch.client_mask)
+
+
+def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
+    """FederatedAlgorithm for Local / FedAvg / FedProx / FedPer / Global with `model`."""
+    optimizer = make_optimizer(cfg.optim)
+    loss_fn = node_loss_fn(model)
+    num_layers = getattr(model, "num_layers", 2)
+    prox = cfg.prox_mu if cfg.algorithm == "fedprox" else 0.0
+
+    def init(key, data: FedData) -> BaselineState:
+        one = jax.tree.map(lambda a: a[0], data.eval)
+        params = model.init({"params": key, "dropout": key}, one, train=False)
+        mask = personal_mask(params, cfg.algorithm, num_layers, cfg.personal_layers)
+        has_personal = any(jax.tree.leaves(mask))
+        c, ct = data.eval.num_clients, data.train.num_clients
+        stack = lambda t, n: jax.tree.map(lambda a: jnp.broadcast_to(a, (n,) + a.shape), t)
+        personal = stack(params, c) if has_personal else None
+        opt = stack(optimizer.init(params), ct)
+        return BaselineState(round=jnp.zeros((), jnp.int32), server=params, personal=personal, opt=opt)
+
+    def round_fn(state: BaselineState, data: FedData, key: jax.Array):
+        mask = personal_mask(state.server, cfg.algorithm, num_layers, cfg.personal_layers)
+        ct = data.train.num_clients
+        if state.personal is None:
+            start = jax.tree.map(lambda a: jnp.broadcast_to(a, (ct,) + a.shape), state.server)
+        else:
+            mine = jax.tree.map(lambda a: a[data.train_index], state.personal)
+            start = jax.tree.map(lambda m, s, p: p if m else jnp.broadcast_to(s, p.shape),
+                                 mask, state.server, mine)
+        opt = state.opt
+        if cfg.reset_optimizer:
+            opt = jax.vmap(optimizer.init)(start)
+        scale = lr_scale(cfg.optim, state.round)
+        keys = jax.random.split(key, ct)
+        train = lambda p, o, b, k, a: local_train(loss_fn, optimizer, cfg.local_steps, p, o, b, k, scale,
+                                                  prox, a)
+        new, opt, losses = jax.vmap(train)(start, opt, data.train, keys, start)
+        mean = weighted_mean(new, data.train_weight)
+        server = jax.tree.map(lambda m, s, a: s if m else a, mask, state.server, mean)
+        if state.personal is None:
+            personal = None
+            metrics = evaluate(model, server, data.eval, per_client=False)
+        else:
+            personal = jax.tree.map(lambda p, n: p.at[data.train_index].set(n), state.personal, new)
+            eval_params = jax.tree.map(lambda m, s, p: p if m else jnp.broadcast_to(s, p.shape),
+                                       mask, server, personal)
+            metrics = evaluate(model, eval_params, data.eval, per_client=True)
+        w = data.train_weight / data.train_weight.sum()
+        metrics["train_loss"] = (losses * w).sum()
+        metrics["lr_scale"] = scale
+        return BaselineState(round=state.round + 1, server=server, personal=personal, opt=opt), metrics
+
+    return FederatedAlgorithm(init=init, round=round_fn)

@@ -1,0 +1,131 @@
+"""Graph containers.
+
+`Graph` is the host-side (NumPy) node-classification graph every loader returns and every
+partitioner consumes. Edges are stored directed (both directions of an undirected edge),
+without self-loops unless the source data has them. Features are either a dense
+`np.ndarray [N, F]` or a `scipy.sparse.csr_matrix [N, F]` (bag-of-words stays sparse).
+
+`ClientBatch` (in `fgl_jax.batch`) is the device-side, padded, client-stacked view.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Union
+
+import jraph
+import numpy as np
+import scipy.sparse as sp
+
+Features = Union[np.ndarray, sp.csr_matrix]
+
+
+class GraphError(ValueError):
+    """A graph, partition or split is malformed (names the field and value)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Graph:
+    """A node-classification graph on the host.
+
+    senders, receivers: int32 [E] directed edges (u -> v means v aggregates from u).
+    x: [N, F] float32 dense array or CSR matrix.
+    y: int32 [N]; -1 marks a node without a label (e.g. CiteSeer's 15 featureless nodes).
+    train_mask, val_mask, test_mask: bool [N].
+    """
+
+    name: str
+    senders: np.ndarray
+    receivers: np.ndarray
+    x: Features
+    y: np.ndarray
+    num_classes: int
+    train_mask: np.ndarray
+    val_mask: np.ndarray
+    test_mask: np.ndarray
+
+    def __post_init__(self):
+        n = self.x.shape[0]
+        for field in ("y", "train_mask", "val_mask", "test_mask"):
+            arr = getattr(self, field)
+            if arr.shape != (n,):
+                raise GraphError(f"Graph {self.name!r}: field {field} has shape {arr.shape}, expected ({n},)")
+        if self.senders.shape != self.receivers.shape or self.senders.ndim != 1:
+            raise GraphError(
+                f"Graph {self.name!r}: senders {self.senders.shape} and receivers {self.receivers.shape} "
+                "must be equal-length 1-D arrays")
+        if self.senders.size:
+            lo = min(self.senders.min(), self.receivers.min())
+            hi = max(self.senders.max(), self.receivers.max())
+            if lo < 0 or hi >= n:
+                raise GraphError(f"Graph {self.name!r}: edge endpoint {lo if lo < 0 else hi} outside [0, {n})")
+        if self.num_classes <= 0:
+            raise GraphError(f"Graph {self.name!r}: num_classes must be positive, got {self.num_classes}")
+
+    # ---- basic statistics -------------------------------------------------------------
+    @property
+    def num_nodes(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def num_features(self) -> int:
+        return int(self.x.shape[1])
+
+    @property
+    def num_edges(self) -> int:
+        """Number of directed edges stored."""
+        return int(self.senders.shape[0])
+
+    def num_undirected_edges(self, count_self_loops: bool = False) -> int:
+        s, r = self.senders, self.receivers
+        keep = s != r
+        lo, hi = np.minimum(s, r)[keep], np.maximum(s, r)[keep]
+        n = len(np.unique(lo.astype(np.int64) * self.num_nodes + hi))
+        if count_self_loops:
+            n += int(len(np.unique(s[~keep])))
+        return n
+
+    def degrees(self) -> np.ndarray:
+        """In-degree per node (number of incoming directed edges), int64 [N]."""
+        return np.bincount(self.receivers, minlength=self.num_nodes)
+
+    def dense_x(self) -> np.ndarray:
+        return np.asarray(self.x.todense(), np.float32) if sp.issparse(self.x) else np.asarray(self.x, np.float32)
+
+    def to_graphs_tuple(self) -> jraph.GraphsTuple:
+        """The structure as a single-graph jraph.GraphsTuple (features kept outside)."""
+        return jraph.GraphsTuple(
+            nodes=None, edges=None,
+            senders=self.senders.astype(np.int32), receivers=self.receivers.astype(np.int32),
+            n_node=np.array([self.num_nodes], np.int32), n_edge=np.array([self.num_edges], np.int32),
+            globals=None)
+
+    def with_masks(self, train_mask: np.ndarray, val_mask: np.ndarray, test_mask: np.ndarray) -> "Graph":
+        return dataclasses.replace(self, train_mask=np.asarray(train_mask, bool),
+                                   val_mask=np.asarray(val_mask, bool), test_mask=np.asarray(test_mask, bool))
+
+    def subgraph(self, nodes: np.ndarray, name: Optional[str] = None) -> "Graph":
+        """Induced subgraph on `nodes` (order kept); edges leaving the set are dropped."""
+        nodes = np.asarray(nodes, np.int64)
+        local = -np.ones(self.num_nodes, np.int64)
+        local[nodes] = np.arange(len(nodes))
+        keep = (local[self.senders] >= 0) & (local[self.receivers] >= 0)
+        x = self.x[nodes]
+        return Graph(
+            name=name or f"{self.name}[sub]",
+            senders=local[self.senders[keep]].astype(np.int32),
+            receivers=local[self.receivers[keep]].astype(np.int32),
+            x=x.tocsr() if sp.issparse(x) else x,
+            y=self.y[nodes], num_classes=self.num_classes,
+            train_mask=self.train_mask[nodes], val_mask=self.val_mask[nodes], test_mask=self.test_mask[nodes])
+
+
+def symmetrize(senders: np.ndarray, receivers: np.ndarray, num_nodes: int,
+               keep_self_loops: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Unique directed edges with both directions of every pair, sorted by (receiver, sender)."""
+    s = np.concatenate([senders, receivers]).astype(np.int64)
+    r = np.concatenate([receivers, senders]).astype(np.int64)
+    if not keep_self_loops:
+        keep = s != r
+        s, r = s[keep], r[keep]
+    key = np.unique(r * num_nodes + s)
+    return (key % num_nodes).astype(np.int32), (key // num_nodes).astype(np.int32)
