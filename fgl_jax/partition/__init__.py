@@ -1,0 +1,39 @@
+"""Host-side (NumPy) node partitioners: random, Louvain, label-Dirichlet, and their statistics.
+
+Every partitioner is a pure function `(graph, num_clients, ..., seed) -> Partition`; the
+Partition gives client node sets (`client_nodes`) and cross-client edges (`cross_edges(graph)`).
+`make_partition(graph, "louvain", 10, seed=0)` dispatches by name (for configs and the CLI).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from fgl_jax.graph import Graph
+from fgl_jax.partition.base import Partition, PartitionError, validate
+from fgl_jax.partition.dirichlet import label_dirichlet_partition
+from fgl_jax.partition.louvain import louvain_capacity, louvain_partition
+from fgl_jax.partition.random import random_partition
+from fgl_jax.partition.stats import leakage, partition_stats
+
+PARTITIONERS: dict[str, Callable[..., Partition]] = {
+    "random": random_partition,
+    "louvain": louvain_partition,
+    "dirichlet": label_dirichlet_partition,
+}
+
+
+def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, **kwargs) -> Partition:
+    """Run the partitioner registered as `method` ("random", "louvain", "dirichlet").
+
+    kwargs go to the partitioner (e.g. beta=0.5 for "dirichlet", resolution=1.0 for "louvain").
+    """
+    if method not in PARTITIONERS:
+        raise PartitionError(f"unknown partition method {method!r}; choose one of {sorted(PARTITIONERS)}")
+    return PARTITIONERS[method](graph, num_clients, seed=seed, **kwargs)
+
+
+__all__ = [
+    "PARTITIONERS", "Partition", "PartitionError", "label_dirichlet_partition", "leakage",
+    "louvain_capacity", "louvain_partition", "make_partition", "partition_stats", "random_partition",
+    "validate",
+]
