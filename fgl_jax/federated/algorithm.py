@@ -24,6 +24,16 @@ PyTree = Any
 class FederatedAlgorithm(NamedTuple):
     init: Callable[[jax.Array, Any], PyTree]
     round: Callable[[PyTree, Any, jax.Array], tuple[PyTree, dict]]
+    # True when the round does exact int64 arithmetic (HiFGL's finite field): the program is then
+    # traced and lowered with jax_enable_x64 on (floats stay float32 where typed), since x64 cannot
+    # be switched on for only part of one jitted program.
+    needs_x64: bool = False
+
+
+def x64_scope(algorithm: FederatedAlgorithm):
+    """Context in which to trace, compile and run `algorithm`."""
+    import contextlib
+    return jax.enable_x64(True) if algorithm.needs_x64 else contextlib.nullcontext()
 
 
 @flax.struct.dataclass

@@ -54,6 +54,7 @@ class BaselineState:
     server: PyTree            # global parameters (unused leaves for Local)
     personal: PyTree          # per-client parameters [C, ...] (None unless Local/FedPer)
     opt: PyTree               # per-training-client optimiser state [C_t, ...]
+    hp: dict                  # traced hyperparameters {lr, prox_mu}: a vmapped sweep overrides them
 
 
 def layer_index(path) -> int:
@@ -92,10 +93,12 @@ def evaluate(model, params: PyTree, batch, per_client: bool) -> dict:
 
 def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
     """FederatedAlgorithm for Local / FedAvg / FedProx / FedPer / Global with `model`."""
-    optimizer = make_optimizer(cfg.optim)
+    # lr = 1: the LR is applied as a traced multiplier (hp["lr"]), exact for Adam and SGD, so
+    # LR sweeps vectorise without recompiling.
+    optimizer = make_optimizer(cfg.optim, lr=1.0)
     loss_fn = node_loss_fn(model)
     num_layers = getattr(model, "num_layers", 2)
-    prox = cfg.prox_mu if cfg.algorithm == "fedprox" else 0.0
+    use_prox = cfg.algorithm == "fedprox"
 
     def init(key, data: FedData) -> BaselineState:
         one = jax.tree.map(lambda a: a[0], data.eval)
@@ -106,7 +109,8 @@ def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
         stack = lambda t, n: jax.tree.map(lambda a: jnp.broadcast_to(a, (n,) + a.shape), t)
         personal = stack(params, c) if has_personal else None
         opt = stack(optimizer.init(params), ct)
-        return BaselineState(round=jnp.zeros((), jnp.int32), server=params, personal=personal, opt=opt)
+        hp = {"lr": jnp.float32(cfg.optim.lr), "prox_mu": jnp.float32(cfg.prox_mu)}
+        return BaselineState(round=jnp.zeros((), jnp.int32), server=params, personal=personal, opt=opt, hp=hp)
 
     def round_fn(state: BaselineState, data: FedData, key: jax.Array):
         mask = personal_mask(state.server, cfg.algorithm, num_layers, cfg.personal_layers)
@@ -120,7 +124,9 @@ def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
         opt = state.opt
         if cfg.reset_optimizer:
             opt = jax.vmap(optimizer.init)(start)
-        scale = lr_scale(cfg.optim, state.round)
+        schedule = lr_scale(cfg.optim, state.round)
+        scale = state.hp["lr"] * schedule
+        prox = state.hp["prox_mu"] if use_prox else None
         keys = jax.random.split(key, ct)
         train = lambda p, o, b, k, a: local_train(loss_fn, optimizer, cfg.local_steps, p, o, b, k, scale,
                                                   prox, a)
@@ -137,7 +143,8 @@ def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
             metrics = evaluate(model, eval_params, data.eval, per_client=True)
         w = data.train_weight / data.train_weight.sum()
         metrics["train_loss"] = (losses * w).sum()
-        metrics["lr_scale"] = scale
-        return BaselineState(round=state.round + 1, server=server, personal=personal, opt=opt), metrics
+        metrics["lr"] = scale
+        return BaselineState(round=state.round + 1, server=server, personal=personal, opt=opt,
+                             hp=state.hp), metrics
 
     return FederatedAlgorithm(init=init, round=round_fn)

@@ -73,15 +73,17 @@ def node_loss_fn(model) -> Callable:
 
 def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, steps: int,
                 params: PyTree, opt_state: PyTree, batch, key: jax.Array, scale: jax.Array,
-                prox_mu: float = 0.0, anchor: Optional[PyTree] = None):
+                prox_mu=None, anchor: Optional[PyTree] = None):
     """`steps` optax steps on one client; returns (params, opt_state, loss at the first step).
 
-    prox_mu > 0 adds FedProx's (mu/2)||w - anchor||^2 with anchor = the round's global model.
+    scale multiplies every update (the LR when the optimiser was built with lr = 1, times the
+    schedule). prox_mu (a float or traced scalar; None = no term) adds FedProx's
+    (mu/2)||w - anchor||^2 with anchor = the round's global model.
     """
 
     def objective(p, k):
         val = loss_fn(p, batch, k)
-        if prox_mu:
+        if prox_mu is not None:
             sq = sum(jnp.sum((a - b) ** 2) for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(anchor)))
             val = val + 0.5 * prox_mu * sq
         return val

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.federated.algorithm import FederatedAlgorithm
+from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
 
 PyTree = Any
 
@@ -43,9 +43,10 @@ class Tracker:
         return Tracker(jnp.float32(-1.0), jnp.float32(0.0), jnp.int32(-1))
 
     def update(self, r: jax.Array, m: dict) -> "Tracker":
-        better = m["val_acc"] > self.best_val
-        return Tracker(jnp.where(better, m["val_acc"], self.best_val),
-                       jnp.where(better, m["test_acc"], self.best_test),
+        val, test = m["val_acc"].astype(jnp.float32), m["test_acc"].astype(jnp.float32)
+        better = val > self.best_val
+        return Tracker(jnp.where(better, val, self.best_val),
+                       jnp.where(better, test, self.best_test),
                        jnp.where(better, r, self.best_round))
 
 
@@ -80,6 +81,12 @@ def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
 
 
 def _check_finite(metrics: dict, start: int) -> None:
+    if "field_overflow" in metrics:
+        bad = np.flatnonzero(np.asarray(metrics["field_overflow"]) > 0)
+        if bad.size:
+            raise NonFiniteError(
+                f"a secure aggregate left the finite field's fixed-point range at round {start + bad[0] + 1}: "
+                "use fewer fractional bits (frac_bits) or a larger prime")
     for name in ("train_loss", "val_loss"):
         if name in metrics:
             bad = np.flatnonzero(~np.isfinite(metrics[name]))
@@ -147,6 +154,13 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     """
     if num_rounds <= 0:
         raise ValueError(f"num_rounds must be positive, got {num_rounds}")
+    with x64_scope(algorithm):
+        return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
+                    state)
+
+
+def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
+         state) -> RunResult:
     if chunk is None:
         chunk = num_rounds if (out_dir is None and not progress) else max(1, math.ceil(num_rounds / 20))
     if chunk <= 0:
@@ -203,7 +217,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
             if log_path is not None:
                 with log_path.open("a") as f:
                     for i in range(n):
-                        f.write(json.dumps({"round": r + i + 1, **{k: float(v[i]) for k, v in metrics.items()}}) + "\n")
+                        f.write(json.dumps({"round": r + i + 1, **{k: v[i].tolist() for k, v in metrics.items()}}) + "\n")
             r += n
             bar.update(n, metrics)
             if out is not None and checkpoint_every_chunk:

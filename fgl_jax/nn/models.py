@@ -28,10 +28,10 @@ class InputDense(nn.Module):
 
     @nn.compact
     def __call__(self, x, num_nodes: int):
-        w = self.param("kernel", nn.initializers.glorot_uniform(), (self.in_dim, self.features))
+        w = self.param("kernel", nn.initializers.glorot_uniform(), (self.in_dim, self.features), jnp.float32)
         out = ops.feature_matmul(x, w, num_nodes)
         if self.use_bias:
-            out = out + self.param("bias", nn.initializers.zeros, (self.features,))
+            out = out + self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
         return out
 
 
@@ -62,7 +62,7 @@ class GCN(nn.Module):
             # propagate after the projection: S (X W) == (S X) W, and X W is the small side.
             lin = InputDense(width, self.in_dim if i == 0 else self.hidden, use_bias=False, name=f"layer_{i}")
             h = ops.gcn_propagate(lin(h, n), s, r, m, n)
-            h = h + self.param(f"bias_{i}", nn.initializers.zeros, (width,))
+            h = h + self.param(f"bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
             if not last:
                 h = nn.relu(h)
         return h
@@ -90,7 +90,7 @@ class SAGE(nn.Module):
             both = InputDense(2 * width, self.in_dim if i == 0 else self.hidden, use_bias=False,
                               name=f"layer_{i}")(h, n)
             h = both[:, :width] + ops.mean_aggregate(both[:, width:], s, r, m, n)
-            h = h + self.param(f"bias_{i}", nn.initializers.zeros, (width,))
+            h = h + self.param(f"bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
             if not last:
                 h = nn.relu(h)
         return h
@@ -126,14 +126,14 @@ class GAT(nn.Module):
             h = _dropout(h, self.dropout, train, self) if i > 0 else h
             in_dim = self.in_dim if i == 0 else self.hidden * self.heads
             z = InputDense(k * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n).reshape(n, k, width)
-            a_src = self.param(f"att_src_{i}", nn.initializers.glorot_uniform(), (1, k, width))
-            a_dst = self.param(f"att_dst_{i}", nn.initializers.glorot_uniform(), (1, k, width))
+            a_src = self.param(f"att_src_{i}", nn.initializers.glorot_uniform(), (1, k, width), jnp.float32)
+            a_dst = self.param(f"att_dst_{i}", nn.initializers.glorot_uniform(), (1, k, width), jnp.float32)
             e_src = (z * a_src).sum(-1)  # [N, K]
             e_dst = (z * a_dst).sum(-1)
             logits = nn.leaky_relu(e_src[s] + e_dst[r], self.negative_slope)  # [E+N, K]
             alpha = ops.segment_softmax(logits, r, m, n)
             out = jax.ops.segment_sum(z[s] * alpha[..., None], r, num_segments=n)  # [N, K, W]
-            bias = self.param(f"bias_{i}", nn.initializers.zeros, (width,) if last else (k * width,))
+            bias = self.param(f"bias_{i}", nn.initializers.zeros, (width,) if last else (k * width,), jnp.float32)
             if last:
                 h = out.mean(axis=1) + bias
             else:
@@ -157,7 +157,7 @@ class SGC(nn.Module):
         h = InputDense(self.num_classes, self.in_dim, use_bias=False, name="layer_0")(batch.features, n)
         for _ in range(self.num_layers):
             h = ops.gcn_propagate(h, s, r, m, n)
-        return h + self.param("bias_0", nn.initializers.zeros, (self.num_classes,))
+        return h + self.param("bias_0", nn.initializers.zeros, (self.num_classes,), jnp.float32)
 
 
 class MLP(nn.Module):

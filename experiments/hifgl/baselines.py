@@ -1,0 +1,184 @@
+"""Reproduce the baseline rows of HiFGL's Tables 3 and 4 (Cora, CiteSeer).
+
+Protocol (specs/hifgl.md §4 and §5.2 decisions 8, 9, 12): 5 random near-equal silos
+(FederatedScope random splitter), FederatedScope's random Planetoid split (232/332 train per
+class, 542/665 val, rest test), cross-silo edges dropped for Local/FedAvg/FedProx/FedPer,
+2 layers, hidden 64, Adam lr 0.01 x0.9 every 4 rounds, 1 full-batch local step per round,
+50 rounds, no dropout or weight decay, FedProx mu 0.01, FedPer keeps the last layer local,
+pooled test accuracy at the round of best pooled validation accuracy, 5 model seeds on a fixed
+split and partition (seed 0), mean +- population std. The 5 seeds run as one vmapped program.
+
+    python experiments/hifgl/baselines.py [--quick] [--data-dir ../shared/data]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from experiments.common import RESULTS, provenance, write_results  # noqa: E402
+from fgl_jax.config import RunConfig  # noqa: E402
+from fgl_jax.federated.metrics import graph_information_gain  # noqa: E402
+from fgl_jax.federated.sweep import run_sweep  # noqa: E402
+from fgl_jax.pipeline import algorithm_from_config, prepare  # noqa: E402
+from fgl_jax.data import load  # noqa: E402
+from fgl_jax.federated import make_fed_data  # noqa: E402
+
+SPLIT = {"cora": (232, 542), "citeseer": (332, 665)}
+# (framework, model) -> {dataset: (table 3 mean, table 4 value)}; None where the table has no entry.
+PAPER = {
+    ("local", "mlp"): {"cora": (0.5698, None), "citeseer": (0.6450, None)},
+    ("local", "gcn"): {"cora": (0.8095, None), "citeseer": (0.7429, None)},
+    ("fedavg", "gcn"): {"cora": (0.8358, 0.8358), "citeseer": (0.7601, 0.7601)},
+    ("fedprox", "gcn"): {"cora": (None, 0.8238), "citeseer": (None, 0.7612)},
+    ("fedper", "gcn"): {"cora": (None, 0.8202), "citeseer": (None, 0.7403)},
+    ("global", "gcn"): {"cora": (0.8689, None), "citeseer": (0.7742, None)},
+    ("local", "sage"): {"cora": (0.6207, None), "citeseer": (0.6125, None)},
+    ("fedavg", "sage"): {"cora": (0.8095, 0.8295), "citeseer": (0.7656, 0.7540)},
+    ("fedprox", "sage"): {"cora": (None, 0.8256), "citeseer": (None, 0.7593)},
+    ("fedper", "sage"): {"cora": (None, 0.8174), "citeseer": (None, 0.7625)},
+    ("global", "sage"): {"cora": (0.8686, None), "citeseer": (0.7748, None)},
+}
+NAMES = {"local": "Local", "fedavg": "FedAvg", "fedprox": "FedProx", "fedper": "FedPer", "global": "Global",
+         "mlp": "MLP", "gcn": "GCN", "sage": "GraphSage"}
+
+
+def base_config(dataset: str, data_dir, rounds: int) -> RunConfig:
+    per_class, val = SPLIT[dataset]
+    return RunConfig(dataset=dataset, data_dir=data_dir, clients=5, partition="random", split="per_class",
+                     num_train_per_class=per_class, num_val=val, split_seed=0, partition_seed=0, rounds=rounds,
+                     local_steps=1, lr=0.01, lr_gamma=0.9, lr_decay_every=4, hidden=64, num_layers=2,
+                     prox_mu=0.01, personal_layers=1)
+
+
+def with_cross_edges(graph, assignment, num_clients):
+    """Diagnostic batch: every client sees the WHOLE graph structure (cross-silo edges kept) but
+    trains and is evaluated only on its own nodes. Not a private protocol; it measures how much of
+    the gap to the paper is explained by the edges the baselines drop."""
+    from fgl_jax.batch import stack_graphs
+    views = [graph.with_masks(graph.train_mask & (assignment == c), graph.val_mask & (assignment == c),
+                              graph.test_mask & (assignment == c)) for c in range(num_clients)]
+    return make_fed_data(stack_graphs(views, [np.arange(graph.num_nodes)] * num_clients))
+
+
+def row_normalised(graph):
+    import dataclasses
+    import scipy.sparse as sp
+    deg = np.asarray(graph.x.sum(1)).ravel()
+    return dataclasses.replace(graph, x=sp.csr_matrix(sp.diags(1.0 / np.maximum(deg, 1)) @ graph.x).astype(np.float32))
+
+
+SENSITIVITY = [  # (label, framework, model, config changes, graph transform)
+    ("paper protocol (as in the table)", "fedavg", "gcn", {}, None),
+    ("5 local steps per round", "fedavg", "gcn", {"local_steps": 5}, None),
+    ("200 rounds, constant LR", "fedavg", "gcn", {"rounds": 200, "lr_decay_every": 0}, None),
+    ("dropout 0.5, weight decay 5e-4, 5 local steps, 100 rounds", "fedavg", "gcn",
+     {"dropout": 0.5, "weight_decay": 5e-4, "local_steps": 5, "rounds": 100}, None),
+    ("row-normalised features", "fedavg", "gcn", {}, "rownorm"),
+    ("cross-silo edges KEPT (diagnostic)", "fedavg", "gcn", {}, "cross"),
+    ("paper protocol (as in the table)", "local", "gcn", {}, None),
+    ("200 rounds, constant LR", "local", "gcn", {"rounds": 200, "lr_decay_every": 0}, None),
+    ("cross-silo edges KEPT (diagnostic)", "local", "gcn", {}, "cross"),
+    ("paper protocol (as in the table)", "local", "mlp", {}, None),
+    ("row-normalised features", "local", "mlp", {}, "rownorm"),
+]
+
+
+def sensitivity(ds: str, data_dir, rounds: int, seeds) -> list[dict]:
+    """Evidence for the gaps: the same cells under protocol variants the paper leaves open."""
+    from fgl_jax.federated import make_fed_data as _mfd  # noqa: F401
+    graph = load(ds, data_dir=data_dir)
+    out = []
+    for label, framework, model, changes, transform in SENSITIVITY:
+        cfg = base_config(ds, data_dir, rounds).replace(algorithm=framework, model=model, **changes)
+        g = row_normalised(graph) if transform == "rownorm" else graph
+        prep = prepare(cfg, g)
+        data = with_cross_edges(prep.graph, prep.partition.assignment, cfg.clients) if transform == "cross" \
+            else prep.data
+        sw = run_sweep(algorithm_from_config(cfg, prep.graph), data, seeds, cfg.rounds)
+        acc = sw.best["best_test"]
+        out.append({"dataset": ds, "variant": label, "framework": framework, "model": model,
+                    "mean": float(acc.mean()), "std": float(acc.std()), "runs": acc.tolist()})
+        print(f"sensitivity {ds} {framework}-{model} [{label}]: {acc.mean():.4f} +- {acc.std():.4f}", flush=True)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="Cora only, 2 seeds, 20 rounds (a smoke run)")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--out", default=str(RESULTS / "hifgl"))
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    datasets = ["cora"] if args.quick else ["cora", "citeseer"]
+    seeds = [0, 1] if args.quick else [0, 1, 2, 3, 4]
+    rounds = 20 if args.quick else 50
+    rows = {}
+    for ds in datasets:
+        graph = load(ds, data_dir=args.data_dir)
+        prepared = {}
+        for (framework, model), paper in PAPER.items():
+            cfg = base_config(ds, args.data_dir, rounds).replace(algorithm=framework, model=model)
+            kind = "global" if framework == "global" else "silos"
+            if kind not in prepared:
+                prepared[kind] = prepare(cfg, graph)
+            alg = algorithm_from_config(cfg, prepared[kind].graph)
+            sw = run_sweep(alg, prepared[kind].data, seeds, rounds)
+            accs = sw.best["best_test"]
+            rows[(ds, framework, model)] = {"mean": float(accs.mean()), "std": float(accs.std()),
+                                            "runs": accs.tolist(), "best_round": sw.best["best_round"].tolist(),
+                                            "paper_table3": paper[ds][0], "paper_table4": paper[ds][1],
+                                            "seconds": sw.compile_seconds + sw.run_seconds}
+            print(f"{ds:9s} {framework:8s} {model:5s} {accs.mean():.4f} +- {accs.std():.4f}  "
+                  f"(paper T3 {paper[ds][0]}, T4 {paper[ds][1]})  {rows[(ds, framework, model)]['seconds']:.1f}s",
+                  flush=True)
+    # graph information gain with our own Local-MLP and Global rows (HiFGL's definition)
+    for (ds, framework, model), row in rows.items():
+        if model == "mlp":
+            continue
+        lo, gl = rows[(ds, "local", "mlp")]["mean"], rows[(ds, "global", model)]["mean"]
+        row["gain"] = graph_information_gain(row["mean"], lo, gl)
+
+    lines = ["# HiFGL Tables 3 and 4: baseline rows", "",
+             "Pooled test accuracy at the best-validation round, mean ± std over "
+             f"{len(seeds)} seeds ({rounds} rounds, 5 random silos). Paper values from Table 3 (T3) and Table 4 (T4); "
+             "Δ = ours − paper (T3 where it has the row, else T4), in accuracy points.", ""]
+    header = "| model | " + " | ".join(f"{d} ours | {d} paper T3 | {d} paper T4 | {d} Δ | {d} gain" for d in datasets) + " |"
+    lines += [header, "|" + "---|" * (1 + 5 * len(datasets))]
+    for (framework, model) in PAPER:
+        cells = [f"{NAMES[framework]}-{NAMES[model]}"]
+        for ds in datasets:
+            r = rows[(ds, framework, model)]
+            ref = r["paper_table3"] if r["paper_table3"] is not None else r["paper_table4"]
+            cells += [f"{r['mean']:.4f} ± {r['std']:.4f}",
+                      "—" if r["paper_table3"] is None else f"{r['paper_table3']:.4f}",
+                      "—" if r["paper_table4"] is None else f"{r['paper_table4']:.4f}",
+                      f"{100 * (r['mean'] - ref):+.1f}",
+                      "—" if "gain" not in r else f"{100 * r['gain']:+.1f}%"]
+        lines.append("| " + " | ".join(cells) + " |")
+    sens = []
+    if not args.quick:
+        for ds in datasets:
+            sens += sensitivity(ds, args.data_dir, rounds, seeds[:3])
+        lines += ["", "## Sensitivity of the largest gaps (3 seeds each)", "",
+                  "The same cells under protocol variants the paper leaves open, plus one diagnostic that keeps the "
+                  "cross-silo edges the baselines are supposed to drop.", "",
+                  "| dataset | cell | variant | test acc |", "|---|---|---|---|"]
+        for r in sens:
+            lines.append(f"| {r['dataset']} | {NAMES[r['framework']]}-{NAMES[r['model']]} | {r['variant']} | "
+                         f"{r['mean']:.4f} ± {r['std']:.4f} |")
+    cfg0 = base_config(datasets[0], args.data_dir, rounds).to_dict()
+    payload = {"rows": [{"dataset": d, "framework": f, "model": m, **r} for (d, f, m), r in rows.items()],
+               "sensitivity": sens,
+               "seeds": seeds, "provenance": provenance(t0, {"base": cfg0, "seeds": seeds, "split": SPLIT})}
+    write_results(Path(args.out), "baselines_quick" if args.quick else "baselines", "\n".join(lines), payload)
+    print(f"wrote {args.out}/{'baselines_quick' if args.quick else 'baselines'}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

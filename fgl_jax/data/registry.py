@@ -1,0 +1,162 @@
+"""Dataset names -> loaders, and where their files are.
+
+    load("cora", data_dir="...")        # any registered name, case-insensitive ('-' == '_')
+    list_datasets()                      # which datasets exist and whether their files are found
+    register("mydata", loader, files=("mydata/a.csv",), description="...")
+
+A loader is called as ``loader(data_dir=data_dir, **kwargs)`` and finds its own files (through
+`fgl_jax.data.paths.find_dataset_dir`); `files` (paths relative to a data directory) is only
+used by `list_datasets` to report presence without loading anything.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+from typing import Any, Callable, Optional
+
+from ..graph import Graph
+from .musae import FACEBOOK_FILES, LASTFM_ASIA_FILES, load_facebook, load_lastfm_asia
+from .paths import PathLike, candidate_dirs, missing_files
+from .planetoid import load_planetoid, planetoid_files
+from .synthetic import csbm
+
+
+class UnknownDatasetError(KeyError):
+    """No dataset is registered under the requested name (lists the known names)."""
+
+    def __init__(self, name: str, known: list[str]):
+        self.name, self.known = name, known
+        close = difflib.get_close_matches(_key(name), known, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        self.message = f"unknown dataset {name!r}.{hint} Known datasets: {', '.join(known)}."
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return self.message
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    loader: Callable[..., Any]
+    files: tuple[str, ...]
+    description: str
+
+
+_REGISTRY: dict[str, DatasetInfo] = {}
+
+
+def _key(name: str) -> str:
+    return str(name).strip().lower().replace("-", "_")
+
+
+def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (), description: str = "",
+             *, overwrite: bool = False) -> None:
+    """Make `load(name)` call `loader(data_dir=..., **kwargs)`.
+
+    Args:
+      name: dataset name (stored lower-case, '-' read as '_').
+      loader: callable accepting a `data_dir` keyword (None = default search) and options.
+      files: the files the loader needs, relative to a data directory (empty for generators).
+      description: one line for `list_datasets` and the CLI.
+      overwrite: replace an existing registration instead of raising ValueError.
+    """
+    key = _key(name)
+    if not key or not key.replace("_", "").isalnum():
+        raise ValueError(f"register: dataset name must be non-empty letters, digits, '_' or '-', got {name!r}")
+    if not callable(loader):
+        raise ValueError(f"register({name!r}): loader must be callable, got {type(loader).__name__}")
+    if isinstance(files, str) or not all(isinstance(f, str) and f for f in files):
+        raise ValueError(f"register({name!r}): files must be a tuple of relative paths, got {files!r}")
+    if key in _REGISTRY and not overwrite:
+        raise ValueError(f"register: dataset {key!r} is already registered (pass overwrite=True to replace it)")
+    _REGISTRY[key] = DatasetInfo(key, loader, tuple(files), str(description))
+
+
+def dataset_names() -> list[str]:
+    """Registered names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_info(name: str) -> DatasetInfo:
+    key = _key(name)
+    if key not in _REGISTRY:
+        raise UnknownDatasetError(name, dataset_names())
+    return _REGISTRY[key]
+
+
+def load(name: str, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
+    """Load a registered dataset by name (case-insensitive); options go to its loader.
+
+    Raises UnknownDatasetError for an unregistered name and ValueError for an option the
+    loader does not accept (listing the options it does accept).
+    """
+    info = get_info(name)
+    try:
+        inspect.signature(info.loader).bind(data_dir=data_dir, **kwargs)
+    except TypeError as e:
+        params = [p for p in inspect.signature(info.loader).parameters if p != "data_dir"]
+        raise ValueError(f"dataset {info.name!r}: {e}. Accepted options: {', '.join(params) or 'none'}") from None
+    return info.loader(data_dir=data_dir, **kwargs)
+
+
+def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
+    """One dict per registered dataset: name, description, found, missing, where.
+
+    Only presence is checked (no parsing or hashing). `where` is the data directory holding
+    every file, "built-in" for generators, or the list of directories searched when not found;
+    `missing` lists the absent files relative to the directory that has the most of them.
+    """
+    dirs = candidate_dirs(data_dir)
+    out = []
+    for key in dataset_names():
+        info = _REGISTRY[key]
+        row = {"name": key, "description": info.description}
+        if not info.files:
+            row.update(found=True, missing=[], where="built-in (generated, no files)")
+        else:
+            best: Optional[list[str]] = None
+            for folder, _origin in dirs:
+                miss = missing_files(folder, info.files)
+                if not miss:
+                    row.update(found=True, missing=[], where=str(folder))
+                    break
+                if best is None or len(miss) < len(best):
+                    best = miss
+            else:
+                row.update(found=False, missing=best or list(info.files),
+                           where="not found; looked in " + ", ".join(f"{p} ({o})" for p, o in dirs))
+        out.append(row)
+    return out
+
+
+# ---- built-in datasets --------------------------------------------------------------------------
+
+def _cora(data_dir: Optional[PathLike] = None, verify: bool = True, keep_self_loops: bool = False) -> Graph:
+    return load_planetoid("cora", data_dir, verify=verify, keep_self_loops=keep_self_loops)
+
+
+def _citeseer(data_dir: Optional[PathLike] = None, verify: bool = True, keep_self_loops: bool = False) -> Graph:
+    return load_planetoid("citeseer", data_dir, verify=verify, keep_self_loops=keep_self_loops)
+
+
+def _csbm(data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
+    del data_dir  # generated; no files
+    return csbm(**kwargs)
+
+
+_csbm.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter("data_dir", inspect.Parameter.KEYWORD_ONLY, default=None)]
+    + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(csbm).parameters.values()])
+
+register("cora", _cora, planetoid_files("cora"),
+         "Cora citation graph (Planetoid files): 2,708 nodes, 5,278 edges, 1,433 bag-of-words features, 7 classes")
+register("citeseer", _citeseer, planetoid_files("citeseer"),
+         "CiteSeer citation graph (Planetoid files): 3,327 nodes, 4,552 edges, 3,703 features, 6 classes")
+register("facebook", load_facebook, FACEBOOK_FILES,
+         "Facebook Page-Page (MUSAE): 22,470 nodes, 171,002 edges, 4,714 sparse features, 4 classes; no split")
+register("lastfm_asia", load_lastfm_asia, LASTFM_ASIA_FILES,
+         "LastFM Asia (structure + labels only): 7,624 nodes, 27,806 edges, 18 classes; degree features; no split")
+register("csbm", _csbm, (),
+         "Contextual stochastic block model (synthetic, tunable homophily); 60/20/20 split; the default")

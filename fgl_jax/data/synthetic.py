@@ -1,0 +1,168 @@
+"""Contextual stochastic block model (CSBM): the embedded default dataset, no files needed.
+
+Labels: `num_classes` near-equal classes (sizes differ by at most one), randomly assigned.
+
+Features (dense, sparse_features=False): x_i = mu_{y_i} + eps_i with eps_i ~ N(0, I_F) and class
+means mu_c = feature_signal * u_c, u_c a random unit vector. Projected on the direction between
+two class means the classes are separated by about sqrt(2) * feature_signal noise standard
+deviations, so feature_signal=1 gives features that are informative but far from sufficient,
+and the graph has something to add.
+
+Features (sparse_features=True): binary bag-of-words. Feature f is active in a node of class c
+with probability sigmoid(logit(0.05) + feature_signal * z_{c,f}), z ~ N(0, 1): class-dependent
+word frequencies at a density of a few percent (about 7.5% for feature_signal=1). Returned as float32 CSR.
+
+Edges: a stochastic block model with one probability p_in for pairs in the same class and one
+p_out for pairs in different classes, chosen so the expected mean degree is `avg_degree` and
+the expected edge homophily (fraction of edges joining same-class nodes) is `homophily`:
+
+    E = avg_degree * N / 2,  p_in = homophily * E / P_in,  p_out = (1 - homophily) * E / P_out,
+
+with P_in / P_out the numbers of same-class / cross-class node pairs. Sampling is exact and
+vectorised: the number of same-class edges is Binomial(P_in, p_in) and, given that number, the
+edges are a uniformly random set of distinct same-class pairs (likewise for cross-class pairs);
+that is precisely the distribution of independent Bernoulli(p) pairs, without visiting all
+N^2 / 2 pairs. The graph is symmetric with no self-loops.
+
+Labels, features, edges and the split use independent random streams derived from `seed`, so
+changing e.g. `homophily` leaves the labels and features of a seed unchanged.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..graph import Graph, symmetrize
+from .splits import random_split
+
+
+def _pos_int(name: str, v: int, minimum: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+        raise ValueError(f"csbm: {name} must be an integer >= {minimum}, got {v!r}")
+    return int(v)
+
+
+def _real(name: str, v: float, lo: float, hi: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not lo <= v <= hi:
+        raise ValueError(f"csbm: {name} must be a finite number in [{lo}, {hi}], got {v!r}")
+    return float(v)
+
+
+def _sample_pairs(rng: np.random.Generator, m: int, n: int, draw: Callable[[int], tuple[np.ndarray, np.ndarray]]
+                  ) -> np.ndarray:
+    """m distinct unordered pairs, uniformly at random among those `draw` produces.
+
+    `draw(k)` returns k pairs (u, v) drawn uniformly from the valid ordered pairs (u != v), so
+    the unordered keys are uniform too; duplicates are removed and more are drawn until m distinct
+    keys are collected, then m of them are kept at random (np.unique sorts, so a plain
+    truncation would favour small ids). Returns int64 keys lo * n + hi, [m].
+    """
+    keys = np.zeros(0, np.int64)
+    while len(keys) < m:
+        need = m - len(keys)
+        u, v = draw(int(need * 1.1) + 16)
+        keys = np.union1d(keys, np.minimum(u, v) * n + np.maximum(u, v))
+    return rng.choice(keys, size=m, replace=False) if len(keys) > m else keys
+
+
+def csbm(num_nodes: int = 1000, num_classes: int = 4, num_features: int = 64, avg_degree: float = 8.0,
+         homophily: float = 0.8, feature_signal: float = 1.0, sparse_features: bool = False, seed: int = 0,
+         name: str = "csbm") -> Graph:
+    """Sample a CSBM graph (see the module docstring) with a seeded 60/20/20 random split.
+
+    Args:
+      num_nodes: N >= 2 * num_classes.
+      num_classes: C >= 2.
+      num_features: F >= 1.
+      avg_degree: expected mean degree 2|E|/N, > 0; must be reachable (p_in, p_out <= 1).
+      homophily: expected fraction of edges inside a class, in [0, 1].
+      feature_signal: class-mean strength, >= 0 (0 = features carry no label information).
+      sparse_features: binary float32 CSR bag-of-words instead of dense Gaussian features.
+      seed: non-negative integer.
+
+    Returns:
+      Graph with x float32 [N, F] (or CSR), y int32 [N], symmetric senders/receivers int32
+      without self-loops, masks from `random_split(0.6, 0.2, 0.2, seed)`.
+    """
+    n = _pos_int("num_nodes", num_nodes)
+    c = _pos_int("num_classes", num_classes, minimum=2)
+    f = _pos_int("num_features", num_features)
+    if n < 2 * c:
+        raise ValueError(f"csbm: num_nodes ({n}) must be at least 2 * num_classes ({2 * c}) so every class has a pair")
+    if isinstance(avg_degree, bool) or not isinstance(avg_degree, numbers.Real) or not (
+            math.isfinite(avg_degree) and avg_degree > 0):
+        raise ValueError(f"csbm: avg_degree must be a positive finite number, got {avg_degree!r}")
+    h = _real("homophily", homophily, 0.0, 1.0)
+    signal = _real("feature_signal", feature_signal, 0.0, math.inf)
+    seed = _pos_int("seed", seed, minimum=0)
+
+    ss_labels, ss_feats, ss_edges, ss_split = np.random.SeedSequence(seed).spawn(4)
+
+    # ---- labels: near-equal class sizes, random assignment
+    y = np.random.default_rng(ss_labels).permutation(np.arange(n) % c).astype(np.int32)
+    sizes = np.bincount(y, minlength=c).astype(np.int64)
+
+    # ---- edge probabilities from (avg_degree, homophily)
+    pairs_in_per_class = sizes * (sizes - 1) // 2
+    p_in_total = int(pairs_in_per_class.sum())
+    p_out_total = n * (n - 1) // 2 - p_in_total
+    e = avg_degree * n / 2.0
+    p_in, p_out = h * e / p_in_total, (1.0 - h) * e / p_out_total
+    if p_in > 1.0 or p_out > 1.0:
+        raise ValueError(
+            f"csbm: avg_degree={avg_degree} with homophily={h} needs p_in={p_in:.3g}, p_out={p_out:.3g}; "
+            "both must be <= 1 (lower avg_degree, or move homophily towards 1 - 1/num_classes)")
+
+    rng = np.random.default_rng(ss_edges)
+    m_in, m_out = int(rng.binomial(p_in_total, p_in)), int(rng.binomial(p_out_total, p_out))
+
+    # Nodes grouped by class so a same-class pair is (class, two positions in that class).
+    order = np.argsort(y, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    class_p = pairs_in_per_class / p_in_total
+
+    def draw_in(k: int) -> tuple[np.ndarray, np.ndarray]:
+        # class chosen in proportion to its pair count, then an ordered pair of distinct members:
+        # uniform over same-class unordered pairs
+        cls = rng.choice(c, size=k, p=class_p)
+        a = rng.integers(0, sizes[cls])
+        b = rng.integers(0, sizes[cls])
+        ok = a != b
+        return order[offsets[cls] + a][ok], order[offsets[cls] + b][ok]
+
+    def draw_out(k: int) -> tuple[np.ndarray, np.ndarray]:
+        u, v = rng.integers(0, n, size=k), rng.integers(0, n, size=k)
+        ok = y[u] != y[v]
+        return u[ok], v[ok]
+
+    keys = np.concatenate([_sample_pairs(rng, m_in, n, draw_in) if m_in else np.zeros(0, np.int64),
+                           _sample_pairs(rng, m_out, n, draw_out) if m_out else np.zeros(0, np.int64)])
+    s, r = symmetrize(keys // n, keys % n, n)
+
+    # ---- features
+    frng = np.random.default_rng(ss_feats)
+    if sparse_features:
+        logits = math.log(0.05 / 0.95) + signal * frng.standard_normal((c, f))
+        prob = 1.0 / (1.0 + np.exp(-logits))
+        x = sp.csr_matrix((frng.random((n, f)) < prob[y]).astype(np.float32))
+    else:
+        dirs = frng.standard_normal((c, f))
+        means = signal * dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
+        x = (means[y] + frng.standard_normal((n, f))).astype(np.float32)
+
+    empty = np.zeros(n, bool)
+    g = Graph(name=name, senders=s, receivers=r, x=x, y=y, num_classes=c,
+              train_mask=empty, val_mask=empty, test_mask=empty)
+    split_seed = int(ss_split.generate_state(1)[0])
+    return random_split(g, 0.6, 0.2, 0.2, seed=split_seed)
+
+
+def edge_homophily(graph: Graph) -> float:
+    """Fraction of (directed) edges whose endpoints share a label; nan for an edgeless graph."""
+    if graph.num_edges == 0:
+        return float("nan")
+    return float(np.mean(graph.y[graph.senders] == graph.y[graph.receivers]))
