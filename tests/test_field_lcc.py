@@ -528,7 +528,7 @@ def test_masks_cover_field_uniformly():
 
 
 def test_sample_mu_properties():
-    for T, p in [(1, P), (5, P), (4, 11), (200, 65539)]:  # (200, 65539) exercises rejection
+    for T, p in [(1, P), (5, P), (4, 11), (150, 65539), (200, 65539)]:  # rejection / permutation for p > 2^16
         mu = L.sample_mu(jax.random.key(T), T, p)
         al, be = _mu_ints(mu)
         assert mu.T == T and len(al) == len(be) == T + 1 and mu.p == p
@@ -635,7 +635,9 @@ def test_real_lcc_round_trip_and_homomorphism(T):
     U, lam = L.encode_matrix(mu), L.decode_coeffs(mu)
     assert U.dtype == jnp.float64
     x = rng.normal(0, 10, size=(64, 16))
-    z = L.sample_masks_real(jax.random.key(50 + T), T, x.shape)
+    z = L.sample_masks_real(jax.random.key(50 + T), T, x.shape, scale=2.0)
+    assert z.shape == (T, 64, 16) and z.dtype == jnp.float64 and float(np.abs(np.asarray(z)).max()) <= 2.0
+    assert abs(float(np.asarray(z).std()) - 2.0 / math.sqrt(3.0)) < 0.1  # uniform on [-2, 2)
     shares = L.encode_real(x, z, U)
     assert shares.shape == (T + 1, 64, 16) and shares.dtype == jnp.float64
     assert np.max(np.abs(np.asarray(L.decode_real(shares, lam)) - x)) < 1e-9

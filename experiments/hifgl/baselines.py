@@ -107,16 +107,98 @@ def sensitivity(ds: str, data_dir, rounds: int, seeds) -> list[dict]:
     return out
 
 
+def explain(rows: list[dict], sens: list[dict]) -> list[str]:
+    """Explanations of the gaps over 2 points, with the evidence numbers taken from this run."""
+    def row(ds, f, m):
+        return next((r for r in rows if (r["dataset"], r["framework"], r["model"]) == (ds, f, m)), None)
+
+    def var(ds, f, m, label):
+        return next((r for r in sens if (r["dataset"], r["framework"], r["model"]) == (ds, f, m)
+                     and r["variant"].startswith(label)), None)
+
+    out = ["", "## Why cells differ by more than 2 points", ""]
+    for ds in sorted({r["dataset"] for r in rows}):
+        lg, kept = row(ds, "local", "gcn"), var(ds, "local", "gcn", "cross-silo edges KEPT")
+        if lg and kept:
+            out.append(f"- **{ds} Local-GCN** ({lg['mean']:.4f} vs paper {lg['paper_table3']:.4f}): with 5 random silos "
+                       "most edges cross silos and are dropped, leaving each silo a near-edgeless graph. Keeping "
+                       f"the cross-silo edges (diagnostic, not private) gives {kept['mean']:.4f}, close to the paper, so "
+                       "the paper's Local baseline most likely propagated over edges that a silo cannot hold.")
+        fa = row(ds, "fedavg", "gcn")
+        variants = [r for r in sens if r["dataset"] == ds and r["framework"] == "fedavg"
+                    and not r["variant"].startswith("cross")]
+        kept = var(ds, "fedavg", "gcn", "cross-silo edges KEPT")
+        if fa and variants and abs(fa["mean"] - fa["paper_table3"]) > 0.02:
+            lo, hi = min(v["mean"] for v in variants), max(v["mean"] for v in variants)
+            out.append(f"- **{ds} FedAvg-GCN** ({fa['mean']:.4f} vs {fa['paper_table3']:.4f}): no protocol variant the "
+                       f"paper leaves open (local steps, rounds, LR schedule, dropout/weight decay, feature "
+                       f"normalisation) moves it outside {lo:.4f}–{hi:.4f}; with cross-silo edges kept it reaches "
+                       f"{kept['mean']:.4f}. The paper's number lies between the edge-dropping and edge-keeping "
+                       "protocols; we keep the protocol the paper states (edges dropped).")
+    out.append("- **FedProx = FedAvg** here: with one local step per round (spec decision 8) the proximal term's "
+               "gradient is zero at the starting point, so FedProx is exactly FedAvg. The paper's different FedProx "
+               "numbers imply several local steps, which the paper does not state.")
+    out.append("- **FedPer-GraphSage and FedProx/FedAvg-GraphSage on Cora**: the same edge-dropping effect as above; "
+               "GraphSage's root/neighbour split suffers more when neighbourhoods are emptied (Local-GraphSage is "
+               "barely above Local-MLP). Table 3 and Table 4 of the paper also disagree on FedAvg-GraphSage by "
+               "2 points (0.8095 vs 0.8295).")
+    out.append("- **Global** rows are above the paper (see Δ): full-graph training with a 60 % training split; "
+               "the paper's models may have used dropout or fewer effective steps (not stated).")
+    return out
+
+
+def render(payload: dict, datasets, seeds, rounds) -> str:
+    rows = {(r["dataset"], r["framework"], r["model"]): r for r in payload["rows"]}
+    lines = ["# HiFGL Tables 3 and 4: baseline rows", "",
+             "Pooled test accuracy at the best-validation round, mean ± std over "
+             f"{len(seeds)} seeds ({rounds} rounds, 5 random silos). Paper values from Table 3 (T3) and Table 4 (T4); "
+             "Δ = ours − paper (T3 where it has the row, else T4), in accuracy points.", ""]
+    header = "| model | " + " | ".join(f"{d} ours | {d} paper T3 | {d} paper T4 | {d} Δ | {d} gain" for d in datasets) + " |"
+    lines += [header, "|" + "---|" * (1 + 5 * len(datasets))]
+    for (framework, model) in PAPER:
+        cells = [f"{NAMES[framework]}-{NAMES[model]}"]
+        for ds in datasets:
+            r = rows[(ds, framework, model)]
+            ref = r["paper_table3"] if r["paper_table3"] is not None else r["paper_table4"]
+            cells += [f"{r['mean']:.4f} ± {r['std']:.4f}",
+                      "—" if r["paper_table3"] is None else f"{r['paper_table3']:.4f}",
+                      "—" if r["paper_table4"] is None else f"{r['paper_table4']:.4f}",
+                      f"{100 * (r['mean'] - ref):+.1f}",
+                      "—" if "gain" not in r else f"{100 * r['gain']:+.1f}%"]
+        lines.append("| " + " | ".join(cells) + " |")
+    sens = payload.get("sensitivity", [])
+    if sens:
+        lines += ["", "## Sensitivity of the largest gaps (3 seeds each)", "",
+                  "The same cells under protocol variants the paper leaves open, plus one diagnostic that keeps the "
+                  "cross-silo edges the baselines are supposed to drop.", "",
+                  "| dataset | cell | variant | test acc |", "|---|---|---|---|"]
+        for r in sens:
+            lines.append(f"| {r['dataset']} | {NAMES[r['framework']]}-{NAMES[r['model']]} | {r['variant']} | "
+                         f"{r['mean']:.4f} ± {r['std']:.4f} |")
+        for r in payload["rows"]:
+            r.setdefault("paper_table3", None)
+        lines += explain([r for r in payload["rows"] if r["paper_table3"] is not None], sens)
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="Cora only, 2 seeds, 20 rounds (a smoke run)")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--out", default=str(RESULTS / "hifgl"))
+    ap.add_argument("--render", action="store_true", help="rewrite the .md from the existing .json only")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     datasets = ["cora"] if args.quick else ["cora", "citeseer"]
     seeds = [0, 1] if args.quick else [0, 1, 2, 3, 4]
     rounds = 20 if args.quick else 50
+    if args.render:
+        import json
+        stem = "baselines_quick" if args.quick else "baselines"
+        payload = json.loads((Path(args.out) / f"{stem}.json").read_text())
+        write_results(Path(args.out), stem, render(payload, datasets, payload["seeds"], rounds), payload)
+        print(f"rewrote {args.out}/{stem}.md")
+        return 0
     rows = {}
     for ds in datasets:
         graph = load(ds, data_dir=args.data_dir)
@@ -143,39 +225,16 @@ def main(argv=None) -> int:
         lo, gl = rows[(ds, "local", "mlp")]["mean"], rows[(ds, "global", model)]["mean"]
         row["gain"] = graph_information_gain(row["mean"], lo, gl)
 
-    lines = ["# HiFGL Tables 3 and 4: baseline rows", "",
-             "Pooled test accuracy at the best-validation round, mean ± std over "
-             f"{len(seeds)} seeds ({rounds} rounds, 5 random silos). Paper values from Table 3 (T3) and Table 4 (T4); "
-             "Δ = ours − paper (T3 where it has the row, else T4), in accuracy points.", ""]
-    header = "| model | " + " | ".join(f"{d} ours | {d} paper T3 | {d} paper T4 | {d} Δ | {d} gain" for d in datasets) + " |"
-    lines += [header, "|" + "---|" * (1 + 5 * len(datasets))]
-    for (framework, model) in PAPER:
-        cells = [f"{NAMES[framework]}-{NAMES[model]}"]
-        for ds in datasets:
-            r = rows[(ds, framework, model)]
-            ref = r["paper_table3"] if r["paper_table3"] is not None else r["paper_table4"]
-            cells += [f"{r['mean']:.4f} ± {r['std']:.4f}",
-                      "—" if r["paper_table3"] is None else f"{r['paper_table3']:.4f}",
-                      "—" if r["paper_table4"] is None else f"{r['paper_table4']:.4f}",
-                      f"{100 * (r['mean'] - ref):+.1f}",
-                      "—" if "gain" not in r else f"{100 * r['gain']:+.1f}%"]
-        lines.append("| " + " | ".join(cells) + " |")
     sens = []
     if not args.quick:
         for ds in datasets:
             sens += sensitivity(ds, args.data_dir, rounds, seeds[:3])
-        lines += ["", "## Sensitivity of the largest gaps (3 seeds each)", "",
-                  "The same cells under protocol variants the paper leaves open, plus one diagnostic that keeps the "
-                  "cross-silo edges the baselines are supposed to drop.", "",
-                  "| dataset | cell | variant | test acc |", "|---|---|---|---|"]
-        for r in sens:
-            lines.append(f"| {r['dataset']} | {NAMES[r['framework']]}-{NAMES[r['model']]} | {r['variant']} | "
-                         f"{r['mean']:.4f} ± {r['std']:.4f} |")
     cfg0 = base_config(datasets[0], args.data_dir, rounds).to_dict()
     payload = {"rows": [{"dataset": d, "framework": f, "model": m, **r} for (d, f, m), r in rows.items()],
                "sensitivity": sens,
                "seeds": seeds, "provenance": provenance(t0, {"base": cfg0, "seeds": seeds, "split": SPLIT})}
-    write_results(Path(args.out), "baselines_quick" if args.quick else "baselines", "\n".join(lines), payload)
+    write_results(Path(args.out), "baselines_quick" if args.quick else "baselines",
+                  render(payload, datasets, seeds, rounds), payload)
     print(f"wrote {args.out}/{'baselines_quick' if args.quick else 'baselines'}.md")
     return 0
 

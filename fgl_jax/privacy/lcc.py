@@ -97,14 +97,29 @@ def _validate_T(T: Any, p: int | None) -> int:  # noqa: N802
     return T
 
 
-# Below this many candidates we draw a random permutation of all of them (exact, cheap); above it, rejection
-# sampling (collisions among 2T+2 draws from ~2^31 values are rare, so the loop almost never repeats).
+# How to draw n distinct non-zero elements: with at most _PERMUTATION_LIMIT candidates, a random permutation
+# of all of them (exact, cheap). Otherwise rejection sampling while it is efficient: with n(n-1)/2 <= p-1
+# expected colliding pairs <= 1, so a draw is accepted with probability >= ~1/e. Beyond that, a permutation
+# again if it fits in memory (up to 2^22 candidates), else refuse.
 _PERMUTATION_LIMIT = 1 << 16
+_PERMUTATION_MAX = 1 << 22
+
+
+def _mu_strategy(n: int, p: int) -> str:
+    if p - 1 <= _PERMUTATION_LIMIT:
+        return "permutation"
+    if n * (n - 1) <= 2 * (p - 1):
+        return "rejection"
+    if p - 1 <= _PERMUTATION_MAX:
+        return "permutation"
+    raise ValueError(
+        f"T too large for the field to sample efficiently: 2T+2={n} distinct points from p-1={p - 1} candidates"
+    )
 
 
 def _sample_distinct_nonzero(key: jax.Array, n: int, p: int) -> jax.Array:
-    """n distinct elements of {1..p-1}, uniform over ordered n-tuples. int64 [n]. Runs in x64."""
-    if p - 1 <= _PERMUTATION_LIMIT:
+    """n distinct elements of {1..p-1}, (near-)uniform over ordered n-tuples. int64 [n]. Runs in x64."""
+    if _mu_strategy(n, p) == "permutation":
         return jax.random.permutation(key, p - 1)[:n].astype(jnp.int64) + 1
 
     def draw(k: jax.Array) -> jax.Array:
@@ -146,6 +161,7 @@ def sample_mu(key: jax.Array, T: int = 1, p: int = MERSENNE_31) -> LCCParams:  #
     """
     F.validate_modulus(p)
     T = _validate_T(T, p)
+    _mu_strategy(2 * T + 2, p)
     with F.x64():
         return _sample_mu_jit(key, T=T, p=p)
 
@@ -358,14 +374,19 @@ def sample_masks(
         return _uniform_jit(key, shape=(T, *tuple(int(s) for s in shape)), p=p, method=method)
 
 
+@functools.partial(jax.jit, static_argnames=("shape",))
+def _uniform_real_jit(key: jax.Array, shape: tuple[int, ...], scale: jax.Array) -> jax.Array:
+    # The top 53 bits of each 64-bit word give a uniform float64 in [0, 1), exactly representable. Same
+    # chunked bit generator as the field masks, so field-vs-real timings compare like with like.
+    u = (_random_u64(key, shape) >> 11).astype(jnp.float64) * (2.0**-53)
+    return (2.0 * u - 1.0) * scale
+
+
 def sample_masks_real(key: jax.Array, T: int, shape: tuple[int, ...], scale: float = 1.0) -> jax.Array:
-    """Real-LCC masks: float64 ``[T, *shape]`` Gaussian (float32 draws) times ``scale`` (no privacy claim)."""
+    """Real-LCC masks: float64 ``[T, *shape]`` uniform in ``[-scale, scale)`` (no privacy claim over the reals)."""
     T = _validate_T(T, None)
-    # Drawn in float32 and widened: float64 normals need uint64 random bits, which cannot be lowered inside an
-    # outer jit traced without x64 (see _random_u64); real-LCC masks carry no privacy claim anyway.
     with F.x64():
-        z = jax.random.normal(key, (T, *tuple(int(s) for s in shape)), dtype=jnp.float32)
-        return z.astype(jnp.float64) * scale
+        return _uniform_real_jit(key, shape=(T, *tuple(int(s) for s in shape)), scale=F._as_f64(scale))
 
 
 # ---------------------------------------------------------------------------------------------------------

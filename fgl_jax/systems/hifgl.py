@@ -66,6 +66,7 @@ class HiFGLConfig:
     norm: str = "gcn_selfloop"
     z_mode: str = "fresh"
     optim: OptimConfig = OptimConfig(lr=0.01, gamma=0.9, decay_every=4)
+    track_silo_acc: bool = False  # per-silo training accuracy every round (Fig. 4a); costs S forwards
 
     def __post_init__(self):
         if self.model not in ("gcn", "sage"):
@@ -350,7 +351,8 @@ def hifgl(cfg: HiFGLConfig, in_dim: int, num_classes: int) -> FederatedAlgorithm
         metrics = _accuracies(logits, data)
         metrics["train_loss"] = losses.mean()
         metrics["field_overflow"] = (overflow | overflow_eval).astype(jnp.float32)
-        metrics["silo_train_acc"] = _silo_train_acc(silo_params, data, state.codes, cfg, k_eval)
+        if cfg.track_silo_acc:
+            metrics["silo_train_acc"] = _silo_train_acc(silo_params, data, state.codes, cfg, k_eval)
         metrics["lr"] = scale
         return HiFGLState(state.round + 1, params, opt, state.codes, state.hp), metrics
 
