@@ -132,6 +132,42 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def experiments_dir():
+    """The source checkout's experiments/ folder (experiments are scripts, not part of the wheel)."""
+    from pathlib import Path
+    here = Path(__file__).resolve().parents[1] / "experiments"
+    if not here.is_dir():
+        raise FileNotFoundError(f"no experiments/ folder next to the package ({here}); `fgl-jax reproduce` needs the "
+                                "source checkout (git clone, then pip install -e .)")
+    return here
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Run a paper's experiment scripts: experiments/<system>/{baselines,reproduce}.py."""
+    import subprocess
+    import time
+    root = experiments_dir()
+    systems = list(SYSTEMS) if args.system == "all" else [args.system]
+    for system in systems:
+        scripts = [root / system / name for name in ("baselines.py", "reproduce.py") if (root / system / name).exists()]
+        if not scripts:
+            raise FileNotFoundError(f"no experiment script in {root / system}")
+        for script in scripts:
+            cmd = [sys.executable, str(script)] + (["--quick"] if args.quick else [])
+            if args.data_dir:
+                cmd += ["--data-dir", args.data_dir]
+            print(f"== {system}: {' '.join(cmd[1:])}", flush=True)
+            t0 = time.perf_counter()
+            rc = subprocess.call(cmd, cwd=root.parent)
+            if rc != 0:
+                raise RuntimeError(f"{script.name} for {system} failed with exit code {rc}")
+            print(f"== {system}: {script.name} done in {time.perf_counter() - t0:.0f} s", flush=True)
+    index = root / "make_index.py"
+    if index.exists() and not args.quick:
+        subprocess.call([sys.executable, str(index)], cwd=root.parent)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fgl-jax", description="Federated graph learning in JAX")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -149,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("reproduce", help="run a paper's experiments and write its tables and figures")
+    p.add_argument("system", choices=list(SYSTEMS) + ["all"])
+    p.add_argument("--quick", action="store_true", help="small settings (a few minutes)")
+    p.add_argument("--data-dir", default=None)
+    p.set_defaults(func=cmd_reproduce)
     p = sub.add_parser("datasets", help="list datasets and whether their files are found")
     p.add_argument("--data-dir", default=None)
     p.set_defaults(func=cmd_datasets)
@@ -167,7 +208,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, KeyError, FileNotFoundError, FloatingPointError) as e:
+    except (ValueError, KeyError, FileNotFoundError, FloatingPointError, RuntimeError) as e:
         # user-facing errors: one clear line, no deep traceback
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"fgl-jax: error: {msg}", file=sys.stderr)

@@ -187,11 +187,23 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--out", default=str(RESULTS / "hifgl"))
     ap.add_argument("--render", action="store_true", help="rewrite the .md from the existing .json only")
+    ap.add_argument("--write-configs", action="store_true",
+                    help="only write one YAML per table cell to experiments/configs/hifgl/ (fgl-jax run --config ...)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     datasets = ["cora"] if args.quick else ["cora", "citeseer"]
     seeds = [0, 1] if args.quick else [0, 1, 2, 3, 4]
     rounds = 20 if args.quick else 50
+    if args.write_configs:
+        from fgl_jax.config import save_config
+        folder = Path(__file__).resolve().parents[1] / "configs" / "hifgl"
+        folder.mkdir(parents=True, exist_ok=True)
+        for ds in ("cora", "citeseer"):
+            for framework, model in PAPER:
+                cfg = base_config(ds, None, 50).replace(algorithm=framework, model=model)
+                save_config(cfg, folder / f"{ds}_{framework}_{model}.yaml")
+        print(f"wrote {len(PAPER) * 2} configs to {folder}")
+        return 0
     if args.render:
         import json
         stem = "baselines_quick" if args.quick else "baselines"
