@@ -56,6 +56,7 @@ class RunConfig:
     personal_layers: int = 1
     seed: int = 0
     chunk: Optional[int] = None
+    client_chunk: Optional[int] = None  # train/evaluate clients in blocks of this size (memory bound)
 
     def __post_init__(self):
         def positive(name):
@@ -71,6 +72,8 @@ class RunConfig:
             raise ValueError(f"config field 'split': unknown {self.split!r}; choose one of {SPLITS}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"config field 'dropout' must be in [0, 1), got {self.dropout}")
+        if self.client_chunk is not None and self.client_chunk <= 0:
+            raise ValueError(f"config field 'client_chunk' must be positive, got {self.client_chunk}")
         if self.chunk is not None and self.chunk <= 0:
             raise ValueError(f"config field 'chunk' must be positive, got {self.chunk}")
 

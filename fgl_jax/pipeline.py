@@ -63,7 +63,7 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
                         decay_every=cfg.lr_decay_every)
     algo = "fedavg" if cfg.algorithm == "global" else cfg.algorithm
     fed = FedConfig(algorithm=algo, local_steps=cfg.local_steps, prox_mu=cfg.prox_mu,
-                    personal_layers=cfg.personal_layers, optim=optim)
+                    personal_layers=cfg.personal_layers, optim=optim, client_chunk=cfg.client_chunk)
     return baseline(model, fed)
 
 
@@ -76,8 +76,14 @@ def train(cfg: RunConfig, prepared: Optional[Prepared] = None, out_dir: Optional
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         save_config(cfg, Path(out_dir) / "config.yaml")
     t0 = time.perf_counter()
-    res = run(alg, prepared.data, jax.random.key(cfg.seed), cfg.rounds, chunk=cfg.chunk, progress=progress,
-              out_dir=out_dir, resume=resume)
+    if len(jax.devices()) > 1 and cfg.algorithm != "global":
+        # clients sharded over every device; same numbers as one device (tests/test_sharding.py)
+        from fgl_jax.federated.sharding import run_sharded
+        res = run_sharded(alg, prepared.data, jax.random.key(cfg.seed), cfg.rounds, chunk=cfg.chunk,
+                          progress=progress, out_dir=out_dir, resume=resume)
+    else:
+        res = run(alg, prepared.data, jax.random.key(cfg.seed), cfg.rounds, chunk=cfg.chunk, progress=progress,
+                  out_dir=out_dir, resume=resume)
     if out_dir is not None:
         summary = {"best": res.best, "final": res.final, "rounds": cfg.rounds,
                    "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds,

@@ -4,7 +4,11 @@ from fgl_jax.federated.baselines import ALGORITHMS, BaselineState, FedConfig, ba
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import graph_information_gain, masked_cross_entropy
 from fgl_jax.federated.run import NonFiniteError, RunResult, run
+from fgl_jax.federated.sharding import client_mesh, run_sharded
+from fgl_jax.federated.bucketed import bucketed_baseline
+from fgl_jax.federated.sweep import run_sweep
 
 __all__ = ["FedData", "FederatedAlgorithm", "make_fed_data", "ALGORITHMS", "BaselineState", "FedConfig",
            "baseline", "OptimConfig", "local_train", "lr_scale", "make_optimizer", "graph_information_gain",
-           "masked_cross_entropy", "NonFiniteError", "RunResult", "run"]
+           "masked_cross_entropy", "NonFiniteError", "RunResult", "run", "client_mesh", "run_sharded",
+           "bucketed_baseline", "run_sweep"]

@@ -12,13 +12,14 @@ client ("personal"), and in FedProx's proximal term:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import flax
 import jax
 import jax.numpy as jnp
 
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+from fgl_jax.federated.chunking import check_chunk, map_clients
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn
 from fgl_jax.federated.metrics import client_counts, pool
 
@@ -36,6 +37,9 @@ class FedConfig:
     personal_layers: int = 1  # FedPer: how many of the last layers stay local
     reset_optimizer: bool = False  # True: fresh optimiser state every round
     optim: OptimConfig = OptimConfig()
+    # None: vmap all clients at once; k: local training and evaluation run k clients at a time
+    # (lax.map over client blocks): same numbers, peak memory bounded by k clients' work.
+    client_chunk: Optional[int] = None
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
@@ -46,6 +50,7 @@ class FedConfig:
             raise ValueError(f"prox_mu must be >= 0, got {self.prox_mu}")
         if self.personal_layers < 0:
             raise ValueError(f"personal_layers must be >= 0, got {self.personal_layers}")
+        check_chunk(self.client_chunk)
 
 
 @flax.struct.dataclass
@@ -83,11 +88,11 @@ def weighted_mean(tree: PyTree, weight: jax.Array) -> PyTree:
     return jax.tree.map(lambda x: jnp.tensordot(w, x, axes=1), tree)
 
 
-def evaluate(model, params: PyTree, batch, per_client: bool) -> dict:
+def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int] = None) -> dict:
     """Pooled accuracies; params [C, ...] if per_client else one model for every client."""
     def one(p, b):
         return client_counts(model.apply(p, b, train=False), b.y, b)
-    counts = jax.vmap(one, in_axes=(0 if per_client else None, 0))(params, batch)
+    counts = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
     return pool(counts, batch.client_mask)
 
 
@@ -130,17 +135,17 @@ def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
         keys = jax.random.split(key, ct)
         train = lambda p, o, b, k, a: local_train(loss_fn, optimizer, cfg.local_steps, p, o, b, k, scale,
                                                   prox, a)
-        new, opt, losses = jax.vmap(train)(start, opt, data.train, keys, start)
+        new, opt, losses = map_clients(train, cfg.client_chunk)(start, opt, data.train, keys, start)
         mean = weighted_mean(new, data.train_weight)
         server = jax.tree.map(lambda m, s, a: s if m else a, mask, state.server, mean)
         if state.personal is None:
             personal = None
-            metrics = evaluate(model, server, data.eval, per_client=False)
+            metrics = evaluate(model, server, data.eval, per_client=False, chunk=cfg.client_chunk)
         else:
             personal = jax.tree.map(lambda p, n: p.at[data.train_index].set(n), state.personal, new)
             eval_params = jax.tree.map(lambda m, s, p: p if m else jnp.broadcast_to(s, p.shape),
                                        mask, server, personal)
-            metrics = evaluate(model, eval_params, data.eval, per_client=True)
+            metrics = evaluate(model, eval_params, data.eval, per_client=True, chunk=cfg.client_chunk)
         w = data.train_weight / data.train_weight.sum()
         metrics["train_loss"] = (losses * w).sum()
         metrics["lr"] = scale
