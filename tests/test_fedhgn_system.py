@@ -1,0 +1,162 @@
+"""FedHGN mechanism: alignment loss, server functions, K=1 == central, partial participation."""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax.nn.rgcn import backbone_logits, build_hetero_blocks
+from fgl_jax.partition.hetero import random_edge_type_split
+from fgl_jax.systems.fedhgn import (FedHGNConfig, alignment_loss, early_stop, fedhgn, make_fed_data,
+                                    server_aggregate, server_pool, train)
+from tests.fedhgn_toy import toy_hetero
+
+
+# ----------------------------------------------------------------------------------- Eq. (3)
+def test_alignment_loss_hand_computation():
+    beta = jnp.array([[0.0, 0.0], [1.0, 1.0], [9.0, 9.0]])
+    slot = jnp.array([True, True, False])                       # third slot is padding
+    pool = jnp.array([[1.0, 0.0], [0.0, 3.0], [1.0, 2.0], [0.0, 0.0]])
+    pmask = jnp.array([True, True, True, False])                # last pool row is padding
+    # slot 0: min(1, 9, 5) = 1; slot 1: min(1, 5, 1) = 1 -> 2
+    assert float(alignment_loss(beta, slot, pool, pmask)) == pytest.approx(2.0)
+    perm = jnp.array([2, 0, 3, 1])
+    assert float(alignment_loss(beta, slot, pool[perm], pmask[perm])) == pytest.approx(2.0)
+    # zero when the local vector is in the pool; 0 for an empty pool
+    assert float(alignment_loss(pool[:1], jnp.array([True]), pool, pmask)) == 0.0
+    assert float(alignment_loss(beta, slot, pool, jnp.zeros(4, bool))) == 0.0
+
+
+def test_alignment_gradient_only_to_local_coefficients():
+    beta = jnp.array([[0.0, 0.0], [2.0, 1.0]])
+    pool = jnp.array([[1.0, 0.0], [2.0, 2.0]])
+    gb, gp = jax.grad(lambda b, p: alignment_loss(b, jnp.array([True, True]), p, jnp.array([True, True])),
+                      argnums=(0, 1))(beta, pool)
+    np.testing.assert_allclose(gb, 2 * (beta - pool[jnp.array([0, 1])]))   # nearest: row 0 -> 0, row 1 -> 1
+    assert np.all(np.asarray(gp) == 0)
+    g_empty = jax.grad(lambda b: alignment_loss(b, jnp.array([True, True]), pool, jnp.zeros(2, bool)))(beta)
+    assert np.all(np.isfinite(g_empty)) and np.all(np.asarray(g_empty) == 0)
+
+
+# ----------------------------------------------------------------------------------- server
+def test_server_functions_see_no_schema_or_embeddings():
+    """Information flow by signature: the server-side functions take weights, coefficients,
+    slot counts and sampling info only (no relation names, no graph, no embeddings)."""
+    assert list(inspect.signature(server_pool).parameters) == ["beta_store", "slot_mask", "seen", "receivers",
+                                                               "key", "round1", "shuffle"]
+    assert list(inspect.signature(server_aggregate).parameters) == ["uploads", "weights", "previous"]
+    # FedHGN's averaged set: schema-free weights and bases only
+    assert set(FedHGNConfig().averaged_keys()) == {"b1", "b2", "W_out", "b_out", "V"}
+
+
+def test_server_aggregate_weighted_mean():
+    up = {"V": jnp.array([[1.0, 2.0], [3.0, 6.0]])}
+    out = server_aggregate(up, jnp.array([1.0, 3.0]), {"V": jnp.zeros(2)})
+    np.testing.assert_allclose(out["V"], [2.5, 5.0])
+    kept = server_aggregate(up, jnp.zeros(2), {"V": jnp.array([7.0, 7.0])})
+    np.testing.assert_allclose(kept["V"], [7.0, 7.0])
+
+
+def test_server_pool_excludes_receiver_and_handles_unseen():
+    C, R, B = 3, 2, 2
+    store = jnp.arange(C * R * B, dtype=jnp.float32).reshape(C, R, B) + 1
+    slot = jnp.array([[True, True], [True, False], [True, True]])
+    seen = jnp.array([True, True, False])
+    pool, mask = server_pool(store, slot, seen, jnp.array([0, 2]), jax.random.PRNGKey(0))
+    for i, k in enumerate([0, 2]):
+        rows = {tuple(np.asarray(r)) for r, m in zip(pool[i], mask[i]) if m}
+        expect = set()
+        for k2 in range(C):
+            if k2 == k:
+                continue
+            if bool(seen[k2]):
+                expect |= {tuple(np.asarray(store[k2, r])) for r in range(R) if slot[k2, r]}
+            else:
+                expect.add((0.0, 0.0))        # one zero vector for a client never heard from
+        assert rows == expect
+    _, mask_skip = server_pool(store, slot, seen, jnp.array([0]), jax.random.PRNGKey(0), round1="skip")
+    assert int(mask.sum(1)[0]) == 2           # receiver 0: client 1's one slot + one zero vector for client 2
+    assert int(mask.sum(1)[1]) == 3           # receiver 2: client 0's two slots + client 1's one
+    assert int(mask_skip.sum()) == 1          # "skip": the unseen client contributes nothing
+
+
+# ----------------------------------------------------------------------------------- training
+def _toy_data(K=1, seed=0):
+    g = toy_hetero(seed, n=(24, 15, 12), edges_per_type=30)
+    graphs = [g.add_reverse()] if K == 1 else list(random_edge_type_split(g, K, seed=3).clients)
+    blocks, _ = build_hetero_blocks(graphs)
+    return make_fed_data(blocks)
+
+
+def test_one_client_fedhgn_equals_centralised_training():
+    """K = 1: no pool (nobody else), averaging is the identity, so R rounds of E steps are
+    exactly R*E plain SGD steps of the same basis-decomposed model."""
+    data = _toy_data(1)
+    cfg = FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=2, lr=0.1)
+    alg = fedhgn(cfg)
+    state = jax.jit(alg.init)(jax.random.PRNGKey(0), data)
+    params = {"shared": dict(state.server), "coeffs": {"beta": state.coeffs["beta"][0]},
+              "private": {"emb": state.private["emb"][0]}}
+    blk = data.blocks.take(0)
+
+    @jax.jit
+    def central_step(p):
+        loss = lambda q: masked_cross_entropy(backbone_logits(q, blk, blk.rel_local), jnp.maximum(blk.y, 0), blk.train)
+        return jax.tree.map(lambda a, g: a - cfg.lr * g, p, jax.grad(loss)(p))
+
+    rnd = jax.jit(alg.round)
+    for r in range(3):
+        state, _ = rnd(state, data, jax.random.PRNGKey(r))
+        for _ in range(cfg.local_steps):
+            params = central_step(params)
+    np.testing.assert_allclose(state.server["V"], params["shared"]["V"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.coeffs["beta"][0], params["coeffs"]["beta"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.private["emb"][0], params["private"]["emb"], rtol=1e-5, atol=1e-6)
+
+
+def test_partial_participation_and_private_coefficients():
+    data = _toy_data(3)
+    cfg = FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=1, client_fraction=0.34)
+    alg = fedhgn(cfg)
+    s0 = jax.jit(alg.init)(jax.random.PRNGKey(0), data)
+    s1, m = jax.jit(alg.round)(s0, data, jax.random.PRNGKey(1))
+    changed = [not np.allclose(s1.coeffs["beta"][k], s0.coeffs["beta"][k]) for k in range(3)]
+    assert sum(changed) == 1                                       # one sampled client trained
+    k = changed.index(True)
+    assert bool(s1.seen[k]) and int(s1.seen.sum()) == 1
+    np.testing.assert_allclose(s1.beta_store[k], s1.coeffs["beta"][k])
+    for j in range(3):                                             # the others' private parts untouched
+        if j != k:
+            np.testing.assert_array_equal(s1.private["emb"][j], s0.private["emb"][j])
+    assert np.isfinite(float(m["train_loss"])) and 0 <= float(m["val_acc"]) <= 1
+
+
+def test_fedprox_mu_zero_equals_fedavg():
+    data = _toy_data(3)
+    outs = []
+    for method, mu in (("fedavg", 1.0), ("fedprox", 0.0)):
+        cfg = FedHGNConfig(method=method, hidden=8, local_steps=2, prox_mu=mu)
+        alg = fedhgn(cfg)
+        s = jax.jit(alg.init)(jax.random.PRNGKey(0), data)
+        s, _ = jax.jit(alg.round)(s, data, jax.random.PRNGKey(1))
+        outs.append(s.server["W"])
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6, atol=1e-7)
+
+
+def test_early_stop_rule():
+    val = [0.1, 0.5, 0.5, 0.4] + [0.5] * 12
+    best, ran = early_stop(val, patience=10)
+    assert best == 1 and ran == 12
+    assert early_stop([0.1, 0.2, 0.3], patience=10) == (2, 3)
+
+
+def test_train_runs_and_bad_config_errors():
+    data = _toy_data(3)
+    res = train(FedHGNConfig(method="fedhgn", num_bases=3, hidden=8), data, [0, 1], max_rounds=6, chunk=3)
+    assert len(res) == 2 and all(0 <= r.test_acc <= 1 for r in res)
+    with pytest.raises(ValueError, match="unknown method"):
+        FedHGNConfig(method="fedsgd")
+    with pytest.raises(ValueError, match="client_fraction"):
+        FedHGNConfig(client_fraction=0.0)
