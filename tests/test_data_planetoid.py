@@ -198,6 +198,10 @@ def test_malicious_planetoid_file_refused(tmp_path):
         read_planetoid("cora", tmp_path, verify=False)
 
 
-def test_unknown_planetoid_name():
-    with pytest.raises(ValueError, match="pubmed"):
-        load_planetoid("pubmed")
+def test_unknown_planetoid_name(tmp_path):
+    with pytest.raises(ValueError, match="pubmedx"):
+        load_planetoid("pubmedx")
+    # PubMed is accepted as a name, and its absence is reported file by file with where we looked
+    from fgl_jax.data import DatasetNotFoundError
+    with pytest.raises(DatasetNotFoundError, match="ind.pubmed.allx"):
+        load_planetoid("pubmed", data_dir=tmp_path)

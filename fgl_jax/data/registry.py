@@ -152,6 +152,12 @@ _csbm.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
 
 register("cora", _cora, planetoid_files("cora"),
          "Cora citation graph (Planetoid files): 2,708 nodes, 5,278 edges, 1,433 bag-of-words features, 7 classes")
+def _pubmed(data_dir: Optional[PathLike] = None, verify: bool = True, keep_self_loops: bool = False) -> Graph:
+    return load_planetoid("pubmed", data_dir, verify, keep_self_loops)
+
+
+register("pubmed", _pubmed, planetoid_files("pubmed"),
+         "PubMed (Planetoid files): NOT in the offline data; supply the eight ind.pubmed.* files yourself")
 register("citeseer", _citeseer, planetoid_files("citeseer"),
          "CiteSeer citation graph (Planetoid files): 3,327 nodes, 4,552 edges, 3,703 features, 6 classes")
 register("facebook", load_facebook, FACEBOOK_FILES,
