@@ -1,0 +1,145 @@
+"""Lumos speed (issue 6 targets): one training epoch over all 22,470 Facebook devices in one jitted
+program (<= 1 s, <= 4 GB), tree construction (greedy + MCMC + trees + LDP encoding) <= 30 s, and
+epoch time vs number of devices (induced subgraphs on random vertex subsets).
+
+Each configuration runs in its own process (honest compile and peak RSS): the worker prepares
+(timing every stage), compiles the epoch step, then reports the median of `repeats` timed calls
+after one warm-up for (a) the training step (loss, gradient through every tree and POOL, Adam
+update) and (b) a full epoch as `fgl_jax.federated.run` executes it (training step + evaluation
+forward pass for best-val selection). Writes benchmarks/results/lumos.json.
+
+    python benchmarks/bench_lumos.py [--data-dir ../shared/data] [--repeats 5] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
+
+
+def worker(args) -> None:
+    t_start = time.perf_counter()
+    import jax
+    import numpy as np
+    sys.path.insert(0, str(ROOT))
+    from fgl_jax.data.musae import load_facebook
+    from fgl_jax.data.splits import random_split
+    from fgl_jax.systems.lumos.trainer import LumosConfig, lumos_algorithm, minmax_scale, prepare, top_frequent_features
+
+    g = load_facebook(args.data_dir)
+    x = minmax_scale(top_frequent_features(g.x, 128))
+    if args.devices < g.num_nodes:
+        nodes = np.sort(np.random.default_rng(0).choice(g.num_nodes, args.devices, replace=False))
+        g = g.subgraph(nodes)
+        x = x[nodes]
+    g = random_split(g, 0.5, 0.25, 0.25, seed=0)
+    cfg = LumosConfig(backbone=args.backbone, trim=args.trim, mcmc_iters=1000)
+    t0 = time.perf_counter()
+    prep = prepare(g, cfg, x_scaled=x)
+    prep_s = time.perf_counter() - t0
+    alg = lumos_algorithm(cfg, g.num_classes)
+    data = prep.data
+    state = jax.jit(alg.init)(jax.random.PRNGKey(0), data)
+    import optax
+    from fgl_jax.systems.lumos.trainer import node_loss, lumos_model
+    model = lumos_model(cfg, g.num_classes)
+    opt = optax.adam(cfg.lr)
+
+    def step(state, data, key):
+        def loss_fn(p):
+            _, lg = model.apply(p, data.table, data.trees, train=True, rngs={"dropout": key})
+            return node_loss(lg, data.y, data.train_mask)
+        loss, grads = jax.value_and_grad(loss_fn)(state["params"])
+        upd, o = opt.update(grads, state["opt"], state["params"])
+        return {"params": optax.apply_updates(state["params"], upd), "opt": o}, loss
+
+    out = {}
+    for name, fn in (("train_step", step), ("epoch", alg.round)):
+        t0 = time.perf_counter()
+        compiled = jax.jit(fn).lower(state, data, jax.random.PRNGKey(1)).compile()
+        out[f"{name}_compile_s"] = time.perf_counter() - t0
+        jax.block_until_ready(compiled(state, data, jax.random.PRNGKey(1)))
+        ts, cpu = [], []
+        for r in range(args.repeats):
+            c0, t0 = os.times(), time.perf_counter()
+            jax.block_until_ready(compiled(state, data, jax.random.PRNGKey(2 + r)))
+            ts.append(time.perf_counter() - t0)
+            c1 = os.times()
+            cpu.append((c1.user - c0.user) + (c1.system - c0.system))
+        out[f"{name}_median_s"] = statistics.median(ts)
+        out[f"{name}_all_s"] = ts
+        # CPU seconds per call: the work done, robust to other processes competing for the 2 cores
+        out[f"{name}_cpu_median_s"] = statistics.median(cpu)
+    info = prep.info
+    out.update(devices=g.num_nodes, backbone=args.backbone, trim=args.trim,
+               tree_nodes=info["tree_nodes"], tree_nodes_padded=info["tree_nodes_padded"],
+               max_workload=info["workload"]["max"], prepare_s=prep_s,
+               trim_s=info["trim_seconds"], tree_s=info["tree_seconds"], ldp_s=info["ldp_seconds"],
+               construction_s=info["trim_seconds"] + info["tree_seconds"] + info["ldp_seconds"],
+               peak_rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+               process_s=time.perf_counter() - t_start, load_average=os.getloadavg())
+    print("RESULT " + json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="only the full-Facebook GCN configuration")
+    ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--devices", type=int, default=22470)
+    ap.add_argument("--backbone", default="gcn")
+    ap.add_argument("--trim", default="mcmc")
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    configs = [dict(devices=22470, backbone="gcn", trim="mcmc")]
+    if not args.quick:
+        configs += [dict(devices=d, backbone="gcn", trim="mcmc") for d in (2500, 5000, 10000)]
+        configs += [dict(devices=22470, backbone="gcn", trim="none"), dict(devices=22470, backbone="gat", trim="mcmc")]
+    results = []
+    for c in configs:
+        cmd = [sys.executable, __file__, "--worker", "--repeats", str(args.repeats if c["backbone"] == "gcn" else 2),
+               "--devices", str(c["devices"]), "--backbone", c["backbone"], "--trim", c["trim"]]
+        if args.data_dir:
+            cmd += ["--data-dir", args.data_dir]
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+        if not line:
+            print(p.stderr[-2000:], file=sys.stderr)
+            results.append({**c, "error": p.stderr[-500:]})
+            continue
+        r = json.loads(line[0][7:])
+        r["wall_s"] = time.perf_counter() - t0
+        results.append(r)
+        print(f"{c}: train step {r['train_step_median_s']:.3f} s (cpu {r['train_step_cpu_median_s']:.3f} s), "
+              f"epoch {r['epoch_median_s']:.3f} s (cpu {r['epoch_cpu_median_s']:.3f} s), load {r['load_average']}, "
+              f"compile {r['train_step_compile_s']:.1f} s, construction {r['construction_s']:.1f} s, "
+              f"RSS {r['peak_rss_gb']:.2f} GB", flush=True)
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    payload = {"targets": {"epoch_s": 1.0, "peak_rss_gb": 4.0, "construction_s": 30.0},
+               "results": results, "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                                               "load_average_at_end": load},
+               "command": " ".join([Path(sys.executable).name] + sys.argv),
+               "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "lumos.json").write_text(json.dumps(payload, indent=2))
+    print(f"wrote {OUT / 'lumos.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""One-bit LDP feature encoder with binning (Lumos §VI-A, Eqs. 26-27; fixed Eq. 29).
+
+Device u holds x_u in [a, b]^d and must send a feature to each device w that holds u as a
+leaf. Mechanism (all pure, jittable, vectorised over devices):
+
+1. per-coordinate budget eps' = eps * B(u) / d (paper: B(u) = wl(u)); strict mode
+   eps' = eps / ceil(d / B(u)) so that every recipient's share costs at most eps;
+2. encode every coordinate once (Eq. 26):
+       Pr[x'_i = 1] = 1/(e^eps' + 1) + (x_i - a)/(b - a) * (e^eps' - 1)/(e^eps' + 1);
+3. bin: a random permutation of the d coordinates split into B(u) near-equal chunks; the k-th
+   recipient gets only chunk k, every other coordinate is set to 0.5 (no information);
+4. recover (Eq. 27; the printed Eq. 29 ends in "+(a-b)/2", a typo):
+       x''_i = (x'_i - 1/2)(b - a)(e^eps' + 1)/(e^eps' - 1) + (a + b)/2,
+   so 0.5 decodes to the midpoint (a+b)/2, and E[x''_i] = x_i on an encoded coordinate (Thm 3).
+
+Unencoded (0.5) coordinates make a partial vector biased towards the midpoint by a factor
+~|bin|/d; `rescale=True` multiplies the encoded deviations by d/|bin| (LPGNN-style) to make the
+vector unbiased over the bin draw. Default is paper-literal (no rescale).
+
+Privacy caveats (spec §4.1, documented, not "fixed"): recipients that collude see up to
+eps * B(u); the count of non-midpoint entries and the magnitude of C reveal B(u); leaf
+embeddings sent later in POOL are not protected by this mechanism.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+
+def check_params(eps: float, a: float, b: float) -> None:
+    """Host-side validation (jit cannot raise on values): eps > 0, a < b, all finite except eps=inf."""
+    if not (isinstance(eps, (int, float)) and eps > 0) or math.isnan(eps):
+        raise ValueError(f"one-bit LDP: epsilon must be > 0, got {eps!r}")
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"one-bit LDP: feature bounds must be finite, got a={a!r}, b={b!r}")
+    if not a < b:
+        raise ValueError(f"one-bit LDP: feature bounds need a < b, got a={a!r}, b={b!r} "
+                         "(a constant feature carries no information: drop it or scale features to [0, 1])")
+
+
+def coordinate_budget(eps: float, num_bins: Array, d: int, strict: bool = False) -> Array:
+    """eps' per device [N]: eps * B / d (paper, Thm 4), or eps / ceil(d / B) in strict mode."""
+    num_bins = jnp.clip(jnp.asarray(num_bins, jnp.float32), 1.0, float(d))
+    if strict:
+        return eps / jnp.ceil(d / num_bins)
+    return eps * num_bins / d
+
+
+def encode_probs(x: Array, eps_coord: Array, a: float = 0.0, b: float = 1.0) -> Array:
+    """Eq. 26: Pr[x' = 1] per coordinate. x [..., d] (clipped to [a, b]); eps_coord broadcast [..., 1]."""
+    e = jnp.exp(eps_coord)
+    t = (jnp.clip(x, a, b) - a) / (b - a)
+    return 1.0 / (e + 1.0) + t * (e - 1.0) / (e + 1.0)
+
+
+def recover(bits: Array, eps_coord: Array, a: float = 0.0, b: float = 1.0) -> Array:
+    """Eq. 27: x'' = (x' - 1/2)(b - a)(e^eps' + 1)/(e^eps' - 1) + (a + b)/2; x' in {0, 0.5, 1}."""
+    e = jnp.exp(eps_coord)
+    c = (e + 1.0) / (e - 1.0)
+    return (bits - 0.5) * (b - a) * c + 0.5 * (a + b)
+
+
+def encode_bits(key: Array, x: Array, eps_coord: Array, a: float = 0.0, b: float = 1.0) -> Array:
+    """Sample x' in {0, 1} (float) per coordinate by Eq. 26. x [N, d], eps_coord [N]."""
+    p = encode_probs(x, eps_coord[..., None], a, b)
+    return (jax.random.uniform(key, x.shape) < p).astype(jnp.float32)
+
+
+def make_bins(key: Array, num_bins: Array, d: int) -> Array:
+    """Bin id per coordinate, int32 [N, d]: a uniform random permutation split into B(u)
+    near-equal chunks (sizes floor(d/B) or ceil(d/B); spec caveat (ii)). num_bins int [N] in [1, d]."""
+    n = num_bins.shape[0]
+    rank = jnp.argsort(jnp.argsort(jax.random.uniform(key, (n, d)), axis=1), axis=1)
+    bins = jnp.clip(num_bins, 1, d).astype(jnp.int32)[:, None]
+    return (rank * bins // d).astype(jnp.int32)
+
+
+def bin_sizes(num_bins: Array, d: int, k: Array) -> Array:
+    """|chunk k| for B bins over d coordinates: ceil((k+1) d / B) - ceil(k d / B)."""
+    bins = jnp.clip(num_bins, 1, d)
+    return -((-(k + 1) * d) // bins) + ((-k * d) // bins)
+
+
+@partial(jax.jit, static_argnames=("d", "strict", "rescale", "a", "b"))
+def _onebit(key, x, num_bins, src, recipient_bin, eps, d, strict, rescale, a, b):
+    k_bits, k_bins = jax.random.split(key)
+    eps_coord = coordinate_budget(eps, num_bins, d, strict)                  # [N]
+    bits = encode_bits(k_bits, x, eps_coord, a, b)                           # [N, d], noise drawn once
+    bin_of = make_bins(k_bins, num_bins, d)                                  # [N, d]
+    rec = recover(bits, eps_coord[:, None], a, b)                            # [N, d]
+    mid = 0.5 * (a + b)
+    dev = rec[src] - mid                                                     # [P, d]
+    if rescale:
+        size = bin_sizes(jnp.clip(num_bins[src], 1, d), d, recipient_bin).astype(jnp.float32)
+        dev = dev * (d / size)[:, None]
+    sent = bin_of[src] == recipient_bin[:, None]                             # coordinates in the bin
+    return jnp.where(sent, mid + dev, mid), eps_coord
+
+
+def onebit_ldp(key: Array, x: Array, num_bins: Array, src: Array, recipient_bin: Array, eps: float,
+               a: float = 0.0, b: float = 1.0, strict: bool = False, rescale: bool = False
+               ) -> tuple[Array, Array]:
+    """Recovered partial features for every (sender, recipient) pair.
+
+    x: [N, d] features in [a, b]; num_bins: int [N] B(u) (clipped to [1, d]; spec caveat iii);
+    src: int [P] sender u of pair p; recipient_bin: int [P] in [0, B(src)) the bin the recipient
+    receives. Returns (x'' [P, d] in {mid, (a+b)/2 ± (b-a)C/2}, eps' [N]).
+    eps = inf disables noise is NOT supported (use raw features instead); eps must be > 0.
+    """
+    check_params(float(eps), float(a), float(b))
+    if x.ndim != 2:
+        raise ValueError(f"one-bit LDP: x must be [N, d], got shape {x.shape}")
+    return _onebit(key, jnp.asarray(x, jnp.float32), jnp.asarray(num_bins, jnp.int32), jnp.asarray(src, jnp.int32),
+                   jnp.asarray(recipient_bin, jnp.int32), jnp.float32(eps), d=int(x.shape[1]),
+                   strict=bool(strict), rescale=bool(rescale), a=float(a), b=float(b))
