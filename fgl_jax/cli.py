@@ -149,7 +149,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     root = experiments_dir()
     systems = list(SYSTEMS) if args.system == "all" else [args.system]
     for system in systems:
-        scripts = [root / system / name for name in ("baselines.py", "reproduce.py") if (root / system / name).exists()]
+        scripts = [root / system / name for name in ("baselines.py", "reproduce.py", "table6.py") if (root / system / name).exists()]
         if not scripts:
             raise FileNotFoundError(f"no experiment script in {root / system}")
         for script in scripts:

@@ -1,0 +1,218 @@
+"""Membership inference against a condensed graph (spec §1 threat model, §5.16 protocol).
+
+Honest-but-curious server, shadow-model attack (Olatunji et al. 2021; He et al. 2021):
+  1. shadow GCN S trained on S_in ⊂ V_rest of a shadow graph (induced on V_rest, raw X);
+  2. attack MLP 𝒜 (C→64→32→2) on S's posteriors sorted in descending order, S_in = 1, S_out = 0;
+  3. target GCN 𝒯 trained on G' = (A', X', Y') (same recipe, final weights, no fine-tuning);
+  4. query 𝒯 on m members (V_tr) and m non-members (V_te) with their 2-hop neighbourhoods;
+  AUC = Mann–Whitney statistic of 𝒜's P(member). 0.5 = no leakage.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from fgl_jax.batch import ClientBatch, full_graph_batch
+from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax.graph import Graph
+from fgl_jax.nn import make_model
+
+Array = jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class MIAConfig:
+    hidden: int = 256
+    dropout: float = 0.5
+    lr: float = 1e-2
+    weight_decay: float = 5e-4
+    iters: int = 600
+    attack_hidden: tuple = (64, 32)
+    attack_lr: float = 1e-2
+    attack_epochs: int = 300
+    max_pool: int = 2000
+
+    def __post_init__(self):
+        if self.iters <= 0 or self.attack_epochs <= 0 or self.max_pool <= 0:
+            raise ValueError("MIAConfig: iters, attack_epochs and max_pool must be positive")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"MIAConfig.dropout must be in [0, 1), got {self.dropout}")
+
+
+def auc(scores, labels) -> float:
+    """ROC AUC = P(score of a random positive > score of a random negative) + ½ P(tie),
+    via average ranks (Mann–Whitney U). scores, labels [n] (labels in {0, 1})."""
+    s = np.asarray(scores, np.float64).ravel()
+    y = np.asarray(labels).ravel().astype(bool)
+    if s.shape != y.shape:
+        raise ValueError(f"auc: scores {s.shape} and labels {y.shape} differ in shape")
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError(f"auc needs both classes, got {n_pos} positives and {n_neg} negatives")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(s.size, np.float64)
+    sorted_s = s[order]
+    # average ranks over ties
+    uniq, start, counts = np.unique(sorted_s, return_index=True, return_counts=True)
+    avg = start + (counts + 1) / 2.0
+    ranks[order] = np.repeat(avg, counts)
+    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
+    return float(u / (n_pos * n_neg))
+
+
+def train_gcn(key: Array, batch: ClientBatch, train_mask: Array, in_dim: int, num_classes: int,
+              cfg: MIAConfig, arch: str = "gcn"):
+    """Full-batch GCN training (Adam, coupled L2, dropout) for `cfg.iters` steps; final weights.
+    batch: one graph, no client axis. Returns (model, params)."""
+    model = make_model(arch, in_dim, num_classes, hidden=cfg.hidden, num_layers=2, dropout=cfg.dropout)
+    opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), optax.adam(cfg.lr)) if cfg.weight_decay \
+        else optax.adam(cfg.lr)
+
+    @jax.jit
+    def run(key, batch, train_mask):
+        k0, k1 = jax.random.split(key)
+        p = model.init(k0, batch, train=False)
+
+        def step(carry, k):
+            p, o = carry
+            g = jax.grad(lambda q: masked_cross_entropy(
+                model.apply(q, batch, train=True, rngs={"dropout": k}), batch.y, train_mask))(p)
+            u, o = opt.update(g, o, p)
+            return (optax.apply_updates(p, u), o), None
+
+        (p, _), _ = jax.lax.scan(step, (p, opt.init(p)), jax.random.split(k1, cfg.iters))
+        return p
+
+    return model, run(key, batch, train_mask)
+
+
+def posteriors(model, params, batch: ClientBatch) -> Array:
+    return jax.nn.softmax(model.apply(params, batch, train=False), -1)
+
+
+def attack_features(post: Array) -> Array:
+    """Posteriors sorted in descending order (label-agnostic, as in the shadow-model literature)."""
+    return -jnp.sort(-post, axis=-1)
+
+
+def train_attack(key: Array, feats: Array, labels: Array, cfg: MIAConfig):
+    """Attack MLP C→64→32→2 (ReLU), full-batch Adam. Returns predict(feats) -> P(member) [n]."""
+    dims = (feats.shape[-1],) + tuple(cfg.attack_hidden) + (2,)
+    keys = jax.random.split(key, len(dims) - 1)
+    params = []
+    for k, a, b in zip(keys, dims[:-1], dims[1:]):
+        s = 1.0 / np.sqrt(a)
+        k1, k2 = jax.random.split(k)
+        params.append((jax.random.uniform(k1, (a, b), jnp.float32, -s, s), jax.random.uniform(k2, (b,), jnp.float32, -s, s)))
+
+    def apply(ps, x):
+        for i, (w, b) in enumerate(ps):
+            x = x @ w + b
+            if i < len(ps) - 1:
+                x = jax.nn.relu(x)
+        return x
+
+    opt = optax.adam(cfg.attack_lr)
+
+    @jax.jit
+    def fit(ps, x, y):
+        def step(carry, _):
+            ps, o = carry
+            g = jax.grad(lambda q: optax.softmax_cross_entropy_with_integer_labels(apply(q, x), y).mean())(ps)
+            u, o = opt.update(g, o, ps)
+            return (optax.apply_updates(ps, u), o), None
+        (ps, _), _ = jax.lax.scan(step, (ps, opt.init(ps)), None, length=cfg.attack_epochs)
+        return ps
+
+    params = fit(params, feats, labels.astype(jnp.int32))
+    return lambda x: jax.nn.softmax(apply(params, x), -1)[:, 1]
+
+
+def pools(graph: Graph, cfg: MIAConfig, seed: int = 0):
+    """V_tr, V_te, V_rest and m = min(|V_tr|, |V_te|, |V_rest|//2, max_pool); random S_in, S_out ⊂ V_rest,
+    members ⊂ V_tr and non-members ⊂ V_te of size m (labelled nodes only)."""
+    rng = np.random.default_rng(seed)
+    lab = graph.y >= 0
+    v_tr = np.flatnonzero(graph.train_mask & lab)
+    v_te = np.flatnonzero(graph.test_mask & lab)
+    v_rest = np.flatnonzero(~graph.train_mask & ~graph.test_mask & lab)
+    m = min(v_tr.size, v_te.size, v_rest.size // 2, cfg.max_pool)
+    if m < 2:
+        raise ValueError(f"MIA: too few nodes for the shadow/target pools (m={m})")
+    rest = rng.permutation(v_rest)
+    return {"m": m, "s_in": rest[:m], "s_out": rest[m:2 * m], "members": rng.choice(v_tr, m, replace=False),
+            "nonmembers": rng.choice(v_te, m, replace=False), "v_rest": v_rest}
+
+
+def shadow_attack(key: Array, graph: Graph, pool: dict, cfg: MIAConfig):
+    """Steps 1-2: shadow GCN on the V_rest-induced subgraph (raw X), attack MLP on its posteriors.
+    Returns (predict, shadow train-set AUC)."""
+    k_s, k_a = jax.random.split(key)
+    v_rest = pool["v_rest"]
+    sub = graph.subgraph(v_rest, name=f"{graph.name}[shadow]")
+    local = -np.ones(graph.num_nodes, np.int64)
+    local[v_rest] = np.arange(v_rest.size)
+    batch = jax.tree.map(lambda a: a[0], full_graph_batch(sub))
+    train = np.zeros(sub.num_nodes, bool)
+    train[local[pool["s_in"]]] = True
+    model, params = train_gcn(k_s, batch, jnp.asarray(train), graph.num_features, graph.num_classes, cfg)
+    post = posteriors(model, params, batch)
+    idx = np.concatenate([local[pool["s_in"]], local[pool["s_out"]]])
+    lab = np.concatenate([np.ones(pool["m"]), np.zeros(pool["m"])])
+    feats = attack_features(post[idx])
+    predict = train_attack(k_a, feats, jnp.asarray(lab), cfg)
+    return predict, auc(np.asarray(predict(feats)), lab)
+
+
+def attack_auc(predict, member_post: Array, nonmember_post: Array) -> float:
+    """Step 4: AUC of the attack's P(member) on target posteriors of members vs non-members."""
+    feats = attack_features(jnp.concatenate([member_post, nonmember_post]))
+    lab = np.concatenate([np.ones(member_post.shape[0]), np.zeros(nonmember_post.shape[0])])
+    return auc(np.asarray(predict(feats)), lab)
+
+
+def prepare_shadow(key: Array, graph: Graph, cfg: MIAConfig = MIAConfig(), seed: int = 0):
+    """Steps 1-2 (independent of G'; reuse across the attacked condensed graphs)."""
+    pool = pools(graph, cfg, seed)
+    predict, shadow_auc = shadow_attack(key, graph, pool, cfg)
+    return pool, predict, shadow_auc
+
+
+def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(), seed: int = 0,
+                 shadow=None) -> dict:
+    """Full attack on a FedGC result (fgl_jax.systems.fedgc.FedGCResult).
+
+    graph: the global graph with the SAME feature preprocessing as FedGC's raw features.
+    Reports mia_auc (query with raw X, the server's view: it never sees Z), mia_auc_z (stress test:
+    each member/non-member queried inside its owning client's local graph with that client's
+    features, Z under IB) and the shadow attack's own training AUC.
+    """
+    from fgl_jax.condense.evaluate import dense_graph_batch
+
+    k_sh, k_t = jax.random.split(key)
+    pool, predict, shadow_auc = shadow if shadow is not None else prepare_shadow(k_sh, graph, cfg, seed)
+    a, x, y = (jnp.asarray(v) for v in result.condensed)
+    syn = dense_graph_batch(a, x, y)
+    model, params = train_gcn(k_t, syn, syn.train_mask, x.shape[1], graph.num_classes, cfg)
+    out = {"mia_shadow_auc": shadow_auc, "mia_m": int(pool["m"])}
+    # raw-X query (true 2-hop neighbourhoods in the global graph); only if feature spaces agree
+    if graph.num_features == x.shape[1]:
+        gb = jax.tree.map(lambda v: v[0], full_graph_batch(graph))
+        post = posteriors(model, params, gb)
+        out["mia_auc"] = attack_auc(predict, post[pool["members"]], post[pool["nonmembers"]])
+    # owner-client query (Z under IB)
+    post_c = np.asarray(jax.vmap(lambda b: posteriors(model, params, b))(result.clients))
+    ids = np.asarray(result.clients.node_ids)
+    own = np.asarray(result.clients.train_mask | result.clients.val_mask | result.clients.test_mask)
+    lookup = {}
+    for j in range(ids.shape[0]):
+        for r in np.flatnonzero(own[j]):
+            lookup[int(ids[j, r])] = (j, r)
+    def gather(nodes):
+        return jnp.asarray(np.stack([post_c[lookup[int(v)]] for v in nodes]))
+    out["mia_auc_z"] = attack_auc(predict, gather(pool["members"]), gather(pool["nonmembers"]))
+    return out

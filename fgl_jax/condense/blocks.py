@@ -1,0 +1,220 @@
+"""Client side of federated gradient matching: per-class computation blocks and per-class gradients.
+
+Host (NumPy, once): for every client j and class c, the client's own training nodes of class c
+(the targets, at most `cap` of them) and, for every target, its weighted sources in the client's
+local graph: {t} ∪ N(t) with the entries of the client's full normalised Â ("gcn"; sources
+carry the pre-aggregated rows (Â X)_u, so the 2-hop receptive field is exact), or the
+2-hop support with the entries of Â² ("sgc"). `fanout` samples at most that many neighbours
+per target (rescaled by deg/fanout so the aggregate stays unbiased); `pools` independent samples
+are drawn and round r uses pool r mod pools (so sampling never leaves the jitted scan).
+`fanout=None, cap=None, pools=1` is the exact full-neighbourhood mode.
+
+Device (jit): `client_class_grads` maps one client's blocks and a broadcast θ to
+∇_θ L(GNN_θ(A_{j,c}, X_{j,c}), Y_{j,c}) for every class c (mean NLL over the class-c targets);
+`vmap` over the client axis runs all clients at once.
+
+Padding: per class c, all clients/pools share [R_c] rows, [S_c] targets, [K_c] sources; padded
+targets have tmask False, padded sources weight 0, so padding adds exactly nothing.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+
+from fgl_jax.condense.relay import Params, check_relay, relay_block
+from fgl_jax.graph import Graph
+
+Array = jax.Array
+
+
+@flax.struct.dataclass
+class ClassBlock:
+    """One class's blocks for all clients. Leading axes [M, P] (clients, pools).
+
+    rows: int32 [M, P, R] local node ids of the source rows (0 for padding).
+    nbr: int32 [M, P, S, K] indices into `rows`; weight: float32 [M, P, S, K] (0 = padding).
+    tmask: bool [M, P, S] real (sampled) targets.
+    """
+
+    rows: Array
+    nbr: Array
+    weight: Array
+    tmask: Array
+
+
+@flax.struct.dataclass
+class ClientData:
+    """Everything the clients hold for condensation (never passed to the server function).
+
+    inputs: float32 [M, N, d] per-client source features: Â_j X_j ("gcn") or X_j ("sgc").
+    blocks: tuple of C ClassBlock.
+    counts: float32 [M, C] n_j(c), own training nodes of class c (uploaded once, for Y' and weights).
+    """
+
+    inputs: Array
+    blocks: tuple
+    counts: Array
+
+    @property
+    def num_pools(self) -> int:
+        return int(self.blocks[0].rows.shape[1])
+
+
+def normalized_adjacency(graph: Graph) -> sp.csr_matrix:
+    """Sparse Â = D̃^{-1/2}(A+I)D̃^{-1/2} of a host graph, rows = receivers (float64 CSR [N, N])."""
+    n = graph.num_nodes
+    a = sp.csr_matrix((np.ones(graph.num_edges), (graph.receivers, graph.senders)), shape=(n, n))
+    a = a + sp.identity(n, format="csr")
+    d = np.asarray(a.sum(1)).ravel()
+    inv = sp.diags(1.0 / np.sqrt(d))
+    return (inv @ a @ inv).tocsr()
+
+
+def _check_positive_or_none(name: str, value) -> Optional[int]:
+    if value is None:
+        return None
+    if int(value) != value or value <= 0:
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    return int(value)
+
+
+def build_client_data(graphs: Sequence[Graph], features: Sequence[np.ndarray], relay: str = "gcn",
+                      fanout: Optional[int] = None, cap: Optional[int] = None, pools: int = 1,
+                      seed: int = 0) -> ClientData:
+    """Per-class blocks of M client graphs.
+
+    graphs: local client graphs (e.g. 2-hop expanded); `train_mask` must mark only the client's
+        OWN training nodes (the targets). features: per client [N_j, d] (raw X or IB's Z).
+    relay: "gcn" or "sgc" (sgc supports only fanout=None).
+    """
+    relay = check_relay(relay)
+    fanout = _check_positive_or_none("fanout", fanout)
+    cap = _check_positive_or_none("cap", cap)
+    pools = _check_positive_or_none("pools", pools)
+    if relay == "sgc" and fanout is not None:
+        raise ValueError("relay='sgc' supports only fanout=None (exact 2-hop support)")
+    if len(graphs) != len(features) or not graphs:
+        raise ValueError(f"need one feature matrix per client graph, got {len(graphs)} graphs and "
+                         f"{len(features)} feature matrices")
+    num_classes = graphs[0].num_classes
+    d = int(features[0].shape[1])
+    rng = np.random.default_rng(seed)
+    inputs, per = [], []  # per[j][c][p] = (rows, nbr lists, weight lists)
+    counts = np.zeros((len(graphs), num_classes), np.float32)
+    for j, (g, f) in enumerate(zip(graphs, features)):
+        f = np.asarray(f.todense() if sp.issparse(f) else f, np.float64)
+        if f.shape != (g.num_nodes, d):
+            raise ValueError(f"client {j}: features have shape {f.shape}, expected ({g.num_nodes}, {d})")
+        a_hat = normalized_adjacency(g)
+        support = a_hat if relay == "gcn" else (a_hat @ a_hat).tocsr()
+        inputs.append((a_hat @ f) if relay == "gcn" else f)
+        labelled = g.train_mask & (g.y >= 0)
+        cls = []
+        for c in range(num_classes):
+            targets = np.flatnonzero(labelled & (g.y == c))
+            counts[j, c] = targets.size
+            pool_list = []
+            for _ in range(pools):
+                t = targets if cap is None or targets.size <= cap else rng.choice(targets, cap, replace=False)
+                srcs, wts = [], []
+                for v in t:
+                    lo, hi = support.indptr[v], support.indptr[v + 1]
+                    cols, vals = support.indices[lo:hi], support.data[lo:hi]
+                    if fanout is not None:
+                        others = np.flatnonzero(cols != v)
+                        if others.size > fanout:
+                            pick = rng.choice(others, fanout, replace=False)
+                            scale = others.size / fanout  # unbiased estimate of the neighbour sum
+                            keep = np.concatenate([np.flatnonzero(cols == v), pick])
+                            vals = vals.copy()
+                            vals[pick] *= scale
+                            cols, vals = cols[keep], vals[keep]
+                    srcs.append(cols)
+                    wts.append(vals)
+                rows = np.unique(np.concatenate(srcs)) if srcs else np.zeros(0, np.int64)
+                pool_list.append((rows, [np.searchsorted(rows, s) for s in srcs], wts))
+            cls.append(pool_list)
+        per.append(cls)
+    m = len(graphs)
+    n_pad = max(x.shape[0] for x in inputs)
+    inp = np.zeros((m, n_pad, d), np.float32)
+    for j, x in enumerate(inputs):
+        inp[j, :x.shape[0]] = x
+    blocks = []
+    for c in range(num_classes):
+        items = [per[j][c][p] for j in range(m) for p in range(pools)]
+        r_pad = max(1, max(len(it[0]) for it in items))
+        s_pad = max(1, max(len(it[1]) for it in items))
+        k_pad = max(1, max((len(s) for it in items for s in it[1]), default=1))
+        rows = np.zeros((m, pools, r_pad), np.int32)
+        nbr = np.zeros((m, pools, s_pad, k_pad), np.int32)
+        wt = np.zeros((m, pools, s_pad, k_pad), np.float32)
+        tm = np.zeros((m, pools, s_pad), bool)
+        for j in range(m):
+            for p in range(pools):
+                r, nb, ws = per[j][c][p]
+                rows[j, p, :len(r)] = r
+                for s, (idx, w) in enumerate(zip(nb, ws)):
+                    nbr[j, p, s, :len(idx)] = idx
+                    wt[j, p, s, :len(w)] = w
+                    tm[j, p, s] = True
+        blocks.append(ClassBlock(jnp.asarray(rows), jnp.asarray(nbr), jnp.asarray(wt), jnp.asarray(tm)))
+    return ClientData(inputs=jnp.asarray(inp), blocks=tuple(blocks), counts=jnp.asarray(counts))
+
+
+def client_class_grads(theta: Params, inputs: Array, blocks: tuple, pool: Array, relay: str = "gcn") -> Params:
+    """One client's per-class gradients ∇_θ L_{j,c} (leaves [C, ...]; zeros for absent classes).
+
+    theta: the round's relay θ (broadcast by the server); inputs [N, d]; blocks: tuple of C
+    ClassBlock slices with leading [P]; pool: int scalar, which sample to use this round.
+    """
+    grads = []
+    for c, b in enumerate(blocks):
+        rows, nbr, weight, tmask = (jnp.take(a, pool, axis=0) for a in (b.rows, b.nbr, b.weight, b.tmask))
+        src = inputs[rows]
+
+        def loss(t, src=src, nbr=nbr, weight=weight, tmask=tmask, c=c):
+            logp = jax.nn.log_softmax(relay_block(t, src, nbr, weight, relay), axis=-1)
+            m = tmask.astype(logp.dtype)
+            return -(logp[:, c] * m).sum() / jnp.maximum(m.sum(), 1.0)
+
+        grads.append(jax.grad(loss)(theta))
+    return jax.tree.map(lambda *g: jnp.stack(g), *grads)
+
+
+def all_client_grads(theta: Params, data: ClientData, pool: Array, relay: str = "gcn") -> Params:
+    """Every client's per-class gradients, vmapped over clients: leaves [M, C, ...]."""
+    fn = lambda t, x, b, p: client_class_grads(t, x, b, p, relay)
+    return jax.vmap(fn, in_axes=(None, 0, 0, None))(theta, data.inputs, data.blocks, pool)
+
+
+def aggregated_client_grads(theta: Params, data: ClientData, pool: Array, relay: str = "gcn",
+                            agg: str = "weighted", client_axis: str = "scan") -> Params:
+    """Σ_j w_jc · g_jc (leaves [C, ...]): the clients' per-class gradients combined with the paper's
+    weights, as the server receives them.
+
+    client_axis="vmap": all clients at once (`all_client_grads`, [M, C, ...] uploads) then
+    `server.aggregate`. client_axis="scan": clients one after another in a lax.scan with a running
+    weighted sum (what secure aggregation would hand the server); identical result, and about 3x
+    faster on a CPU because the [M, C, d, hidden] upload tensor is never materialised.
+    """
+    from fgl_jax.condense.server import aggregate, aggregation_weights
+    if client_axis == "vmap":
+        return aggregate(all_client_grads(theta, data, pool, relay), data.counts, agg)
+    if client_axis != "scan":
+        raise ValueError(f"client_axis must be 'scan' or 'vmap', got {client_axis!r}")
+    w = aggregation_weights(data.counts, agg)  # [M, C]
+
+    def body(acc, xs):
+        x, b, wj = xs
+        gj = client_class_grads(theta, x, b, pool, relay)  # one client's upload, [C, ...]
+        return jax.tree.map(lambda a, g: a + jnp.einsum("c,c...->c...", wj, g), acc, gj), None
+
+    c = data.counts.shape[1]
+    acc0 = jax.tree.map(lambda a: jnp.zeros((c,) + a.shape, a.dtype), theta)
+    return jax.lax.scan(body, acc0, (data.inputs, data.blocks, w))[0]

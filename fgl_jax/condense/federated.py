@@ -1,0 +1,42 @@
+"""Federated decoupling of gradient matching (FedGC Eq. 3, Algorithm 1 lines 7-14) as a lax.scan.
+
+Per round: the server draws a fresh θ ~ P_θ; every client computes its per-class gradients at θ
+(vmapped over clients, `blocks.all_client_grads`); the server aggregates them with n_j(c)/n(c)
+and takes one matching step (`server.Condenser.step`), which sees only the aggregate.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from fgl_jax.condense.blocks import ClientData, aggregated_client_grads
+from fgl_jax.condense.server import CondenseState, Condenser
+
+Array = jax.Array
+
+
+def fed_round(condenser: Condenser, state: CondenseState, data: ClientData, key: Array):
+    """One federated condensation round -> (state, mean matching loss over the outer steps)."""
+    cfg = condenser.config
+    theta = condenser.sample_theta(key)  # server: θ_t ~ P_θ, broadcast
+    losses = []
+    for o in range(cfg.outer):
+        # the outer steps reuse θ with the clients' next sample pool (spec §2.1, arxiv outer=5)
+        pool = (state.round * cfg.outer + o) % data.num_pools
+        # clients compute per-class gradients at θ; only their weighted sum reaches the server
+        g_real = aggregated_client_grads(theta, data, pool, cfg.relay, cfg.agg, cfg.client_axis)
+        state, loss = condenser.step(state, g_real, theta)            # server: aggregate only
+        losses.append(loss)
+    return state.replace(round=state.round + 1), jnp.mean(jnp.stack(losses))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def condense_scan(condenser: Condenser, state: CondenseState, data: ClientData, key: Array, length: int):
+    """`length` rounds as one lax.scan; round r uses fold_in(key, r), so chunking does not matter.
+    Returns (state, losses [length])."""
+    def body(st, _):
+        return fed_round(condenser, st, data, jax.random.fold_in(key, st.round))
+
+    return jax.lax.scan(body, state, None, length=length)
