@@ -71,9 +71,13 @@ def test_read_magnn_real(data_dir):
     assert m.block(0, 1).nnz == 4278 and m.block(0, 2).nnz == 12828
 
 
-def test_read_magnn_errors(tmp_path, data_dir):
+def test_read_magnn_errors(tmp_path, data_dir, monkeypatch):
     with pytest.raises(ValueError, match="unknown name"):
         read_magnn("acm", data_dir)
+    # no fallback to $FGL_JAX_DATA or the cache dir, so the missing-file error is what we see
+    monkeypatch.delenv("FGL_JAX_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(DatasetNotFoundError, match="adjM.npz"):
         read_magnn("imdb", tmp_path / "nothing")
     dst = tmp_path / "hetero" / "imdb_magnn"
