@@ -149,7 +149,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
 
     chunk: rounds per compiled scan (default: all rounds at once, or ~20 chunks when
     out_dir/progress ask for intermediate reports). out_dir: writes metrics.jsonl and
-    checkpoints/round_XXXXXX (orbax). resume: continue from the newest checkpoint in out_dir;
+    checkpoints/round_<6-digit round> (orbax). resume: continue from the newest checkpoint in out_dir;
     the final numbers equal an uninterrupted run's.
     """
     if num_rounds <= 0:
