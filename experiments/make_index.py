@@ -86,8 +86,8 @@ def rows_fedhgn():
     rows = []
     for key, per_k in d["paper"]["main"].items():
         for k, (pm, _ps) in per_k.items():
-            ours = d["results"]["main"].get(f"{key.rsplit('|', 1)[0]}|{key.rsplit('|', 1)[1]}".replace(
-                key, key) and f"{'|'.join(key.split('|')[:2])}|{k}|{key.split('|')[2]}", {}).get("mean")
+            ds, split, method = key.split("|")  # paper keys "aifb|RE|fedhgn"; ours "aifb|RE|3|fedhgn"
+            ours = d["results"]["main"].get(f"{ds}|{split}|{k}|{method}", {}).get("mean")
             reason = "see fedhgn/results.md" if ours is not None and abs(ours - pm) > 2 else ""
             rows.append(_row("Table 2", f"{key.replace('|', ' ')} K={k}", pm / 100, None if ours is None else ours / 100,
                              reason))
