@@ -30,6 +30,22 @@ class FederatedAlgorithm(NamedTuple):
     needs_x64: bool = False
 
 
+class Program(NamedTuple):
+    """A ready-to-run experiment of any system: what `run` (checkpoints, resume, progress) and
+    `run_sweep` (seeds x traced hyperparameters in `state.hp`) need.
+
+    Every system module exposes `build_program(options, data_dir=None) -> Program`, where
+    `options` is a dict with the same keys as its CLI subcommand's options (= its YAML config),
+    so one YAML file describes a run, a sweep and a replay alike.
+    """
+
+    algorithm: FederatedAlgorithm
+    data: Any
+    num_rounds: int
+    # what the run is, for logs and result files (dataset, clients, method, ...)
+    describe: dict = {}
+
+
 def x64_scope(algorithm: FederatedAlgorithm):
     """Context in which to trace, compile and run `algorithm`."""
     import contextlib
