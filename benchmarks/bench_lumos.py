@@ -9,6 +9,11 @@ update) and (b) a full epoch as `fgl_jax.federated.run` executes it (training st
 forward pass for best-val selection). Writes benchmarks/results/lumos.json.
 
     python benchmarks/bench_lumos.py [--data-dir ../shared/data] [--repeats 5] [--quick]
+
+Trimming = greedy + MCMC with T = 30000 (direct arg-max; the chain length that reaches the paper's
+max workload 39, see experiments/results/lumos/results.md). encode=program: the LDP table is
+drawn inside the jitted epoch from the traced eps (what build_program / run_sweep use) instead of
+once on the host; the row shows what that costs per epoch.
 """
 from __future__ import annotations
 
@@ -43,25 +48,29 @@ def worker(args) -> None:
         g = g.subgraph(nodes)
         x = x[nodes]
     g = random_split(g, 0.5, 0.25, 0.25, seed=0)
-    cfg = LumosConfig(backbone=args.backbone, trim=args.trim, mcmc_iters=1000)
+    cfg = LumosConfig(backbone=args.backbone, trim=args.trim, mcmc_iters=args.mcmc_iters,
+                      mcmc_argmax="direct" if args.mcmc_iters > 2000 else "alg3")
     t0 = time.perf_counter()
-    prep = prepare(g, cfg, x_scaled=x)
+    prep = prepare(g, cfg, x_scaled=x, encode=args.encode)
     prep_s = time.perf_counter() - t0
     alg = lumos_algorithm(cfg, g.num_classes)
     data = prep.data
     state = jax.jit(alg.init)(jax.random.PRNGKey(0), data)
     import optax
-    from fgl_jax.systems.lumos.trainer import node_loss, lumos_model
+    from fgl_jax.systems.lumos.trainer import _with_table, lumos_model, node_loss
     model = lumos_model(cfg, g.num_classes)
-    opt = optax.adam(cfg.lr)
+    opt = optax.scale_by_adam()
 
     def step(state, data, key):
+        data = _with_table(state, data)        # identity unless encode=program
+
         def loss_fn(p):
             _, lg = model.apply(p, data.table, data.trees, train=True, rngs={"dropout": key})
             return node_loss(lg, data.y, data.train_mask)
-        loss, grads = jax.value_and_grad(loss_fn)(state["params"])
-        upd, o = opt.update(grads, state["opt"], state["params"])
-        return {"params": optax.apply_updates(state["params"], upd), "opt": o}, loss
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        upd, o = opt.update(grads, state.opt, state.params)
+        upd = jax.tree.map(lambda u: -state.hp["lr"] * u, upd)
+        return state.replace(params=optax.apply_updates(state.params, upd), opt=o), loss
 
     out = {}
     for name, fn in (("train_step", step), ("epoch", alg.round)):
@@ -81,7 +90,8 @@ def worker(args) -> None:
         # CPU seconds per call: the work done, robust to other processes competing for the 2 cores
         out[f"{name}_cpu_median_s"] = statistics.median(cpu)
     info = prep.info
-    out.update(devices=g.num_nodes, backbone=args.backbone, trim=args.trim,
+    out.update(devices=g.num_nodes, backbone=args.backbone, trim=args.trim, encode=args.encode,
+               mcmc_iters=args.mcmc_iters, edges=info["workload"]["edges"],
                tree_nodes=info["tree_nodes"], tree_nodes_padded=info["tree_nodes_padded"],
                max_workload=info["workload"]["max"], prepare_s=prep_s,
                trim_s=info["trim_seconds"], tree_s=info["tree_seconds"], ldp_s=info["ldp_seconds"],
@@ -100,17 +110,22 @@ def main():
     ap.add_argument("--devices", type=int, default=22470)
     ap.add_argument("--backbone", default="gcn")
     ap.add_argument("--trim", default="mcmc")
+    ap.add_argument("--encode", default="host", choices=["host", "program"])
+    ap.add_argument("--mcmc-iters", type=int, default=30000)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
-    configs = [dict(devices=22470, backbone="gcn", trim="mcmc")]
+    configs = [dict(devices=22470, backbone="gcn", trim="mcmc", encode="host")]
     if not args.quick:
-        configs += [dict(devices=d, backbone="gcn", trim="mcmc") for d in (2500, 5000, 10000)]
-        configs += [dict(devices=22470, backbone="gcn", trim="none"), dict(devices=22470, backbone="gat", trim="mcmc")]
+        configs += [dict(devices=22470, backbone="gcn", trim="mcmc", encode="program")]
+        configs += [dict(devices=d, backbone="gcn", trim="mcmc", encode="host") for d in (1000, 2500, 5000, 10000)]
+        configs += [dict(devices=22470, backbone="gcn", trim="none", encode="host"),
+                    dict(devices=22470, backbone="gat", trim="mcmc", encode="host")]
     results = []
     for c in configs:
         cmd = [sys.executable, __file__, "--worker", "--repeats", str(args.repeats if c["backbone"] == "gcn" else 2),
-               "--devices", str(c["devices"]), "--backbone", c["backbone"], "--trim", c["trim"]]
+               "--devices", str(c["devices"]), "--backbone", c["backbone"], "--trim", c["trim"],
+               "--encode", c["encode"]]
         if args.data_dir:
             cmd += ["--data-dir", args.data_dir]
         t0 = time.perf_counter()

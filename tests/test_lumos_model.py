@@ -186,3 +186,15 @@ def test_training_smoke_beats_chance():
     out = train(prepare(g, cfg), cfg, g.num_classes)
     assert out["best"]["best_val"] > 1.0 / g.num_classes + 0.1
     assert np.isfinite(out["history"]["train_loss"]).all()
+
+
+def test_auc_large_counts_no_overflow():
+    """n_pos * n_neg > 2^31 (Facebook's training pairs): the AUC must stay the Mann-Whitney value."""
+    from scipy.stats import rankdata
+    rng = np.random.default_rng(1)
+    n = 60_000
+    s = np.r_[rng.normal(0.3, 1, n), rng.normal(0, 1, n)].astype(np.float32)
+    lab = np.r_[np.ones(n), np.zeros(n)].astype(np.float32)
+    r = rankdata(s)
+    want = (r[:n].sum() - n * (n + 1) / 2) / (n * n)
+    assert float(roc_auc(jnp.asarray(s), jnp.asarray(lab))) == pytest.approx(want, abs=1e-4)

@@ -100,3 +100,26 @@ def test_bad_input():
         onebit.onebit_ldp(jax.random.PRNGKey(0), x, *args, -1.0)
     with pytest.raises(ValueError, match="a < b"):
         onebit.onebit_ldp(jax.random.PRNGKey(0), x, *args, 1.0, a=1.0, b=1.0)
+
+
+def test_mmse_shrinkage_is_exact_post_processing_and_lowers_mse():
+    """prior_var: output = mid + lam (x'' - mid) on the same draws (post-processing => still eps-LDP),
+    and for x ~ Bernoulli(p) with prior variance p(1-p) its MSE is below the unbiased recovery's."""
+    rng = np.random.default_rng(0)
+    n, d, p = 4000, 32, 0.2
+    x = (rng.random((n, d)) < p).astype(np.float32)
+    nb = np.full(n, 4)
+    src = np.repeat(np.arange(n), 4)
+    rb = np.tile(np.arange(4), n)
+    key = jax.random.PRNGKey(3)
+    raw, epsc = onebit.onebit_ldp(key, x, nb, src, rb, 2.0)
+    sh, _ = onebit.onebit_ldp(key, x, nb, src, rb, 2.0, prior_var=p * (1 - p))
+    lam = np.asarray(onebit.mmse_factor(epsc, p * (1 - p)))[src][:, None]
+    np.testing.assert_allclose(np.asarray(sh), 0.5 + lam * (np.asarray(raw) - 0.5), rtol=1e-5, atol=1e-6)
+    sent = np.asarray(raw) != 0.5
+    xs = x[src]
+    mse_raw = np.mean((np.asarray(raw) - xs)[sent] ** 2)
+    mse_sh = np.mean((np.asarray(sh) - xs)[sent] ** 2)
+    assert mse_sh < 0.05 * mse_raw
+    with pytest.raises(ValueError, match="prior_var"):
+        onebit.onebit_ldp(key, x, nb, src, rb, 2.0, prior_var=0.0)

@@ -87,3 +87,9 @@ def test_no_heldout_link_edge_in_any_tree():
     assert tree_pairs <= train
     pos = {(min(a, b), max(a, b)) for a, b in np.asarray(prep.data.pos).tolist()}
     assert not (pos & held)
+    # the same from the device arrays the program runs on: (owner device, neighbour-leaf vertex)
+    t = prep.data.trees
+    nbr = np.asarray(t.node_type) == NBR
+    dev, vert = np.asarray(t.node_device)[nbr], np.asarray(t.node_vertex)[nbr]
+    in_program = {(min(a, b), max(a, b)) for a, b in zip(dev.tolist(), vert.tolist())}
+    assert in_program == tree_pairs and not (in_program & held)

@@ -120,16 +120,20 @@ class MeanFieldGCN(nn.Module):
         return h
 
 
-def central_algorithm(cfg: LumosConfig, in_dim: int, num_classes: int, mean_field: bool = False):
-    """Centralised GCN/GAT (fgl_jax.nn) with Lumos' hidden size, dropout and optimiser."""
+def central_algorithm(cfg: LumosConfig, in_dim: int, num_classes: int, mean_field: bool = False,
+                      backbone: Optional[str] = None):
+    """Centralised GCN/GAT (fgl_jax.nn) with Lumos' hidden size, dropout and optimiser.
+    backbone: override cfg.backbone (e.g. "mlp": own features only, the reference for what a
+    device can learn without any neighbour information)."""
+    backbone = backbone or cfg.backbone
     out = num_classes if cfg.task == "node" else cfg.hidden
     if mean_field:
         if cfg.backbone != "gcn":
             raise ValueError("central_algorithm: the mean-field (expected RR adjacency) baseline supports gcn only")
         model = MeanFieldGCN(in_dim, cfg.hidden, out, cfg.num_layers, cfg.dropout)
     else:
-        kw = {"heads": cfg.heads, "out_heads": 1} if cfg.backbone == "gat" else {}
-        model = make_model(cfg.backbone, in_dim, out, hidden=cfg.hidden, num_layers=cfg.num_layers,
+        kw = {"heads": cfg.heads, "out_heads": 1} if backbone == "gat" else {}
+        model = make_model(backbone, in_dim, out, hidden=cfg.hidden, num_layers=cfg.num_layers,
                            dropout=cfg.dropout, **kw)
 
     def apply(params, data, train, key):
@@ -232,10 +236,10 @@ def naive_fedgnn_graph(graph: Graph, x: np.ndarray, eps_x: float = 2.0, delta: f
 
 
 def train_central(graph: Graph, x: np.ndarray, cfg: LumosConfig, split: Optional[EdgeSplit] = None,
-                  y_train=None, mean_field_q: float = 0.0) -> dict:
+                  y_train=None, mean_field_q: float = 0.0, backbone: Optional[str] = None) -> dict:
     """Train the centralised model (or the naive FedGNN server model) with best-val selection."""
     data = central_data(graph, x, split, y_train, mean_field_q)
-    alg = central_algorithm(cfg, x.shape[1], graph.num_classes, mean_field=mean_field_q > 0)
+    alg = central_algorithm(cfg, x.shape[1], graph.num_classes, mean_field=mean_field_q > 0, backbone=backbone)
     res = run(alg, data, jax.random.PRNGKey(cfg.seed), cfg.epochs)
     return {"best": res.best, "history": {k: np.asarray(v).tolist() for k, v in res.history.items()},
             "compile_seconds": res.compile_seconds, "epoch_seconds": res.run_seconds / cfg.epochs}

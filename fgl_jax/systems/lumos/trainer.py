@@ -48,6 +48,11 @@ class LumosConfig:
     trim: "mcmc" (Lumos: greedy Alg. 1 + MCMC Alg. 2), "greedy", "exact" (flow optimum, beyond
     the paper) or "none" (ablation w/o TT). tree: "tree" (Lumos) or "star" (ablation w/o VN).
     bins: "recipients" (spec A3) or "workload" (paper-literal). strict: eps' = eps/ceil(d/B).
+    mcmc_argmax: "alg3" (simulated Alg. 3 with comparison counts) or "direct" (the same arg-max
+    set and uniform tie-break without the simulation; ~10x faster for long chains).
+    denoise: "none" (paper: recovered x'' of Eq. 27 in the leaves) or "mmse" (beyond the paper:
+    receiver-side linear MMSE shrinkage of x'' towards the midpoint with the public mean feature
+    variance as prior, onebit.mmse_factor; post-processing, so still eps-LDP).
     """
 
     backbone: str = "gcn"
@@ -62,11 +67,13 @@ class LumosConfig:
     trim: str = "mcmc"
     greedy_rule: str = "alg1"
     mcmc_iters: int = 1000
+    mcmc_argmax: str = "alg3"
     always_accept: bool = False
     tree: str = "tree"
     bins: str = "recipients"
     strict: bool = False
     rescale: bool = False
+    denoise: str = "none"
     seed: int = 0
 
     def __post_init__(self):
@@ -83,6 +90,10 @@ class LumosConfig:
                 raise ValueError(f"LumosConfig: {name} must be >= 1, got {getattr(self, name)!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"LumosConfig: dropout must be in [0, 1), got {self.dropout!r}")
+        if self.denoise not in ("none", "mmse"):
+            raise ValueError(f"LumosConfig: denoise must be 'none' or 'mmse', got {self.denoise!r}")
+        if self.mcmc_argmax not in ("alg3", "direct"):
+            raise ValueError(f"LumosConfig: mcmc_argmax must be 'alg3' or 'direct', got {self.mcmc_argmax!r}")
         if self.mcmc_iters < 0:
             raise ValueError(f"LumosConfig: mcmc_iters must be >= 0, got {self.mcmc_iters}")
 
@@ -91,7 +102,9 @@ class LumosConfig:
 class LumosData:
     """Everything the jitted epoch needs (device arrays).
 
-    table: float32 [N + P + 1, d] feature table (trees.py). trees: TreeBatch.
+    table: float32 [N + P + 1, d] feature table (trees.py), or None when `ldp` is set (the table
+    is then encoded inside the program from the traced state.hp["eps"], see `ldp_table`).
+    trees: TreeBatch.
     y: int32 [N] labels for training/validation; y_test: int32 [N] labels for test.
     train/val/test_mask: bool [N]. pos: int32 [Q, 2] training pairs (u, v in N_u) for the link loss.
     val_pairs / test_pairs: int32 [K, 2]; val_label / test_label: float32 [K] (1 edge, 0 non-edge).
@@ -109,6 +122,53 @@ class LumosData:
     val_label: jax.Array
     test_pairs: jax.Array
     test_label: jax.Array
+    ldp: Optional["LdpInputs"] = None
+
+
+@flax.struct.dataclass
+class LdpInputs:
+    """What the one-bit encoder needs to build the feature table inside the program.
+
+    x: float32 [N, d] own features in [a, b] = [0, 1]; pair_src / recipient_bin: int32 [P]
+    (TreeMeta); num_bins: int32 [N] B(u). strict / rescale: static encoder flags.
+    """
+
+    x: jax.Array
+    pair_src: jax.Array
+    recipient_bin: jax.Array
+    num_bins: jax.Array
+    strict: bool = flax.struct.field(pytree_node=False, default=False)
+    rescale: bool = flax.struct.field(pytree_node=False, default=False)
+    prior_var: Optional[float] = flax.struct.field(pytree_node=False, default=None)
+
+
+def ldp_table(ldp: LdpInputs, key: jax.Array, eps: jax.Array) -> jax.Array:
+    """Feature table [N + P + 1, d] = [raw x | recovered x'' per (sender, recipient) pair | 0]
+    (trees.py, Eq. 25) for a traced budget eps (eps = inf: neighbours get raw features).
+
+    Pure and deterministic in (key, eps): called every epoch with the same key, it yields the same
+    draws, i.e. the noise is drawn once per run (spec §4.1) although nothing is cached."""
+    d = ldp.x.shape[1]
+    eps = jnp.asarray(eps, jnp.float32)
+    safe = jnp.where(jnp.isfinite(eps), eps, 1.0)    # keep the unused branch finite
+    rec, _ = onebit._onebit(key, ldp.x, ldp.num_bins, ldp.pair_src, ldp.recipient_bin, safe, d=d,
+                            strict=ldp.strict, rescale=ldp.rescale, a=0.0, b=1.0, prior_var=ldp.prior_var)
+    nbr = jnp.where(jnp.isfinite(eps), rec, ldp.x[ldp.pair_src])
+    return jnp.concatenate([ldp.x, nbr, jnp.zeros((1, d), ldp.x.dtype)])
+
+
+@flax.struct.dataclass
+class TrainState:
+    """params / opt: flax params and Adam state; hp: traced, sweepable scalars (lr, and eps when the
+    table is encoded in the program); ldp_key: uint32 [2] key of the one-off LDP draw."""
+
+    params: dict
+    opt: optax.OptState
+    hp: dict
+    ldp_key: jax.Array
+
+    def __getitem__(self, name):        # state["params"] as with the former dict state
+        return getattr(self, name)
 
 
 def minmax_scale(x) -> np.ndarray:
@@ -179,7 +239,8 @@ def select_neighbours(es: wlmod.EdgeSet, cfg: LumosConfig) -> tuple[np.ndarray, 
         info["greedy_max"] = wlmod.max_workload(es, keep)
         info["greedy_comparisons"] = comp.calls
         if cfg.trim == "mcmc":
-            res = wlmod.mcmc_trim(es, keep, cfg.mcmc_iters, seed=cfg.seed, always_accept=cfg.always_accept)
+            res = wlmod.mcmc_trim(es, keep, cfg.mcmc_iters, seed=cfg.seed, always_accept=cfg.always_accept,
+                                  argmax=cfg.mcmc_argmax)
             keep = res.keep
             info.update(mcmc_accepted=res.accepted, mcmc_comparisons=res.comparisons,
                         f_history=res.f_history.tolist())
@@ -189,13 +250,17 @@ def select_neighbours(es: wlmod.EdgeSet, cfg: LumosConfig) -> tuple[np.ndarray, 
 
 
 def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = None,
-            x_scaled: Optional[np.ndarray] = None) -> Prepared:
+            x_scaled: Optional[np.ndarray] = None, encode: str = "host") -> Prepared:
     """Host-side, once: scale features, trim, build trees, LDP-encode, assemble LumosData.
 
     graph: labelled graph with masks (node task) or any graph plus `edge_split` (link task; the
     trees, degrees and MCMC then use training edges only, spec A16). x_scaled: features already
-    in [0, 1] (skips `minmax_scale`).
+    in [0, 1] (skips `minmax_scale`). encode="host": the LDP table is drawn here once with key
+    fold_in(PRNGKey(cfg.seed), 1); encode="program": data.ldp holds the encoder inputs and the
+    algorithm draws the table from its own key and the traced state.hp["eps"] (sweepable).
     """
+    if encode not in ("host", "program"):
+        raise ValueError(f"prepare: encode must be 'host' or 'program', got {encode!r}")
     t0 = time.perf_counter()
     if cfg.task == "link" and edge_split is None:
         raise ValueError("prepare: task='link' needs an edge_split (fgl_jax.partition.edges.random_edge_split)")
@@ -214,15 +279,27 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
     info["tree_seconds"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 1)
-    if math.isinf(cfg.epsilon):
+    # public prior for the optional MMSE shrinkage: mean per-dimension variance (dataset-wide, like A4's bounds)
+    prior_var = max(float(x.var(0).mean()), 1e-6) if cfg.denoise == "mmse" else None
+    info["prior_var"] = prior_var
+    ldp = None
+    if encode == "program":
+        ldp = LdpInputs(jnp.asarray(x), jnp.asarray(meta.pair_src, jnp.int32), jnp.asarray(meta.recipient_bin, jnp.int32),
+                        jnp.asarray(np.minimum(meta.num_bins, x.shape[1]), jnp.int32), cfg.strict, cfg.rescale,
+                        prior_var)
+        table = None
+        info["eps_coord_mean"] = float(np.mean(onebit.coordinate_budget(cfg.epsilon, meta.num_bins, x.shape[1],
+                                                                        cfg.strict)))
+    elif math.isinf(cfg.epsilon):
         nbr_x = jnp.asarray(x)[jnp.asarray(meta.pair_src, jnp.int32)]
         info["eps_coord_mean"] = float("inf")
     else:
         nbr_x, eps_coord = onebit.onebit_ldp(key, x, meta.num_bins, meta.pair_src, meta.recipient_bin, cfg.epsilon,
-                                             0.0, 1.0, strict=cfg.strict, rescale=cfg.rescale)
+                                             0.0, 1.0, strict=cfg.strict, rescale=cfg.rescale, prior_var=prior_var)
         info["eps_coord_mean"] = float(jnp.mean(eps_coord))
-    table = jnp.concatenate([jnp.asarray(x), nbr_x, jnp.zeros((1, x.shape[1]), jnp.float32)])
-    table.block_until_ready()
+    if encode == "host":
+        table = jnp.concatenate([jnp.asarray(x), nbr_x, jnp.zeros((1, x.shape[1]), jnp.float32)])
+        table.block_until_ready()
     info["ldp_seconds"] = time.perf_counter() - t2
     info["prepare_seconds"] = time.perf_counter() - t0
     info["tree_nodes"] = meta.num_real_nodes
@@ -245,7 +322,7 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
                      test_mask=jnp.asarray(graph.test_mask & labelled),
                      pos=jnp.asarray(pos, jnp.int32), val_pairs=jnp.asarray(vp, jnp.int32),
                      val_label=jnp.asarray(vl, jnp.float32), test_pairs=jnp.asarray(tp, jnp.int32),
-                     test_label=jnp.asarray(tl, jnp.float32))
+                     test_label=jnp.asarray(tl, jnp.float32), ldp=ldp)
     return Prepared(data, meta, es, keep, info)
 
 
@@ -281,7 +358,8 @@ def roc_auc(scores: jax.Array, labels: jax.Array) -> jax.Array:
     below = jnp.searchsorted(neg_sorted, scores, side="left")
     upto = jnp.searchsorted(neg_sorted, scores, side="right")
     wins = jnp.where(pos, below + 0.5 * (upto - below), 0.0)
-    return jnp.sum(wins) / jnp.maximum(jnp.sum(pos) * n_neg, 1)
+    # float counts: n_pos * n_neg overflows int32 beyond ~46k pairs of each kind
+    return jnp.sum(wins) / jnp.maximum(jnp.sum(pos).astype(jnp.float32) * n_neg.astype(jnp.float32), 1.0)
 
 
 def node_loss(logits, y, mask) -> jax.Array:
@@ -310,13 +388,20 @@ def accuracy(logits, y, mask) -> jax.Array:
 # the algorithm: one epoch = one "round" of fgl_jax.federated.run
 
 
-def make_algorithm(forward, init_params, task: str, lr: float) -> FederatedAlgorithm:
+def make_algorithm(forward, init_params, task: str, lr: float, inputs=None, hp_extra=None) -> FederatedAlgorithm:
     """Generic full-batch trainer. forward(params, data, train, key) -> (h [N,H], logits or None).
 
+    State: TrainState(params, opt, hp={"lr", **hp_extra}, ldp_key). Adam is optax.scale_by_adam
+    followed by a step of -hp["lr"], i.e. optax.adam(lr) with a traced (sweepable) lr.
+    hp_extra(data) -> {name: value}: further traced hyperparameters.
+    inputs(state, data) -> data: per-round view of the data (Lumos: the LDP table drawn from
+    state.ldp_key and the traced hp["eps"]); identity by default.
     Metrics: train_loss, val_acc/test_acc (accuracy; in the link task these hold ROC-AUC so that
     run()'s best-validation tracker works), plus val_auc/test_auc in the link task.
     """
-    opt = optax.adam(lr)
+    opt = optax.scale_by_adam()
+    inputs = inputs or (lambda state, data: data)
+    hp_extra = hp_extra or (lambda data: {})
 
     def loss_fn(params, data, key):
         k_drop, k_neg = jax.random.split(key)
@@ -326,13 +411,20 @@ def make_algorithm(forward, init_params, task: str, lr: float) -> FederatedAlgor
         return link_loss(h, data.pos, k_neg)
 
     def init(key, data):
-        params = init_params(key, data)
-        return {"params": params, "opt": opt.init(params)}
+        k_param, k_ldp = jax.random.split(key)
+        if jnp.issubdtype(k_ldp.dtype, jax.dtypes.prng_key):
+            k_ldp = jax.random.key_data(k_ldp)
+        hp = {"lr": jnp.float32(lr), **{k: jnp.float32(v) for k, v in hp_extra(data).items()}}
+        st = TrainState(params=None, opt=None, hp=hp, ldp_key=k_ldp)
+        params = init_params(k_param, inputs(st, data))
+        return st.replace(params=params, opt=opt.init(params))
 
     def round_(state, data, key):
-        loss, grads = jax.value_and_grad(loss_fn)(state["params"], data, key)
-        updates, opt_state = opt.update(grads, state["opt"], state["params"])
-        params = optax.apply_updates(state["params"], updates)
+        data = inputs(state, data)
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, data, key)
+        updates, opt_state = opt.update(grads, state.opt, state.params)
+        updates = jax.tree.map(lambda u: -state.hp["lr"] * u, updates)
+        params = optax.apply_updates(state.params, updates)
         h, logits = forward(params, data, False, key)
         if task == "node":
             m = {"val_acc": accuracy(logits, data.y, data.val_mask),
@@ -342,7 +434,7 @@ def make_algorithm(forward, init_params, task: str, lr: float) -> FederatedAlgor
             te = roc_auc(link_logits(h, data.test_pairs), data.test_label)
             m = {"val_acc": va, "test_acc": te, "val_auc": va, "test_auc": te}
         m["train_loss"] = loss
-        return {"params": params, "opt": opt_state}, m
+        return state.replace(params=params, opt=opt_state), m
 
     return FederatedAlgorithm(init, round_)
 
@@ -352,7 +444,15 @@ def lumos_model(cfg: LumosConfig, num_classes: int) -> Lumos:
                  dropout=cfg.dropout, num_classes=num_classes if cfg.task == "node" else 0)
 
 
+def _with_table(state, data):
+    """Lumos' per-round inputs: the LDP table drawn in the program when data.ldp is set."""
+    if data.ldp is None:
+        return data
+    return data.replace(table=ldp_table(data.ldp, state.ldp_key, state.hp["eps"]))
+
+
 def lumos_algorithm(cfg: LumosConfig, num_classes: int) -> FederatedAlgorithm:
+    """state.hp = {"lr"} (+ "eps" -- used when the data was prepared with encode="program")."""
     model = lumos_model(cfg, num_classes)
 
     def forward(params, data, train, key):
@@ -361,7 +461,10 @@ def lumos_algorithm(cfg: LumosConfig, num_classes: int) -> FederatedAlgorithm:
     def init_params(key, data):
         return model.init(key, data.table, data.trees, False)
 
-    return make_algorithm(forward, init_params, cfg.task, cfg.lr)
+    # eps is a traced hyperparameter only when the table is drawn in the program (else sweeping it
+    # would silently change nothing)
+    return make_algorithm(forward, init_params, cfg.task, cfg.lr, inputs=_with_table,
+                          hp_extra=lambda data: {"eps": cfg.epsilon} if data.ldp is not None else {})
 
 
 def train(prep: Prepared, cfg: LumosConfig, num_classes: int, progress: bool = False, out_dir=None) -> dict:
