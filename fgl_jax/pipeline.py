@@ -98,3 +98,21 @@ def environment() -> dict:
     return {"python": platform.python_version(), "jax": jax.__version__, "flax": flax.__version__,
             "optax": optax.__version__, "numpy": np.__version__, "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(), "devices": [str(d) for d in jax.devices()]}
+
+
+def build_program(options: dict, data_dir: Optional[str] = None):
+    """The baselines' `build_program` (same interface as every system): options = RunConfig fields.
+
+    Returns a `fgl_jax.federated.Program`, so `fgl-jax sweep --system baseline` and the systems share
+    one code path (run_sweep over `state.hp`: lr, prox_mu).
+    """
+    from fgl_jax.config import from_dict
+    from fgl_jax.federated import Program
+    values = {k: v for k, v in options.items() if k != "system"}
+    if data_dir is not None:
+        values["data_dir"] = data_dir
+    cfg = from_dict(values, source="baseline options")
+    prepared = prepare(cfg)
+    return Program(algorithm_from_config(cfg, prepared.graph), prepared.data, cfg.rounds,
+                   {"system": "baseline", "dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
+                    "clients": cfg.clients, "partition": cfg.partition})

@@ -110,3 +110,211 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode) -> SweepResult
     best = {"best_val": np.asarray(tracker.best_val), "best_test": np.asarray(tracker.best_test),
             "best_round": np.asarray(tracker.best_round) + 1}
     return SweepResult(history, best, members, t1 - t0, t2 - t1)
+
+
+# ------------------------------------------------------------------------------------------------
+# Grids over any system: `fgl-jax sweep --system <name> --config f.yaml --seeds ... --grid k=v1,v2`
+# ------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class GridResult:
+    """A seeds x hyperparameter grid of one system, possibly over several programs.
+
+    rows: one dict per member (seed, grid values, best_val, best_test, best_round, final_*);
+    history: metric -> np.ndarray [members, max rounds] (NaN-padded when programs differ in length);
+    vector_axes: grid names vectorised in one program (traced `state.hp` entries);
+    program_axes: grid names that change the program (one build + one compile per value).
+    """
+
+    axes: dict
+    vector_axes: list
+    program_axes: list
+    rows: list
+    history: dict
+    compile_seconds: float
+    run_seconds: float
+    programs: int
+    messages: list
+
+
+def traced_hparams(program) -> list[str]:
+    """Names in the program's `state.hp` (what run_sweep can vectorise), from shapes only."""
+    with x64_scope(program.algorithm):
+        state = jax.eval_shape(program.algorithm.init, jax.random.key(0), program.data)
+    return sorted(getattr(state, "hp", {}) or {})
+
+
+def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapping[str, Sequence[Any]],
+             mode: str = "auto", log=print) -> GridResult:
+    """Run every (seed, grid point): traced hyperparameters vectorised with `run_sweep`, the rest
+    (shape- or program-changing options) as separate programs, one per value, with a message.
+
+    build(options) -> Program (a system's `build_program`); options: the base options; grid:
+    name -> values, where a name is a `state.hp` entry or an option of the system.
+    """
+    import itertools
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("sweep needs at least one seed")
+    grid = {k: list(v) for k, v in grid.items()}
+    for k, v in grid.items():
+        if not v:
+            raise ValueError(f"sweep grid {k!r} has no values")
+        if k == "seed":
+            raise ValueError("give seeds with --seeds, not in the grid")
+    first = {k: v[0] for k, v in grid.items() if k in options}
+    program = build({**options, **first})
+    hp_keys = traced_hparams(program)
+    vector = [k for k in grid if k in hp_keys]
+    other = [k for k in grid if k not in hp_keys]
+    for k in other:
+        if k not in options:
+            raise ValueError(f"cannot sweep over {k!r}: it is neither a traced hyperparameter of this program "
+                             f"({hp_keys}) nor an option ({sorted(options)})")
+    messages = []
+    for k in other:
+        why = "changes array shapes or the program" if k in SHAPE_CHANGING else "is not a traced hyperparameter"
+        messages.append(f"{k!r} {why} (traced: {hp_keys}): running {len(grid[k])} separate programs, one per value")
+        log(messages[-1])
+    combos = list(itertools.product(*[grid[k] for k in other])) or [()]
+    rows, hists = [], []
+    compile_s = run_s = 0.0
+    for ci, combo in enumerate(combos):
+        prog_vals = dict(zip(other, combo))
+        if ci > 0:
+            program = build({**options, **first, **prog_vals})
+        members = list(itertools.product(seeds, *[grid[k] for k in vector]))
+        hp = {k: [float(m[1 + i]) for m in members] for i, k in enumerate(vector)}
+        res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp, mode=mode)
+        compile_s += res.compile_seconds
+        run_s += res.run_seconds
+        for i, m in enumerate(members):  # run_sweep keeps the member order
+            row = {"seed": m[0], **{k: m[1 + j] for j, k in enumerate(vector)}, **prog_vals, "rounds": int(program.num_rounds),
+                   "best_val": float(res.best["best_val"][i]), "best_test": float(res.best["best_test"][i]),
+                   "best_round": int(res.best["best_round"][i])}
+            for name, hist in res.history.items():  # every metric's last round (e.g. FedHGL's sel_test_acc)
+                if hist.ndim == 2:
+                    row[f"final_{name}"] = float(hist[i, -1])
+            rows.append(row)
+            hists.append({k: np.asarray(v[i], np.float64) for k, v in res.history.items() if v.ndim == 2})
+    names = sorted(set().union(*[h.keys() for h in hists]))
+    longest = max(len(next(iter(h.values()))) for h in hists if h)
+    history = {}
+    for n in names:
+        arr = np.full((len(hists), longest), np.nan)
+        for i, h in enumerate(hists):
+            if n in h:
+                arr[i, :len(h[n])] = h[n]
+        history[n] = arr
+    axes = {"seed": seeds, **grid}
+    return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
+
+def summarize_grid(result: GridResult) -> list[dict]:
+    """Rows aggregated over seeds: one per grid point, mean/std/min/max of best_test and best_val."""
+    keys = [k for k in result.axes if k != "seed"]
+    groups: dict = {}
+    for r in result.rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    out = []
+    for point, rs in groups.items():
+        bt = np.array([r["best_test"] for r in rs])
+        bv = np.array([r["best_val"] for r in rs])
+        out.append({**dict(zip(keys, point)), "seeds": len(rs), "best_test_mean": float(bt.mean()),
+                    "best_test_std": float(bt.std()), "best_test_min": float(bt.min()),
+                    "best_test_max": float(bt.max()), "best_val_mean": float(bv.mean()),
+                    "best_val_std": float(bv.std())})
+    return out
+
+
+def write_grid_report(result: GridResult, out_dir, title: str, extra: Optional[dict] = None) -> dict:
+    """sweep.md (table), sweep.json (members, summary, curves) and sweep.png (metric vs the first
+    grid axis with the seed spread, and validation curves) in out_dir. Returns the paths."""
+    from pathlib import Path
+    import json
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize_grid(result)
+    keys = [k for k in result.axes if k != "seed"]
+    md = [f"# {title}", "",
+          f"Seeds {result.axes['seed']}; grid {({k: result.axes[k] for k in keys})}; "
+          f"vectorised: {result.vector_axes or '—'}; separate programs: {result.program_axes or '—'} "
+          f"({result.programs} program(s)); compile {result.compile_seconds:.1f} s, run {result.run_seconds:.1f} s.",
+          ""]
+    md += [f"- {m}" for m in result.messages] + ([""] if result.messages else [])
+    md += ["| " + " | ".join(keys + ["seeds", "test acc at best val (mean ± std)", "min", "max",
+                                     "best val acc (mean ± std)"]) + " |",
+           "|" + "---|" * (len(keys) + 5)]
+    for s in summary:
+        md.append("| " + " | ".join([str(s[k]) for k in keys] + [
+            str(s["seeds"]), f"{s['best_test_mean']:.4f} ± {s['best_test_std']:.4f}", f"{s['best_test_min']:.4f}",
+            f"{s['best_test_max']:.4f}", f"{s['best_val_mean']:.4f} ± {s['best_val_std']:.4f}"]) + " |")
+    md += ["", "![sweep](sweep.png)", ""]
+    (out / "sweep.md").write_text("\n".join(md))
+    payload = {"title": title, "axes": result.axes, "vector_axes": result.vector_axes,
+               "program_axes": result.program_axes, "programs": result.programs, "messages": result.messages,
+               "compile_seconds": result.compile_seconds, "run_seconds": result.run_seconds,
+               "summary": summary, "rows": result.rows,
+               "curves": {k: [[None if not np.isfinite(x) else float(x) for x in row] for row in v]
+                          for k, v in result.history.items() if k in ("val_acc", "test_acc", "train_loss")},
+               **(extra or {})}
+    (out / "sweep.json").write_text(json.dumps(payload, indent=2, default=str))
+    plot_grid(result, summary, out / "sweep.png", title)
+    return {"md": out / "sweep.md", "json": out / "sweep.json", "png": out / "sweep.png"}
+
+
+def plot_grid(result: GridResult, summary: list, path, title: str) -> None:
+    """Left: test accuracy at best validation vs the first grid axis (mean line, one dot per seed,
+    one line per value of the other axes). Right: validation-accuracy curves, mean over seeds with
+    the min-max band, one per grid point."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    keys = [k for k in result.axes if k != "seed"]
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4))
+    if keys:
+        x_key, rest = keys[0], keys[1:]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in result.axes[x_key])
+        xs_all = result.axes[x_key]
+        pos = (lambda v: v) if numeric else (lambda v: xs_all.index(v))
+        lines: dict = {}
+        for s in summary:
+            lines.setdefault(tuple(s[k] for k in rest), []).append(s)
+        for lab, ss in lines.items():
+            ss = sorted(ss, key=lambda s: pos(s[x_key]))
+            name = ", ".join(f"{k}={v}" for k, v in zip(rest, lab)) or "mean over seeds"
+            ax0.errorbar([pos(s[x_key]) for s in ss], [s["best_test_mean"] for s in ss],
+                         yerr=[s["best_test_std"] for s in ss], marker="o", capsize=3, label=name)
+            members = [r for r in result.rows if tuple(r[k] for k in rest) == lab]
+            ax0.scatter([pos(r[x_key]) for r in members], [r["best_test"] for r in members], s=10, alpha=0.4,
+                        color="k")
+        if numeric and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 10:
+            ax0.set_xscale("log")
+        if not numeric:
+            ax0.set_xticks(range(len(xs_all)), [str(v) for v in xs_all])
+        ax0.set_xlabel(x_key)
+        ax0.legend(fontsize=7)
+    else:
+        ax0.scatter([r["seed"] for r in result.rows], [r["best_test"] for r in result.rows])
+        ax0.set_xlabel("seed")
+    ax0.set_ylabel("test accuracy at best validation")
+    ax0.grid(alpha=0.3)
+    curve = result.history.get("val_acc")
+    if curve is not None:
+        groups: dict = {}
+        for i, r in enumerate(result.rows):
+            groups.setdefault(tuple(r[k] for k in keys), []).append(i)
+        for point, idx in groups.items():
+            c = curve[idx]
+            rounds = np.arange(1, c.shape[1] + 1)
+            label = ", ".join(f"{k}={v}" for k, v in zip(keys, point)) or "all seeds"
+            (line,) = ax1.plot(rounds, np.nanmean(c, 0), label=label, lw=1.2)
+            ax1.fill_between(rounds, np.nanmin(c, 0), np.nanmax(c, 0), color=line.get_color(), alpha=0.15)
+        ax1.set_xlabel("round")
+        ax1.set_ylabel("validation accuracy (band: seed min-max)")
+        ax1.legend(fontsize=7)
+        ax1.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

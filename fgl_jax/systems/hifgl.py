@@ -428,3 +428,36 @@ def _cli_main(args) -> int:
     print(f"best-val round {res.best['best_round']}: val_acc={res.best['best_val']:.4f} "
           f"test_acc={res.best['best_test']:.4f}; compile {res.compile_seconds:.1f} s, run {res.run_seconds:.1f} s")
     return 0
+
+
+def build_program(options: dict, data_dir: Optional[str] = None):
+    """HiFGL as a `fgl_jax.federated.Program` from the `fgl-jax hifgl` options (argparse dests):
+    dataset, data_dir, model, silos, rounds, hidden, layers, T, frac_bits, mode, norm, lr, seed.
+
+    The same data and algorithm as `fgl-jax hifgl` builds (FederatedScope split, random silos with
+    seed 0), so `run(program.algorithm, program.data, key(seed), program.num_rounds)` gives the same
+    numbers; `state.hp` holds `lr` (sweepable). Missing keys take the CLI defaults.
+    """
+    from fgl_jax.data import load
+    from fgl_jax.federated import Program
+    from fgl_jax.partition import random_partition
+    defaults = {"dataset": "cora", "data_dir": None, "model": "gcn", "silos": 5, "rounds": 50, "hidden": 64,
+                "layers": 2, "T": 1, "frac_bits": 16, "mode": "field", "norm": "gcn_selfloop", "lr": 0.01, "seed": 0}
+    ignored = {"out", "resume", "no_progress", "system"}
+    unknown = sorted(set(options) - set(defaults) - ignored)
+    if unknown:
+        raise ValueError(f"hifgl options: unknown key(s) {unknown}; valid keys: {sorted(defaults)}")
+    o = {**defaults, **{k: v for k, v in options.items() if k in defaults}}
+    if int(o["silos"]) < 1:
+        raise ValueError(f"hifgl option 'silos' must be >= 1, got {o['silos']}")
+    if int(o["rounds"]) < 1:
+        raise ValueError(f"hifgl option 'rounds' must be >= 1, got {o['rounds']}")
+    graph = hifgl_split(load(o["dataset"], data_dir=data_dir if data_dir is not None else o["data_dir"]))
+    part = random_partition(graph, int(o["silos"]), seed=0)
+    data = make_hifgl_data(graph, part.assignment, int(o["silos"]))
+    cfg = HiFGLConfig(model=o["model"], hidden=int(o["hidden"]), num_layers=int(o["layers"]), T=int(o["T"]),
+                      frac_bits=int(o["frac_bits"]), mode=o["mode"], norm=o["norm"],
+                      optim=OptimConfig(lr=float(o["lr"]), gamma=0.9, decay_every=4))
+    return Program(hifgl(cfg, graph.num_features, graph.num_classes), data, int(o["rounds"]),
+                   {"method": f"HiFGL-{o['model']}", "dataset": o["dataset"], "silos": int(o["silos"]),
+                    "mode": o["mode"], "T": int(o["T"])})
