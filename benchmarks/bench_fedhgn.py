@@ -28,19 +28,19 @@ def worker(args) -> None:
     import jax
     import jax.numpy as jnp
     sys.path.insert(0, str(ROOT))
-    from fgl_jax.nn.rgcn import build_hetero_blocks
-    from fgl_jax.systems.fedhgn import FedHGNConfig, _chunk_runner, fedhgn, make_fed_data, prepare_clients
+    from fgl_jax.systems.fedhgn import FedHGNConfig, _chunk_runner, fedhgn, hetero_fed_data, prepare_clients
 
     t0 = time.perf_counter()
     graphs, _ = prepare_clients(args.dataset, args.split, args.clients, args.data_dir)
-    blocks, _ = build_hetero_blocks(graphs)
-    data = make_fed_data(blocks)
+    data = hetero_fed_data(graphs)          # train-target blocks for the steps, val/test for evaluation
+    blocks = data.train_blocks
     prep_s = time.perf_counter() - t0
     cfg = FedHGNConfig(method=args.method)
     alg = fedhgn(cfg)
-    keys = jnp.stack([jax.random.PRNGKey(0)])
-    states = jax.jit(jax.vmap(alg.init, in_axes=(0, None)))(keys, data)
+    init_key, keys = jax.random.split(jax.random.PRNGKey(0))
+    states = jax.jit(alg.init)(init_key, data)
     t0 = time.perf_counter()
+    # the program `train` runs: `rounds` rounds as one lax.scan, one seed (seeds run one after another)
     run = _chunk_runner(alg, args.rounds).lower(states, data, keys, jnp.int32(0)).compile()
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(run(states, data, keys, jnp.int32(0)))  # warm-up
@@ -54,7 +54,9 @@ def worker(args) -> None:
            "rounds_per_program": args.rounds, "local_steps": cfg.local_steps, "num_bases": cfg.num_bases,
            "padded": {"emb_rows": blocks.num_emb_rows, "hidden_rows": blocks.num_hidden,
                       "targets": blocks.num_targets, "layer1_edges": int(blocks.src1.shape[1]),
-                      "layer2_edges": int(blocks.src2.shape[1]), "relation_slots": blocks.num_rel_local},
+                      "layer2_edges": int(blocks.src2.shape[1]), "relation_slots": blocks.num_rel_local,
+                      "relations_into_targets": int(blocks.slots2_local.shape[1]),
+                      "eval_targets": data.blocks.num_targets},
            "prepare_s": prep_s, "compile_s": compile_s,
            "ms_per_round_median": 1000 * statistics.median(times) / args.rounds,
            "ms_per_round_all": [1000 * t / args.rounds for t in times],

@@ -23,8 +23,12 @@ from fgl_jax.partition.hetero import random_edge_type_split
 from fgl_jax.nn.rgcn import build_hetero_blocks
 from fgl_jax.systems.fedhgn import FedHGNConfig, make_fed_data, train, majority_accuracy
 
+import fgl_jax
+from pathlib import Path
 data_dir = os.environ.get("FGL_JAX_DATA", str(resolve_data_dir(None)))
-for cand in (data_dir, "../../shared/data", "../shared/data"):
+# also look next to the repository (../shared/data), wherever the notebook runs from
+for cand in (data_dir, str(Path(fgl_jax.__file__).resolve().parents[2] / "shared" / "data"),
+             "../../shared/data", "../shared/data"):
     try:
         g = load_aifb(cand, reverse=False)
         break

@@ -153,10 +153,71 @@ def test_early_stop_rule():
 
 
 def test_train_runs_and_bad_config_errors():
+    """train() with two seeds, and a NaN training loss: raises by default; with
+    on_nonfinite="stop" each seed is scored on its finite rounds and flagged (the λ = 50 point of
+    Fig. 4 diverges at lr 0.1)."""
     data = _toy_data(3)
-    res = train(FedHGNConfig(method="fedhgn", num_bases=3, hidden=8), data, [0, 1], max_rounds=6, chunk=3)
+    cfg = FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=1, align_lambda=1e30)
+    res = train(cfg, data, [0, 1], max_rounds=6, chunk=3, on_nonfinite="stop")
     assert len(res) == 2 and all(0 <= r.test_acc <= 1 for r in res)
+    assert all(np.all(np.isfinite(r.history["train_loss"])) for r in res)
+    assert all(r.diverged and len(r.history["train_loss"]) < 6 for r in res)
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        train(cfg, data, 1, max_rounds=6, chunk=3)
+    with pytest.raises(ValueError, match="on_nonfinite"):
+        train(cfg, data, 0, on_nonfinite="ignore")
     with pytest.raises(ValueError, match="unknown method"):
         FedHGNConfig(method="fedsgd")
     with pytest.raises(ValueError, match="client_fraction"):
         FedHGNConfig(client_fraction=0.0)
+    with pytest.raises(ValueError, match="round1_align"):
+        FedHGNConfig(round1_align="ones")
+
+
+def test_round1_pool_modes():
+    """Round 1 (nobody has uploaded): "skip" trains exactly like lambda = 0; "zeros" pulls every
+    coefficient towards 0 and, at lr*2*lambda = 1, puts it exactly on 0 after one step (the trap
+    that makes lambda >= 5 collapse; why "skip" is the default)."""
+    data = _toy_data(3)
+    base = dict(method="fedhgn", num_bases=3, hidden=8, local_steps=1, lr=0.1)
+
+    def setup(mode):
+        alg = fedhgn(FedHGNConfig(**base, round1_align=mode))
+        return jax.jit(alg.init)(jax.random.PRNGKey(0), data), jax.jit(alg.round)
+
+    with_lam = lambda st, lam: st.replace(hp={**st.hp, "align_lambda": jnp.float32(lam)})  # traced: no recompile
+    s0, rnd = setup("skip")
+    skip = rnd(with_lam(s0, 5.0), data, jax.random.PRNGKey(1))[0]
+    free = rnd(with_lam(s0, 0.0), data, jax.random.PRNGKey(1))[0]
+    np.testing.assert_allclose(skip.coeffs["beta"], free.coeffs["beta"], rtol=1e-6, atol=1e-7)
+    z0, rnd_z = setup("zeros")
+    np.testing.assert_array_equal(z0.coeffs["beta"], s0.coeffs["beta"])     # same init
+    zero = rnd_z(with_lam(z0, 5.0), data, jax.random.PRNGKey(1))[0]
+    used = np.asarray(data.blocks.rel_mask)
+    b0, bz, bf = (np.asarray(x)[used] for x in (s0.coeffs["beta"], zero.coeffs["beta"], free.coeffs["beta"]))
+    # beta - lr*(task grad + 2*lambda*beta) = -lr*task grad when 2*lr*lambda = 1
+    np.testing.assert_allclose(bz, bf - b0, rtol=1e-4, atol=1e-6)
+    assert np.abs(bz).max() < 0.1 * np.abs(b0).max()
+
+
+def test_split_train_and_eval_blocks_equal_one_labelled_block():
+    """Training on train-target blocks and evaluating on val/test-target blocks (the fast path)
+    gives the same states and metrics as one block over all labelled targets."""
+    from fgl_jax.systems.fedhgn import hetero_fed_data
+    g = toy_hetero(0, n=(24, 15, 12), edges_per_type=30)
+    graphs = list(random_edge_type_split(g, 3, seed=3).clients)
+    one, split = make_fed_data(build_hetero_blocks(graphs)[0]), hetero_fed_data(graphs)
+    assert split.train_blocks.num_targets < one.blocks.num_targets or split.blocks.num_targets < one.blocks.num_targets
+    np.testing.assert_array_equal(split.train_weight, one.train_weight)
+    np.testing.assert_array_equal(split.n_test, one.n_test)
+    alg = fedhgn(FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=2))
+    rnd = jax.jit(alg.round)
+    sa = sb = jax.jit(alg.init)(jax.random.PRNGKey(0), one)
+    for r in range(3):
+        sa, ma = rnd(sa, one, jax.random.PRNGKey(r))
+        sb, mb = rnd(sb, split, jax.random.PRNGKey(r))
+        for k in ("train_loss", "val_acc", "test_acc"):
+            np.testing.assert_allclose(ma[k], mb[k], rtol=1e-5, atol=1e-6)
+    for a, b in zip(jax.tree.leaves(sa), jax.tree.leaves(sb)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+

@@ -23,6 +23,10 @@ client alone), "central" (one client holding the whole graph); ablations without
 (bases averaged), "abl_C" (bases private, coefficients averaged per relation name), "abl_BC"
 (both averaged).
 
+Traced hyper-parameters live in `state.hp` (lr, align_lambda, prox_mu), so `run_sweep` vectorises
+seeds x values and `build_program(options)` gives a `fgl_jax.federated.Program` for `run`
+(checkpoints, resume) and `fgl-jax sweep`.
+
 Early stopping (patience 10 on the weighted validation accuracy, delta 1e-5) is applied to the
 recorded per-round history: rounds after the stopping point cannot change earlier ones, so
 running a few extra rounds inside a compiled chunk and cutting the history is identical to
@@ -48,8 +52,8 @@ from fgl_jax.nn.rgcn import HeteroBlocks, backbone_logits, build_hetero_blocks, 
 from fgl_jax.partition.hetero import SPLIT_SEED, split_hetero
 
 __all__ = ["FedHGNConfig", "FedHGNState", "HeteroFedData", "METHODS", "alignment_loss", "server_pool",
-           "server_aggregate", "fedhgn", "make_fed_data", "prepare_clients", "train", "early_stop",
-           "TrainResult", "majority_accuracy", "register_cli"]
+           "server_aggregate", "fedhgn", "make_fed_data", "hetero_fed_data", "prepare_clients", "train", "early_stop",
+           "TrainResult", "majority_accuracy", "register_cli", "build_program", "CLI_DEFAULTS"]
 
 PyTree = Any
 METHODS = ("fedhgn", "fedavg", "fedprox", "local", "central", "abl_B", "abl_C", "abl_BC")
@@ -68,7 +72,16 @@ class FedHGNConfig:
     lr: float = 0.1                # plain SGD
     prox_mu: float = 1.0           # FedProx
     client_fraction: float = 1.0   # C
-    round1_align: str = "zeros"    # zeros | skip | code_quirk (spec §4.5)
+    # Round-1 pool (spec §4.5 [DECIDE]; the paper is silent): "skip" = no alignment until a client
+    # has uploaded (the pool holds only real coefficients); "zeros" = one zero vector per
+    # unheard-of client (spec recommendation); "code_quirk" = zeros counted twice (official code).
+    # Default "skip", against the spec's recommendation, for a measured reason: with a zero pool
+    # each round-1 step scales beta by (1 - lr*2*lambda); at lambda = 5 (lr 0.1) that is 0, so
+    # every beta lands on 0 in round 1, every client uploads ~0, the pool is ~0 and beta stays
+    # pinned there (all W_r ~ 0): AIFB-RET K=3 50.0 +- 13.3 % at lambda = 5 with "zeros" vs
+    # 82.8 +- 1.7 % with "skip" (5 seeds, results.md "Round-1 coefficient pool"), against the
+    # paper's Fig. 4 (flat for lambda <= 5). ("code_quirk" doubles the pull: factor -1, no trap.)
+    round1_align: str = "skip"
     shuffle_pool: bool = True
 
     def __post_init__(self):
@@ -96,7 +109,14 @@ class FedHGNConfig:
 
     @property
     def align(self) -> bool:
-        return self.method == "fedhgn" and self.align_lambda > 0
+        # Structural (is the CA term in the program?); its weight lambda is traced in state.hp,
+        # so a lambda sweep including 0 is one program (lambda = 0 multiplies the term away).
+        return self.method == "fedhgn"
+
+    def hparams(self) -> dict:
+        """Traced, shape-free hyper-parameters (state.hp): what run_sweep can vectorise."""
+        return {"lr": jnp.float32(self.lr), "align_lambda": jnp.float32(self.align_lambda),
+                "prox_mu": jnp.float32(self.prox_mu)}
 
     @property
     def share_coeffs(self) -> bool:
@@ -116,23 +136,41 @@ class FedHGNConfig:
 
 @flax.struct.dataclass
 class HeteroFedData:
-    """blocks [C, ...]; train_weight [C] = N_k (#labelled training nodes); n_val/n_test [C]."""
+    """blocks [C, ...]: evaluated every round (val/test targets); train_blocks [C, ...]: the local
+    steps' blocks (train targets; may be `blocks` itself); train_weight [C] = N_k (#labelled
+    training nodes); n_val/n_test [C]."""
 
     blocks: HeteroBlocks
     train_weight: jax.Array
     n_val: jax.Array
     n_test: jax.Array
+    train_blocks: HeteroBlocks
 
 
-def make_fed_data(blocks: HeteroBlocks) -> HeteroFedData:
+def make_fed_data(blocks: HeteroBlocks, train_blocks: Optional[HeteroBlocks] = None) -> HeteroFedData:
+    """From one block set (all labelled targets), or an evaluation set plus a training set built
+    with build_hetero_blocks(..., targets="eval" / "train") (same numbers, less work)."""
+    train_blocks = blocks if train_blocks is None else train_blocks
+    if (train_blocks.num_emb_rows, train_blocks.num_rel_local, train_blocks.num_rel_global) != \
+            (blocks.num_emb_rows, blocks.num_rel_local, blocks.num_rel_global):
+        raise ValueError("train and evaluation blocks must come from the same client graphs")
     cnt = lambda m: jnp.asarray(np.asarray(m).sum(1), jnp.float32) * jnp.asarray(blocks.client_mask, jnp.float32)
-    return HeteroFedData(blocks, cnt(blocks.train), cnt(blocks.val), cnt(blocks.test))
+    return HeteroFedData(blocks, cnt(train_blocks.train), cnt(blocks.val), cnt(blocks.test), train_blocks)
+
+
+def hetero_fed_data(graphs: Sequence[HeteroGraph]) -> HeteroFedData:
+    """Client graphs -> HeteroFedData with separate training (train targets) and evaluation
+    (val/test targets) blocks: each local step computes only the logits it trains on."""
+    ev, vocab = build_hetero_blocks(graphs, targets="eval")
+    tr, _ = build_hetero_blocks(graphs, vocab=vocab, targets="train")
+    return make_fed_data(ev, tr)
 
 
 @flax.struct.dataclass
 class FedHGNState:
     """round; server: averaged params; shared/coeffs/private: each client's own copy [C, ...];
-    beta_store [C, R, B] and seen [C]: the server's record of the last uploaded coefficients."""
+    beta_store [C, R, B] and seen [C]: the server's record of the last uploaded coefficients;
+    hp: traced scalars {lr, align_lambda, prox_mu} (sweepable with run_sweep)."""
 
     round: jax.Array
     server: PyTree
@@ -141,6 +179,7 @@ class FedHGNState:
     private: PyTree
     beta_store: jax.Array
     seen: jax.Array
+    hp: dict
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,27 +263,29 @@ def _sqdist(a: dict, b: dict) -> jax.Array:
     return sum(jnp.sum((a[k] - b[k]) ** 2) for k in a)
 
 
-def _client_update(cfg: FedHGNConfig, params: dict, blk: HeteroBlocks, pool: jax.Array, pool_mask: jax.Array,
-                   anchor: dict, align_scale: jax.Array):
-    """Alg. 1 lines 8-12 for one client: E full-batch SGD steps. Returns (params, first-step CE)."""
-    rel = blk.rel_global if cfg.schema_matched else blk.rel_local
+def _client_update(cfg: FedHGNConfig, hp: dict, params: dict, blk: HeteroBlocks, pool: jax.Array,
+                   pool_mask: jax.Array, anchor: dict, align_scale: jax.Array):
+    """Alg. 1 lines 8-12 for one client: E full-batch SGD steps with lr = hp["lr"] on
+    CE + hp["align_lambda"] * L_align (FedHGN) or + hp["prox_mu"]/2 ||shared - anchor||^2
+    (FedProx). Returns (params, first-step CE)."""
+    rel, slots = (blk.rel2_global, blk.slots2_global) if cfg.schema_matched else (blk.rel2_local, blk.slots2_local)
     slot_mask = blk.owns if cfg.schema_matched else blk.rel_mask
     y = jnp.maximum(blk.y, 0)
 
     def loss_fn(p):
-        logits = backbone_logits(p, blk, rel)
+        logits = backbone_logits(p, blk, rel, slots)
         task = masked_cross_entropy(logits, y, blk.train)
         total = task
         if cfg.align:
-            total = total + cfg.align_lambda * align_scale * alignment_loss(p["coeffs"]["beta"], slot_mask,
-                                                                             pool, pool_mask)
+            total = total + hp["align_lambda"] * align_scale * alignment_loss(p["coeffs"]["beta"], slot_mask,
+                                                                               pool, pool_mask)
         if cfg.method == "fedprox":
-            total = total + 0.5 * cfg.prox_mu * _sqdist(p["shared"], anchor)
+            total = total + 0.5 * hp["prox_mu"] * _sqdist(p["shared"], anchor)
         return total, task
 
     def step(p, _):
         (_, task), g = jax.value_and_grad(loss_fn, has_aux=True)(p)
-        return jax.tree.map(lambda a, b: a - cfg.lr * b, p, g), task
+        return jax.tree.map(lambda a, b: a - hp["lr"] * b, p, g), task
 
     params, tasks = jax.lax.scan(step, params, None, length=cfg.local_steps)
     return params, tasks[0]
@@ -252,11 +293,12 @@ def _client_update(cfg: FedHGNConfig, params: dict, blk: HeteroBlocks, pool: jax
 
 def _evaluate(cfg: FedHGNConfig, params: dict, blocks: HeteroBlocks) -> dict:
     """Per-client correct counts on val/test with each client's evaluation parameters [C, ...]."""
-    rel = blocks.rel_global if cfg.schema_matched else blocks.rel_local
-    logits = jax.vmap(backbone_logits)(params, blocks, rel)
+    rel, slots = ((blocks.rel2_global, blocks.slots2_global) if cfg.schema_matched
+                  else (blocks.rel2_local, blocks.slots2_local))
+    logits = jax.vmap(backbone_logits)(params, blocks, rel, slots)
     correct = (jnp.argmax(logits, -1) == blocks.y)
     cnt = lambda m: jnp.sum(correct & m, axis=-1).astype(jnp.float32)
-    return {"val_correct": cnt(blocks.val), "test_correct": cnt(blocks.test), "train_correct": cnt(blocks.train)}
+    return {"val_correct": cnt(blocks.val), "test_correct": cnt(blocks.test)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,7 +333,7 @@ def fedhgn(cfg: FedHGNConfig) -> FederatedAlgorithm:
         B = cfg.num_bases if cfg.decomposed else 1
         return FedHGNState(round=jnp.int32(0), server=server, shared=shared, coeffs=coeffs,
                            private=per_client["private"], beta_store=jnp.zeros((C, R, B)),
-                           seen=jnp.zeros(C, bool))
+                           seen=jnp.zeros(C, bool), hp=cfg.hparams())
 
     def client_view(state: FedHGNState, idx) -> dict:
         """Parameters a client trains/evaluates with: averaged keys from the server, the rest its own."""
@@ -309,7 +351,7 @@ def fedhgn(cfg: FedHGNConfig) -> FederatedAlgorithm:
         k_sample, k_pool = jax.random.split(key)
         # Line 3: sample S_t (all clients when C = 1).
         idx = jnp.arange(C) if m == C else jnp.sort(jax.random.permutation(k_sample, C)[:m])
-        blk = blocks.take(idx)
+        blk = data.train_blocks.take(idx)
         slot_mask = blocks.owns if cfg.schema_matched else blocks.rel_mask
         params = client_view(state, idx)
         # Server -> clients: anonymous pool of other clients' coefficients (only β crosses over).
@@ -324,7 +366,7 @@ def fedhgn(cfg: FedHGNConfig) -> FederatedAlgorithm:
             align_scale = jnp.ones(m)
         anchor = params["shared"]
         # Lines 8-12, all sampled clients at once.
-        new, loss = jax.vmap(lambda p, b, pl, pm, an, s: _client_update(cfg, p, b, pl, pm, an, s))(
+        new, loss = jax.vmap(lambda p, b, pl, pm, an, s: _client_update(cfg, state.hp, p, b, pl, pm, an, s))(
             params, blk, pool, pool_mask, anchor, align_scale)
         w = data.train_weight[idx]
         # Line 6: the server averages the shared weights (it never sees embeddings or names).
@@ -342,7 +384,7 @@ def fedhgn(cfg: FedHGNConfig) -> FederatedAlgorithm:
         put = lambda old, upd: jax.tree.map(lambda o, u: o.at[idx].set(u), old, upd)
         state = FedHGNState(round=state.round + 1, server=server, shared=put(state.shared, new["shared"]),
                             coeffs=put(state.coeffs, new["coeffs"]), private=put(state.private, new["private"]),
-                            beta_store=beta_store, seen=seen)
+                            beta_store=beta_store, seen=seen, hp=state.hp)
         # Evaluate every client with the new shared weights + its own private parts.
         ev = _evaluate(cfg, client_view(state, jnp.arange(C)), blocks)
         metrics = {
@@ -397,6 +439,7 @@ class TrainResult:
     compile_seconds: float
     run_seconds: float
     seconds_per_round: float
+    diverged: bool = False    # training loss became NaN/inf (on_nonfinite="stop"); scored on the rounds before
 
 
 def _stopped(cfg: FedHGNConfig, hist: dict, n_val: np.ndarray, patience: int) -> bool:
@@ -407,53 +450,72 @@ def _stopped(cfg: FedHGNConfig, hist: dict, n_val: np.ndarray, patience: int) ->
     return early_stop(hist["val_acc"], patience)[1] < len(hist["val_acc"])
 
 
-def _chunk_runner(alg: FederatedAlgorithm, length: int):
-    """Jitted (states [S,...], data, keys [S], start) -> (states, metrics [S, length, ...]):
-    `length` rounds as one lax.scan, vmapped over S independent seeds (one compile for all)."""
+def _chunk_runner(alg: FederatedAlgorithm, length: int, batched: bool = False):
+    """Jitted (state, data, key, start) -> (state, metrics [length, ...]): `length` rounds as one
+    lax.scan. batched=True vmaps it over a leading seed axis of state/key (one program for S
+    seeds: the win on accelerators; on a CPU, seeds one after another are faster, since a vmapped
+    scatter costs more than S unbatched ones and the CPU has no idle parallel units)."""
 
     def one_seed(state, data, key, start):
         def body(st, r):
             return alg.round(st, data, jax.random.fold_in(key, r))
         return jax.lax.scan(body, state, start + jnp.arange(length, dtype=jnp.int32))
 
-    return jax.jit(jax.vmap(one_seed, in_axes=(0, None, 0, None)))
+    return jax.jit(jax.vmap(one_seed, in_axes=(0, None, 0, None)) if batched else one_seed)
 
 
 def train(cfg: FedHGNConfig, data: HeteroFedData, seeds: Sequence[int] | int, max_rounds: int = 1000,
-          patience: int = 10, chunk: int = 20):
-    """Run rounds as compiled lax.scan chunks (seeds vmapped) until every seed has early-stopped
-    (or max_rounds); report per seed the weighted test accuracy at the best validation round
-    (Local: per client, weighted by n_test). Returns a TrainResult, or a list for a seed list."""
+          patience: int = 10, chunk: int = 20, on_nonfinite: str = "raise"):
+    """Run rounds as compiled lax.scan chunks until early stopping (or max_rounds), one seed after
+    another with one compiled program; report per seed the weighted test accuracy at the best
+    validation round (Local: per client, weighted by n_test). Seed s uses
+    jax.random.split(PRNGKey(s)) -> (init key, run key) and round r the key fold_in(run key, r).
+    Returns a TrainResult, or a list for a seed list.
+
+    on_nonfinite: "raise" (FloatingPointError) or "stop": a seed whose training loss becomes
+    NaN/inf stops there and is scored by early stopping on its finite rounds (what the official
+    PyTorch loop amounts to: it keeps the best-validation checkpoint); TrainResult.diverged says so.
+    """
+    if on_nonfinite not in ("raise", "stop"):
+        raise ValueError(f"on_nonfinite must be 'raise' or 'stop', got {on_nonfinite!r}")
     single = isinstance(seeds, (int, np.integer))
     seeds = [int(seeds)] if single else [int(s) for s in seeds]
     alg = fedhgn(cfg)
-    keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-    init_keys, run_keys = jax.vmap(jax.random.split, out_axes=1)(keys)
-    states = jax.jit(jax.vmap(alg.init, in_axes=(0, None)))(init_keys, data)
+    init = jax.jit(alg.init)
     chunk = max(1, min(chunk, max_rounds))
-    t0 = time.perf_counter()
-    runner = _chunk_runner(alg, chunk).lower(states, data, run_keys, jnp.int32(0)).compile()
-    compile_s = time.perf_counter() - t0
+    runner = None
     n_val, n_test = np.asarray(data.n_val), np.asarray(data.n_test)
-    hists: list[dict] = [dict() for _ in seeds]
-    r, run_s = 0, 0.0
-    while r < max_rounds:
-        t0 = time.perf_counter()
-        states, met = runner(states, data, run_keys, jnp.int32(r))
-        met = jax.device_get(met)
-        run_s += time.perf_counter() - t0
-        for i, h in enumerate(hists):
-            for k, v in met.items():
-                h.setdefault(k, []).extend(np.asarray(v[i]).tolist())
-        r += chunk
-        if not np.all(np.isfinite(met["train_loss"])):
-            raise FloatingPointError(f"train_loss became non-finite within rounds {r - chunk + 1}..{r}")
-        if all(_stopped(cfg, h, n_val, patience) for h in hists):
-            break
     out = []
-    per_round = run_s / max(r * len(seeds), 1)
-    for i, h in enumerate(hists):
-        h = {k: np.asarray(v)[:max_rounds] for k, v in h.items()}
+    for seed in seeds:
+        init_key, run_key = jax.random.split(jax.random.PRNGKey(seed))
+        state = init(init_key, data)
+        compile_s = 0.0
+        if runner is None:
+            t0 = time.perf_counter()
+            runner = _chunk_runner(alg, chunk).lower(state, data, run_key, jnp.int32(0)).compile()
+            compile_s = time.perf_counter() - t0
+        h: dict = {}
+        r, run_s = 0, 0.0
+        while r < max_rounds:
+            t0 = time.perf_counter()
+            state, met = runner(state, data, run_key, jnp.int32(r))
+            met = jax.device_get(met)
+            run_s += time.perf_counter() - t0
+            for k, v in met.items():
+                h.setdefault(k, []).extend(np.asarray(v).tolist())
+            r += chunk
+            finite = np.isfinite(np.asarray(h["train_loss"]))
+            if not finite.all():
+                if on_nonfinite == "raise":
+                    raise FloatingPointError(f"train_loss became non-finite within rounds {r - chunk + 1}..{r} "
+                                             f"(seed {seed}); lower lr or align_lambda")
+                break
+            if _stopped(cfg, h, n_val, patience):
+                break
+        finite = np.isfinite(np.asarray(h["train_loss"]))
+        diverged = not finite.all()
+        n_ok = int(np.argmin(finite)) if diverged else len(finite)
+        h = {k: np.asarray(v)[:min(max_rounds, max(n_ok, 1))] for k, v in h.items()}
         if cfg.method == "local":
             vc, tc = h["val_correct"], h["test_correct"]
             acc_v = vc / np.maximum(n_val, 1)
@@ -467,8 +529,8 @@ def train(cfg: FedHGNConfig, data: HeteroFedData, seeds: Sequence[int] | int, ma
         else:
             b, rounds_run = early_stop(h["val_acc"], patience)
             test, val, best_round = float(h["test_acc"][b]), float(h["val_acc"][b]), b + 1
-        st = jax.tree.map(lambda a: a[i], states)
-        out.append(TrainResult(test, val, best_round, rounds_run, h, st, compile_s, run_s, per_round))
+        out.append(TrainResult(test, val, best_round, rounds_run, h, state, compile_s, run_s, run_s / max(r, 1),
+                               diverged))
     return out[0] if single else out
 
 
@@ -488,32 +550,83 @@ def majority_accuracy(graphs: Sequence[HeteroGraph]) -> float:
 # ---------------------------------------------------------------------------------------------
 # CLI: fgl-jax fedhgn --dataset aifb --split RE --clients 3 --method fedhgn
 # ---------------------------------------------------------------------------------------------
+# Options of `fgl-jax fedhgn` (argparse dest names) = the keys of a YAML run file = build_program's options.
+CLI_DEFAULTS = {"dataset": "aifb", "split": "RE", "clients": 3, "method": "fedhgn", "bases": 20, "align_lambda": 0.5,
+                "local_steps": None, "lr": 0.1, "prox_mu": 1.0, "client_fraction": 1.0, "round1_align": "skip",
+                "max_rounds": 1000, "patience": 10, "seed": 1000, "data_dir": None}
+
+
+def _config_from_options(o: dict) -> FedHGNConfig:
+    steps = o["local_steps"] or (1 if o["method"] in ("local", "central") else 3)
+    return FedHGNConfig(method=o["method"], num_bases=int(o["bases"]), align_lambda=float(o["align_lambda"]),
+                        local_steps=int(steps), lr=float(o["lr"]), prox_mu=float(o["prox_mu"]),
+                        client_fraction=float(o["client_fraction"]), round1_align=o["round1_align"])
+
+
+def build_program(options: dict, data_dir=None):
+    """FedHGN (any method) as a `fgl_jax.federated.Program` from the `fgl-jax fedhgn` options.
+
+    Keys (missing ones take CLI_DEFAULTS): dataset, split (RE/RET), clients, method, bases,
+    align_lambda, local_steps, lr, prox_mu, client_fraction, round1_align, max_rounds, patience,
+    seed, data_dir. `state.hp` holds lr, align_lambda and prox_mu (traced: run_sweep vectorises
+    seeds x these). num_rounds = max_rounds. `fgl_jax.federated.run` selects the best-validation
+    round over all rounds (no patience); `train` (the CLI and experiments) applies the paper's
+    early stopping to the same round function, so with the same seed both give identical
+    histories up to the stopping round.
+    """
+    from fgl_jax.federated import Program
+    ignored = {"out", "resume", "no_progress", "system", "func", "command"}
+    unknown = sorted(set(options) - set(CLI_DEFAULTS) - ignored)
+    if unknown:
+        raise ValueError(f"fedhgn options: unknown key(s) {unknown}; valid keys: {sorted(CLI_DEFAULTS)}")
+    o = {**CLI_DEFAULTS, **{k: v for k, v in options.items() if k in CLI_DEFAULTS}}
+    if int(o["clients"]) < 1:
+        raise ValueError(f"fedhgn option 'clients' must be >= 1, got {o['clients']}")
+    if int(o["max_rounds"]) < 1:
+        raise ValueError(f"fedhgn option 'max_rounds' must be >= 1, got {o['max_rounds']}")
+    if str(o["split"]).upper() not in ("RE", "RET"):
+        raise ValueError(f"fedhgn option 'split' must be RE or RET, got {o['split']!r}")
+    cfg = _config_from_options(o)
+    strategy = "central" if cfg.method == "central" else str(o["split"]).upper()
+    graphs, _ = prepare_clients(o["dataset"], strategy, int(o["clients"]),
+                                data_dir if data_dir is not None else o["data_dir"])
+    return Program(fedhgn(cfg), hetero_fed_data(graphs), int(o["max_rounds"]),
+                   {"method": cfg.method, "dataset": o["dataset"], "split": strategy, "clients": len(graphs),
+                    "num_bases": cfg.num_bases, "local_steps": cfg.local_steps,
+                    "majority_acc": majority_accuracy(graphs)})
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI: fgl-jax fedhgn --dataset aifb --split RE --clients 3 --method fedhgn
+# ---------------------------------------------------------------------------------------------
 def register_cli(subparsers) -> None:
+    d = CLI_DEFAULTS
     p = subparsers.add_parser("fedhgn", help="FedHGN: federated heterogeneous GNN (Fu & King, IJCAI 2023)")
-    p.add_argument("--dataset", default="aifb", choices=["aifb", "mutag", "dblp", "imdb", "acm3025"])
-    p.add_argument("--split", default="RE", choices=["RE", "RET"])
-    p.add_argument("--clients", type=int, default=3)
-    p.add_argument("--method", default="fedhgn", choices=list(METHODS))
-    p.add_argument("--bases", type=int, default=20)
-    p.add_argument("--align-lambda", type=float, default=0.5)
-    p.add_argument("--local-steps", type=int, default=None, help="default 3 (FL) / 1 (local, central)")
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--client-fraction", type=float, default=1.0)
-    p.add_argument("--max-rounds", type=int, default=1000)
-    p.add_argument("--patience", type=int, default=10)
-    p.add_argument("--seed", type=int, default=1000)
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--dataset", default=d["dataset"], choices=["aifb", "mutag", "dblp", "imdb", "acm3025"])
+    p.add_argument("--split", default=d["split"], choices=["RE", "RET"])
+    p.add_argument("--clients", type=int, default=d["clients"])
+    p.add_argument("--method", default=d["method"], choices=list(METHODS))
+    p.add_argument("--bases", type=int, default=d["bases"])
+    p.add_argument("--align-lambda", type=float, default=d["align_lambda"])
+    p.add_argument("--local-steps", type=int, default=d["local_steps"], help="default 3 (FL) / 1 (local, central)")
+    p.add_argument("--lr", type=float, default=d["lr"])
+    p.add_argument("--prox-mu", type=float, default=d["prox_mu"], help="FedProx proximal weight")
+    p.add_argument("--client-fraction", type=float, default=d["client_fraction"])
+    p.add_argument("--round1-align", default=d["round1_align"], choices=["skip", "zeros", "code_quirk"],
+                   help="coefficient pool before any client has uploaded (see FedHGNConfig)")
+    p.add_argument("--max-rounds", type=int, default=d["max_rounds"])
+    p.add_argument("--patience", type=int, default=d["patience"])
+    p.add_argument("--seed", type=int, default=d["seed"])
+    p.add_argument("--data-dir", default=d["data_dir"])
     p.set_defaults(func=_cli_main)
 
 
 def _cli_main(args) -> dict:
-    steps = args.local_steps or (1 if args.method in ("local", "central") else 3)
-    cfg = FedHGNConfig(method=args.method, num_bases=args.bases, align_lambda=args.align_lambda,
-                       local_steps=steps, lr=args.lr, client_fraction=args.client_fraction)
+    o = {k: getattr(args, k) for k in CLI_DEFAULTS}
+    cfg = _config_from_options(o)
     strategy = "central" if args.method == "central" else args.split
     graphs, _ = prepare_clients(args.dataset, strategy, args.clients, args.data_dir)
-    blocks, _ = build_hetero_blocks(graphs)
-    res = train(cfg, make_fed_data(blocks), args.seed, args.max_rounds, args.patience)
+    res = train(cfg, hetero_fed_data(graphs), args.seed, args.max_rounds, args.patience)
     out = {"dataset": args.dataset, "split": strategy, "clients": len(graphs), "method": args.method,
            "test_acc": res.test_acc, "val_acc": res.val_acc, "best_round": res.best_round,
            "rounds_run": res.rounds_run, "ms_per_round": 1000 * res.seconds_per_round,
