@@ -83,7 +83,9 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args(argv)
     rounds = 50 if args.quick else args.rounds
-    res = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+    import sys
+    res = {"command": "python benchmarks/bench_fedgc.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
            "jax": jax.__version__, "results": []}
     cora = load_planetoid("cora", data_dir=args.data_dir)
     cfg = FedGCConfig(rate=0.5, condense=CondenseConfig(lr_feat=1e-2))

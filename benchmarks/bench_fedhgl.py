@@ -3,17 +3,20 @@
     python benchmarks/bench_fedhgl.py [--data-dir ../shared/data] [--datasets facebook,coraca] [--repeats 3]
 
 For each dataset: label-Dirichlet partition (β = 1e4, seed 0), then
-  * hc:     `hyperedge_completion` (N = 2, no noise) — compile (first call) separately from the
-            median of `repeats` timed calls after warm-up;
-  * hc_ldp: the same with the dataset's LDP mechanism (ε = 1);
+  * hc:     HC pre-propagation X^{(2)} = `propagate(split, cfg)` (fast sparse path of
+            fgl_jax/systems/fedhgl_prop.py, equal to the protocol; no noise) — first call
+            separately from the median of `repeats` timed calls;
+  * hc_ldp: the same with the dataset's LDP mechanism (ε = 1; noise drawn by the jitted mechanisms);
   * basic:  trimmed local propagation (Basic FedHGL);
-  * round:  one FedAvg round (3 local Adam steps on every client + validation), median of
-            `round_repeats` calls of the jitted round after warm-up.
+  * round:  one FedAvg round (3 local Adam steps on every client, validation after every step as
+            the authors' code), median of `round_repeats` calls of the jitted round after warm-up;
+  * round_eval_once: the same with validation once per round (eval_every_step=False).
 Peak RSS (resource.getrusage) is recorded after each stage. Writes benchmarks/results/fedhgl.json.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import resource
@@ -28,10 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fgl_jax.data.hypergraph import load_hypergraph  # noqa: E402
-from fgl_jax.systems.fedhgl import (TRAIN_RATIO, FedHGLConfig, auto_chunk, basic_propagation, build_basic_clients,  # noqa: E402
-                                    build_hc_clients, client_features, client_splits, hyperedge_completion,
-                                    init_state, make_data, make_model, make_round, partition_hypergraph,
-                                    resolve_mechanism)
+from fgl_jax.systems.fedhgl import (TRAIN_RATIO, FedHGLConfig, client_splits, init_state, make_data,  # noqa: E402
+                                    make_model, make_round, partition_hypergraph, propagate, resolve_mechanism)
 
 OUT = Path(__file__).resolve().parent / "results" / "fedhgl.json"
 
@@ -59,50 +60,43 @@ def bench(name, k, data_dir, repeats, round_repeats):
     out["load_seconds"] = time.perf_counter() - t
     out.update(nodes=hg.num_nodes, hyperedges=hg.num_edges, features=hg.num_features, incidences=hg.nnz,
                feature_nnz=int(hg.x.nnz) if hasattr(hg.x, "nnz") else None)
-    cfg = FedHGLConfig(num_clients=k, train_ratio=TRAIN_RATIO[name], mechanism="auto", eps=1.0)
+    cfg = FedHGLConfig(num_clients=k, train_ratio=TRAIN_RATIO[name])
     t = time.perf_counter()
     split = partition_hypergraph(hg, k, cfg.beta, seed=0)
-    hc = build_hc_clients(split)
-    x = jnp.asarray(client_features(split, hc.inc.num_nodes))
     out["host_prep_seconds"] = time.perf_counter() - t
     out["split_stats"] = split.stats()
-    chunk = auto_chunk(cfg.feature_chunk, hc.inc.he_nodes.size, hg.num_features)
-    out["feature_chunk"] = chunk
     key = jax.random.PRNGKey(0)
-    f0, med, ts = timed(lambda: hyperedge_completion(x, hc, key, 2, "none", chunk=chunk), repeats)
-    out["hc"] = {"first_call_seconds": f0, "compile_seconds_est": f0 - med, "median_seconds": med, "all": ts,
-                 "peak_rss_mb": peak_rss_mb()}
-    mech = resolve_mechanism(cfg, hg)
-    f0, med, ts = timed(lambda: hyperedge_completion(x, hc, key, 2, mech, 1.0, chunk=chunk), repeats)
-    out["hc_ldp"] = {"mechanism": mech, "first_call_seconds": f0, "compile_seconds_est": f0 - med, "median_seconds": med,
-                     "all": ts, "peak_rss_mb": peak_rss_mb()}
-    xn = np.asarray(hyperedge_completion(x, hc, key, 2, "none", chunk=chunk))
-    del hc
-    inc = build_basic_clients(split)
-    xb = jnp.asarray(client_features(split, inc.num_nodes))
-    bchunk = auto_chunk(cfg.feature_chunk, inc.he_nodes.size, hg.num_features)
-    f0, med, ts = timed(lambda: basic_propagation(xb, inc, 2, bchunk), repeats)
-    out["basic"] = {"first_call_seconds": f0, "compile_seconds_est": f0 - med, "median_seconds": med, "all": ts,
-                    "peak_rss_mb": peak_rss_mb()}
-    del xb, x
+    f0, med, ts = timed(lambda: propagate(split, cfg, key)[0], repeats)
+    out["hc"] = {"first_call_seconds": f0, "median_seconds": med, "all": ts, "peak_rss_mb": peak_rss_mb()}
+    mech = resolve_mechanism(dataclasses.replace(cfg, mechanism="auto"), hg)
+    ldp = dataclasses.replace(cfg, mechanism=mech, eps=1.0)
+    f0, med, ts = timed(lambda: propagate(split, ldp, key)[0], repeats)
+    out["hc_ldp"] = {"mechanism": mech, "first_call_seconds": f0, "median_seconds": med, "all": ts,
+                     "peak_rss_mb": peak_rss_mb()}
+    basic = dataclasses.replace(cfg, propagation="basic")
+    f0, med, ts = timed(lambda: propagate(split, basic, key)[0], repeats)
+    out["basic"] = {"first_call_seconds": f0, "median_seconds": med, "all": ts, "peak_rss_mb": peak_rss_mb()}
+    xn, _ = propagate(split, cfg, key)
     data = make_data(xn, split, client_splits(split, cfg, 0))
     del xn
     out["train_rows_per_client"] = {s: int(getattr(data, f"x_{s}").shape[1]) for s in ("train", "val", "test")}
-    model = make_model(hg.num_classes, cfg)
-    state = init_state(model, cfg, data, jax.random.PRNGKey(1))
-    rnd = jax.jit(make_round(model, cfg))
-    t = time.perf_counter()
-    jax.block_until_ready(rnd(state, data, key))
-    compile_s = time.perf_counter() - t
-    times = []
-    s = state
-    for i in range(round_repeats):
+    for tag, c in (("round", cfg), ("round_eval_once", dataclasses.replace(cfg, eval_every_step=False))):
+        model = make_model(hg.num_classes, c)
+        state = init_state(model, c, data, jax.random.PRNGKey(1))
+        rnd = jax.jit(make_round(model, c), donate_argnums=(0,))
         t = time.perf_counter()
-        s, m = rnd(s, data, jax.random.fold_in(key, i))
+        s, m = rnd(state, data, key)
         jax.block_until_ready(m)
-        times.append(time.perf_counter() - t)
-    out["round"] = {"compile_seconds": compile_s, "median_ms": 1000 * statistics.median(times),
-                    "min_ms": 1000 * min(times), "peak_rss_mb": peak_rss_mb()}
+        compile_s = time.perf_counter() - t
+        times = []
+        for i in range(round_repeats):
+            t = time.perf_counter()
+            s, m = rnd(s, data, jax.random.fold_in(key, i))
+            jax.block_until_ready(m)
+            times.append(time.perf_counter() - t)
+        out[tag] = {"eval_every_step": c.eval_every_step, "compile_seconds": compile_s,
+                    "median_ms": 1000 * statistics.median(times), "min_ms": 1000 * min(times),
+                    "peak_rss_mb": peak_rss_mb()}
     return out
 
 

@@ -36,6 +36,10 @@ def test_hypergraph_validation():
         Hypergraph("h", x * 0.5, y, 2, np.array([0, 1]), np.array([0, 0]), 1, np.ones(1), "binary", z, z, z)
     with pytest.raises(HypergraphError, match="feature_kind"):
         Hypergraph("h", x, y, 2, np.array([0, 1]), np.array([0, 0]), 1, np.ones(1), "text", z, z, z)
+    bad = x.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(HypergraphError, match="non-finite"):
+        Hypergraph("h", bad, y, 2, np.array([0, 1]), np.array([0, 0]), 1, np.ones(1), "numeric", z, z, z)
     h = from_edge_lists("h", [[0, 1, 2], [2, 3]], x, y, 2, "binary")
     assert h.num_edges == 2 and h.nnz == 5
     np.testing.assert_array_equal(h.node_degrees(), [1, 1, 2, 1])
@@ -48,8 +52,10 @@ def test_graph_to_one_hop_hypergraph():
     g = Graph("g", s, r, np.eye(6, dtype=np.float32), np.zeros(6, np.int32), 1, z, z, z)
     h = graph_to_hypergraph(g, "binary")
     got = sorted(tuple(e.tolist()) for e in h.edge_lists())
-    # {0,1}, {0,1,2}, {1,2}, {3,4} (from 3 and from 4, merged); {5} singleton dropped
-    assert got == [(0, 1), (0, 1, 2), (1, 2), (3, 4)]
+    # {0,1}, {0,1,2}, {1,2}, {3,4} (from 3 and from 4, merged); isolated 5 keeps {5} (DHG from_graph_kHop)
+    assert got == [(0, 1), (0, 1, 2), (1, 2), (3, 4), (5,)]
+    h2 = graph_to_hypergraph(g, "binary", keep_isolated=False)
+    assert sorted(tuple(e.tolist()) for e in h2.edge_lists()) == [(0, 1), (0, 1, 2), (1, 2), (3, 4)]
 
 
 def test_feature_preprocessing():
@@ -91,16 +97,25 @@ def test_read_magnn_errors(tmp_path, data_dir, monkeypatch):
 
 @pytest.mark.parametrize("name,nodes,feats,classes,kind", [
     ("coraca", 2708, 1433, 7, "binary"), ("dblp4k", 4057, 334, 4, "numeric"), ("imdb4k", 4278, 3066, 3, "numeric"),
-    ("cora", 2708, 1433, 7, "binary")])
+    ("cora", 2708, 1433, 7, "binary"), ("citeseer", 3327, 3703, 6, "binary")])
 def test_real_hypergraph_statistics(data_dir, name, nodes, feats, classes, kind):
     h = load_hypergraph(name, data_dir)
     assert (h.num_nodes, h.num_features, h.num_classes, h.feature_kind) == (nodes, feats, classes, kind)
     if name == "cora":
         assert h.num_edges == 2590            # paper Table IV: 2590 1-hop hyperedges
+    if name == "citeseer":
+        assert h.num_edges == 2996            # paper Table IV, incl. the 48 isolated nodes' singletons
+        assert (h.edge_sizes() == 1).sum() == 48
     if name == "coraca":
         assert h.num_edges == 970             # 1072 raw; duplicates and singletons removed (spec §7.1)
+    if name == "dblp4k":
+        # Table II's 22,051 = 14,328 paper + 7,723 term hyperedges *before* the authors' clean_edge_list
+        # (singletons and duplicates dropped) -> 6,242; its |E*| / |v*| match on the cleaned set
+        assert h.num_edges == 6242
+    if name == "imdb4k":
+        assert h.num_edges == 2810            # 2,081 + 5,257 = 7,338 raw
     sizes = h.edge_sizes()
-    assert sizes.min() >= 2
+    assert sizes.min() >= (1 if name in ("cora", "citeseer") else 2)
     assert len({tuple(e.tolist()) for e in h.edge_lists()}) == h.num_edges
 
 

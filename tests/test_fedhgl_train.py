@@ -122,3 +122,15 @@ def test_register_cli_adds_subcommand():
     args = parser.parse_args(["fedhgl", "--dataset", "dblp4k", "--clients", "6", "--mechanism", "auto", "--eps", "2"])
     assert (args.dataset, args.clients, args.mechanism, args.eps, args.rounds) == ("dblp4k", 6, "auto", 2.0, 200)
     assert callable(args.func)
+
+
+def test_eval_every_step_only_adds_candidates():
+    """Validation after every local step (authors' code) does not change training, and its per-client
+    best-validation accuracy is >= validating once per round (a superset of candidate models)."""
+    data = blocks(np.random.default_rng(4), 2)
+    cfg = dataclasses.replace(CFG, dropout=0.5)
+    a = params_after(data, cfg)
+    b = params_after(data, dataclasses.replace(cfg, eval_every_step=False))
+    for u, v in zip(jax.tree.leaves(a.server), jax.tree.leaves(b.server)):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-6, atol=1e-7)
+    assert np.all(np.asarray(a.best_val) >= np.asarray(b.best_val) - 1e-7)

@@ -50,16 +50,18 @@ def base_config(quick: bool, **kw) -> FedGCConfig:
     ev = EvalConfig(iters=200 if quick else 600, decay_at=100 if quick else 300)
     cfg = FedGCConfig(
         rounds=rounds, eval_rounds=eval_rounds,
-        st_rounds=100 if quick else 500,
+        # 200 FedSGD rounds (code: 500): with server Adam the validation accuracy has plateaued by then
+        # (Cora: val 0.790, pseudo-label test accuracy 0.815) and it halves the dominant CPU cost.
+        st_rounds=50 if quick else 200,
         # server Adam (lr 0.01) on the FedSGD mean gradient: the code's server SGD at lr 1 reached only
         # 18.6 % validation accuracy on Cora in 100 rounds, and its pseudo-labels feed the IB loss.
         st_optimizer="adam", st_lr=0.01,
         # lr_feat 1e-2 instead of the code's 1e-3: with 500 one-step rounds, 1e-3 leaves X' close to
         # its N(0, 0.01²) init (Cora ≈ 33 % after 200 rounds vs 55 % at 1e-2; see results.md).
         condense=CondenseConfig(lr_feat=1e-2, lr_adj=1e-3),
-        # CPU budget (2 shared cores): encoder hidden 256 instead of d; quick mode also dim(z)=128
-        # (which forces the code's random frozen decoder instead of φ_st).
-        ib=IBConfig(hidden=128 if quick else 256, dim=128 if quick else None, epochs=20 if quick else 100),
+        # CPU budget (2 shared cores): dim(z) = 128 and encoder hidden 128 instead of d = 1,433 / 3,703
+        # (forces the code's random frozen decoder instead of φ_st; spec §5.7 lists both).
+        ib=IBConfig(hidden=128, dim=128, epochs=10 if quick else 100),
         eval=ev)
     if "ib" in ROUNDS_OVERRIDE:
         cfg = dataclasses.replace(cfg, ib=dataclasses.replace(cfg.ib, **ROUNDS_OVERRIDE["ib"]))
@@ -67,6 +69,14 @@ def base_config(quick: bool, **kw) -> FedGCConfig:
 
 
 SUFFIX = ""
+# partition / self-training / IB memo shared by the runs of one invocation (Table 1's rates and the
+# γ sweep reuse identical preprocessing; see fedgc.prepare_features)
+CACHE: dict = {}
+
+# FedGC† (no IB) condenses the raw features. With row-normalised Cora features one-step MSE matching
+# reached 55 % (no ft, 300 rounds) against 69 % (200 rounds) on the raw binary features, so the
+# no-IB runs use feature_norm="none" (diagnostic in results.md).
+NOIB = {"use_ib": False, "feature_norm": "none"}
 
 
 def versions() -> dict:
@@ -107,7 +117,7 @@ def run_one(store, rid, graph, cfg, seed, mia=False, shadow=None, extra=None, ke
         print(f"[skip] {rid}", flush=True)
         return store.get(rid), None
     t = time.perf_counter()
-    res = run_fedgc(graph, cfg, seed=seed, log=lambda m: print(m, flush=True))
+    res = run_fedgc(graph, cfg, seed=seed, log=lambda m: print(m, flush=True), cache=CACHE)
     rec = {"id": rid, "dataset": graph.name, "seed": seed, "config": cfg_dict(cfg), **res.final,
            "history": res.history, **(extra or {})}
     if mia:
@@ -166,21 +176,25 @@ def main(argv=None):
                 # Table 2 at the middle ratio: FedGC (IB) and FedGC† (no IB), with the attack.
                 need = [f"{tag}/{ds}/r0.5/ib/s{seed}", f"{tag}/{ds}/r0.5/noib/s{seed}"]
                 if not all(store.has(r) for r in need):
-                    shadow = prepare_shadow(jax.random.PRNGKey(seed + 10),
-                                            normalize_features(graph, "row"), MIAConfig(), seed=seed)
+                    shadow = shadow_for(graph, "row", seed)
                 res_ib = None
                 if "ib" in args.variants.split(","):
                     rec_ib, res_ib = run_one(store, need[0], graph, base_config(args.quick), seed, mia=True, shadow=shadow)
                 if "noib" in args.variants.split(","):
-                    run_one(store, need[1], graph, base_config(args.quick, use_ib=False), seed, mia=True, shadow=shadow)
+                    run_one(store, need[1], graph, base_config(args.quick, **NOIB), seed, mia=True,
+                            shadow=shadow_for(graph, "none", seed))
                 if "table3" in only and res_ib is not None:
                     table3(store, tag, ds, seed, res_ib, base_config(args.quick))
             if "table1" in only:
                 for rate in rates:
                     if rate != 0.5:
                         run_one(store, f"{tag}/{ds}/r{rate}/ib/s{seed}", graph, base_config(args.quick, rate=rate), seed)
+            if ("ablation" in only or "gamma" in only) and shadow is None:
+                shadow = shadow_for(graph, "row", seed)
             if "ablation" in only and ds == "cora":
-                for name, kw in (("-com", {"l_hop": 0}), ("-st", {"self_train": False})):
+                for name, kw in (("-com", {"l_hop": 0}), ("-st", {"self_train": False}),
+                                 # diagnostic, not an ablation: a 5x larger X' learning rate
+                                 ("_lr_feat0.05", {"condense": CondenseConfig(lr_feat=5e-2, lr_adj=1e-3)})):
                     run_one(store, f"{tag}/{ds}/r0.5/ablation{name}/s{seed}", graph,
                             base_config(args.quick, **kw), seed, mia=True, shadow=shadow)
             if "gamma" in only and ds == "cora":
@@ -192,6 +206,17 @@ def main(argv=None):
     store.data["meta"]["wall_s_this_invocation"] = time.perf_counter() - t0
     store.add({"id": "_meta_last", "wall_s": time.perf_counter() - t0})
     write_md(store, tag)
+
+
+SHADOWS: dict = {}
+
+
+def shadow_for(graph, norm, seed):
+    """Shadow model + attack MLP for the query feature space `norm` (the server's raw-X view)."""
+    k = (id(graph), norm, seed)
+    if k not in SHADOWS:
+        SHADOWS[k] = prepare_shadow(jax.random.PRNGKey(seed + 10), normalize_features(graph, norm), MIAConfig(), seed=seed)
+    return SHADOWS[k]
 
 
 def table3(store, tag, ds, seed, res, cfg):
@@ -231,6 +256,59 @@ def synthetic(store, tag, quick):
                                                   "l_hop=1 to fit memory; no IB; no fine-tuning"})
 
 
+REASON_ACC = ("condensed graph not converged in 500 rounds (no-ft accuracy still rising; loss still falling), "
+              "dim(z)=128 with a random frozen decoder, validation-selected checkpoint (paper: max test over "
+              "checkpoints), one seed and one evaluation run (paper: 5 partitions x 3)")
+REASON_AUC_IB = ("AUC below 0.5: members get less confident target posteriors than non-members under the Z-space "
+                 "query; one seed, m = |V_tr| pairs")
+
+
+def index_rows(runs: dict, tag: str) -> list:
+    """Flat rows {table, setting, paper, ours, reason} (fractions) for experiments/make_index.py."""
+    rows = []
+
+    def add(table, setting, paper, ours, reason_if_gap=""):
+        if ours is None:
+            return
+        p = None if paper is None else paper / 100.0
+        gap = p is not None and abs(p - ours) > 0.02
+        rows.append({"table": table, "setting": setting, "paper": p, "ours": float(ours),
+                     "reason": reason_if_gap if gap else ""})
+
+    for (ds, rate), paper in PAPER_T1.items():
+        r = runs.get(f"{tag}/{ds}/r{rate}/ib/s0")
+        if r:
+            add("Table 1 accuracy", f"{ds} r={PAPER_R[(ds, rate)]} (rate {rate}) FedGC GCN", paper, r.get("test_acc"), REASON_ACC)
+    for ds, p in PAPER_T2.items():
+        r = runs.get(f"{tag}/{ds}/r0.5/noib/s0")
+        if r:
+            add("Table 2 MIA", f"{ds} FedGC-noIB ACC", p["noib_acc"], r.get("test_acc"),
+                "raw-feature one-step MSE matching converges poorly without IB; " + REASON_ACC)
+            add("Table 2 MIA", f"{ds} FedGC-noIB AUC (raw-X query)", p["noib_auc"], r.get("mia_auc"),
+                "the target GCN trained on our weaker no-IB G' generalises little, so member/non-member posteriors differ little")
+        r = runs.get(f"{tag}/{ds}/r0.5/ib/s0")
+        if r:
+            add("Table 2 MIA", f"{ds} FedGC ACC", p["ib_acc"], r.get("test_acc"), REASON_ACC)
+            add("Table 2 MIA", f"{ds} FedGC AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"), REASON_AUC_IB)
+    for ds, p in PAPER_T3.items():
+        r = runs.get(f"{tag}/{ds}/r0.5/ib/s0/arch")
+        if r:
+            for arch in ("mlp", "gcn", "sage", "sgc", "gat"):
+                add("Table 3 architectures", f"{ds} rate 0.5 {arch.upper()}", p.get(arch), r["archs"].get(arch),
+                    "same G' as Table 1 (see its reason); architectures use the GCN evaluation recipe")
+    for rid in sorted(runs):
+        if rid.startswith(f"{tag}/cora/r0.5/") and ("ablation" in rid or "gamma" in rid):
+            r = runs[rid]
+            name = rid.split("/")[3]
+            add("Ablation / gamma (Cora)", f"{name} ACC", None, r.get("test_acc"))
+            if r.get("mia_auc_z") is not None:
+                add("Ablation / gamma (Cora)", f"{name} AUC (owner query)", None, r.get("mia_auc_z"))
+    r = runs.get(f"{tag}/synthetic-arxiv/csbm")
+    if r:
+        add("Synthetic (NOT ogbn-arxiv)", f"{r['dataset']} accuracy, no ft", None, r.get("test_acc_noft"))
+    return rows
+
+
 def _fmt(v, pct=True):
     return "–" if v is None else (f"{100 * v:.1f}" if pct else f"{v:.1f}")
 
@@ -245,12 +323,22 @@ def write_md(store, tag):
          "Protocol: label-Dirichlet(β=1) over all nodes, 10 clients, 2-hop expanded client graphs, "
          "model selection on **validation** (not the code's test-based choice); accuracies are "
          "test-count-weighted over clients, after 30-step local fine-tuning (`ft`) and without it (`no ft`). "
-         "One seed. Deviations: lr_feat 1e-2 (code 1e-3); self-training with server Adam lr 0.01 (code: "
-         "server SGD lr 1); IB encoder hidden 256 (paper d) in full mode, and hidden 128 with dim(z)=128 "
-         "(hence the code's random frozen decoder) in quick mode; full client neighbourhoods instead of the "
-         "[10,5] sampler. Quick mode: 60 rounds, 100 self-training rounds, 20 IB epochs, 200 evaluation "
-         "iterations: far from converged, a smoke run, not a reproduction. Rounds per run are in results*.json "
-         "(config.rounds).", ""]
+         "One seed. Deviations: lr_feat 1e-2 (code 1e-3); self-training with server Adam lr 0.01 for 200 "
+         "rounds (code: server SGD lr 1, 500 rounds); IB with dim(z) = 128 and encoder hidden 128 (paper: d), "
+         "hence the code's random frozen decoder instead of φ_st; FedGC† (no IB) condenses the raw binary "
+         "features (feature_norm none, see the diagnostic below); full client neighbourhoods instead of the "
+         "[10,5] sampler. Quick mode: 60 rounds, 50 self-training rounds, 10 IB epochs, 200 evaluation "
+         "iterations: a smoke run, not a reproduction. Rounds per run are in results*.json (config.rounds).", "",
+         "Diagnosis of the accuracy gap (Cora, rate 0.5, measured with /tmp scripts then by this script): "
+         "(1) the ceiling under IB is the self-training pseudo-labels that Z encodes: pseudo-label accuracy on the "
+         "clients' test nodes = `pseudo_label_test_acc` in results.json (0.815 on Cora); "
+         "(2) the condensed graph is the bottleneck: without fine-tuning the GCN trained on G' rises "
+         "45 -> 54 -> 57 -> 57 -> 64.5 % over rounds 100..500 with the matching loss still falling, i.e. 500 "
+         "one-step rounds do not converge X'; fine-tuning on local labels adds ~10 points; "
+         "(3) without IB, one-step MSE matching on row-normalised features reached 44/56/55 % (no ft) after "
+         "100/200/300 rounds, 42/55 % with one centralised client (so not a federation effect), 22 % with the "
+         "GCond cosine distance, and 63/69 % on raw binary features: hence FedGC† uses raw features here. "
+         "The ablation table's `_lr_feat0.05` row tests a 5x larger X' learning rate.", ""]
     L += ["## Table 1: test accuracy (%) of a GCN trained on G'", "",
           "| dataset | r (rate) | paper FedGC | ours ft | ours no ft | round (val) | condense s |", "|---|---|---|---|---|---|---|"]
     for (ds, rate), paper in PAPER_T1.items():
@@ -294,6 +382,13 @@ def write_md(store, tag):
               f"condensation {r.get('condense_s', 0):.0f} s for {r['config']['rounds']} rounds "
               f"({r.get('condense_s', 0) / r['config']['rounds']:.2f} s/round incl. compile), "
               f"block building {r.get('blocks_s', 0):.0f} s. Paper arxiv 0.05 % (real data): 75.3.", ""]
+    store.data["rows"] = index_rows(runs, tag)
+    store.path.write_text(json.dumps(store.data, indent=1, default=float))
+    L += ["## Rows for the results index (paper vs ours, fractions)", "", "| table | setting | paper | ours | reason |",
+          "|---|---|---|---|---|"]
+    for r in store.data["rows"]:
+        paper = "–" if r["paper"] is None else f"{r['paper']:.3f}"
+        L.append(f"| {r['table']} | {r['setting']} | {paper} | {r['ours']:.3f} | {r['reason']} |")
     (OUT / (("results_quick" if tag == "quick" else "results") + SUFFIX + ".md")).write_text("\n".join(L) + "\n")
     print("\n".join(L))
 

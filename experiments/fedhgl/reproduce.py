@@ -8,7 +8,7 @@ Protocol (spec fedhgl.md §7, recommended decisions of §10): label-Dirichlet pa
 dataset), N = 2 propagation hops, classifier Linear(F,16) → Dropout .5 → Linear(16,C) → ReLU,
 Adam lr .01 + L2 5e-4 with persistent per-client state, T = 200 rounds × I = 3 local steps (Global:
 one client, T = 600), FedAvg weighted by training nodes, evaluation = per-client best-validation
-local checkpoint, test-size weighted. Every run re-partitions and re-splits (seed = run index).
+local checkpoint (validated after every local step, as the authors' code), test-size weighted. Every run re-partitions and re-splits (seed = run index).
 Rows:
   HGNN (local)   trimmed local hypergraph, no aggregation      FedHGL        trimmed + FedAvg
   HGNN w/ HC     hyperedge completion, no aggregation          FedHGL w/ HC  HC + FedAvg
@@ -34,8 +34,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
 from fgl_jax.data.hypergraph import load_hypergraph  # noqa: E402
-from fgl_jax.systems.fedhgl import (TRAIN_RATIO, FedHGLConfig, client_splits, make_data, partition_hypergraph,  # noqa: E402
-                                    propagate, split_hypergraph, train)
+from fgl_jax.federated.sweep import run_sweep as engine_sweep  # noqa: E402
+from fgl_jax.systems.fedhgl import (TRAIN_RATIO, FedHGLConfig, client_splits, make_algorithm, make_data,  # noqa: E402
+                                    partition_hypergraph, prepare, propagate, split_hypergraph, train)
 
 OUT = RESULTS / "fedhgl"
 HYPER = ("coraca", "dblp4k", "imdb4k")
@@ -149,6 +150,9 @@ def run_global(hg, name, runs, rounds, res, log):
 
 
 def run_sweep(hg, name, eps_list, runs, rounds, res, log, k=6):
+    """Figure 3. Laplace datasets: ε is a traced hyperparameter (X^{(N)}(ε) = X_clean + G/ε, HC is
+    linear), so all ε of one run are one compiled program through `fgl_jax.federated.run_sweep`.
+    RR datasets: one propagation + training per ε (RR is not linear in ε)."""
     mech = PAPER_FIG3[name][0]
     out_d = res.setdefault("sweep", {}).setdefault(name, {"mechanism": mech, "points": {}})
     accs = {e: [] for e in eps_list}
@@ -157,23 +161,61 @@ def run_sweep(hg, name, eps_list, runs, rounds, res, log, k=6):
         cfg = base_cfg(name, k, rounds)
         split = partition_hypergraph(hg, k, cfg.beta, seed=run, min_size=cfg.min_client_size)
         idx = client_splits(split, cfg, seed=run)
-        for eps in list(eps_list) + [None]:
-            c = cfg if eps is None else dataclasses.replace(cfg, mechanism=mech, eps=float(eps))
+        xn, _ = propagate(split, cfg, jax.random.PRNGKey(run))
+        out = train(make_data(xn, split, idx), hg.num_classes, cfg, jax.random.PRNGKey(10_000 + run))
+        del xn
+        clean.append(out["test_acc"])
+        if mech == "laplace" and NOISE_PROPAGATION == "paper":
+            c = dataclasses.replace(cfg, mechanism=mech, eps=float(eps_list[0]))
+            data, _ = prepare(hg, c, seed=run, split=split, traced_eps=True)
+            sw = engine_sweep(make_algorithm(hg.num_classes, c), data, [10_000 + run] * len(eps_list), rounds,
+                              {"eps": [float(e) for e in eps_list]})
+            for i, e in enumerate(eps_list):
+                accs[e].append(float(sw.history["test_acc"][i, -1]))
+            log(f"{name} sweep K={k} run={run} (vectorised over ε, compile {sw.compile_seconds:.1f}s run "
+                f"{sw.run_seconds:.1f}s): " + ", ".join(f"{e}: {accs[e][-1]:.4f}" for e in eps_list))
+            continue
+        for eps in eps_list:
+            c = dataclasses.replace(cfg, mechanism=mech, eps=float(eps))
             xn, _ = propagate(split, c, jax.random.PRNGKey(run))
             data = make_data(xn, split, idx)
             del xn
             out = train(data, hg.num_classes, c, jax.random.PRNGKey(10_000 + run))
-            (clean if eps is None else accs[eps]).append(out["test_acc"])
+            accs[eps].append(out["test_acc"])
             log(f"{name} sweep K={k} run={run} eps={eps}: test {out['test_acc']:.4f}")
     for e in eps_list:
         out_d["points"][str(e)] = {"runs": accs[e], "mean": ms(accs[e])[0], "std": ms(accs[e])[1]}
     out_d["no_noise"] = {"runs": clean, "mean": ms(clean)[0], "std": ms(clean)[1]}
 
 
+# One-line reasons for cells more than 2 points from the paper (dataset -> text); see results.md.
+GAP_REASON = {
+    "dblp4k": "paper std .04–.06 over 20 runs, ours within ~1 std; hypergraph statistics |E*|, |v*| match Table II, "
+              "so the construction is not the cause",
+    "coraca": "our HC is the paper's exact protocol (global degrees); the authors' code simulates it with "
+              "extended-hypergraph degrees (spec §9)",
+    ("coraca", "basic"): "no HC in this row; paper std ≈ .025 at K=9 over 20 runs, ours 5 runs; not explained further",
+    "imdb4k": "paper std ≈ .02 over 20 runs; structure statistics match Table II",
+    "cora": "paper std ≈ .015–.026 over 20 runs",
+    "citeseer": "paper std ≈ .02 over 20 runs",
+    "facebook": "DHG's Facebook has 85,501 edges (half of MUSAE's 171,002 rows) and 22,407 1-hop hyperedges; "
+                "we use the full MUSAE graph (22,176 hyperedges)",
+}
+SWEEP_REASON = ("the authors' code perturbs each foreign node per receiving client and keeps 2nd-hop inputs clean "
+                "(spec §9; our --noise-first-hop ablation), ours propagates the noise as Algorithm 2 states")
+
+
 def render(res, ks) -> str:
     lines = ["# FedHGL reproduction (Luo et al., ICDE 2025)", "",
              "Accuracy, mean (population std) over runs; **ours** beside the paper's. Each run re-partitions "
-             "(label-Dirichlet β=1e4) and re-splits. News20 (Table III) is not available offline.", ""]
+             "(label-Dirichlet β=1e4) and re-splits. News20 (Table III) is not available offline.", "",
+             "Data notes: (1) DBLP4k / IMDB4k hyperedge counts: the paper's 22,051 / 7,338 are the raw "
+             "edge_by_paper + edge_by_term (edge_by_director + edge_by_actor) lists; the authors' `clean_edge_list` "
+             "then drops singletons and duplicates (ours: 6,242 / 2,810), and our |E*| and |v*| on the cleaned "
+             "sets match Table II within 1–2 %, so the construction matches. (2) 1-hop hypergraphs keep the "
+             "singleton {v} of an isolated node (DHG `from_graph_kHop`; the authors clean the graph's edges, not the "
+             "hyperedges): CiteSeer 2,996 hyperedges = Table IV. (3) Facebook: DHG's copy has 85,501 edges "
+             "(half of MUSAE's 171,002 rows), ours the full MUSAE graph, so 22,176 vs 22,407 hyperedges.", ""]
     main = res.get("main", {})
     for title, names, rows in (("Table III (hypergraphs)", HYPER, ROWS_HYPER + ("Global",)),
                                ("Table V (simple graphs → 1-hop hyperedges)", SIMPLE, ROWS_SIMPLE)):
@@ -209,6 +251,29 @@ def render(res, ks) -> str:
                 cells += [f"{s['cross_edges']:.0f} / {p[0]}" if s else "–", f"{s['unsafe_nodes']:.0f} / {p[1]}" if s else "–"]
             lines.append(f"| {n} | {res['hyperedges'][n]} / {PAPER_HYPEREDGES.get(n, '–')} | " + " | ".join(cells) + " |")
         lines.append("")
+    gaps = []
+    for row, per_ds in PAPER.items():
+        for n, per_k in per_ds.items():
+            for k in ks:
+                o = main.get(n, {}).get(row, {}).get(str(k))
+                p = per_k.get(k)
+                if o and p and abs(o["mean"] - p[0]) > 0.02:
+                    why = GAP_REASON.get((n, ROW_SETTING.get(row, ("",))[0]), GAP_REASON.get(n, "unexplained"))
+                    gaps.append(f"- {n} K={k} {row}: ours {o['mean']:.4f} vs paper {p[0]:.4f} "
+                                f"({100 * (o['mean'] - p[0]):+.1f} points) — {why}")
+    for n, g in res.get("global", {}).items():
+        p = PAPER_GLOBAL.get(n)
+        if p and abs(g["mean"] - p[0]) > 0.02:
+            gaps.append(f"- {n} Global: ours {g['mean']:.4f} vs paper {p[0]:.4f} — {GAP_REASON.get(n, 'unexplained')}")
+    for n, d in res.get("sweep", {}).items():
+        paper = PAPER_FIG3[n][1]
+        for e, v in d["points"].items():
+            pv = paper.get(float(e))
+            if pv is not None and abs(v["mean"] - pv) > 0.02:
+                gaps.append(f"- Fig. 3 {n} ε={e}: ours {v['mean']:.4f} vs paper {pv:.4f} "
+                            f"({100 * (v['mean'] - pv):+.1f} points) — {SWEEP_REASON}")
+    if gaps:
+        lines += ["## Gaps above 2 points (one-line reasons)", ""] + gaps + [""]
     if res.get("sweep"):
         lines += ["## Figure 3: FedHGL w/ HC with LDP at K = 6 (accuracy vs per-attribute ε)", ""]
         for n, d in res["sweep"].items():
@@ -222,12 +287,38 @@ def render(res, ks) -> str:
     return "\n".join(lines)
 
 
+def combine(stems, out_stem, ks) -> int:
+    """Merge the result JSONs of several invocations (same schema) into one results file."""
+    import json
+    t0 = time.perf_counter()
+    res, parts = {}, []
+    for st in stems:
+        d = json.loads((OUT / f"{st}.json").read_text())
+        for key, val in d["results"].items():
+            if isinstance(val, dict):
+                for name, v in val.items():
+                    res.setdefault(key, {})[name] = v
+            else:
+                res[key] = val
+        parts.append({"stem": st, **d["provenance"]})
+    config = {"combined_from": parts}
+    payload = {"results": res, "paper": {"table": {r: {n: {str(k): v for k, v in d.items()} for n, d in t.items()}
+                                                   for r, t in PAPER.items()},
+                                         "global": PAPER_GLOBAL,
+                                         "fig3": {n: {"mechanism": v[0], "points": {str(e): a for e, a in v[1].items()},
+                                                      "hc_line": v[2]} for n, v in PAPER_FIG3.items()}},
+               "provenance": provenance(t0, config)}
+    write_results(OUT, out_stem, render(res, ks), payload)
+    print(f"wrote {OUT / (out_stem + '.md')}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="CoraCA + Cora, K=3, 1 run, 3-point sweep (a few minutes)")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--runs-facebook", type=int, default=2)
+    ap.add_argument("--runs-facebook", type=int, default=None, help="default: --runs")
     ap.add_argument("--datasets", default=",".join(HYPER + SIMPLE))
     ap.add_argument("--ks", default="3,6,9")
     ap.add_argument("--parts", default="main,sweep")
@@ -238,7 +329,12 @@ def main(argv=None) -> int:
     ap.add_argument("--noise-first-hop", action="store_true",
                     help="ablation: LDP noise reaches only the first hop, as in the authors' code (spec §9)")
     ap.add_argument("--stem", default=None, help="output file stem (default results / results_quick)")
+    ap.add_argument("--combine", default=None,
+                    help="comma-separated stems of earlier runs (e.g. a main and a sweep run) to merge into --stem "
+                         "(default results); runs nothing else")
     args = ap.parse_args(argv)
+    if args.combine:
+        return combine(args.combine.split(","), args.stem or "results", [int(k) for k in args.ks.split(",")])
     global VAL_TEST, NOISE_PROPAGATION
     if args.noise_first_hop:
         NOISE_PROPAGATION = "first_hop"
@@ -252,7 +348,7 @@ def main(argv=None) -> int:
     else:
         datasets = args.datasets.split(",")
         ks = [int(k) for k in args.ks.split(",")]
-        runs, runs_fb = args.runs, args.runs_facebook
+        runs, runs_fb = args.runs, (args.runs if args.runs_facebook is None else args.runs_facebook)
         sweep = {n: list(PAPER_FIG3[n][1]) for n in args.sweep_datasets.split(",") if n}
         stem = "results"
     if args.swap_val_test:

@@ -17,8 +17,9 @@ from fgl_jax.condense.server import CondenseState, Condenser
 Array = jax.Array
 
 
-def fed_round(condenser: Condenser, state: CondenseState, data: ClientData, key: Array):
-    """One federated condensation round -> (state, mean matching loss over the outer steps)."""
+def fed_round(condenser: Condenser, state: CondenseState, data: ClientData, key: Array, lr_feat=None, lr_adj=None):
+    """One federated condensation round -> (state, mean matching loss over the outer steps).
+    lr_feat/lr_adj: optional traced learning rates (see `Condenser.step`)."""
     cfg = condenser.config
     theta = condenser.sample_theta(key)  # server: θ_t ~ P_θ, broadcast
     losses = []
@@ -27,7 +28,7 @@ def fed_round(condenser: Condenser, state: CondenseState, data: ClientData, key:
         pool = (state.round * cfg.outer + o) % data.num_pools
         # clients compute per-class gradients at θ; only their weighted sum reaches the server
         g_real = aggregated_client_grads(theta, data, pool, cfg.relay, cfg.agg, cfg.client_axis)
-        state, loss = condenser.step(state, g_real, theta)            # server: aggregate only
+        state, loss = condenser.step(state, g_real, theta, lr_feat, lr_adj)         # server: aggregate only
         losses.append(loss)
     return state.replace(round=state.round + 1), jnp.mean(jnp.stack(losses))
 

@@ -104,7 +104,7 @@ class Condenser(NamedTuple):
     """optax-style pair of pure functions (plus the relay sampler)."""
 
     init: Callable      # (key, class_counts [C] np, in_dim) -> CondenseState
-    step: Callable      # (state, g_real, theta) -> (state, loss)      [server: aggregated grads only]
+    step: Callable      # (state, g_real, theta[, lr_feat, lr_adj]) -> (state, loss)   [server: aggregated grads only]
     sample_theta: Callable  # key -> θ ~ P_θ
     config: CondenseConfig
 
@@ -129,8 +129,12 @@ def make_condenser(cfg: CondenseConfig, in_dim: int, num_classes: int) -> Conden
     def sample_theta(key: Array) -> Params:
         return init_relay(key, in_dim, cfg.hidden, num_classes)
 
-    def step(state: CondenseState, g_real: Params, theta: Params):
-        """One matching step on the aggregated gradients g_real (leaves [C, ...]) at θ."""
+    def step(state: CondenseState, g_real: Params, theta: Params, lr_feat=None, lr_adj=None):
+        """One matching step on the aggregated gradients g_real (leaves [C, ...]) at θ.
+
+        lr_feat / lr_adj: optional traced learning rates (sweeps through `state.hp`); Adam's update
+        is linear in the learning rate, so the configured step is rescaled by lr / cfg.lr.
+        """
         def loss_fn(x, pge):
             return matching_loss(x, pge, theta, g_real, state.y_syn, state.coeff, cfg.relay, cfg.dist)
 
@@ -139,6 +143,10 @@ def make_condenser(cfg: CondenseConfig, in_dim: int, num_classes: int) -> Conden
         update_adj = (state.round % cfg.adj_period) < cfg.adj_steps
         ux, new_ox = opt_x.update(gx, state.opt_x, state.x_syn)
         up, new_op = opt_pge.update(gp, state.opt_pge, state.pge)
+        if lr_feat is not None:
+            ux = jax.tree.map(lambda u: u * (lr_feat / cfg.lr_feat), ux)
+        if lr_adj is not None:
+            up = jax.tree.map(lambda u: u * (lr_adj / cfg.lr_adj), up)
         pick = lambda cond, a, b: jax.tree.map(lambda u, v: jnp.where(cond, u, v), a, b)
         x = pick(update_adj, state.x_syn, optax.apply_updates(state.x_syn, ux))
         opt_x_state = pick(update_adj, state.opt_x, new_ox)

@@ -14,7 +14,9 @@ Datasets (paper names, spec §7.1; `load_hypergraph(name, data_dir)`):
     facebook    MUSAE Facebook page-page graph, 1-hop hyperedges, raw binary features (numeric kind)
 
 Cleaning (spec §7.1 / §10.14): node ids inside a hyperedge are de-duplicated, hyperedges equal
-as sets are merged, and hyperedges with fewer than two nodes are dropped. Features are
+as sets are merged, and hyperedges with fewer than two nodes are dropped — except the singleton
+{v} of an isolated node in a 1-hop hypergraph built from a simple graph, which DHG's
+`from_graph_kHop` keeps (this reproduces the paper's Table IV counts; `graph_to_hypergraph`). Features are
 L1-row-normalised (DHG) and, for the binary datasets, then binarised (>0 -> 1).
 `feature_kind` ("binary" / "numeric") tells FedHGL which LDP mechanism applies.
 """
@@ -94,8 +96,11 @@ class Hypergraph:
             raise HypergraphError(f"Hypergraph {self.name!r}: edge_weight must be positive finite [{m}], got shape {w.shape}")
         if self.feature_kind not in FEATURE_KINDS:
             raise HypergraphError(f"Hypergraph {self.name!r}: feature_kind must be one of {FEATURE_KINDS}, got {self.feature_kind!r}")
+        vals = self.x.data if sp.issparse(self.x) else np.asarray(self.x).ravel()
+        if vals.size and not np.all(np.isfinite(vals)):
+            raise HypergraphError(f"Hypergraph {self.name!r}: x has non-finite values (NaN/inf); "
+                                  f"feature_kind={self.feature_kind!r} needs finite numbers")
         if self.feature_kind == "binary":
-            vals = self.x.data if sp.issparse(self.x) else np.asarray(self.x).ravel()
             if vals.size and not np.all((vals == 0) | (vals == 1)):
                 raise HypergraphError(f"Hypergraph {self.name!r}: feature_kind='binary' but x has values outside {{0, 1}}")
         if self.num_classes <= 0:
@@ -204,17 +209,25 @@ def from_edge_lists(name: str, edges: Iterable[Iterable[int]], x: Features, y: n
                       feature_kind, z, z.copy(), z.copy())
 
 
-def graph_to_hypergraph(graph: Graph, feature_kind: str, name: Optional[str] = None, x: Optional[Features] = None) -> Hypergraph:
+def graph_to_hypergraph(graph: Graph, feature_kind: str, name: Optional[str] = None, x: Optional[Features] = None,
+                        keep_isolated: bool = True) -> Hypergraph:
     """1-hop hyperedges (DHG `from_graph_kHop(k=1)`): e_v = {v} ∪ N(v) for every v, merged if equal.
 
-    Isolated nodes give singletons, which are dropped (their propagated rows are zero).
+    keep_isolated (default, as DHG and the authors' code): an isolated node keeps its singleton
+    hyperedge {v} (d_v = d_e = 1, so its propagated row is its own feature row) — the authors clean
+    singletons from the *graph's* edge list before `from_graph_kHop`, not afterwards. This gives
+    the paper's Table IV counts (CiteSeer 2,996 = 2,948 merged neighbourhoods + 48 isolated nodes;
+    Cora 2,590). keep_isolated=False drops them (isolated rows propagate to zero).
     """
     n = graph.num_nodes
     a = sp.csr_matrix((np.ones(graph.num_edges), (graph.receivers, graph.senders)), shape=(n, n))
     a = (a + sp.identity(n, format="csr")).tocsr()
     a.data[:] = 1
-    return from_edge_lists(name or graph.name, _csr_rows_as_edges(a), graph.x if x is None else x, graph.y,
-                           graph.num_classes, feature_kind)
+    edges = _csr_rows_as_edges(a)
+    hn, hi, m = clean_hyperedges(edges, n, name or graph.name, min_size=1 if keep_isolated else 2)
+    z = np.zeros(n, bool)
+    return Hypergraph(name or graph.name, graph.x if x is None else x, np.asarray(graph.y, np.int32),
+                      int(graph.num_classes), hn, hi, m, np.ones(m, np.float32), feature_kind, z, z.copy(), z.copy())
 
 
 def l1_normalize(x: Features) -> Features:
