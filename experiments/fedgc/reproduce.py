@@ -134,7 +134,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--only", default="table1,table2,table3,ablation,gamma,synthetic")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated parts (default: table1,table2,table3,ablation,gamma,synthetic; "
+                         "--quick: table2,table3,synthetic, so the CI smoke run stays a few minutes)")
     ap.add_argument("--datasets", default="cora,citeseer")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--fresh", action="store_true")
@@ -152,7 +154,10 @@ def main(argv=None):
     if args.eval_rounds:
         ROUNDS_OVERRIDE["eval_rounds"] = tuple(int(v) for v in args.eval_rounds.split(","))
     t0 = time.perf_counter()
-    only = set(args.only.split(","))
+    only = set((args.only or ("table2,table3,synthetic" if args.quick
+                              else "table1,table2,table3,ablation,gamma,synthetic")).split(","))
+    if args.quick:
+        args.fresh = True     # a quick run is a smoke test of the code: never reuse stored runs
     tag = "quick" if args.quick else "full"
     meta = {"command": "python experiments/fedgc/reproduce.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "mode": tag, "versions": versions(), "machine": machine()}

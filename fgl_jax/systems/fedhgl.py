@@ -973,7 +973,8 @@ def _cli_main(args: argparse.Namespace) -> int:
     from fgl_jax.federated.run import run
     opts = {k: v for k, v in vars(args).items() if k not in ("func", "command", "out", "resume")}
     prog = build_program(opts, args.data_dir)
-    _, k_train = jax.random.split(jax.random.PRNGKey(args.seed))
+    # the same run key as the generic `fgl-jax fedhgl --runner program` path and a sweep member
+    k_train = jax.random.key(int(args.seed))
     res = run(prog.algorithm, prog.data, k_train, prog.num_rounds, out_dir=args.out, resume=args.resume,
               progress=True)
     cfg_relu = True
