@@ -127,3 +127,20 @@ def parse_assignment(text: str, flag: str) -> tuple[str, list[Any]]:
         except yaml.YAMLError:
             values.append(v)
     return name, values
+
+
+def merge_options(system: str, options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`defaults` overlaid with `options` for a system's `build_program`: run-control keys (CONTROL,
+    "system") are ignored, unknown keys refused with a message listing the valid ones, and a None
+    value means "not given" (the default stays)."""
+    unknown = sorted(set(options) - set(defaults) - set(CONTROL) - {"system"})
+    if unknown:
+        raise ValueError(f"{system} options: unknown key(s) {unknown}; valid keys: {sorted(defaults)}")
+    return {**defaults, **{k: v for k, v in options.items() if k in defaults and v is not None}}
+
+
+def require_at_least_one(system: str, options: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Refuse counts below 1 (clients, rounds, ...) with a message naming the option."""
+    for name in names:
+        if int(options[name]) < 1:
+            raise ValueError(f"{system} option {name!r} must be >= 1, got {options[name]}")

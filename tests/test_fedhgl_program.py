@@ -78,7 +78,7 @@ def test_traced_laplace_eps_equals_direct_noise_and_sweeps():
 
 
 def test_unknown_option_rejected():
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.raises(ValueError, match="unknown key"):
         build_program({**OPTS, "epsilon": 1.0}, hypergraph=planted_hypergraph())
 
 

@@ -73,8 +73,9 @@ def test_cli_registers():
     a = ap.parse_args(["lumos", "--dataset", "lastfm_asia", "--model", "gat", "--epsilon", "inf"])
     assert a.model == "gat" and a.func is not None
     # every CLI option is a build_program key (one YAML file = one run)
-    from fgl_jax.systems.lumos import _IGNORED, DEFAULTS
-    assert set(vars(a)) - {"func"} <= set(DEFAULTS) | _IGNORED
+    from fgl_jax.sysconfig import CONTROL
+    from fgl_jax.systems.lumos import DEFAULTS
+    assert set(vars(a)) - {"func"} <= set(DEFAULTS) | set(CONTROL)
     assert set(DEFAULTS) <= set(vars(a))
 
 

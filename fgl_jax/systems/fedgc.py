@@ -578,11 +578,8 @@ def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, c
     """
     from fgl_jax.condense.algorithm import CondenseData, condense_algorithm
     from fgl_jax.federated import Program
-    ignored = {"out", "resume", "no_progress", "system", "func"}
-    unknown = sorted(set(options) - set(PROGRAM_DEFAULTS) - ignored)
-    if unknown:
-        raise ValueError(f"fedgc options: unknown key(s) {unknown}; valid keys: {sorted(PROGRAM_DEFAULTS)}")
-    o = {**PROGRAM_DEFAULTS, **{k: v for k, v in options.items() if k in PROGRAM_DEFAULTS}}
+    from fgl_jax.sysconfig import merge_options
+    o = merge_options("fedgc", options, PROGRAM_DEFAULTS)
     if graph is None:
         from fgl_jax.data.registry import load
         graph = load(o["dataset"], data_dir=data_dir if data_dir is not None else o["data_dir"])

@@ -917,10 +917,8 @@ PROGRAM_DEFAULTS = {"dataset": "coraca", "data_dir": None, "clients": 3, "propag
 
 def config_from_options(options: dict, hg: Hypergraph) -> FedHGLConfig:
     """FedHGLConfig from CLI/YAML options (argparse dest names; unknown keys are an error)."""
-    unknown = set(options) - set(PROGRAM_DEFAULTS) - {"func", "command", "out", "resume"}
-    if unknown:
-        raise ValueError(f"fedhgl: unknown option(s) {sorted(unknown)}; known: {sorted(PROGRAM_DEFAULTS)}")
-    o = {**PROGRAM_DEFAULTS, **{k: v for k, v in options.items() if v is not None or k == "data_dir"}}
+    from fgl_jax.sysconfig import merge_options
+    o = merge_options("fedhgl", options, PROGRAM_DEFAULTS)
     ratio = o["train_ratio"] if o["train_ratio"] is not None else TRAIN_RATIO.get(hg.name, 0.1)
     rounds = o["rounds"] if o["mode"] != "global" or o["rounds"] != 200 else 600      # Global: T = 600 (spec §5)
     return FedHGLConfig(num_clients=int(o["clients"]), propagation=o["propagation"], mode=o["mode"],

@@ -575,15 +575,9 @@ def build_program(options: dict, data_dir=None):
     histories up to the stopping round.
     """
     from fgl_jax.federated import Program
-    ignored = {"out", "resume", "no_progress", "system", "func", "command"}
-    unknown = sorted(set(options) - set(CLI_DEFAULTS) - ignored)
-    if unknown:
-        raise ValueError(f"fedhgn options: unknown key(s) {unknown}; valid keys: {sorted(CLI_DEFAULTS)}")
-    o = {**CLI_DEFAULTS, **{k: v for k, v in options.items() if k in CLI_DEFAULTS}}
-    if int(o["clients"]) < 1:
-        raise ValueError(f"fedhgn option 'clients' must be >= 1, got {o['clients']}")
-    if int(o["max_rounds"]) < 1:
-        raise ValueError(f"fedhgn option 'max_rounds' must be >= 1, got {o['max_rounds']}")
+    from fgl_jax.sysconfig import merge_options, require_at_least_one
+    o = merge_options("fedhgn", options, CLI_DEFAULTS)
+    require_at_least_one("fedhgn", o, ("clients", "max_rounds"))
     if str(o["split"]).upper() not in ("RE", "RET"):
         raise ValueError(f"fedhgn option 'split' must be RE or RET, got {o['split']!r}")
     cfg = _config_from_options(o)

@@ -443,15 +443,9 @@ def build_program(options: dict, data_dir: Optional[str] = None):
     from fgl_jax.partition import random_partition
     defaults = {"dataset": "cora", "data_dir": None, "model": "gcn", "silos": 5, "rounds": 50, "hidden": 64,
                 "layers": 2, "T": 1, "frac_bits": 16, "mode": "field", "norm": "gcn_selfloop", "lr": 0.01, "seed": 0}
-    ignored = {"out", "resume", "no_progress", "system"}
-    unknown = sorted(set(options) - set(defaults) - ignored)
-    if unknown:
-        raise ValueError(f"hifgl options: unknown key(s) {unknown}; valid keys: {sorted(defaults)}")
-    o = {**defaults, **{k: v for k, v in options.items() if k in defaults}}
-    if int(o["silos"]) < 1:
-        raise ValueError(f"hifgl option 'silos' must be >= 1, got {o['silos']}")
-    if int(o["rounds"]) < 1:
-        raise ValueError(f"hifgl option 'rounds' must be >= 1, got {o['rounds']}")
+    from fgl_jax.sysconfig import merge_options, require_at_least_one
+    o = merge_options("hifgl", options, defaults)
+    require_at_least_one("hifgl", o, ("silos", "rounds"))
     graph = hifgl_split(load(o["dataset"], data_dir=data_dir if data_dir is not None else o["data_dir"]))
     part = random_partition(graph, int(o["silos"]), seed=0)
     data = make_hifgl_data(graph, part.assignment, int(o["silos"]))

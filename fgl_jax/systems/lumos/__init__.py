@@ -50,7 +50,6 @@ DEFAULTS = {"dataset": "facebook", "data_dir": None, "model": "gcn", "task": "no
             "trim": "mcmc", "mcmc_iters": 1000, "mcmc_argmax": "alg3", "tree": "tree", "bins": "recipients",
             "denoise": "none", "dropout": 0.01, "lr": 0.01,
             "seed": 0}
-_IGNORED = {"out", "resume", "no_progress", "system", "func"}
 
 
 def _parse_eps(v) -> float:
@@ -83,10 +82,8 @@ def build_program(options: dict, data_dir=None):
     from fgl_jax.federated import Program
     from fgl_jax.partition.edges import random_edge_split
     from fgl_jax.systems.lumos.trainer import lumos_algorithm
-    unknown = sorted(set(options) - set(DEFAULTS) - _IGNORED)
-    if unknown:
-        raise ValueError(f"lumos options: unknown key(s) {unknown}; valid keys: {sorted(DEFAULTS)}")
-    o = {**DEFAULTS, **{k: v for k, v in options.items() if k in DEFAULTS and v is not None}}
+    from fgl_jax.sysconfig import merge_options
+    o = merge_options("lumos", options, DEFAULTS)
     cfg = LumosConfig(backbone=o["model"], task=o["task"], epochs=int(o["epochs"]), epsilon=_parse_eps(o["epsilon"]),
                       trim=o["trim"], mcmc_iters=int(o["mcmc_iters"]), mcmc_argmax=o["mcmc_argmax"], tree=o["tree"],
                       bins=o["bins"], denoise=o["denoise"],
