@@ -62,7 +62,7 @@ def worker(args) -> None:
     opt = optax.scale_by_adam()
 
     def step(state, data, key):
-        data = _with_table(state, data)        # identity unless encode=program
+        state, data = _with_table(state, data)   # identity unless encode=program (then the cached table)
 
         def loss_fn(p):
             _, lg = model.apply(p, data.table, data.trees, train=True, rngs={"dropout": key})
