@@ -12,6 +12,7 @@ from typing import Any, Optional
 import yaml
 
 from fgl_jax.federated.baselines import ALGORITHMS
+from fgl_jax import validate as V
 
 
 SPLITS = ("standard", "random", "per_class", "keep")
@@ -59,23 +60,14 @@ class RunConfig:
     client_chunk: Optional[int] = None  # train/evaluate clients in blocks of this size (memory bound)
 
     def __post_init__(self):
-        def positive(name):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"config field {name!r} must be positive, got {getattr(self, name)!r}")
         for name in ("hidden", "num_layers", "clients", "rounds", "local_steps", "lr", "dirichlet_beta"):
-            positive(name)
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"config field 'algorithm': unknown {self.algorithm!r}; choose one of {ALGORITHMS}")
-        if self.partition not in PARTITIONS:
-            raise ValueError(f"config field 'partition': unknown {self.partition!r}; choose one of {PARTITIONS}")
-        if self.split not in SPLITS:
-            raise ValueError(f"config field 'split': unknown {self.split!r}; choose one of {SPLITS}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"config field 'dropout' must be in [0, 1), got {self.dropout}")
-        if self.client_chunk is not None and self.client_chunk <= 0:
-            raise ValueError(f"config field 'client_chunk' must be positive, got {self.client_chunk}")
-        if self.chunk is not None and self.chunk <= 0:
-            raise ValueError(f"config field 'chunk' must be positive, got {self.chunk}")
+            V.positive("RunConfig", name, getattr(self, name))
+        V.one_of("RunConfig", "algorithm", self.algorithm, ALGORITHMS)
+        V.one_of("RunConfig", "partition", self.partition, PARTITIONS)
+        V.one_of("RunConfig", "split", self.split, SPLITS)
+        V.in_interval("RunConfig", "dropout", self.dropout, 0.0, 1.0, closed="left")
+        V.optional_positive("RunConfig", "client_chunk", self.client_chunk)
+        V.optional_positive("RunConfig", "chunk", self.chunk)
 
     def replace(self, **changes) -> "RunConfig":
         return dataclasses.replace(self, **changes)

@@ -162,11 +162,11 @@ def test_nan_stops_with_round_number():
 
 
 def test_bad_config_is_rejected():
-    with pytest.raises(ValueError, match="unknown algorithm"):
+    with pytest.raises(ValueError, match="algorithm: unknown value 'fedsgd'"):
         FedConfig("fedsgd")
     with pytest.raises(ValueError, match="local_steps"):
         FedConfig(local_steps=0)
-    with pytest.raises(ValueError, match="learning rate"):
+    with pytest.raises(ValueError, match="lr"):
         OptimConfig(lr=-1.0)
     with pytest.raises(ValueError, match="num_rounds"):
         g = toy_graph(n=20)

@@ -22,6 +22,7 @@ from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import check_chunk, map_clients
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn
 from fgl_jax.federated.metrics import client_counts, pool
+from fgl_jax import validate as V
 
 PyTree = Any
 ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "global")
@@ -42,14 +43,10 @@ class FedConfig:
     client_chunk: Optional[int] = None
 
     def __post_init__(self):
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {ALGORITHMS}")
-        if self.local_steps < 1:
-            raise ValueError(f"local_steps must be >= 1, got {self.local_steps}")
-        if self.prox_mu < 0:
-            raise ValueError(f"prox_mu must be >= 0, got {self.prox_mu}")
-        if self.personal_layers < 0:
-            raise ValueError(f"personal_layers must be >= 0, got {self.personal_layers}")
+        V.one_of("FedConfig", "algorithm", self.algorithm, ALGORITHMS)
+        V.at_least("FedConfig", "local_steps", self.local_steps, 1)
+        V.non_negative("FedConfig", "prox_mu", self.prox_mu)
+        V.non_negative("FedConfig", "personal_layers", self.personal_layers)
         check_chunk(self.client_chunk)
 
 

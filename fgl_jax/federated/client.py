@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax import validate as V
 
 PyTree = Any
 
@@ -33,16 +34,11 @@ class OptimConfig:
     momentum: float = 0.9  # for sgd
 
     def __post_init__(self):
-        if self.lr <= 0:
-            raise ValueError(f"learning rate must be positive, got lr={self.lr}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if not 0 < self.gamma <= 1:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
-        if self.decay_every < 0:
-            raise ValueError(f"decay_every must be >= 0, got {self.decay_every}")
-        if self.name not in ("adam", "sgd"):
-            raise ValueError(f"unknown optimiser {self.name!r}; choose 'adam' or 'sgd'")
+        V.positive("OptimConfig", "lr", self.lr)  # the learning rate
+        V.non_negative("OptimConfig", "weight_decay", self.weight_decay)
+        V.in_interval("OptimConfig", "gamma", self.gamma, 0.0, 1.0, closed="right")
+        V.non_negative("OptimConfig", "decay_every", self.decay_every)
+        V.one_of("OptimConfig", "name", self.name, ("adam", "sgd"))
 
 
 def make_optimizer(cfg: OptimConfig, lr: Optional[jax.Array] = None) -> optax.GradientTransformation:

@@ -41,6 +41,25 @@ def _dropout(x, rate: float, train: bool, module: nn.Module):
     return nn.Dropout(rate, deterministic=False)(x)
 
 
+def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.Array:
+    """The layer skeleton GCN and SAGE share: dropout before every layer but the first, then
+    `layer(i, h, width, in_dim, n)` (linear map + propagation), a bias `bias_i`, ReLU between layers.
+
+    Called from inside the module's compact `__call__`, so parameter names stay `layer_i`/`bias_i`.
+    """
+    n = batch.y.shape[-1]
+    h = batch.features
+    for i in range(module.num_layers):
+        last = i == module.num_layers - 1
+        width = module.num_classes if last else module.hidden
+        h = _dropout(h, module.dropout, train, module) if i > 0 else h
+        h = layer(i, h, width, module.in_dim if i == 0 else module.hidden, n)
+        h = h + module.param(f"bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
+        if not last:
+            h = nn.relu(h)
+    return h
+
+
 class GCN(nn.Module):
     """Kipf & Welling GCN: H' = D^-1/2 (A+I) D^-1/2 H W + b, ReLU between layers."""
 
@@ -52,20 +71,14 @@ class GCN(nn.Module):
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
-        n = batch.y.shape[-1]
         s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
-        h = batch.features
-        for i in range(self.num_layers):
-            last = i == self.num_layers - 1
-            width = self.num_classes if last else self.hidden
-            h = _dropout(h, self.dropout, train, self) if i > 0 else h
+
+        def layer(i, h, width, in_dim, n):
             # propagate after the projection: S (X W) == (S X) W, and X W is the small side.
-            lin = InputDense(width, self.in_dim if i == 0 else self.hidden, use_bias=False, name=f"layer_{i}")
-            h = ops.gcn_propagate(lin(h, n), s, r, m, n)
-            h = h + self.param(f"bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
-            if not last:
-                h = nn.relu(h)
-        return h
+            lin = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")
+            return ops.gcn_propagate(lin(h, n), s, r, m, n)
+
+        return _relu_stack(self, batch, train, layer)
 
 
 class SAGE(nn.Module):
@@ -79,21 +92,14 @@ class SAGE(nn.Module):
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
-        n = batch.y.shape[-1]
         s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
-        h = batch.features
-        for i in range(self.num_layers):
-            last = i == self.num_layers - 1
-            width = self.num_classes if last else self.hidden
-            h = _dropout(h, self.dropout, train, self) if i > 0 else h
+
+        def layer(i, h, width, in_dim, n):
             # one matmul for [W_r | W_n]; the mean commutes with the linear map.
-            both = InputDense(2 * width, self.in_dim if i == 0 else self.hidden, use_bias=False,
-                              name=f"layer_{i}")(h, n)
-            h = both[:, :width] + ops.mean_aggregate(both[:, width:], s, r, m, n)
-            h = h + self.param(f"bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
-            if not last:
-                h = nn.relu(h)
-        return h
+            both = InputDense(2 * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
+            return both[:, :width] + ops.mean_aggregate(both[:, width:], s, r, m, n)
+
+        return _relu_stack(self, batch, train, layer)
 
 
 class GAT(nn.Module):

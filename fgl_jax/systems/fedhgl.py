@@ -50,6 +50,7 @@ from fgl_jax.nn.hgnn import FedHGLClassifier, Incidence, edge_to_vertex, hgnn_sm
 from fgl_jax.partition import label_dirichlet_partition
 from fgl_jax.privacy.ldp import RR_VARIANTS, attribute_range, check_binary, check_epsilon
 from fgl_jax.systems.fedhgl_prop import node_noise
+from fgl_jax import validate as V
 
 Array = jax.Array
 PyTree = Any
@@ -108,38 +109,23 @@ class FedHGLConfig:
     eval_every_step: bool = True
 
     def __post_init__(self):
-        def bad(field, allowed):
-            raise ValueError(f"FedHGLConfig.{field}={getattr(self, field)!r}: expected one of {allowed}")
-        if self.propagation not in PROPAGATIONS:
-            bad("propagation", PROPAGATIONS)
-        if self.mode not in MODES:
-            bad("mode", MODES)
-        if self.mechanism not in MECHANISMS:
-            bad("mechanism", MECHANISMS)
-        if self.rr_variant not in RR_VARIANTS:
-            bad("rr_variant", RR_VARIANTS)
-        if self.sensitivity not in ("paper", "public"):
-            bad("sensitivity", ("paper", "public"))
-        if self.noise_propagation not in ("paper", "first_hop"):
-            bad("noise_propagation", ("paper", "first_hop"))
-        if self.weighting not in ("train", "uniform"):
-            bad("weighting", ("train", "uniform"))
+        own = "FedHGLConfig"
+        V.one_of(own, "propagation", self.propagation, PROPAGATIONS)
+        V.one_of(own, "mode", self.mode, MODES)
+        V.one_of(own, "mechanism", self.mechanism, MECHANISMS)
+        V.one_of(own, "rr_variant", self.rr_variant, RR_VARIANTS)
+        V.one_of(own, "sensitivity", self.sensitivity, ("paper", "public"))
+        V.one_of(own, "noise_propagation", self.noise_propagation, ("paper", "first_hop"))
+        V.one_of(own, "weighting", self.weighting, ("train", "uniform"))
         if self.mechanism != "none":
             check_epsilon(self.eps)
-        if int(self.num_clients) < 1:
-            raise ValueError(f"FedHGLConfig.num_clients must be >= 1, got {self.num_clients}")
-        if self.n_hops < 1:
-            raise ValueError(f"FedHGLConfig.n_hops must be >= 1, got {self.n_hops}")
-        for f in ("train_ratio", "val_ratio", "test_ratio"):
-            v = getattr(self, f)
-            if not 0 < v < 1:
-                raise ValueError(f"FedHGLConfig.{f} must be in (0, 1), got {v}")
+        for name in ("num_clients", "n_hops", "rounds", "local_steps"):
+            V.at_least(own, name, getattr(self, name), 1)
+        for name in ("train_ratio", "val_ratio", "test_ratio"):
+            V.in_interval(own, name, getattr(self, name), 0.0, 1.0)
         if self.train_ratio + self.val_ratio + self.test_ratio > 1:
             raise ValueError("FedHGLConfig: train_ratio + val_ratio + test_ratio must be <= 1")
-        if self.rounds < 1 or self.local_steps < 1:
-            raise ValueError(f"FedHGLConfig: rounds and local_steps must be >= 1, got {self.rounds}, {self.local_steps}")
-        if self.public_range <= 0:
-            raise ValueError(f"FedHGLConfig.public_range must be > 0, got {self.public_range}")
+        V.positive(own, "public_range", self.public_range)
 
 
 # Padding multiple of every per-client dimension: with near-equal client sizes (β = 1e4) runs

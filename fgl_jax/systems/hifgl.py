@@ -39,6 +39,7 @@ from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
 from fgl_jax.privacy import field as F
 from fgl_jax.privacy import lcc
+from fgl_jax import validate as V
 
 PyTree = Any
 MODES = ("field", "real", "plain")
@@ -69,24 +70,19 @@ class HiFGLConfig:
     track_silo_acc: bool = False  # per-silo training accuracy every round (Fig. 4a); costs S forwards
 
     def __post_init__(self):
-        if self.model not in ("gcn", "sage"):
-            raise ValueError(f"HiFGL model must be 'gcn' or 'sage', got {self.model!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"HiFGL mode must be one of {MODES}, got {self.mode!r}")
-        if self.norm not in NORMS:
-            raise ValueError(f"HiFGL norm must be one of {NORMS}, got {self.norm!r}")
-        if self.z_mode not in Z_MODES:
-            raise ValueError(f"HiFGL z_mode must be one of {Z_MODES}, got {self.z_mode!r}")
-        if self.T < 1:
-            raise ValueError(f"privacy threshold T must be >= 1, got T={self.T}")
+        V.one_of("HiFGLConfig", "model", self.model, ("gcn", "sage"))
+        V.one_of("HiFGLConfig", "mode", self.mode, MODES)
+        V.one_of("HiFGLConfig", "norm", self.norm, NORMS)
+        V.one_of("HiFGLConfig", "z_mode", self.z_mode, Z_MODES)
+        V.at_least("HiFGLConfig", "T", self.T, 1)  # the privacy threshold
         if self.mode == "field":
             F.validate_modulus(self.p)
             F.validate_frac_bits(self.frac_bits, self.p)
             if 2 * self.T + 2 >= self.p:
                 raise ValueError(f"T={self.T} needs 2T+2={2 * self.T + 2} distinct nonzero field elements, "
                                  f"but the field has only {self.p - 1}")
-        if self.hidden <= 0 or self.num_layers <= 0:
-            raise ValueError(f"hidden and num_layers must be positive, got {self.hidden}, {self.num_layers}")
+        V.positive("HiFGLConfig", "hidden", self.hidden)
+        V.positive("HiFGLConfig", "num_layers", self.num_layers)
 
 
 @flax.struct.dataclass
