@@ -23,8 +23,35 @@ class GraphError(ValueError):
     """A graph, partition or split is malformed (names the field and value)."""
 
 
+class LabelledNodes:
+    """What every host-side graph shares: features `x` [N, F] (dense or CSR), labels `y` [N],
+    `num_classes` and boolean train/val/test masks [N]. Graph and Hypergraph inherit it."""
+
+    def _check_nodes(self, error: type, kind: str) -> None:
+        """Raise `error` naming the field when a per-node field or num_classes is malformed."""
+        n = self.x.shape[0]
+        for field in ("y", "train_mask", "val_mask", "test_mask"):
+            shape = np.shape(getattr(self, field))
+            if shape != (n,):
+                raise error(f"{kind} {self.name!r}: field {field} has shape {shape}, expected ({n},)")
+        if self.num_classes <= 0:
+            raise error(f"{kind} {self.name!r}: num_classes must be positive, got {self.num_classes}")
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def num_features(self) -> int:
+        return int(self.x.shape[1])
+
+    def dense_x(self) -> np.ndarray:
+        """x as a dense float32 array [N, F]."""
+        return np.asarray(self.x.todense(), np.float32) if sp.issparse(self.x) else np.asarray(self.x, np.float32)
+
+
 @dataclasses.dataclass(frozen=True)
-class Graph:
+class Graph(LabelledNodes):
     """A node-classification graph on the host.
 
     senders, receivers: int32 [E] directed edges (u -> v means v aggregates from u).
@@ -44,11 +71,8 @@ class Graph:
     test_mask: np.ndarray
 
     def __post_init__(self):
+        self._check_nodes(GraphError, "Graph")
         n = self.x.shape[0]
-        for field in ("y", "train_mask", "val_mask", "test_mask"):
-            arr = getattr(self, field)
-            if arr.shape != (n,):
-                raise GraphError(f"Graph {self.name!r}: field {field} has shape {arr.shape}, expected ({n},)")
         if self.senders.shape != self.receivers.shape or self.senders.ndim != 1:
             raise GraphError(
                 f"Graph {self.name!r}: senders {self.senders.shape} and receivers {self.receivers.shape} "
@@ -58,18 +82,8 @@ class Graph:
             hi = max(self.senders.max(), self.receivers.max())
             if lo < 0 or hi >= n:
                 raise GraphError(f"Graph {self.name!r}: edge endpoint {lo if lo < 0 else hi} outside [0, {n})")
-        if self.num_classes <= 0:
-            raise GraphError(f"Graph {self.name!r}: num_classes must be positive, got {self.num_classes}")
 
     # ---- basic statistics -------------------------------------------------------------
-    @property
-    def num_nodes(self) -> int:
-        return int(self.x.shape[0])
-
-    @property
-    def num_features(self) -> int:
-        return int(self.x.shape[1])
-
     @property
     def num_edges(self) -> int:
         """Number of directed edges stored."""
@@ -87,9 +101,6 @@ class Graph:
     def degrees(self) -> np.ndarray:
         """In-degree per node (number of incoming directed edges), int64 [N]."""
         return np.bincount(self.receivers, minlength=self.num_nodes)
-
-    def dense_x(self) -> np.ndarray:
-        return np.asarray(self.x.todense(), np.float32) if sp.issparse(self.x) else np.asarray(self.x, np.float32)
 
     def to_graphs_tuple(self) -> jraph.GraphsTuple:
         """The structure as a single-graph jraph.GraphsTuple (features kept outside)."""

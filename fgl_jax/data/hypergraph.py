@@ -28,7 +28,7 @@ from typing import Iterable, Optional, Union
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import Graph
+from ..graph import Graph, LabelledNodes
 from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
 from .safe_pickle import safe_load
 
@@ -45,7 +45,7 @@ class HypergraphError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Hypergraph:
+class Hypergraph(LabelledNodes):
     """A node-classification hypergraph on the host.
 
     x: [N, F] float32 dense array or CSR matrix.
@@ -71,10 +71,8 @@ class Hypergraph:
     test_mask: np.ndarray
 
     def __post_init__(self):
+        self._check_nodes(HypergraphError, "Hypergraph")
         n = self.x.shape[0]
-        for f in ("y", "train_mask", "val_mask", "test_mask"):
-            if np.shape(getattr(self, f)) != (n,):
-                raise HypergraphError(f"Hypergraph {self.name!r}: {f} has shape {np.shape(getattr(self, f))}, expected ({n},)")
         hn, hi = np.asarray(self.he_nodes), np.asarray(self.he_ids)
         if hn.shape != hi.shape or hn.ndim != 1:
             raise HypergraphError(f"Hypergraph {self.name!r}: he_nodes {hn.shape} and he_ids {hi.shape} must be equal-length 1-D")
@@ -103,19 +101,9 @@ class Hypergraph:
         if self.feature_kind == "binary":
             if vals.size and not np.all((vals == 0) | (vals == 1)):
                 raise HypergraphError(f"Hypergraph {self.name!r}: feature_kind='binary' but x has values outside {{0, 1}}")
-        if self.num_classes <= 0:
-            raise HypergraphError(f"Hypergraph {self.name!r}: num_classes must be positive, got {self.num_classes}")
         object.__setattr__(self, "he_nodes", hn.astype(np.int32))
         object.__setattr__(self, "he_ids", hi.astype(np.int32))
         object.__setattr__(self, "edge_weight", w.astype(np.float32))
-
-    @property
-    def num_nodes(self) -> int:
-        return int(self.x.shape[0])
-
-    @property
-    def num_features(self) -> int:
-        return int(self.x.shape[1])
 
     @property
     def nnz(self) -> int:
@@ -138,9 +126,6 @@ class Hypergraph:
         """M arrays of sorted node ids."""
         order = np.lexsort((self.he_nodes, self.he_ids))
         return np.split(self.he_nodes[order].astype(np.int64), np.cumsum(self.edge_sizes())[:-1])
-
-    def dense_x(self) -> np.ndarray:
-        return np.asarray(self.x.todense(), np.float32) if sp.issparse(self.x) else np.asarray(self.x, np.float32)
 
     def with_masks(self, train: np.ndarray, val: np.ndarray, test: np.ndarray) -> "Hypergraph":
         return dataclasses.replace(self, train_mask=np.asarray(train, bool), val_mask=np.asarray(val, bool),
