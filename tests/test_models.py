@@ -73,8 +73,8 @@ def ref_sgc(p, x, a, k=2):
 
 
 def ref_mlp(p, x, a):
-    h = _relu(x @ p["layer_0"]["kernel"] + p["layer_0"]["bias"])
-    return h @ p["layer_1"]["kernel"] + p["layer_1"]["bias"]
+    h = _relu(x @ p["layer_0"]["kernel"] + p["bias_0"])
+    return h @ p["layer_1"]["kernel"] + p["bias_1"]
 
 
 REFS = {"gcn": ref_gcn, "sage": ref_sage, "sgc": ref_sgc, "mlp": ref_mlp}

@@ -42,7 +42,7 @@ def _dropout(x, rate: float, train: bool, module: nn.Module):
 
 
 def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.Array:
-    """The layer skeleton GCN and SAGE share: dropout before every layer but the first, then
+    """The layer skeleton GCN, SAGE and MLP share: dropout before every layer but the first, then
     `layer(i, h, width, in_dim, n)` (linear map + propagation), a bias `bias_i`, ReLU between layers.
 
     Called from inside the module's compact `__call__`, so parameter names stay `layer_i`/`bias_i`.
@@ -177,16 +177,10 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
-        n = batch.y.shape[-1]
-        h = batch.features
-        for i in range(self.num_layers):
-            last = i == self.num_layers - 1
-            width = self.num_classes if last else self.hidden
-            h = _dropout(h, self.dropout, train, self) if i > 0 else h
-            h = InputDense(width, self.in_dim if i == 0 else self.hidden, name=f"layer_{i}")(h, n)
-            if not last:
-                h = nn.relu(h)
-        return h
+        def layer(i, h, width, in_dim, n):
+            return InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
+
+        return _relu_stack(self, batch, train, layer)
 
 
 MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphsage": SAGE, "gat": GAT,
