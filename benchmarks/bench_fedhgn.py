@@ -56,7 +56,12 @@ def worker(args) -> None:
                       "targets": blocks.num_targets, "layer1_edges": int(blocks.src1.shape[1]),
                       "layer2_edges": int(blocks.src2.shape[1]), "relation_slots": blocks.num_rel_local,
                       "relations_into_targets": int(blocks.slots2_local.shape[1]),
-                      "eval_targets": data.blocks.num_targets},
+                      "eval_targets": data.blocks.num_targets,
+                      # the flat all-clients form the rounds actually run (fedhgn.flatten_blocks)
+                      "flat_layer1_edges": int(data.flat_train.src1.shape[0]),
+                      "flat_layer2_edges": int(data.flat_train.src2.shape[0]),
+                      "layer2_pairs_per_client": data.flat_train.num_pairs,
+                      "dense_layer2_pairs_per_client": blocks.num_targets * int(blocks.slots2_local.shape[1])},
            "prepare_s": prep_s, "compile_s": compile_s,
            "ms_per_round_median": 1000 * statistics.median(times) / args.rounds,
            "ms_per_round_all": [1000 * t / args.rounds for t in times],

@@ -161,3 +161,29 @@ def test_ret_split_schemas_and_errors():
         random_edge_type_split(g, 6)
     with pytest.raises(ValueError, match="without reverse edges"):
         random_edge_split(g.add_reverse(), 3)
+
+
+# ----------------------------------------------------------------------------------- official .bin splits
+def test_official_bin_reader_rejects_other_files(tmp_path):
+    from fgl_jax.data.hetero_dglbin import load_official_split
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"\x00" * 64)
+    with pytest.raises(ValueError, match="x.bin: not a DGL save_graphs file"):
+        load_official_split(f)
+
+
+def test_official_aifb_re3_split_matches_table5():
+    """The authors' AIFB RE K=3 file (FEDHGN_OFFICIAL_BIN_DIR = the FedHGN repo's data/aifb-hetero)."""
+    import os
+    from pathlib import Path
+    from fgl_jax.data.hetero_dglbin import load_official_split
+    d = os.environ.get("FEDHGN_OFFICIAL_BIN_DIR")
+    f = Path(d or "/nonexistent") / "aifb-hetero_random-edges_3.bin"
+    if not f.exists():
+        pytest.skip("official FedHGN split files not available (set FEDHGN_OFFICIAL_BIN_DIR)")
+    gs = load_official_split(f)
+    assert len(gs) == 3 and all(g.target == "Personen" and g.num_classes == 4 for g in gs)
+    assert np.mean([sum(s.size for s, _ in g.edges) for g in gs]) == pytest.approx(26032.0)   # Table 5
+    assert np.mean([g.train_mask.sum() for g in gs]) == pytest.approx(110.67, abs=0.01)
+    assert np.mean([g.val_mask.sum() for g in gs]) == pytest.approx(27.67, abs=0.01)
+    assert all(len(g.canonical_etypes) == 104 for g in gs)

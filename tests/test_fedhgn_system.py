@@ -181,18 +181,14 @@ def test_round1_pool_modes():
     data = _toy_data(3)
     base = dict(method="fedhgn", num_bases=3, hidden=8, local_steps=1, lr=0.1)
 
-    def setup(mode):
-        alg = fedhgn(FedHGNConfig(**base, round1_align=mode))
-        return jax.jit(alg.init)(jax.random.PRNGKey(0), data), jax.jit(alg.round)
-
+    alg = {mode: fedhgn(FedHGNConfig(**base, round1_align=mode)) for mode in ("skip", "zeros")}
     with_lam = lambda st, lam: st.replace(hp={**st.hp, "align_lambda": jnp.float32(lam)})  # traced: no recompile
-    s0, rnd = setup("skip")
+    s0 = jax.jit(alg["skip"].init)(jax.random.PRNGKey(0), data)   # init does not depend on round1_align
+    rnd = jax.jit(alg["skip"].round)
     skip = rnd(with_lam(s0, 5.0), data, jax.random.PRNGKey(1))[0]
     free = rnd(with_lam(s0, 0.0), data, jax.random.PRNGKey(1))[0]
     np.testing.assert_allclose(skip.coeffs["beta"], free.coeffs["beta"], rtol=1e-6, atol=1e-7)
-    z0, rnd_z = setup("zeros")
-    np.testing.assert_array_equal(z0.coeffs["beta"], s0.coeffs["beta"])     # same init
-    zero = rnd_z(with_lam(z0, 5.0), data, jax.random.PRNGKey(1))[0]
+    zero = jax.jit(alg["zeros"].round)(with_lam(s0, 5.0), data, jax.random.PRNGKey(1))[0]
     used = np.asarray(data.blocks.rel_mask)
     b0, bz, bf = (np.asarray(x)[used] for x in (s0.coeffs["beta"], zero.coeffs["beta"], free.coeffs["beta"]))
     # beta - lr*(task grad + 2*lambda*beta) = -lr*task grad when 2*lr*lambda = 1
@@ -221,3 +217,38 @@ def test_split_train_and_eval_blocks_equal_one_labelled_block():
     for a, b in zip(jax.tree.leaves(sa), jax.tree.leaves(sb)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
 
+
+
+
+def test_flat_all_clients_path_equals_per_client_path():
+    """The fast path (all clients in one flat graph, layer 2 on (target, relation) pairs) gives the
+    per-client backbone's logits (local and union relation slots) and the same FedHGN client
+    update (CE + alignment), with a padding client."""
+    from fgl_jax.nn.rgcn import init_backbone
+    from fgl_jax.systems.fedhgn import _client_update, _clients_update_flat, flat_logits, flatten_blocks
+    g = toy_hetero(1, n=(24, 15, 12), edges_per_type=30)
+    blocks, _ = build_hetero_blocks(list(random_edge_type_split(g, 3, seed=3).clients), num_clients=4)
+    fb = flatten_blocks(blocks)
+    cfg = FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=1, lr=0.5)
+    R, U = blocks.num_rel_local, blocks.num_emb_rows
+    store = jax.random.normal(jax.random.PRNGKey(6), (4, R, 3))
+
+    @jax.jit
+    def everything(keys):
+        pool, pmask = server_pool(store, blocks.rel_mask, jnp.ones(4, bool), jnp.arange(4), jax.random.PRNGKey(7))
+        p = jax.vmap(lambda k: init_backbone(k, max(R, blocks.num_rel_global), 3, U, 8, 3))(keys)
+        p["coeffs"]["beta"] = p["coeffs"]["beta"] * 2.0
+        logits = (jax.vmap(backbone_logits)(p, blocks, blocks.rel2_local, blocks.slots2_local), flat_logits(p, fb, False),
+                  jax.vmap(backbone_logits)(p, blocks, blocks.rel2_global, blocks.slots2_global), flat_logits(p, fb, True))
+        p["coeffs"]["beta"] = p["coeffs"]["beta"][:, :R]
+        a = _clients_update_flat(cfg, cfg.hparams(), p, fb, blocks.rel_mask, pool, pmask, p["shared"], jnp.ones(4))
+        b = jax.vmap(lambda p, blk, pl, pm: _client_update(cfg, cfg.hparams(), p, blk, pl, pm, p["shared"], 1.0))(
+            p, blocks, pool, pmask)
+        return logits, a, b
+    (ref_l, out_l, ref_g, out_g), (a, la), (b, lb) = everything(jax.random.split(jax.random.PRNGKey(0), 4))
+    np.testing.assert_allclose(out_l, ref_l, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out_g, ref_g, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(ref_l, ref_g)           # the two slot vocabularies differ
+    np.testing.assert_allclose(la, lb, rtol=1e-5, atol=1e-6)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-5)

@@ -72,6 +72,16 @@ def _z(rec, paper):
     return (rec["mean"] - paper[0]) / se, n
 
 
+def _official(ds, split, K, method, stem="results_official_split"):
+    """Our result on the authors' split file (experiments/fedhgn/official_split.py), if measured
+    (method None: the whole record of the setting, e.g. the early-stopping diagnostic)."""
+    f = OUT / f"{stem}.json"
+    if not f.exists() or ds != "aifb":
+        return None
+    rec = json.loads(f.read_text())["results"].get(f"{split}{K}")
+    return rec if method is None or rec is None else rec.get(method)
+
+
 def gap_reason(ds, split, K, method, rec, paper, floor, local=None):
     """One line on why |ours - paper| > 2 points (None when within 2). rec: our result record;
     paper: (mean, std) over the paper's 5 seeds; floor: majority-class accuracy of the split."""
@@ -86,6 +96,22 @@ def gap_reason(ds, split, K, method, rec, paper, floor, local=None):
                 f"paper {paper[0] - floor:+.1f} points from it (1 test compound = 1.5 points per client)"
                 + (f"; median best-validation round {best}" if best and best > 0 else ""))
     side = "above" if z > 0 else "below"
+    off = _official(ds, split, K, method)
+    if off is not None:
+        oz = _z(off, paper)[0]
+        same = abs(off["mean"] - paper[0]) <= 2 or abs(oz) < 2
+        note = (f"{side} by {abs(z):.1f} SE; on the authors' own split file {off['mean']:.2f}±{off['std']:.2f} "
+                f"(results_official_split.md): " + ("matches the paper, so the regenerated split explains the gap"
+                                                    if same else f"still {off['mean'] - paper[0]:+.1f} points "
+                                                    f"({abs(oz):.1f} SE), so the split does not explain it"))
+        es = _official(ds, split, K, None, stem="results_official_es")
+        if es is not None and not same and method == "fedhgn":
+            late, orc = es["mean_test_second_half"], es["max_test_oracle"]
+            note += (f"; trained on without stopping (results_official_es.md) the test accuracy averages "
+                     f"{late['mean']:.2f} over rounds 151-300 (best-test oracle {orc['mean']:.2f}): "
+                     + ("the 10-round patience stops before the paper's level"
+                        if abs(late["mean"] - paper[0]) <= 2 else "below the paper even without early stopping"))
+        return note
     if method in ("local",):
         return f"{side} by {abs(z):.1f} SE: regenerated split/validation carve-out (NumPy, seed 12345; official files unused)"
     if local is not None and local[0] is not None:
@@ -229,6 +255,13 @@ class Runner:
         lines += ["BGS is not reproduced: its triples file is not available offline (only its label files are); "
                   "AM likewise. Floors: `majority` = test-weighted accuracy of predicting each client's "
                   "majority training class.", ""]
+        if (OUT / "results_official_split.json").exists():
+            lines += ["AIFB splits here are regenerated with NumPy (seed 12345). `results_official_split.md` re-runs "
+                      "every AIFB setting on the authors' own split files (FedHGN repository, "
+                      "data/aifb-hetero/*.bin, read by `fgl_jax.data.hetero_dglbin`), with FedHGN variants at K = 3 "
+                      "(round-1 pool `code_quirk`/`zeros`, lambda = 0, B = 35); `results_official_es.md` measures what "
+                      "the 10-round patience costs there (test at patience 30, at the best validation round, and the "
+                      "best test round as an oracle). The gap notes quote the official-split numbers.", ""]
         for ds in self.args.datasets:
             c = R["central"].get(ds)
             lines.append(f"## {ds.upper()} (Central: {_cell(c)} "
