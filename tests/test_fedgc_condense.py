@@ -55,7 +55,7 @@ def test_weighted_federated_gradient_equals_centralised(relay):
     data = build_client_data(graphs, [h.dense_x() for h in graphs], relay=relay, cap=None, fanout=None)
     theta = init_relay(jax.random.PRNGKey(0), 10, 16, 3)
     ref = central_class_grads(theta, g, relay)
-    for axis in ("vmap", "scan"):
+    for axis in ("vmap", "scan", "fused"):
         fed = jax.jit(aggregated_client_grads, static_argnums=(3, 4, 5))(theta, data, jnp.int32(0), relay,
                                                                           "weighted", axis)
         assert max_diff(fed, ref) < 1e-5, axis

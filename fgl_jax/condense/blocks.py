@@ -194,21 +194,26 @@ def all_client_grads(theta: Params, data: ClientData, pool: Array, relay: str = 
 
 
 def aggregated_client_grads(theta: Params, data: ClientData, pool: Array, relay: str = "gcn",
-                            agg: str = "weighted", client_axis: str = "scan") -> Params:
+                            agg: str = "weighted", client_axis: str = "fused") -> Params:
     """Σ_j w_jc · g_jc (leaves [C, ...]): the clients' per-class gradients combined with the paper's
     weights, as the server receives them.
 
     client_axis="vmap": all clients at once (`all_client_grads`, [M, C, ...] uploads) then
-    `server.aggregate`. client_axis="scan": clients one after another in a lax.scan with a running
+    `server.aggregate`. client_axis="fused" (default): per class, the clients' losses vmapped
+    and weighted, then ONE backward pass: ∇_θ Σ_j w_jc L_jc = Σ_j w_jc ∇_θ L_jc by linearity, so the
+    server still receives exactly the weighted sum, and the weight gradient of the first layer is
+    one contraction over all clients' rows (~1.6x faster than "scan" on Cora). client_axis="scan": clients one after another in a lax.scan with a running
     weighted sum (what secure aggregation would hand the server); identical result, and about 3x
     faster on a CPU because the [M, C, d, hidden] upload tensor is never materialised.
     """
     from fgl_jax.condense.server import aggregate, aggregation_weights
     if client_axis == "vmap":
         return aggregate(all_client_grads(theta, data, pool, relay), data.counts, agg)
-    if client_axis != "scan":
-        raise ValueError(f"client_axis must be 'scan' or 'vmap', got {client_axis!r}")
+    if client_axis not in CLIENT_AXES:
+        raise ValueError(f"client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
     w = aggregation_weights(data.counts, agg)  # [M, C]
+    if client_axis == "fused":
+        return fused_client_grads(theta, data, pool, w, relay)
 
     def body(acc, xs):
         x, b, wj = xs
@@ -218,3 +223,29 @@ def aggregated_client_grads(theta: Params, data: ClientData, pool: Array, relay:
     c = data.counts.shape[1]
     acc0 = jax.tree.map(lambda a: jnp.zeros((c,) + a.shape, a.dtype), theta)
     return jax.lax.scan(body, acc0, (data.inputs, data.blocks, w))[0]
+
+
+CLIENT_AXES = ("fused", "scan", "vmap")
+
+
+def fused_client_grads(theta: Params, data: ClientData, pool: Array, w: Array, relay: str = "gcn") -> Params:
+    """Σ_j w_jc ∇_θ L_{j,c} for every class c (leaves [C, ...]) as one gradient of the weighted sum.
+
+    w: [M, C] aggregation weights. Per class, every client's block loss is evaluated under vmap
+    (clients stay a leading array axis) and the weighted sum is differentiated once.
+    """
+    out = []
+    for c, b in enumerate(data.blocks):
+        rows, nbr, weight, tmask = (jnp.take(a, pool, axis=1) for a in (b.rows, b.nbr, b.weight, b.tmask))
+        src = jax.vmap(lambda x, r: x[r])(data.inputs, rows)  # [M, R, d]
+
+        def loss(t, c=c, src=src, nbr=nbr, weight=weight, tmask=tmask):
+            def client_loss(s, n, wt, tm, wj):  # L_{j,c}: class-c NLL over client j's block
+                logp = jax.nn.log_softmax(relay_block(t, s, n, wt, relay), axis=-1)
+                m = tm.astype(logp.dtype)
+                return wj * (-(logp[:, c] * m).sum() / jnp.maximum(m.sum(), 1.0))
+
+            return jax.vmap(client_loss)(src, nbr, weight, tmask, w[:, c]).sum()
+
+        out.append(jax.grad(loss)(theta))
+    return jax.tree.map(lambda *g: jnp.stack(g), *out)

@@ -25,6 +25,7 @@ import numpy as np
 import optax
 
 from fgl_jax.batch import ClientBatch
+from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 
@@ -98,6 +99,9 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
     opt = _optimizer(cfg)
     ft_opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), optax.adam(cfg.lr))
 
+    def train_loss(p, b, k):  # cross-entropy on b's training nodes, dropout on
+        return masked_cross_entropy(model.apply(p, b, train=True, rngs={"dropout": k}), b.y, b.train_mask)
+
     def client_scores(params, clients):
         def one(p, b):
             logits = model.apply(p, b, train=False)
@@ -116,16 +120,9 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
         per_client_score = jax.vmap(score, in_axes=(None, 0))
         tile = lambda p: jax.tree.map(lambda a: jnp.broadcast_to(a, (m,) + a.shape), p)
 
-        def train_step(carry, k):
-            p, o = carry
-            g = jax.grad(lambda q: masked_cross_entropy(
-                model.apply(q, syn, train=True, rngs={"dropout": k}), syn.y, syn.train_mask))(p)
-            u, o = opt.update(g, o, p)
-            return (optax.apply_updates(p, u), o), None
-
         def chunk(carry, k):
             p, o, best_p, best_v, best_t = carry
-            (p, o), _ = jax.lax.scan(train_step, (p, o), jax.random.split(k, cfg.eval_every))
+            p, o, _ = local_train(train_loss, opt, cfg.eval_every, p, o, syn, k, 1.0)
             vc, vt, tc, tt = per_client_score(p, clients)
             v = vc / jnp.maximum(vt, 1.0)
             better = v > best_v
@@ -144,16 +141,9 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
         def finetune(p, b, k, vc_start, tc_start):
             o = ft_opt.init(p)
 
-            def step(carry, kk):
-                q, o = carry
-                g = jax.grad(lambda w: masked_cross_entropy(
-                    model.apply(w, b, train=True, rngs={"dropout": kk}), b.y, b.train_mask))(q)
-                u, o = ft_opt.update(g, o, q)
-                return (optax.apply_updates(q, u), o), None
-
             def ft_chunk(carry, kk):
                 q, o, bv, bt = carry
-                (q, o), _ = jax.lax.scan(step, (q, o), jax.random.split(kk, cfg.ft_eval_every))
+                q, o, _ = local_train(train_loss, ft_opt, cfg.ft_eval_every, q, o, b, kk, 1.0)
                 vc, _, tc, _ = score(q, b)
                 better = vc > bv
                 return (q, o, jnp.where(better, vc, bv), jnp.where(better, tc, bt)), None

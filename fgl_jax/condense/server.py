@@ -46,7 +46,7 @@ class CondenseConfig:
     adj_steps: int = 10
     outer: int = 1
     x_init_std: float = 0.01
-    client_axis: str = "scan"   # "scan" (sequential clients, running weighted sum) or "vmap"
+    client_axis: str = "fused"  # "fused" (vmapped clients, one backward of the weighted sum), "scan" or "vmap"
 
     def __post_init__(self):
         check_relay(self.relay)
@@ -60,8 +60,8 @@ class CondenseConfig:
         for name in ("lr_feat", "lr_adj", "x_init_std"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.client_axis not in ("scan", "vmap"):
-            raise ValueError(f"client_axis must be 'scan' or 'vmap', got {self.client_axis!r}")
+        if self.client_axis not in ("fused", "scan", "vmap"):
+            raise ValueError(f"client_axis must be one of ('fused', 'scan', 'vmap'), got {self.client_axis!r}")
         if not 0 <= self.adj_steps <= self.adj_period:
             raise ValueError(f"adj_steps must be in [0, adj_period], got {self.adj_steps}")
 
