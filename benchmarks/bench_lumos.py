@@ -9,6 +9,7 @@ update) and (b) a full epoch as `fgl_jax.federated.run` executes it (training st
 forward pass for best-val selection). Writes benchmarks/results/lumos.json.
 
     python benchmarks/bench_lumos.py [--data-dir ../shared/data] [--repeats 5] [--quick]
+    python benchmarks/bench_lumos.py --summarise   # re-derive the scaling table from lumos.json, no timing
 
 Trimming = greedy + MCMC with T = 30000 (direct arg-max; the chain length that reaches the paper's
 max workload 39, see experiments/results/lumos/results.md). encode=program: the LDP table is
@@ -101,6 +102,31 @@ def worker(args) -> None:
     print("RESULT " + json.dumps(out))
 
 
+def scaling_table(results: list[dict]) -> list[dict]:
+    """Epoch time vs number of devices: the GCN + MCMC + host-encoded rows, sorted by devices.
+
+    Derived from the measured rows (no new timing), so the growth with |V| reads off one list.
+    """
+    rows = [r for r in results if "error" not in r and r.get("backbone") == "gcn" and r.get("trim") == "mcmc"
+            and r.get("encode") == "host"]
+    out = []
+    for r in sorted(rows, key=lambda r: r["devices"]):
+        out.append({"devices": r["devices"], "edges": r["edges"], "tree_nodes": r["tree_nodes"],
+                    "max_workload": r["max_workload"], "epoch_median_s": round(r["epoch_median_s"], 4),
+                    "train_step_median_s": round(r["train_step_median_s"], 4),
+                    "us_per_tree_node": round(1e6 * r["epoch_median_s"] / max(1, r["tree_nodes"]), 3),
+                    "peak_rss_gb": round(r["peak_rss_gb"], 3), "construction_s": round(r["construction_s"], 2)})
+    return out
+
+
+def print_scaling(table: list[dict]) -> None:
+    print("devices | edges | tree nodes | max wl | epoch s | train step s | us/tree node | RSS GB | construction s")
+    for t in table:
+        print(f"{t['devices']} | {t['edges']} | {t['tree_nodes']} | {t['max_workload']} | {t['epoch_median_s']:.4f} | "
+              f"{t['train_step_median_s']:.4f} | {t['us_per_tree_node']:.3f} | {t['peak_rss_gb']:.2f} | "
+              f"{t['construction_s']:.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", default=None)
@@ -112,9 +138,17 @@ def main():
     ap.add_argument("--trim", default="mcmc")
     ap.add_argument("--encode", default="host", choices=["host", "program"])
     ap.add_argument("--mcmc-iters", type=int, default=30000)
+    ap.add_argument("--summarise", action="store_true",
+                    help="add/refresh the epoch-vs-devices table in the existing lumos.json (no timing)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
+    if args.summarise:
+        payload = json.loads((OUT / "lumos.json").read_text())
+        payload["epoch_vs_devices"] = scaling_table(payload["results"])
+        (OUT / "lumos.json").write_text(json.dumps(payload, indent=2))
+        print_scaling(payload["epoch_vs_devices"])
+        return
     configs = [dict(devices=22470, backbone="gcn", trim="mcmc", encode="host")]
     if not args.quick:
         configs += [dict(devices=22470, backbone="gcn", trim="mcmc", encode="program")]
@@ -147,12 +181,13 @@ def main():
     except OSError:
         load = None
     payload = {"targets": {"epoch_s": 1.0, "peak_rss_gb": 4.0, "construction_s": 30.0},
-               "results": results, "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+               "results": results, "epoch_vs_devices": scaling_table(results), "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                                                "load_average_at_end": load},
                "command": " ".join([Path(sys.executable).name] + sys.argv),
                "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "lumos.json").write_text(json.dumps(payload, indent=2))
+    print_scaling(payload["epoch_vs_devices"])
     print(f"wrote {OUT / 'lumos.json'}")
 
 

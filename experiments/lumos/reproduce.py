@@ -267,6 +267,11 @@ def main(argv=None):
                 runner.lumos({f"{k}/nott": 2.0}, g, x, dataclasses.replace(cfg, trim="none"), sp_, aux)
                 runner.lumos({f"{k}/novn_mmse": 2.0}, g, x, dataclasses.replace(cfg, tree="star", denoise="mmse"),
                              sp_, aux)
+                # w/o TT with the MMSE decoding: separates "trimming loses information" from "more noisy
+                # leaves under paper-literal recovery" (see the Facebook gaps section)
+                if not quick:   # keeps --quick (CI) as fast as before
+                    runner.lumos({f"{k}/nott_mmse": 2.0}, g, x, dataclasses.replace(cfg, trim="none", denoise="mmse"),
+                                 sp_, aux)
             else:
                 runner.lumos({f"{k}/eps{e}": e for e in eps_sweep}, g, x, cfg, sp_, aux)
                 runner.lumos({f"{k}/mmse_eps{e}": e for e in eps_sweep}, g, x,
@@ -285,6 +290,82 @@ def _pm(r):
     if not r:
         return "–"
     return f"{r['test']:.4f} ± {r['std']:.4f}" if len(r.get("values", [])) > 1 else f"{r['test']:.4f}"
+
+
+def _seed0(runs, k):
+    """The seed-0 value of a run (Facebook ablations / eps sweep have one seed: compare them paired with the
+    main run's seed 0, which is the same program seed, rather than with the 3-seed mean)."""
+    v = runs.get(k, {}).get("values")
+    return v[0] if v else None
+
+
+# One-line reasons for the Facebook gaps vs the paper; the evidence is noise_study.md (controlled variants,
+# one change each) and the per-seed values in results.json. Keyed like the rows of facebook_gaps().
+FB_REASONS = {
+    "node_central": "paper decoding: at d = 128, eps = 2 a recovered neighbour coordinate is +-C/2 ~ +-8 for a [0, 1] "
+                    "feature, so neighbour leaves hurt (noise_study: self_only 0.726 > eps2 0.582); MMSE removes the harm "
+                    "and lands within ~2 points of the paper's gap",
+    "link_central": "paper decoding is bimodal over seeds (one seed memorises the noise two endpoints share through "
+                    "their parent node, AUC < 0.5); with MMSE the neighbours' LDP features carry ~no signal and the "
+                    "positives are exactly the tree pairs (noise_study: disjoint_sup 0.813, leak_all_edges 0.846 -- "
+                    "the official code builds trees from all edges, which would narrow the gap)",
+    "node_eps": "paper decoding: the harm of the neighbour leaves scales with C ~ 2/eps', so lowering the noise helps "
+                "far more than in the paper; MMSE: shrinkage keeps the neighbour SNR s^2/(C^2/4) ~ 0 for all eps <= 4 "
+                "at d = 128, the model uses own features + POOL, which eps does not touch (flat)",
+    "link_eps": "same mechanism as the node task: gains under paper decoding follow the noise amplitude (and the "
+                "seed-dependent memorisation mode); MMSE is flat because the neighbour features carry ~no signal",
+    "node_novn": "the star mixes v's raw feature with all n noisy neighbours in one GCN aggregation, while a tree "
+                 "self-leaf depends only on its own pair (spec 3.1), so the raw own feature -- the only informative "
+                 "one at this noise level -- is diluted far more (w/o VN +MMSE falls below the own-feature "
+                 "central MLP of the main table)",
+    "link_novn": "paired with seed 0 it matches the paper within a point; the 3-seed-mean row in the ablation table "
+                 "is pulled down by the collapsed seed. With MMSE no variant gets neighbour feature signal, so the "
+                 "virtual nodes have nothing to add",
+    "node_nott": "paper decoding: untrimmed, every edge is in both endpoints' trees, so ~1.6x more noisy neighbour "
+                 "leaves per vertex (messages: Fig. 8 table) add noise; with MMSE the sign flips (w/o TT is better): "
+                 "trimming then does lose information -- a vertex receives POOL copies (which carry the tree "
+                 "owners' raw features) from fewer neighbours -- so the paper's '< 0.01 %' is not reproduced either way",
+    "link_nott": "untrimmed, every training edge has two shared noisy parent nodes, the memorisation channel of "
+                 "noise_study: paper decoding collapses early (best_round in results.json) to near-chance held-out AUC; "
+                 "with MMSE the gap shrinks to a few points",
+}
+
+
+def facebook_gaps(runs) -> list[str]:
+    """Facebook relative gaps vs the paper, paired (seed 0) where the comparison has one seed, with reasons."""
+    if "FB/node/gcn/lumos" not in runs and "FB/link/gcn/lumos" not in runs:
+        return []
+    g0 = lambda k: _seed0(runs, f"FB/{k}")
+    mean = lambda k: runs.get(f"FB/{k}", {}).get("test")
+    rows = [("node_central", "node: Lumos vs central (3-seed means)", rel(mean("node/gcn/lumos"), mean("node/gcn/central")),
+             rel(mean("node/gcn/lumos_mmse"), mean("node/gcn/central")), f"{PAPER['sup_vs_central'][('FB', 'gcn')]:+.2f}"),
+            ("link_central", "link: Lumos vs central (3-seed means)", rel(mean("link/gcn/lumos"), mean("link/gcn/central")),
+             rel(mean("link/gcn/lumos_mmse"), mean("link/gcn/central")), f"{PAPER['link_vs_central'][('FB', 'gcn')]:+.2f}")]
+    for task, pk in (("node", "eps_sup"), ("link", "eps_link")):
+        b, bm = g0(f"{task}/gcn/eps0.5"), g0(f"{task}/gcn/mmse_eps0.5")
+        if b is None and bm is None:
+            continue
+        for e in (1.0, 2.0, 4.0):
+            rows.append((f"{task}_eps", f"{task}: gain eps={e:g} vs 0.5", rel(g0(f"{task}/gcn/eps{e}"), b),
+                         rel(g0(f"{task}/gcn/mmse_eps{e}"), bm), f"{PAPER[pk]['FB'][int(e)]:+.2f}"))
+    for task, pk in (("node", "sup"), ("link", "link")):
+        if g0(f"{task}/gcn/novn") is not None:
+            rows.append((f"{task}_novn", f"{task}: Lumos vs w/o VN (seed 0)", rel(g0(f"{task}/gcn/lumos"), g0(f"{task}/gcn/novn")),
+                         rel(g0(f"{task}/gcn/lumos_mmse"), g0(f"{task}/gcn/novn_mmse")),
+                         f"{PAPER[pk + '_vs_novn'][('FB', 'gcn')]:+.2f}"))
+        if g0(f"{task}/gcn/nott") is not None:
+            rows.append((f"{task}_nott", f"{task}: Lumos vs w/o TT (seed 0)", rel(g0(f"{task}/gcn/lumos"), g0(f"{task}/gcn/nott")),
+                         rel(g0(f"{task}/gcn/lumos_mmse"), g0(f"{task}/gcn/nott_mmse")), "< 0.01"))
+    L = ["## Facebook: relative gaps vs the paper, with reasons\n",
+         "Ablations and the eps sweep ran with one seed on Facebook, so they are compared with the main run's seed 0 "
+         "(the same program seed: the eps = 2 sweep member equals the main run's seed-0 value). Gains in %, "
+         "100·(a−b)/b. Reasons rest on noise_study.md (controlled one-change variants) and the per-seed values in "
+         "results.json.\n",
+         "| comparison | ours, paper decoding | ours, MMSE | paper | why the gap |", "|---|---|---|---|---|"]
+    for key, label, a, m, p in rows:
+        L.append(f"| {label} | {_fmt(a, True)} | {_fmt(m, True)} | {p} | {FB_REASONS[key]} |")
+    L.append("")
+    return L
 
 
 def render(res, args) -> str:
@@ -313,7 +394,10 @@ def render(res, args) -> str:
              "real features are not available offline), so LastFM numbers are structure-only. Naive FedGNN uses "
              "the expected (mean-field) RR adjacency with GCN (`--naive-adjacency`), because the sampled RR graph "
              "has ~30 M false edges on Facebook; naive GAT is therefore not run. `mlp` = centralised MLP on a "
-             "device's own features (no neighbour information at all).\n")
+             "device's own features (no neighbour information at all). GAT is not run on Facebook (`--no-gat-on "
+             "facebook`): one GAT epoch over all 22,470 device trees (train step + evaluation) measured 6-8 s and "
+             "3.5 GB peak RSS under load (the gat row of benchmarks/results/lumos.json), i.e. > 10 min per 100-epoch "
+             "run, about 12x the GCN epoch.\n")
     L.append("## Workload trimming (Fig. 7) and messages\n")
     L.append("| dataset | edges | max degree (no TT) | greedy max | MCMC max @ paper T | MCMC max @ long T | "
              "first T reaching paper's max | lower bound on T | exact optimum | msg saving (long T) | paper |")
@@ -361,8 +445,8 @@ def render(res, args) -> str:
         L.append("")
     L.append("## Ablations (Fig. 6): without virtual nodes (star), without trimming\n")
     L.append("| setting | Lumos | w/o VN | Lumos vs w/o VN (paper) | Lumos+MMSE | w/o VN +MMSE | Lumos+MMSE vs w/o VN "
-             "+MMSE (paper) | w/o TT | Lumos vs w/o TT (paper: < 0.01 %) |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
+             "+MMSE (paper) | w/o TT | Lumos vs w/o TT (paper: < 0.01 %) | w/o TT +MMSE | Lumos+MMSE vs w/o TT +MMSE |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for task in ("node", "link"):
         pk = "sup" if task == "node" else "link"
         for s_ in ("FB", "LFM"):
@@ -372,8 +456,10 @@ def render(res, args) -> str:
             p_ = PAPER[pk + "_vs_novn"][(s_, "gcn")]
             lu, v, lm, vm, t = (get(f"{k}/lumos"), get(f"{k}/novn"), get(f"{k}/lumos_mmse"), get(f"{k}/novn_mmse"),
                                 get(f"{k}/nott"))
+            tm = get(f"{k}/nott_mmse")
             L.append(f"| {task} {s_} gcn | {_fmt(lu)} | {_fmt(v)} | {_fmt(rel(lu, v), True)} ({p_:+.2f}) | {_fmt(lm)} | "
-                     f"{_fmt(vm)} | {_fmt(rel(lm, vm), True)} ({p_:+.2f}) | {_fmt(t)} | {_fmt(rel(lu, t), True)} |")
+                     f"{_fmt(vm)} | {_fmt(rel(lm, vm), True)} ({p_:+.2f}) | {_fmt(t)} | {_fmt(rel(lu, t), True)} | "
+                     f"{_fmt(tm)} | {_fmt(rel(lm, tm), True)} |")
     L.append("\nThe ablation runs use the aux seeds; Lumos / Lumos+MMSE are the main runs.\n")
     L.append("## Effect of ε (Fig. 5; GCN; relative gain vs ε = 0.5)\n")
     L.append("| setting | decoding | ε=0.5 | ε=1 | ε=2 | ε=4 | gain ε=1 (paper) | gain ε=2 (paper) | gain ε=4 (paper) |")
@@ -391,6 +477,7 @@ def render(res, args) -> str:
                          f"{_fmt(rel(vals[2.0], base), True)} ({pk[2]:+.2f}) | {_fmt(rel(vals[4.0], base), True)} "
                          f"({pk[4]:+.2f}) |")
     L.append("")
+    L.extend(facebook_gaps(runs))
     L.append("## Effect of trimming on the system (Fig. 8)\n")
     L.append("Messages = device-to-device messages per device per epoch (forward leaf embeddings, plus positive and "
              "negative embedding requests in the link task). Epoch time = simulation wall-clock per epoch of one "
