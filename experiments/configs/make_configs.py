@@ -156,6 +156,13 @@ def cells_lumos():
                          f"{m.PAPER['sup_vs_novn' if task == 'node' else 'link_vs_novn'][(short, 'gcn')]} %"], "0"))
             out.append((f"ablation_{ds}_{task}_gcn_notrim", {**base, "model": "gcn", "task": task, "trim": "none"},
                         [f"Fig. 8: without workload trimming, {task} task on {ds}"], "0"))
+            # the same cells with the receiver-side MMSE decoding (beyond the paper; lumos/noise_study.md)
+            for stem, extra in (("main", {}), ("ablation_star", {"tree": "star"}),
+                                ("ablation_notrim", {"trim": "none"})):
+                out.append((f"{stem}_{ds}_{task}_gcn_mmse", {**base, "model": "gcn", "task": task, **extra,
+                                                            "denoise": "mmse"},
+                            [f"Lumos+MMSE ({stem.replace('_', ' ')}), {task} task on {ds}: the {stem} cell with "
+                             "denoise=mmse (not in the paper; see lumos/results.md)"], "0"))
             for eps in (0.5, 1.0, 4.0):
                 out.append((f"eps_{ds}_{task}_gcn_eps{eps}", {**base, "model": "gcn", "task": task,
                                                                 "epsilon": str(eps)},
