@@ -36,7 +36,7 @@ cells = [
         "                  ib=IBConfig(hidden=64 if QUICK else 256, epochs=10 if QUICK else 100,\n"
         "                              dim=64 if QUICK else None, decoder_hidden=64 if QUICK else 256),\n"
         "                  eval=EvalConfig(iters=100 if QUICK else 600, decay_at=50 if QUICK else 300,\n"
-        "                                  finetune_steps=10 if QUICK else 30))\n"
+        "                                  finetune_steps=0 if QUICK else 30))  # quick: no fine-tuning (saves its compile)\n"
         "mia_cfg = MIAConfig(iters=50 if QUICK else 600, attack_epochs=50 if QUICK else 300)\n"
         "shadow = prepare_shadow(jax.random.PRNGKey(0), normalize_features(graph), mia_cfg)\n"
         "results = {}\n"

@@ -157,7 +157,7 @@ def shadow_attack(key: Array, graph: Graph, pool: dict, cfg: MIAConfig):
     local = -np.ones(graph.num_nodes, np.int64)
     local[v_rest] = np.arange(v_rest.size)
     batch = jax.tree.map(lambda a: a[0], full_graph_batch(sub))
-    train = np.zeros(sub.num_nodes, bool)
+    train = np.zeros(batch.y.shape[0], bool)  # the batch may pad nodes past sub.num_nodes
     train[local[pool["s_in"]]] = True
     model, params = train_gcn(k_s, batch, jnp.asarray(train), graph.num_features, graph.num_classes, cfg)
     post = posteriors(model, params, batch)
