@@ -193,6 +193,10 @@ def main(argv=None):
                     help="override --aux-seeds on Facebook only (time budget)")
     ap.add_argument("--no-gat-on", nargs="*", default=["facebook"],
                     help="datasets where GAT runs are skipped (FB GAT epochs take ~10x GCN's on this CPU)")
+    ap.add_argument("--facebook-gat-seeds", type=int, default=None,
+                    help="override --seeds for the GAT main runs on Facebook only (a GAT epoch there is ~6 s)")
+    ap.add_argument("--facebook-gat-tasks", nargs="+", choices=("node", "link"), default=["node", "link"],
+                    help="tasks of the GAT main runs on Facebook (time budget)")
     ap.add_argument("--naive-adjacency", choices=("expected", "sampled"), default="expected",
                     help="naive FedGNN adjacency: expected (mean-field RR, GCN only) or sampled RR graph")
     ap.add_argument("--resume", action="store_true", help="keep finished runs from results.json")
@@ -248,14 +252,19 @@ def main(argv=None):
             continue
         ep = args.facebook_epochs if (name == "facebook" and args.facebook_epochs) else epochs
         aux = (args.facebook_aux_seeds if (name == "facebook" and args.facebook_aux_seeds) else args.aux_seeds)
+        fb_gat = name == "facebook" and bb == "gat"
+        main_seeds = args.facebook_gat_seeds if (fb_gat and args.facebook_gat_seeds) else args.seeds
         for task in ("node", "link"):
+            if fb_gat and task not in args.facebook_gat_tasks:
+                continue
             sp_ = split if task == "link" else None
             cfg = LumosConfig(backbone=bb, task=task, epochs=ep, mcmc_iters=long_iters, mcmc_argmax="direct")
             k = f"{short}/{task}/{bb}"
             if phase == "main":
-                runner.lumos({f"{k}/lumos": 2.0}, g, x, cfg, sp_, args.seeds)
-                runner.lumos({f"{k}/lumos_mmse": 2.0}, g, x, dataclasses.replace(cfg, denoise="mmse"), sp_, args.seeds)
-                runner.record(f"{k}/central", lambda s, c=cfg: train_central(g, x, dataclasses.replace(c, seed=s), sp_))
+                runner.lumos({f"{k}/lumos": 2.0}, g, x, cfg, sp_, main_seeds)
+                runner.lumos({f"{k}/lumos_mmse": 2.0}, g, x, dataclasses.replace(cfg, denoise="mmse"), sp_, main_seeds)
+                runner.record(f"{k}/central", lambda s, c=cfg: train_central(g, x, dataclasses.replace(c, seed=s), sp_),
+                              main_seeds)
                 if bb == "gcn":
                     runner.record(f"{short}/{task}/mlp/central", lambda s, c=cfg: train_central(
                         g, x, dataclasses.replace(c, seed=s), sp_, backbone="mlp"))
@@ -376,7 +385,9 @@ def render(res, args) -> str:
              "not available). Test metric at the best-validation epoch; accuracy (node task) or ROC-AUC (link task); "
              f"mean ± std over seeds. Seeds: {args.seeds} for the main comparisons, {args.aux_seeds} for ablations "
              f"and the ε sweep" + (f" ({args.facebook_aux_seeds} on Facebook)" if getattr(args, "facebook_aux_seeds", None)
-                                   else "") + f". Epochs: {args.epochs}"
+                                   else "")
+             + (f"; Facebook GAT main runs: {args.facebook_gat_seeds}" if getattr(args, "facebook_gat_seeds", None)
+                else "") + f". Epochs: {args.epochs}"
              + (f" (Facebook: {args.facebook_epochs})" if getattr(args, "facebook_epochs", None) else "") + ".\n")
     L.append("**Lumos** = the paper's mechanism as printed (one-bit encoder, Eq. 27 recovery). **Lumos+MMSE** = the "
              "same encoder, with the receiving device shrinking the recovered x'' towards the midpoint by the linear "
