@@ -405,8 +405,11 @@ def render(res, args) -> str:
              "real features are not available offline), so LastFM numbers are structure-only. Naive FedGNN uses "
              "the expected (mean-field) RR adjacency with GCN (`--naive-adjacency`), because the sampled RR graph "
              "has ~30 M false edges on Facebook; naive GAT is therefore not run. `mlp` = centralised MLP on a "
-             "device's own features (no neighbour information at all). GAT is not run on Facebook (`--no-gat-on "
-             "facebook`): one GAT epoch over all 22,470 device trees (train step + evaluation) measured 6-8 s and "
+             "device's own features (no neighbour information at all). "
+             + ("GAT on Facebook: only the runs in the tables (`--facebook-gat-tasks`, `--facebook-gat-seeds`)"
+                if any(k.startswith("FB/") and "/gat/" in k for k in runs) else
+                "GAT is not run on Facebook (`--no-gat-on facebook`)")
+             + ": one GAT epoch over all 22,470 device trees (train step + evaluation) measured 6-8 s and "
              "3.5 GB peak RSS under load (the gat row of benchmarks/results/lumos.json), i.e. > 10 min per 100-epoch "
              "run, about 12x the GCN epoch.\n")
     L.append("## Workload trimming (Fig. 7) and messages\n")
