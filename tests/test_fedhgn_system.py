@@ -166,7 +166,7 @@ def test_train_runs_and_bad_config_errors():
         train(cfg, data, 1, max_rounds=6, chunk=3)
     with pytest.raises(ValueError, match="on_nonfinite"):
         train(cfg, data, 0, on_nonfinite="ignore")
-    with pytest.raises(ValueError, match="unknown method"):
+    with pytest.raises(ValueError, match="method: unknown value"):
         FedHGNConfig(method="fedsgd")
     with pytest.raises(ValueError, match="client_fraction"):
         FedHGNConfig(client_fraction=0.0)

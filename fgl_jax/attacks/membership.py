@@ -20,6 +20,7 @@ from fgl_jax.batch import ClientBatch, full_graph_batch
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
+from fgl_jax import validate as V
 
 Array = jax.Array
 
@@ -37,10 +38,9 @@ class MIAConfig:
     max_pool: int = 2000
 
     def __post_init__(self):
-        if self.iters <= 0 or self.attack_epochs <= 0 or self.max_pool <= 0:
-            raise ValueError("MIAConfig: iters, attack_epochs and max_pool must be positive")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"MIAConfig.dropout must be in [0, 1), got {self.dropout}")
+        for name in ("iters", "attack_epochs", "max_pool"):
+            V.at_least("MIAConfig", name, getattr(self, name), 1)
+        V.in_interval("MIAConfig", "dropout", self.dropout, 0.0, 1.0, closed="left")
 
 
 def auc(scores, labels) -> float:

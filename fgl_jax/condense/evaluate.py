@@ -28,6 +28,7 @@ from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
+from fgl_jax import validate as V
 
 Array = jax.Array
 
@@ -49,15 +50,13 @@ class EvalConfig:
 
     def __post_init__(self):
         for name in ("hidden", "num_layers", "iters", "eval_every", "runs"):
-            if int(getattr(self, name)) <= 0:
-                raise ValueError(f"EvalConfig.{name} must be positive, got {getattr(self, name)}")
+            V.at_least("EvalConfig", name, getattr(self, name), 1)
         if self.iters % self.eval_every:
             raise ValueError(f"EvalConfig.iters={self.iters} must be a multiple of eval_every={self.eval_every}")
         if self.finetune_steps and (self.ft_eval_every <= 0 or self.finetune_steps % self.ft_eval_every):
             raise ValueError(f"EvalConfig.finetune_steps={self.finetune_steps} must be a multiple of "
                              f"ft_eval_every={self.ft_eval_every}")
-        if self.finetune_steps < 0:
-            raise ValueError(f"EvalConfig.finetune_steps must be >= 0, got {self.finetune_steps}")
+        V.non_negative("EvalConfig", "finetune_steps", self.finetune_steps)
 
 
 def dense_graph_batch(a: Array, x: Array, y: Array) -> ClientBatch:

@@ -18,6 +18,7 @@ from fgl_jax.condense.labels import synthetic_labels
 from fgl_jax.condense.match import DISTANCES, class_coefficients, matching_loss
 from fgl_jax.condense.pge import init_pge, pge_adjacency
 from fgl_jax.condense.relay import Params, check_relay, init_relay, normalize_dense
+from fgl_jax import validate as V
 
 Array = jax.Array
 AGGREGATIONS = ("weighted", "uniform")
@@ -50,20 +51,15 @@ class CondenseConfig:
 
     def __post_init__(self):
         check_relay(self.relay)
-        if self.dist not in DISTANCES:
-            raise ValueError(f"dist must be one of {DISTANCES}, got {self.dist!r}")
-        if self.agg not in AGGREGATIONS:
-            raise ValueError(f"agg must be one of {AGGREGATIONS}, got {self.agg!r}")
+        own = "CondenseConfig"
+        V.one_of(own, "dist", self.dist, DISTANCES)
+        V.one_of(own, "agg", self.agg, AGGREGATIONS)
         for name in ("hidden", "pge_hidden", "adj_period", "outer"):
-            if int(getattr(self, name)) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+            V.at_least(own, name, getattr(self, name), 1)
         for name in ("lr_feat", "lr_adj", "x_init_std"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.client_axis not in ("fused", "scan", "vmap"):
-            raise ValueError(f"client_axis must be one of ('fused', 'scan', 'vmap'), got {self.client_axis!r}")
-        if not 0 <= self.adj_steps <= self.adj_period:
-            raise ValueError(f"adj_steps must be in [0, adj_period], got {self.adj_steps}")
+            V.positive(own, name, getattr(self, name))
+        V.one_of(own, "client_axis", self.client_axis, ("fused", "scan", "vmap"))
+        V.in_interval(own, "adj_steps", self.adj_steps, 0, self.adj_period, closed="both")
 
 
 @flax.struct.dataclass

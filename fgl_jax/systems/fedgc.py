@@ -40,6 +40,7 @@ from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
 from fgl_jax.partition import label_dirichlet_partition
+from fgl_jax import validate as V
 
 Array = jax.Array
 PROTOCOLS = ("val", "paper")
@@ -112,15 +113,13 @@ class FedGCConfig:
 
     def __post_init__(self):
         check_rate(self.rate)
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
-        if self.num_clients <= 0 or self.rounds <= 0 or self.l_hop < 0:
-            raise ValueError(f"num_clients and rounds must be positive and l_hop >= 0, got "
-                             f"{self.num_clients}, {self.rounds}, {self.l_hop}")
-        if not self.beta > 0:
-            raise ValueError(f"beta must be positive, got {self.beta}")
-        if self.feature_norm not in ("row", "standard", "none"):
-            raise ValueError(f"feature_norm must be 'row', 'standard' or 'none', got {self.feature_norm!r}")
+        own = "FedGCConfig"
+        V.one_of(own, "protocol", self.protocol, PROTOCOLS)
+        V.at_least(own, "num_clients", self.num_clients, 1)
+        V.at_least(own, "rounds", self.rounds, 1)
+        V.non_negative(own, "l_hop", self.l_hop)
+        V.positive(own, "beta", self.beta)
+        V.one_of(own, "feature_norm", self.feature_norm, ("row", "standard", "none"))
         bad = [r for r in self.eval_rounds if not 0 < r <= self.rounds]
         if bad:
             raise ValueError(f"eval_rounds {bad} outside (0, rounds={self.rounds}]")

@@ -55,6 +55,7 @@ from fgl_jax.federated.algorithm import FederatedAlgorithm
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn.rgcn import HeteroBlocks, backbone_logits, build_hetero_blocks, init_backbone
 from fgl_jax.partition.hetero import SPLIT_SEED, split_hetero
+from fgl_jax import validate as V
 
 __all__ = ["FedHGNConfig", "FedHGNState", "HeteroFedData", "METHODS", "alignment_loss", "server_pool",
            "server_aggregate", "fedhgn", "make_fed_data", "hetero_fed_data", "prepare_clients", "train", "early_stop",
@@ -90,18 +91,16 @@ class FedHGNConfig:
     shuffle_pool: bool = True
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; choose one of {METHODS}")
-        if self.num_bases < 1 and self.decomposed:
-            raise ValueError(f"num_bases must be >= 1 for {self.method}, got {self.num_bases}")
-        if self.local_steps < 1:
-            raise ValueError(f"local_steps must be >= 1, got {self.local_steps}")
-        if not 0 < self.client_fraction <= 1:
-            raise ValueError(f"client_fraction must be in (0, 1], got {self.client_fraction}")
-        if self.round1_align not in ("zeros", "skip", "code_quirk"):
-            raise ValueError(f"round1_align must be zeros, skip or code_quirk, got {self.round1_align!r}")
-        if self.align_lambda < 0 or self.prox_mu < 0 or self.lr <= 0:
-            raise ValueError("align_lambda and prox_mu must be >= 0 and lr > 0")
+        own = "FedHGNConfig"
+        V.one_of(own, "method", self.method, METHODS)
+        if self.decomposed:
+            V.at_least(own, "num_bases", self.num_bases, 1)
+        V.at_least(own, "local_steps", self.local_steps, 1)
+        V.in_interval(own, "client_fraction", self.client_fraction, 0.0, 1.0, closed="right")
+        V.one_of(own, "round1_align", self.round1_align, ("zeros", "skip", "code_quirk"))
+        V.non_negative(own, "align_lambda", self.align_lambda)
+        V.non_negative(own, "prox_mu", self.prox_mu)
+        V.positive(own, "lr", self.lr)
 
     # which mechanism each method uses
     @property

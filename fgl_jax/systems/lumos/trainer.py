@@ -35,6 +35,7 @@ from fgl_jax.privacy import onebit
 from fgl_jax.systems.lumos import workload as wlmod
 from fgl_jax.systems.lumos.model import Lumos
 from fgl_jax.systems.lumos.trees import TreeBatch, TreeMeta, build_trees
+from fgl_jax import validate as V
 
 TASKS = ("node", "link")
 TRIMS = ("none", "greedy", "mcmc", "exact")
@@ -77,25 +78,17 @@ class LumosConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"LumosConfig: task must be one of {TASKS}, got {self.task!r}")
-        if self.trim not in TRIMS:
-            raise ValueError(f"LumosConfig: trim must be one of {TRIMS}, got {self.trim!r}")
-        if self.backbone not in ("gcn", "gat"):
-            raise ValueError(f"LumosConfig: backbone must be 'gcn' or 'gat', got {self.backbone!r}")
-        if not (self.epsilon > 0) or math.isnan(self.epsilon):
-            raise ValueError(f"LumosConfig: epsilon must be > 0 (inf disables LDP), got {self.epsilon!r}")
+        own = "LumosConfig"
+        V.one_of(own, "task", self.task, TASKS)
+        V.one_of(own, "trim", self.trim, TRIMS)
+        V.one_of(own, "backbone", self.backbone, ("gcn", "gat"))
+        V.positive(own, "epsilon", self.epsilon)  # inf disables LDP
         for name in ("hidden", "num_layers", "heads", "epochs"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"LumosConfig: {name} must be >= 1, got {getattr(self, name)!r}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"LumosConfig: dropout must be in [0, 1), got {self.dropout!r}")
-        if self.denoise not in ("none", "mmse"):
-            raise ValueError(f"LumosConfig: denoise must be 'none' or 'mmse', got {self.denoise!r}")
-        if self.mcmc_argmax not in ("alg3", "direct"):
-            raise ValueError(f"LumosConfig: mcmc_argmax must be 'alg3' or 'direct', got {self.mcmc_argmax!r}")
-        if self.mcmc_iters < 0:
-            raise ValueError(f"LumosConfig: mcmc_iters must be >= 0, got {self.mcmc_iters}")
+            V.at_least(own, name, getattr(self, name), 1)
+        V.in_interval(own, "dropout", self.dropout, 0.0, 1.0, closed="left")
+        V.one_of(own, "denoise", self.denoise, ("none", "mmse"))
+        V.one_of(own, "mcmc_argmax", self.mcmc_argmax, ("alg3", "direct"))
+        V.non_negative(own, "mcmc_iters", self.mcmc_iters)
 
 
 @flax.struct.dataclass
