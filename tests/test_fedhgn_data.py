@@ -187,3 +187,34 @@ def test_official_aifb_re3_split_matches_table5():
     assert np.mean([g.train_mask.sum() for g in gs]) == pytest.approx(110.67, abs=0.01)
     assert np.mean([g.val_mask.sum() for g in gs]) == pytest.approx(27.67, abs=0.01)
     assert all(len(g.canonical_etypes) == 104 for g in gs)
+
+
+def test_official_bin_reader_truncated_record(tmp_path):
+    """An NDArray record whose declared payload runs past the end of the file: a ValueError naming
+    the file, not a struct.error or a short silent array."""
+    import struct
+    from fgl_jax.data.hetero_dglbin import load_official_split, _GRAPH_MAGIC, _NDARRAY_MAGIC
+    rec = _NDARRAY_MAGIC + b"\x00" * 16 + struct.pack("<IBBH", 1, 0, 64, 1) + struct.pack("<qq", 100, 800)
+    f = tmp_path / "trunc.bin"
+    f.write_bytes(_GRAPH_MAGIC + b"\x00" * 8 + rec + b"\x01" * 40)
+    with pytest.raises(ValueError, match="trunc.bin: truncated"):
+        load_official_split(f)
+    f.write_bytes(_GRAPH_MAGIC + b"\x00" * 8 + rec[:30])
+    with pytest.raises(ValueError, match="trunc.bin: truncated"):
+        load_official_split(f)
+
+
+def test_official_bin_reader_truncated_real_file(tmp_path):
+    """Cut the authors' file at many points: every cut gives a ValueError naming the file."""
+    import os
+    from pathlib import Path
+    from fgl_jax.data.hetero_dglbin import load_official_split
+    src = Path(os.environ.get("FEDHGN_OFFICIAL_BIN_DIR") or "/nonexistent") / "aifb-hetero_random-edges_3.bin"
+    if not src.exists():
+        pytest.skip("official FedHGN split files not available (set FEDHGN_OFFICIAL_BIN_DIR)")
+    buf = src.read_bytes()
+    f = tmp_path / "cut.bin"
+    for frac in (0.001, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.9999):
+        f.write_bytes(buf[:int(len(buf) * frac)])
+        with pytest.raises(ValueError, match="cut.bin"):
+            load_official_split(f)

@@ -37,13 +37,20 @@ def _ndarrays(buf: bytes, path) -> list[tuple[int, int, np.ndarray]]:
     out = []
     for m in re.finditer(re.escape(_NDARRAY_MAGIC), buf):
         p = m.start()
+        if p + 32 > len(buf):
+            raise ValueError(f"{path}: truncated file: NDArray header at byte {p} runs past the end ({len(buf)} bytes)")
         ndim, = struct.unpack_from("<I", buf, p + 24)
         code, bits, _lanes = struct.unpack_from("<BBH", buf, p + 28)
         if ndim > 8 or (code, bits) not in _DTYPES:
             raise ValueError(f"{path}: unsupported NDArray record at byte {p} (ndim {ndim}, dtype {code}/{bits})")
+        if p + 40 + 8 * ndim > len(buf):
+            raise ValueError(f"{path}: truncated file: NDArray header at byte {p} runs past the end ({len(buf)} bytes)")
         shape = struct.unpack_from(f"<{ndim}q", buf, p + 32)
         nbytes, = struct.unpack_from("<q", buf, p + 32 + 8 * ndim)
         start = p + 40 + 8 * ndim
+        if nbytes < 0 or start + nbytes > len(buf) or nbytes != int(np.prod(shape)) * bits // 8:
+            raise ValueError(f"{path}: truncated or malformed file: NDArray at byte {p} declares {nbytes} bytes "
+                             f"for shape {tuple(shape)}, {len(buf) - start} bytes remain")
         arr = np.frombuffer(buf[start:start + nbytes], _DTYPES[(code, bits)])
         out.append((p, start + nbytes, arr.reshape(shape)))
     return out
@@ -77,6 +84,13 @@ def read_dgl_bin(path: Union[str, Path]) -> tuple[list[dict], int]:
     A = _ndarrays(buf, path)
     if len(A) < 4:
         raise ValueError(f"{path}: no graph records found")
+    try:
+        return _parse(buf, A, path)
+    except (IndexError, KeyError, struct.error) as e:  # a record the layout below does not expect
+        raise ValueError(f"{path}: truncated or malformed DGL graph file ({type(e).__name__}: {e})") from None
+
+
+def _parse(buf: bytes, A: list, path: Path) -> tuple[list[dict], int]:
     num_classes = int(A[0][2].reshape(-1)[0])
     # A graph's type names sit in one long gap before the next graph's metagraph.
     starts = [1] + [k for k in range(2, len(A)) if A[k][0] - A[k - 1][1] > 100]
