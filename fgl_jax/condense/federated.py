@@ -11,7 +11,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.condense.blocks import ClientData, aggregated_client_grads
+from fgl_jax.condense.blocks import ClientData, aggregated_client_grads, private_aggregated_client_grads
 from fgl_jax.condense.server import CondenseState, Condenser
 
 Array = jax.Array
@@ -27,7 +27,12 @@ def fed_round(condenser: Condenser, state: CondenseState, data: ClientData, key:
         # the outer steps reuse θ with the clients' next sample pool (spec §2.1, arxiv outer=5)
         pool = (state.round * cfg.outer + o) % data.num_pools
         # clients compute per-class gradients at θ; only their weighted sum reaches the server
-        g_real = aggregated_client_grads(theta, data, pool, cfg.relay, cfg.agg, cfg.client_axis)
+        if cfg.ldp:  # LDP baseline: each client privatises its own upload (key independent of θ's)
+            k_ldp = jax.random.fold_in(jax.random.fold_in(key, 0x1D9), o)
+            g_real = private_aggregated_client_grads(theta, data, pool, k_ldp, cfg.ldp_clip, cfg.ldp_noise,
+                                                     cfg.relay, cfg.agg)
+        else:
+            g_real = aggregated_client_grads(theta, data, pool, cfg.relay, cfg.agg, cfg.client_axis)
         state, loss = condenser.step(state, g_real, theta, lr_feat, lr_adj)         # server: aggregate only
         losses.append(loss)
     return state.replace(round=state.round + 1), jnp.mean(jnp.stack(losses))

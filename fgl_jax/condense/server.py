@@ -6,7 +6,7 @@ own state (X', Φ, two Adam states): never client data (privacy boundary visible
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import flax
 import jax
@@ -48,6 +48,11 @@ class CondenseConfig:
     outer: int = 1
     x_init_std: float = 0.01
     client_axis: str = "fused"  # "fused" (vmapped clients, one backward of the weighted sum), "scan" or "vmap"
+    # LDP defence baseline (Table 2): each client clips its upload per coordinate to [-ldp_clip, ldp_clip]
+    # and adds Laplace(0, ldp_noise) (None = clip only) before aggregation; None/None = off (default).
+    # When on, clients run one after another (`blocks.private_aggregated_client_grads`), not `client_axis`.
+    ldp_clip: Optional[float] = None
+    ldp_noise: Optional[float] = None
 
     def __post_init__(self):
         check_relay(self.relay)
@@ -60,6 +65,15 @@ class CondenseConfig:
             V.positive(own, name, getattr(self, name))
         V.one_of(own, "client_axis", self.client_axis, ("fused", "scan", "vmap"))
         V.in_interval(own, "adj_steps", self.adj_steps, 0, self.adj_period, closed="both")
+        if self.ldp_clip is not None or self.ldp_noise is not None:
+            from fgl_jax.condense.blocks import check_ldp
+            if self.ldp_clip is None:
+                raise ValueError(f"CondenseConfig.ldp_noise={self.ldp_noise!r} needs ldp_clip (bounded sensitivity)")
+            check_ldp(self.ldp_clip, self.ldp_noise)
+
+    @property
+    def ldp(self) -> bool:
+        return self.ldp_clip is not None
 
 
 @flax.struct.dataclass

@@ -12,6 +12,13 @@ Reads top to bottom like Algorithm 1 (spec §2.7):
   15 evaluation of GNNs trained on G' on the clients' test nodes   `condense.evaluate`
   MIA (honest-but-curious server)                                  `fgl_jax.attacks.membership`
 
+Table 2's defence baselines replace line 6 (`FedGCConfig.defence`, App. D): "none" (FedGC†, raw X),
+"pl" (line 5's pseudo-labels become the condensation targets on every labelled own node, raw X;
+N' and Y' still follow the training counts) and "ldp" (FedGC† whose clients clip every uploaded
+gradient coordinate to ±ldp_clip and add Laplace(ldp_scale) noise before aggregation,
+`condense.blocks.private_aggregated_client_grads`). Nasr et al.'s adversarial regulariser ("Reg")
+is not implemented.
+
 Model selection defaults to VALIDATION everywhere (self-training, IB's Z*, the reported
 checkpoint); `protocol="paper"` reproduces the official code's test-based choices (spec §5.9).
 """
@@ -35,6 +42,7 @@ from fgl_jax import ops
 from fgl_jax.batch import ClientBatch, full_graph_batch, stack_graphs
 from fgl_jax.condense import (CondenseConfig, build_client_data, check_rate, condense_scan, condensed_graph,
                               make_condenser, synthetic_class_counts)
+from fgl_jax.condense.blocks import check_ldp
 from fgl_jax.condense.evaluate import EvalConfig, dense_graph_batch, make_evaluator, pooled
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
@@ -44,6 +52,10 @@ from fgl_jax import validate as V
 
 Array = jax.Array
 PROTOCOLS = ("val", "paper")
+# What replaces/keeps the privacy module (Table 2, App. D): "ib" = FedGC; "none" = FedGC† (no IB);
+# "pl" = self-training pseudo-labels used as condensation targets (no IB); "ldp" = FedGC† with
+# clipped + Laplace-noised client uploads. ("reg", Nasr et al. 2018, is not implemented.)
+DEFENCES = ("ib", "none", "pl", "ldp")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,7 +108,10 @@ class FedGCConfig:
     l_hop: int = 2                   # one-step communication hops; 0 = "-com" (own nodes only)
     rounds: int = 500
     eval_rounds: tuple = (100, 150, 200, 300, 400, 500)
-    use_ib: bool = True              # False = FedGC† ("-ib")
+    use_ib: bool = True              # False = FedGC† ("-ib"); kept for compatibility, see `defence`
+    defence: str = "ib"              # one of DEFENCES; "ib" with use_ib=False means "none" (see `method`)
+    ldp_clip: float = 0.1            # defence="ldp": per-coordinate clip of every upload (code's `clip`)
+    ldp_scale: float = 0.2           # defence="ldp": Laplace scale b (code's `laplace_lambda`); ε = 2·clip/b = 1
     self_train: bool = True          # False = "-st"
     st_rounds: int = 500
     st_lr: float = 1.0
@@ -123,6 +138,25 @@ class FedGCConfig:
         bad = [r for r in self.eval_rounds if not 0 < r <= self.rounds]
         if bad:
             raise ValueError(f"eval_rounds {bad} outside (0, rounds={self.rounds}]")
+        V.one_of(own, "defence", self.defence, DEFENCES)
+        try:
+            check_ldp(self.ldp_clip, self.ldp_scale)
+        except ValueError as e:
+            raise ValueError(f"{own}.ldp_clip / ldp_scale: {e}") from None
+        if self.condense.ldp:
+            raise ValueError("FedGCConfig: set defence='ldp' (with ldp_clip / ldp_scale), not condense.ldp_clip")
+
+    @property
+    def method(self) -> str:
+        """The effective defence: `defence`, except that the default "ib" with use_ib=False is "none"."""
+        return "none" if self.defence == "ib" and not self.use_ib else self.defence
+
+    @property
+    def condense_config(self) -> CondenseConfig:
+        """The condensation config the run uses: `condense`, plus the clients' LDP under defence="ldp"."""
+        if self.method != "ldp":
+            return self.condense
+        return dataclasses.replace(self.condense, ldp_clip=float(self.ldp_clip), ldp_noise=float(self.ldp_scale))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,18 +382,70 @@ class FedGCResult:
     client_graphs: list
     client_ids: list
     losses: np.ndarray       # matching loss per round
+    condense_graphs: Optional[list] = None  # graphs the condensation targets came from (PL: pseudo-labelled)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """Output of Algorithm 1 lines 0-6 (`prepare`).
+
+    graph: the feature-normalised global graph. eval_graphs: local client graphs with the features
+    the clients evaluate on (Z under IB, else raw X) and their true labels/masks. cond_graphs: the
+    graphs the condensation's client data is built from (`build_client_data` uses their train_mask
+    as targets and y as labels): eval_graphs, except under defence="pl", where train_mask = every
+    labelled own node and y = the self-training labels there (-1 elsewhere). ids: global node ids.
+    labels / label_mask: self-training labels [M, N] and labelled mask (None if not run).
+    """
+
+    graph: Graph
+    eval_graphs: list
+    cond_graphs: list
+    ids: list
+    timings: dict
+    info: dict
+    labels: Optional[np.ndarray] = None
+    label_mask: Optional[np.ndarray] = None
+
+
+def pseudo_label_graphs(graphs: Sequence[Graph], labels, label_mask) -> list:
+    """PL baseline: client j's graph with y := labels[j] on label_mask[j] (else -1) and
+    train_mask := label_mask[j], so the condensation targets are all labelled own nodes
+    (ground truth on training nodes, self-training pseudo-labels elsewhere). labels/label_mask [M, N]."""
+    labels, label_mask = np.asarray(labels), np.asarray(label_mask, bool)
+    out = []
+    for j, g in enumerate(graphs):
+        n = g.num_nodes
+        m = label_mask[j, :n]
+        out.append(dataclasses.replace(g, y=np.where(m, labels[j, :n], -1).astype(np.int32), train_mask=m.copy()))
+    return out
+
+
+def train_class_counts(graphs: Sequence[Graph], num_classes: int) -> np.ndarray:
+    """n_j(c): own TRAINING nodes of class c per client (float32 [M, C]); N' and Y' follow these
+    (spec §2.2) whatever nodes the condensation matches (PL uses more)."""
+    out = np.zeros((len(graphs), num_classes), np.float32)
+    for j, g in enumerate(graphs):
+        lab = g.train_mask & (g.y >= 0)
+        out[j] = np.bincount(g.y[lab], minlength=num_classes)[:num_classes]
+    return out
 
 
 def prepare_features(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, cache: Optional[dict] = None):
+    """Algorithm 1 lines 0-6: `prepare` as the tuple (graph, eval_graphs, ids, timings, info)."""
+    p = prepare(graph, cfg, seed, log, cache)
+    return p.graph, p.eval_graphs, p.ids, p.timings, p.info
+
+
+def prepare(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, cache: Optional[dict] = None) -> Prepared:
     """Algorithm 1 lines 0-6 (host orchestration of jitted steps): partition, L-hop expansion,
-    self-training and the IB transformation. Returns (graph (feature-normalised), local graphs with
-    the condensation features (Z under IB, else raw X), global node ids, timings, info).
+    self-training and the IB transformation (or the PL baseline's pseudo-labelled targets).
 
     cache: optional dict shared across calls (same graph object) that memoises the partition,
     self-training and the IB per (seed, relevant config): Table 1's three rates and the γ sweep
     reuse them instead of recomputing identical results.
     """
     cache = {} if cache is None else cache
+    method = cfg.method
     t0 = time.perf_counter()
     timings, info = {}, {}
     gkey = (id(graph), cfg.feature_norm, seed, cfg.num_clients, cfg.beta, cfg.l_hop)
@@ -369,8 +455,8 @@ def prepare_features(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, c
         cache[("prep",) + gkey] = (g, part, graphs, ids)
     graph, part, graphs, ids = cache[("prep",) + gkey]
     timings["prepare_s"] = time.perf_counter() - t0
-    if not cfg.use_ib:
-        return graph, graphs, ids, timings, info
+    if method not in ("ib", "pl"):  # FedGC† and LDP: raw features, training labels only
+        return Prepared(graph, graphs, graphs, ids, timings, info)
     key = jax.random.PRNGKey(seed)
     k_st, k_ib, _, _ = jax.random.split(key, 4)
     own_sets = [np.isin(i, np.flatnonzero(part.assignment == j)) for j, i in enumerate(ids)]
@@ -399,6 +485,12 @@ def prepare_features(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, c
     te = np.asarray(raw.test_mask)
     info["self_train_sel_acc"] = st_acc
     info["pseudo_label_test_acc"] = float((np.asarray(st_labels)[te] == np.asarray(raw.y)[te]).mean())
+    if method == "pl":  # PL (App. D): condense on all labelled own nodes with their (pseudo-)labels, no IB
+        labels, lmask = np.asarray(st_labels), np.asarray(lab_mask)
+        log(f"[fedgc] self-train acc ({select}) {st_acc:.3f}, pseudo-label test acc "
+            f"{info['pseudo_label_test_acc']:.3f}; PL: {int(lmask.sum())} labelled targets, no IB")
+        info["pl_targets"] = int(lmask.sum())
+        return Prepared(graph, graphs, pseudo_label_graphs(graphs, labels, lmask), ids, timings, info, labels, lmask)
     ib_key = st_key + (cfg.ib,)
     t = time.perf_counter()
     if ib_key not in cache:
@@ -420,7 +512,7 @@ def prepare_features(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, c
         f"IB done, final KL per client {np.round(np.asarray(kl), 1)}")
     features = [z[j, :g.num_nodes] for j, g in enumerate(graphs)]
     graphs = [dataclasses.replace(g, x=f) for g, f in zip(graphs, features)]
-    return graph, graphs, ids, timings, info
+    return Prepared(graph, graphs, graphs, ids, timings, info, np.asarray(st_labels), np.asarray(lab_mask))
 
 
 def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None,
@@ -429,23 +521,24 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
     k_st, k_ib, k_cond, k_eval = jax.random.split(key, 4)
-    graph, feat_graphs, ids, timings, info = prepare_features(graph, cfg, seed, log, cache)
+    prep = prepare(graph, cfg, seed, log, cache)
+    graph, feat_graphs, ids, timings, info = prep.graph, prep.eval_graphs, prep.ids, prep.timings, prep.info
     c = graph.num_classes
     features = [g.x for g in feat_graphs]
 
-    # 2-3. clients' blocks and counts; Y' by the count rule
+    # 2-3. clients' blocks and counts; Y' by the count rule (on the training counts, also under PL)
     t = time.perf_counter()
-    data = build_client_data(feat_graphs, features, relay=cfg.condense.relay, fanout=cfg.fanout, cap=cfg.cap,
-                             pools=cfg.pools, seed=seed)
-    counts = np.asarray(data.counts).sum(0)
+    data = build_client_data(prep.cond_graphs, [g.x for g in prep.cond_graphs], relay=cfg.condense.relay,
+                             fanout=cfg.fanout, cap=cfg.cap, pools=cfg.pools, seed=seed)
+    counts = train_class_counts(feat_graphs, c).sum(0)
     syn_counts = synthetic_class_counts(counts, cfg.rate)
     d = int(features[0].shape[1])
-    condenser = make_condenser(cfg.condense, d, c)
+    condenser = make_condenser(cfg.condense_config, d, c)
     state = condenser.init(k_cond, syn_counts)
     clients = stack_graphs(feat_graphs, ids)
     evaluator = make_evaluator(cfg.eval, d, c)
     timings["blocks_s"] = time.perf_counter() - t
-    log(f"[fedgc] {graph.name}: {cfg.num_clients} clients, N'={int(syn_counts.sum())} ({syn_counts.tolist()}), "
+    log(f"[fedgc] {graph.name} ({cfg.method}): {cfg.num_clients} clients, N'={int(syn_counts.sum())} ({syn_counts.tolist()}), "
         f"d={d}, local nodes {[g.num_nodes for g in feat_graphs]}")
 
     # 7-15. condensation rounds as lax.scan chunks between evaluation rounds
@@ -483,8 +576,10 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
     final.update(timings)
     final.update(info)
     a, x, y = (np.asarray(v) for v in condensed_graph(state))
+    final["defence"] = cfg.method
     return FedGCResult(history=history, final=final, condensed=(a, x, y), state=state, clients=clients,
-                       client_graphs=feat_graphs, client_ids=ids, losses=np.concatenate(losses))
+                       client_graphs=feat_graphs, client_ids=ids, losses=np.concatenate(losses),
+                       condense_graphs=prep.cond_graphs)
 
 
 def select_result(history: list, protocol: str = "val") -> dict:
@@ -509,7 +604,7 @@ def select_result(history: list, protocol: str = "val") -> dict:
 # CLI
 # ---------------------------------------------------------------------------------------------
 def register_cli(subparsers) -> argparse.ArgumentParser:
-    """`fgl-jax fedgc --dataset cora --clients 10 --rate 0.5 --rounds 500 [--no-ib] [--mia]`."""
+    """`fgl-jax fedgc --dataset cora --clients 10 --rate 0.5 --rounds 500 [--defence ib|none|pl|ldp] [--mia]`."""
     p = subparsers.add_parser("fedgc", help="FedGC: federated graph condensation with the IB defence")
     p.add_argument("--dataset", default="cora")
     p.add_argument("--data-dir", default=None)
@@ -518,7 +613,11 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=0.5)
     p.add_argument("--rounds", type=int, default=500)
     p.add_argument("--eval-rounds", default="100,150,200,300,400,500")
-    p.add_argument("--no-ib", action="store_true")
+    p.add_argument("--no-ib", action="store_true", help="FedGC† (same as --defence none)")
+    p.add_argument("--defence", choices=DEFENCES, default="ib",
+                   help="privacy module: ib (FedGC), none (FedGC†), pl (pseudo-labels), ldp (clipped Laplace uploads)")
+    p.add_argument("--ldp-clip", type=float, default=0.1, help="--defence ldp: per-coordinate clip")
+    p.add_argument("--ldp-scale", type=float, default=0.2, help="--defence ldp: Laplace scale b (ε = 2·clip/b)")
     p.add_argument("--no-self-train", action="store_true")
     p.add_argument("--gamma", type=float, default=5e-4)
     p.add_argument("--ib-hidden", type=int, default=None)
@@ -541,6 +640,7 @@ def _cli_main(args) -> dict:
     eval_rounds = tuple(r for r in (int(v) for v in args.eval_rounds.split(",")) if 0 < r <= rounds) or (rounds,)
     cfg = FedGCConfig(num_clients=args.clients, beta=args.beta, rate=args.rate, rounds=rounds,
                       eval_rounds=eval_rounds, use_ib=not args.no_ib, self_train=not args.no_self_train,
+                      defence=args.defence, ldp_clip=args.ldp_clip, ldp_scale=args.ldp_scale,
                       protocol=args.protocol, ib=IBConfig(gamma=args.gamma, hidden=args.ib_hidden, dim=args.ib_dim),
                       st_rounds=args.st_rounds, st_optimizer="adam", st_lr=0.01,
                       condense=CondenseConfig(lr_feat=args.lr_feat, lr_adj=args.lr_adj))
@@ -559,7 +659,8 @@ def _cli_main(args) -> dict:
 PROGRAM_DEFAULTS = {"dataset": "cora", "data_dir": None, "clients": 10, "beta": 1.0, "rate": 0.5, "rounds": 500,
                     "eval_rounds": "100,150,200,300,400,500", "no_ib": False, "no_self_train": False,
                     "gamma": 5e-4, "ib_hidden": None, "ib_dim": None, "protocol": "val", "mia": False, "seed": 0,
-                    "eval_every": 50, "lr_feat": 1e-2, "lr_adj": 1e-3, "st_rounds": 200}
+                    "eval_every": 50, "lr_feat": 1e-2, "lr_adj": 1e-3, "st_rounds": 200,
+                    "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2}
 
 
 def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, config: Optional[dict] = None):
@@ -585,22 +686,25 @@ def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, c
     rounds = int(o["rounds"])
     cfg = FedGCConfig(num_clients=int(o["clients"]), beta=float(o["beta"]), rate=float(o["rate"]), rounds=rounds,
                       eval_rounds=(rounds,), use_ib=not o["no_ib"], self_train=not o["no_self_train"],
+                      defence=str(o["defence"]), ldp_clip=float(o["ldp_clip"]), ldp_scale=float(o["ldp_scale"]),
                       protocol=o["protocol"], st_rounds=int(o["st_rounds"]), st_optimizer="adam", st_lr=0.01,
                       condense=CondenseConfig(lr_feat=float(o["lr_feat"]), lr_adj=float(o["lr_adj"])),
                       ib=IBConfig(gamma=check_gamma(o["gamma"]), hidden=o["ib_hidden"], dim=o["ib_dim"]))
     if config:
         cfg = dataclasses.replace(cfg, **config)
     seed = int(o["seed"])
-    graph, feat_graphs, ids, _, info = prepare_features(graph, cfg, seed, log=lambda m: None)
+    prep = prepare(graph, cfg, seed, log=lambda m: None)
+    graph, feat_graphs, ids, info = prep.graph, prep.eval_graphs, prep.ids, prep.info
     features = [g.x for g in feat_graphs]
-    client = build_client_data(feat_graphs, features, relay=cfg.condense.relay, fanout=cfg.fanout, cap=cfg.cap,
-                               pools=cfg.pools, seed=seed)
-    syn_counts = synthetic_class_counts(np.asarray(client.counts).sum(0), cfg.rate)
+    client = build_client_data(prep.cond_graphs, [g.x for g in prep.cond_graphs], relay=cfg.condense.relay,
+                               fanout=cfg.fanout, cap=cfg.cap, pools=cfg.pools, seed=seed)
+    syn_counts = synthetic_class_counts(train_class_counts(feat_graphs, graph.num_classes).sum(0), cfg.rate)
     d = int(features[0].shape[1])
-    condenser = make_condenser(cfg.condense, d, graph.num_classes)
+    condenser = make_condenser(cfg.condense_config, d, graph.num_classes)
     evaluator = make_evaluator(cfg.eval, d, graph.num_classes)
     algorithm = condense_algorithm(condenser, syn_counts, evaluator, int(o["eval_every"]))
     data = CondenseData(client=client, eval=stack_graphs(feat_graphs, ids))
-    return Program(algorithm, data, rounds, {"method": "FedGC" if cfg.use_ib else "FedGC-noIB",
+    names = {"ib": "FedGC", "none": "FedGC-noIB", "pl": "FedGC-PL", "ldp": "FedGC-LDP"}
+    return Program(algorithm, data, rounds, {"method": names[cfg.method], "defence": cfg.method,
                                              "dataset": o["dataset"], "clients": cfg.num_clients, "rate": cfg.rate,
                                              "n_syn": int(syn_counts.sum()), **info})
