@@ -172,3 +172,24 @@ def test_pl_condenses_pseudo_labels_on_raw_features():
     q = prepare(g, dataclasses.replace(cfg, defence="none"), seed=0, log=lambda m: None)
     assert q.cond_graphs is q.eval_graphs and sum(h.train_mask.sum() for h in q.cond_graphs) == 50
 
+
+
+def test_self_train_weight_decay_is_l2_on_the_server_update():
+    """SGD: φ' = φ − lr·(g + wd·φ); Adam's first step on g + wd·φ moves by −lr·sign(g + wd·φ)."""
+    import optax
+    from fgl_jax.systems.fedgc import self_train_optimizer
+    rng = np.random.default_rng(0)
+    p = {"w": jnp.asarray(rng.normal(size=(4, 3)), jnp.float32)}
+    g = {"w": jnp.asarray(rng.normal(size=(4, 3)), jnp.float32)}
+    opt = self_train_optimizer("sgd", 0.5, 0.1)
+    u, _ = opt.update(g, opt.init(p), p)
+    np.testing.assert_allclose(optax.apply_updates(p, u)["w"], p["w"] - 0.5 * (g["w"] + 0.1 * p["w"]), rtol=1e-6)
+    opt = self_train_optimizer("adam", 0.01, 0.1)
+    u, _ = opt.update(g, opt.init(p), p)
+    np.testing.assert_allclose(u["w"], -0.01 * np.sign(g["w"] + 0.1 * p["w"]), rtol=1e-3)
+    u0, _ = self_train_optimizer("sgd", 0.5).update(g, optax.sgd(0.5).init(p), p)
+    np.testing.assert_allclose(u0["w"], -0.5 * g["w"], rtol=1e-6)
+    with pytest.raises(ValueError, match="weight_decay"):
+        self_train_optimizer("sgd", 0.5, -1.0)
+    with pytest.raises(ValueError, match="st_weight_decay"):
+        FedGCConfig(st_weight_decay=-1e-4)

@@ -177,20 +177,27 @@ def cells_lumos():
 def cells_fedgc():
     m = _module("fedgc")
     out = []
-    base = {"clients": 10, "beta": 1.0, "rounds": 500, "eval_rounds": "100,200,300,400,500", "gamma": 5e-4,
-            "protocol": "val", "seed": 0}
+    cfg = m.base_config(False)
+    base = {"clients": cfg.num_clients, "beta": cfg.beta, "rounds": cfg.rounds,
+            "eval_rounds": ",".join(map(str, cfg.eval_rounds)), "gamma": cfg.ib.gamma, "protocol": "val",
+            "seed": 0, "st_rounds": cfg.st_rounds, "st_weight_decay": cfg.st_weight_decay,
+            "lr_feat": cfg.condense.lr_feat, "lr_adj": cfg.condense.lr_adj}
     for (ds, rate), paper in m.PAPER_T1.items():
         out.append((f"table1_{ds}_rate{rate}", {"dataset": ds, **base, "rate": rate},
                     [f"Table 1: FedGC on {ds}, condensation rate {rate}; paper {paper} %"], "0"))
     for ds, p in m.PAPER_T2.items():
-        out.append((f"table2_{ds}_ib_mia", {"dataset": ds, **base, "rate": 0.5, "mia": True},
-                    [f"Table 2: FedGC with IB on {ds}; paper acc {p['ib_acc']} %, MIA AUC {p['ib_auc']} %"], "0"))
-        out.append((f"table2_{ds}_noib_mia", {"dataset": ds, **base, "rate": 0.5, "mia": True, "no_ib": True},
-                    [f"Table 2: FedGC without IB on {ds}; paper acc {p['noib_acc']} %, MIA AUC {p['noib_auc']} %"],
-                    "0"))
-    notes = ["not in the CLI: reproduce.py's server Adam (st_lr 0.01), IB hidden 128 and dim(z) 128 "
-             "and evaluation iterations 600 are FedGCConfig settings of base_config(); Table 3 (architectures), "
-             "the ablation and the gamma sweep need options the CLI does not have"]
+        for var, (name, kw) in m.VARIANTS.items():
+            opts = {"dataset": ds, **base, "rate": 0.5, "mia": True}
+            if var == "noib":
+                opts["no_ib"] = True
+            elif var != "ib":
+                opts["defence"] = kw["defence"]
+            out.append((f"table2_{ds}_{var}_mia", opts,
+                        [f"Table 2: {name} on {ds}; paper acc {p[var + '_acc']} %, MIA AUC {p[var + '_auc']} %"], "0"))
+    notes = ["not in the CLI: reproduce.py's server Adam (st_lr 0.01), IB hidden 128 and dim(z) 128, "
+             "evaluation iterations 600 and raw (unnormalised) features for FedGC†/PL/LDP are FedGCConfig settings "
+             "of base_config(); Table 3 (architectures), the ablation and the gamma sweep need options the CLI "
+             "does not have"]
     return out, notes
 
 
