@@ -183,13 +183,114 @@ class MLP(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+class APPNP(nn.Module):
+    """APPNP (Gasteiger et al. 2019): predict then propagate.
+
+    H = MLP(X) (`num_layers` linear layers, ReLU + dropout between them, as `MLP`), then K steps of
+    personalised-PageRank propagation  Z_{k+1} = (1 - alpha) S Z_k + alpha H,  Z_0 = H,  with S the
+    GCN-normalised adjacency D̃^{-1/2}(A+I)D̃^{-1/2} (`ops.gcn_propagate`, so edge weights in
+    `edge_mask` enter exactly as in GCN). Defaults K=10, alpha=0.1 (PyG/GCond, FedGC spec §5.18).
+    No dropout on the propagation (GCond's APPNP1 leaves its adjacency dropout commented out).
+    """
+
+    in_dim: int
+    hidden: int
+    num_classes: int
+    num_layers: int = 2   # MLP depth before propagation
+    dropout: float = 0.0
+    K: int = 10           # propagation steps
+    alpha: float = 0.1    # teleport probability
+
+    def __post_init__(self):
+        if int(self.K) < 0:
+            raise ValueError(f"APPNP: K must be >= 0, got {self.K}")
+        if not 0.0 <= float(self.alpha) <= 1.0:
+            raise ValueError(f"APPNP: alpha must be in [0, 1], got {self.alpha}")
+        super().__post_init__()
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        n = batch.y.shape[-1]
+        s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
+
+        def layer(i, h, width, in_dim, n):
+            return InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
+
+        h = _relu_stack(self, batch, train, layer)
+
+        # Python loop: K is static and small; unrolled it fuses better than a scan of 10 steps.
+        z = h
+        for _ in range(self.K):
+            z = (1.0 - self.alpha) * ops.gcn_propagate(z, s, r, m, n) + self.alpha * h
+        return z
+
+
+def _cheb_scaled_laplacian(h: jax.Array, senders, receivers, edge_mask, num_nodes: int) -> jax.Array:
+    """L̂ h for the Chebyshev basis with sym normalisation and lambda_max = 2 (PyG ChebConv defaults):
+
+    L̂ = 2 L / lambda_max - I = (I - D^{-1/2} A D^{-1/2}) - I = -D^{-1/2} A D^{-1/2}.
+
+    Edge weights come from `edge_mask` (as in `ops.gcn_propagate`); self-loop edges are dropped
+    (PyG's get_laplacian removes them) and no self-loop is added, so isolated/padded nodes map to 0.
+    h: [N, H] -> [N, H].
+    """
+    w = jnp.where(senders == receivers, 0.0, edge_mask.astype(h.dtype))
+    deg = jax.ops.segment_sum(w, receivers, num_segments=num_nodes)
+    pos = deg > 0
+    # double where: rsqrt(0) = inf would turn the zero cotangent of the unused branch into NaN.
+    inv_sqrt = jnp.where(pos, jax.lax.rsqrt(jnp.where(pos, deg, 1.0)), 0.0)
+    coef = -w * inv_sqrt[senders] * inv_sqrt[receivers]
+    return jax.ops.segment_sum(h[senders] * coef[:, None], receivers, num_segments=num_nodes)
+
+
+class ChebNet(nn.Module):
+    """ChebNet (Defferrard et al. 2016) with PyG ChebConv layers: H' = sum_{k<K} T_k(L̂) H W_k + b,
+
+    T_0 = I, T_1 = L̂, T_k = 2 L̂ T_{k-1} - T_{k-2}, L̂ = -D^{-1/2} A D^{-1/2} (see
+    `_cheb_scaled_laplacian`). Default K=2 (FedGC spec §5.18): H' = H W_0 - D^{-1/2} A D^{-1/2} H W_1 + b.
+    Layers as GCN: ReLU and dropout between layers. Layer i's kernel `layer_i` is [in, K*width]
+    = [W_0 | ... | W_{K-1}]: one matmul, then the polynomial is applied to the projections by
+    Clenshaw's recurrence (K-1 sparse propagations of width-sized arrays).
+    """
+
+    in_dim: int
+    hidden: int
+    num_classes: int
+    num_layers: int = 2
+    dropout: float = 0.0
+    K: int = 2  # Chebyshev order (number of terms T_0..T_{K-1}, PyG convention)
+
+    def __post_init__(self):
+        if int(self.K) < 1:
+            raise ValueError(f"ChebNet: K must be >= 1, got {self.K}")
+        super().__post_init__()
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
+        k_terms = self.K
+
+        def layer(i, h, width, in_dim, n):
+            z = InputDense(k_terms * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
+            zs = [z[:, k * width:(k + 1) * width] for k in range(k_terms)]
+            lap = lambda v: _cheb_scaled_laplacian(v, s, r, m, n)
+            # Clenshaw: b_k = Z_k + 2 L̂ b_{k+1} - b_{k+2};  sum_k T_k(L̂) Z_k = Z_0 + L̂ b_1 - b_2.
+            b1 = b2 = jnp.zeros_like(zs[0])
+            for k in range(k_terms - 1, 0, -1):
+                b1, b2 = zs[k] + 2.0 * lap(b1) - b2 if k < k_terms - 1 else zs[k], b1
+            return zs[0] + lap(b1) - b2 if k_terms > 1 else zs[0]
+
+        return _relu_stack(self, batch, train, layer)
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphsage": SAGE, "gat": GAT,
-                                               "sgc": SGC, "mlp": MLP}
+                                               "sgc": SGC, "mlp": MLP, "appnp": APPNP, "cheb": ChebNet,
+                                               "chebnet": ChebNet, "cheby": ChebNet}
 
 
 def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 2,
                dropout: float = 0.0, **kwargs) -> nn.Module:
-    """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp")."""
+    """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb")."""
     key = name.lower()
     if key not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(set(MODELS))}")
