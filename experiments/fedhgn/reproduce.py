@@ -120,8 +120,8 @@ def gap_reason(ds, split, K, method, rec, paper, floor, local=None):
         init = _official_init(split, K) if method == "fedhgn" and not same else None
         if init is not None:
             a, o, d = init["all"], init["none"], init["all_minus_none"]
-            note += (f"; the official code's own initial parameters trained by fgl_jax (identical per-round accuracy "
-                     f"to the official code, results_official_init_{split}{K}.md) give {a['mean']:.2f}±{a['std']:.2f} "
+            note += (f"; the official code's own initial parameters trained by fgl_jax (same final test accuracy as "
+                     f"the official code's own runs, results_official_init_{split}{K}.md) give {a['mean']:.2f}±{a['std']:.2f} "
                      f"over {a['n']} seeds, so the paper's 5 seeds are a favourable draw of the official code; our own "
                      f"init gives {o['mean']:.2f} over {o['n']} seeds ({d['diff']:+.2f} for the official init, SE {d['se']:.2f})")
         return note
