@@ -195,7 +195,11 @@ def main(argv=None):
         store = Store(path, args.fresh, meta)
     for sfx in filter(None, args.merge.split(",")):
         src = OUT / (("results_quick" if args.quick else "results") + sfx + ".json")
-        for rec in json.loads(src.read_text())["runs"]:
+        other = json.loads(src.read_text())
+        store.data["meta"].setdefault("merged", []).append(
+            {"file": src.name, "command": other["meta"].get("command"),
+             "wall_s": next((r["wall_s"] for r in other["runs"] if r["id"] == "_meta_last"), None)})
+        for rec in other["runs"]:
             if not rec["id"].startswith("_meta"):
                 store.add(rec)
     if args.write_md_only:
@@ -434,7 +438,9 @@ def write_md(store, tag):
     runs = {r["id"]: r for r in store.data["runs"]}
     meta = store.data["meta"]
     L = [f"# FedGC reproduction ({tag})", "",
-         f"Command: `{meta['command']}`  ", f"Versions: {meta['versions']}  ", f"Machine: {meta['machine']}  ",
+         f"Command: `{meta['command']}`  "] + [
+         f"Merged from `{m['file']}`, written by `{m['command']}` in {m['wall_s'] or float('nan'):.0f} s  "
+         for m in meta.get("merged", [])] + [f"Versions: {meta['versions']}  ", f"Machine: {meta['machine']}  ",
          f"Wall time of the last invocation: {runs.get('_meta_last', {}).get('wall_s', float('nan')):.0f} s "
          "(the 2-core machine was shared with ~6 other jobs; load average > 8 during the runs).", "",
          "Protocol: label-Dirichlet(β=1) over all nodes, 10 clients, 2-hop expanded client graphs, "
