@@ -643,7 +643,7 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--lr-adj", type=float, default=1e-3, help="Adam lr of the structure MLP Φ")
     p.add_argument("--st-rounds", type=int, default=200, help="federated self-training rounds")
     p.add_argument("--st-weight-decay", type=float, default=5e-4,
-                   help="L2 on the self-training GCN (code: 0; 5e-4 lifts CiteSeer pseudo-labels 0.675 -> 0.717)")
+                   help="L2 on the self-training GCN (code: 0; 5e-4 lifts CiteSeer pseudo-label test accuracy 0.668 -> 0.715, experiments/results/fedgc)")
     p.set_defaults(func=_cli_main)
     return p
 
