@@ -195,7 +195,7 @@ def cells_fedgc():
             out.append((f"table2_{ds}_{var}_mia", opts,
                         [f"Table 2: {name} on {ds}; paper acc {p[var + '_acc']} %, MIA AUC {p[var + '_auc']} %"], "0"))
     notes = ["not in the CLI: reproduce.py's server Adam (st_lr 0.01), IB hidden 128 and dim(z) 128, "
-             "evaluation iterations 600 and raw (unnormalised) features for FedGC†/PL/LDP are FedGCConfig settings "
+             "evaluation iterations 600 and raw (unnormalised) features for FedGC†/PL/Reg/LDP are FedGCConfig settings "
              "of base_config(); Table 3 (architectures), the ablation and the gamma sweep need options the CLI "
              "does not have"]
     return out, notes

@@ -6,6 +6,7 @@ Modules (pure jitted functions unless noted):
   match    – distances (MSE sum, GCond column cosine), per-class synthetic gradients, matching loss
   labels   – Y' by class proportions (GCond count rule; host)
   blocks   – client per-class computation blocks (host) and per-class gradients (device, vmapped)
+  reg      – the Reg defence baseline: Nasr et al.'s adversarial membership term in the clients' loss
   server   – aggregation n_j(c)/n(c), alternating Adam updates of X' and Φ
   federated– the round (fresh θ, clients, aggregate, server step) and its lax.scan
   evaluate – training GNNs on the dense condensed graph, validation on real client graphs

@@ -54,11 +54,14 @@ class ClientData:
     inputs: float32 [M, N, d] per-client source features: Â_j X_j ("gcn") or X_j ("sgc").
     blocks: tuple of C ClassBlock.
     counts: float32 [M, C] n_j(c), own training nodes of class c (uploaded once, for Y' and weights).
+    reference: tuple of C ClassBlock over the same inputs whose targets are non-members (the Reg
+        defence's reference set, `condense.reg.with_reference`); () when unused.
     """
 
     inputs: Array
     blocks: tuple
     counts: Array
+    reference: tuple = ()
 
     @property
     def num_pools(self) -> int:
@@ -228,11 +231,15 @@ def aggregated_client_grads(theta: Params, data: ClientData, pool: Array, relay:
 CLIENT_AXES = ("fused", "scan", "vmap")
 
 
-def fused_client_grads(theta: Params, data: ClientData, pool: Array, w: Array, relay: str = "gcn") -> Params:
+def fused_client_grads(theta: Params, data: ClientData, pool: Array, w: Array, relay: str = "gcn",
+                       penalty=None, penalty_args=None) -> Params:
     """Σ_j w_jc ∇_θ L_{j,c} for every class c (leaves [C, ...]) as one gradient of the weighted sum.
 
     w: [M, C] aggregation weights. Per class, every client's block loss is evaluated under vmap
     (clients stay a leading array axis) and the weighted sum is differentiated once.
+    penalty: optional per-client term added to L_{j,c} (a defence acting on the local loss, e.g.
+    `condense.reg`): penalty(args_j, logp [S, C], tmask [S], c) -> scalar, with args_j the client-j
+    slice of `penalty_args` (leaves [M, ...]).
     """
     out = []
     for c, b in enumerate(data.blocks):
@@ -240,12 +247,15 @@ def fused_client_grads(theta: Params, data: ClientData, pool: Array, w: Array, r
         src = jax.vmap(lambda x, r: x[r])(data.inputs, rows)  # [M, R, d]
 
         def loss(t, c=c, src=src, nbr=nbr, weight=weight, tmask=tmask):
-            def client_loss(s, n, wt, tm, wj):  # L_{j,c}: class-c NLL over client j's block
+            def client_loss(s, n, wt, tm, wj, pa):  # L_{j,c}: class-c NLL over client j's block
                 logp = jax.nn.log_softmax(relay_block(t, s, n, wt, relay), axis=-1)
                 m = tm.astype(logp.dtype)
-                return wj * (-(logp[:, c] * m).sum() / jnp.maximum(m.sum(), 1.0))
+                lj = -(logp[:, c] * m).sum() / jnp.maximum(m.sum(), 1.0)
+                if penalty is not None:
+                    lj = lj + penalty(pa, logp, tm, c)
+                return wj * lj
 
-            return jax.vmap(client_loss)(src, nbr, weight, tmask, w[:, c]).sum()
+            return jax.vmap(client_loss)(src, nbr, weight, tmask, w[:, c], penalty_args).sum()
 
         out.append(jax.grad(loss)(theta))
     return jax.tree.map(lambda *g: jnp.stack(g), *out)
@@ -259,13 +269,11 @@ def fused_client_grads(theta: Params, data: ClientData, pool: Array, w: Array, r
 # client's upload, so the private path runs the clients one after another (lax.scan) or vmapped.
 # ---------------------------------------------------------------------------------------------
 def check_ldp(clip, noise) -> None:
-    """clip > 0 (required); noise = Laplace scale b > 0, or None for clip-only (no noise)."""
-    for name, v, optional in (("ldp clip", clip, False), ("ldp noise scale b", noise, True)):
-        if v is None and optional:
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) \
-                or not np.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    """clip > 0 (required); noise = Laplace scale b > 0, or None for clip-only (no noise); both finite."""
+    from fgl_jax import validate as V
+    V.in_interval("LDP", "clip", clip, 0.0, float("inf"))
+    if noise is not None:
+        V.in_interval("LDP", "noise scale b", noise, 0.0, float("inf"))
 
 
 def ldp_upload(key: Array, grads: Params, clip: float, noise: Optional[float]) -> Params:

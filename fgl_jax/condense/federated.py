@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from fgl_jax.condense.blocks import ClientData, aggregated_client_grads, private_aggregated_client_grads
+from fgl_jax.condense.reg import reg_aggregated_client_grads
 from fgl_jax.condense.server import CondenseState, Condenser
 
 Array = jax.Array
@@ -31,6 +32,10 @@ def fed_round(condenser: Condenser, state: CondenseState, data: ClientData, key:
             k_ldp = jax.random.fold_in(jax.random.fold_in(key, 0x1D9), o)
             g_real = private_aggregated_client_grads(theta, data, pool, k_ldp, cfg.ldp_clip, cfg.ldp_noise,
                                                      cfg.relay, cfg.agg)
+        elif cfg.reg:  # Reg baseline: each client's local loss carries the adversarial membership term
+            k_reg = jax.random.fold_in(jax.random.fold_in(key, 0x2E6), o)
+            g_real = reg_aggregated_client_grads(theta, data, pool, k_reg, cfg.reg_lambda, cfg.reg_steps, cfg.reg_lr,
+                                                 cfg.reg_hidden, cfg.relay, cfg.agg)
         else:
             g_real = aggregated_client_grads(theta, data, pool, cfg.relay, cfg.agg, cfg.client_axis)
         state, loss = condenser.step(state, g_real, theta, lr_feat, lr_adj)         # server: aggregate only

@@ -53,6 +53,13 @@ class CondenseConfig:
     # When on, clients run one after another (`blocks.private_aggregated_client_grads`), not `client_axis`.
     ldp_clip: Optional[float] = None
     ldp_noise: Optional[float] = None
+    # Reg defence baseline (Table 2; `condense.reg`): each client adds λ·(adversarial membership term)
+    # to its local loss before taking the gradient it uploads; None = off (default). Needs
+    # ClientData.reference. reg_steps/reg_lr/reg_hidden: the per-round inference model h (Adam).
+    reg_lambda: Optional[float] = None
+    reg_steps: int = 50
+    reg_lr: float = 1e-2
+    reg_hidden: int = 64
 
     def __post_init__(self):
         check_relay(self.relay)
@@ -70,10 +77,20 @@ class CondenseConfig:
             if self.ldp_clip is None:
                 raise ValueError(f"CondenseConfig.ldp_noise={self.ldp_noise!r} needs ldp_clip (bounded sensitivity)")
             check_ldp(self.ldp_clip, self.ldp_noise)
+        V.optional_positive(own, "reg_lambda", self.reg_lambda)
+        V.at_least(own, "reg_steps", self.reg_steps, 1)
+        V.at_least(own, "reg_hidden", self.reg_hidden, 1)
+        V.positive(own, "reg_lr", self.reg_lr)
+        if self.ldp and self.reg:
+            raise ValueError("CondenseConfig: the LDP (ldp_clip) and Reg (reg_lambda) defences are exclusive")
 
     @property
     def ldp(self) -> bool:
         return self.ldp_clip is not None
+
+    @property
+    def reg(self) -> bool:
+        return self.reg_lambda is not None
 
 
 @flax.struct.dataclass

@@ -16,8 +16,9 @@ Table 2's defence baselines replace line 6 (`FedGCConfig.defence`, App. D): "non
 "pl" (line 5's pseudo-labels become the condensation targets on every labelled own node, raw X;
 N' and Y' still follow the training counts) and "ldp" (FedGC† whose clients clip every uploaded
 gradient coordinate to ±ldp_clip and add Laplace(ldp_scale) noise before aggregation,
-`condense.blocks.private_aggregated_client_grads`). Nasr et al.'s adversarial regulariser ("Reg")
-is not implemented.
+`condense.blocks.private_aggregated_client_grads`) and "reg" (FedGC† whose clients add Nasr et al.'s
+adversarial membership regulariser, weight reg_lambda, to the local loss whose gradients they upload;
+reference set = own validation nodes; `condense.reg`).
 
 Model selection defaults to VALIDATION everywhere (self-training, IB's Z*, the reported
 checkpoint); `protocol="paper"` reproduces the official code's test-based choices (spec §5.9).
@@ -54,8 +55,9 @@ Array = jax.Array
 PROTOCOLS = ("val", "paper")
 # What replaces/keeps the privacy module (Table 2, App. D): "ib" = FedGC; "none" = FedGC† (no IB);
 # "pl" = self-training pseudo-labels used as condensation targets (no IB); "ldp" = FedGC† with
-# clipped + Laplace-noised client uploads. ("reg", Nasr et al. 2018, is not implemented.)
-DEFENCES = ("ib", "none", "pl", "ldp")
+# clipped + Laplace-noised client uploads; "reg" = FedGC† with Nasr et al.'s (2018) adversarial
+# regulariser in every client's local loss.
+DEFENCES = ("ib", "none", "pl", "ldp", "reg")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,6 +114,7 @@ class FedGCConfig:
     defence: str = "ib"              # one of DEFENCES; "ib" with use_ib=False means "none" (see `method`)
     ldp_clip: float = 0.1            # defence="ldp": per-coordinate clip of every upload (code's `clip`)
     ldp_scale: float = 0.2           # defence="ldp": Laplace scale b (code's `laplace_lambda`); ε = 2·clip/b = 1
+    reg_lambda: float = 1.0          # defence="reg": weight λ of the adversarial term (Nasr et al.; paper: unspecified)
     self_train: bool = True          # False = "-st"
     st_rounds: int = 500
     st_lr: float = 1.0
@@ -145,8 +148,11 @@ class FedGCConfig:
             check_ldp(self.ldp_clip, self.ldp_scale)
         except ValueError as e:
             raise ValueError(f"{own}.ldp_clip / ldp_scale: {e}") from None
+        V.positive(own, "reg_lambda", self.reg_lambda)
         if self.condense.ldp:
             raise ValueError("FedGCConfig: set defence='ldp' (with ldp_clip / ldp_scale), not condense.ldp_clip")
+        if self.condense.reg:
+            raise ValueError("FedGCConfig: set defence='reg' (with reg_lambda), not condense.reg_lambda")
 
     @property
     def method(self) -> str:
@@ -155,10 +161,13 @@ class FedGCConfig:
 
     @property
     def condense_config(self) -> CondenseConfig:
-        """The condensation config the run uses: `condense`, plus the clients' LDP under defence="ldp"."""
-        if self.method != "ldp":
-            return self.condense
-        return dataclasses.replace(self.condense, ldp_clip=float(self.ldp_clip), ldp_noise=float(self.ldp_scale))
+        """The condensation config the run uses: `condense`, plus the clients' LDP under defence="ldp"
+        or their adversarial regulariser under defence="reg"."""
+        if self.method == "ldp":
+            return dataclasses.replace(self.condense, ldp_clip=float(self.ldp_clip), ldp_noise=float(self.ldp_scale))
+        if self.method == "reg":
+            return dataclasses.replace(self.condense, reg_lambda=float(self.reg_lambda))
+        return self.condense
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,7 +476,7 @@ def prepare(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, cache: Opt
         cache[("prep",) + gkey] = (g, part, graphs, ids)
     graph, part, graphs, ids = cache[("prep",) + gkey]
     timings["prepare_s"] = time.perf_counter() - t0
-    if method not in ("ib", "pl"):  # FedGC† and LDP: raw features, training labels only
+    if method not in ("ib", "pl"):  # FedGC†, LDP and Reg: raw features, training labels only
         return Prepared(graph, graphs, graphs, ids, timings, info)
     key = jax.random.PRNGKey(seed)
     k_st, k_ib, _, _ = jax.random.split(key, 4)
@@ -528,6 +537,20 @@ def prepare(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, cache: Opt
     return Prepared(graph, graphs, graphs, ids, timings, info, np.asarray(st_labels), np.asarray(lab_mask))
 
 
+def condensation_client_data(prep: Prepared, cfg: FedGCConfig, seed: int = 0):
+    """What the clients hold for matching: per-class blocks of `prep.cond_graphs` (targets = their
+    train_mask) and, under defence="reg", the reference blocks of the inference model (targets =
+    each client's own labelled validation nodes, which it never trains on)."""
+    kw = dict(relay=cfg.condense.relay, fanout=cfg.fanout, cap=cfg.cap, pools=cfg.pools, seed=seed)
+    data = build_client_data(prep.cond_graphs, [g.x for g in prep.cond_graphs], **kw)
+    if cfg.method != "reg":
+        return data
+    from fgl_jax.condense.reg import with_reference
+    # a client without validation nodes trains its h on members only (its reference term is 0)
+    ref_graphs = [g.with_masks(g.val_mask & (g.y >= 0), g.val_mask, g.test_mask) for g in prep.cond_graphs]
+    return with_reference(data, build_client_data(ref_graphs, [g.x for g in ref_graphs], **kw))
+
+
 def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None,
               cache: Optional[dict] = None) -> FedGCResult:
     """Algorithm 1 end to end on one graph. cache: see `prepare_features`."""
@@ -541,8 +564,7 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
 
     # 2-3. clients' blocks and counts; Y' by the count rule (on the training counts, also under PL)
     t = time.perf_counter()
-    data = build_client_data(prep.cond_graphs, [g.x for g in prep.cond_graphs], relay=cfg.condense.relay,
-                             fanout=cfg.fanout, cap=cfg.cap, pools=cfg.pools, seed=seed)
+    data = condensation_client_data(prep, cfg, seed)
     counts = train_class_counts(feat_graphs, c).sum(0)
     syn_counts = synthetic_class_counts(counts, cfg.rate)
     d = int(features[0].shape[1])
@@ -628,9 +650,11 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--eval-rounds", default="100,150,200,300,400,500")
     p.add_argument("--no-ib", action="store_true", help="FedGC† (same as --defence none)")
     p.add_argument("--defence", choices=DEFENCES, default="ib",
-                   help="privacy module: ib (FedGC), none (FedGC†), pl (pseudo-labels), ldp (clipped Laplace uploads)")
+                   help="privacy module: ib (FedGC), none (FedGC†), pl (pseudo-labels), ldp (clipped Laplace uploads), "
+                        "reg (adversarial regularisation of the clients' local loss)")
     p.add_argument("--ldp-clip", type=float, default=0.1, help="--defence ldp: per-coordinate clip")
     p.add_argument("--ldp-scale", type=float, default=0.2, help="--defence ldp: Laplace scale b (ε = 2·clip/b)")
+    p.add_argument("--reg-lambda", type=float, default=1.0, help="--defence reg: weight of the adversarial term")
     p.add_argument("--no-self-train", action="store_true")
     p.add_argument("--gamma", type=float, default=5e-4)
     p.add_argument("--ib-hidden", type=int, default=None)
@@ -656,7 +680,7 @@ def _cli_main(args) -> dict:
     cfg = FedGCConfig(num_clients=args.clients, beta=args.beta, rate=args.rate, rounds=rounds,
                       eval_rounds=eval_rounds, use_ib=not args.no_ib, self_train=not args.no_self_train,
                       defence=args.defence, ldp_clip=args.ldp_clip, ldp_scale=args.ldp_scale,
-                      protocol=args.protocol, ib=IBConfig(gamma=args.gamma, hidden=args.ib_hidden, dim=args.ib_dim),
+                      reg_lambda=args.reg_lambda, protocol=args.protocol, ib=IBConfig(gamma=args.gamma, hidden=args.ib_hidden, dim=args.ib_dim),
                       st_rounds=args.st_rounds, st_optimizer="adam", st_lr=0.01, st_weight_decay=args.st_weight_decay,
                       condense=CondenseConfig(lr_feat=args.lr_feat, lr_adj=args.lr_adj))
     res = run_fedgc(graph, cfg, seed=args.seed)
@@ -675,7 +699,7 @@ PROGRAM_DEFAULTS = {"dataset": "cora", "data_dir": None, "clients": 10, "beta": 
                     "eval_rounds": "100,150,200,300,400,500", "no_ib": False, "no_self_train": False,
                     "gamma": 5e-4, "ib_hidden": None, "ib_dim": None, "protocol": "val", "mia": False, "seed": 0,
                     "eval_every": 50, "lr_feat": 1e-2, "lr_adj": 1e-3, "st_rounds": 200, "st_weight_decay": 5e-4,
-                    "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2}
+                    "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2, "reg_lambda": 1.0}
 
 
 def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, config: Optional[dict] = None):
@@ -702,6 +726,7 @@ def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, c
     cfg = FedGCConfig(num_clients=int(o["clients"]), beta=float(o["beta"]), rate=float(o["rate"]), rounds=rounds,
                       eval_rounds=(rounds,), use_ib=not o["no_ib"], self_train=not o["no_self_train"],
                       defence=str(o["defence"]), ldp_clip=float(o["ldp_clip"]), ldp_scale=float(o["ldp_scale"]),
+                      reg_lambda=float(o["reg_lambda"]),
                       protocol=o["protocol"], st_rounds=int(o["st_rounds"]), st_optimizer="adam", st_lr=0.01,
                       st_weight_decay=float(o["st_weight_decay"]),
                       condense=CondenseConfig(lr_feat=float(o["lr_feat"]), lr_adj=float(o["lr_adj"])),
@@ -712,15 +737,14 @@ def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, c
     prep = prepare(graph, cfg, seed, log=lambda m: None)
     graph, feat_graphs, ids, info = prep.graph, prep.eval_graphs, prep.ids, prep.info
     features = [g.x for g in feat_graphs]
-    client = build_client_data(prep.cond_graphs, [g.x for g in prep.cond_graphs], relay=cfg.condense.relay,
-                               fanout=cfg.fanout, cap=cfg.cap, pools=cfg.pools, seed=seed)
+    client = condensation_client_data(prep, cfg, seed)
     syn_counts = synthetic_class_counts(train_class_counts(feat_graphs, graph.num_classes).sum(0), cfg.rate)
     d = int(features[0].shape[1])
     condenser = make_condenser(cfg.condense_config, d, graph.num_classes)
     evaluator = make_evaluator(cfg.eval, d, graph.num_classes)
     algorithm = condense_algorithm(condenser, syn_counts, evaluator, int(o["eval_every"]))
     data = CondenseData(client=client, eval=stack_graphs(feat_graphs, ids))
-    names = {"ib": "FedGC", "none": "FedGC-noIB", "pl": "FedGC-PL", "ldp": "FedGC-LDP"}
+    names = {"ib": "FedGC", "none": "FedGC-noIB", "pl": "FedGC-PL", "ldp": "FedGC-LDP", "reg": "FedGC-Reg"}
     return Program(algorithm, data, rounds, {"method": names[cfg.method], "defence": cfg.method,
                                              "dataset": o["dataset"], "clients": cfg.num_clients, "rate": cfg.rate,
                                              "n_syn": int(syn_counts.sum()), **info})
