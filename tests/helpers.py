@@ -32,3 +32,27 @@ def dense_adj(g: Graph) -> np.ndarray:
     a = np.zeros((g.num_nodes, g.num_nodes))
     a[g.receivers, g.senders] = 1.0
     return a
+
+
+def check_defended_round(cfg, data, in_dim: int, num_classes: int, defended_aggregate, salt: int) -> None:
+    """A defended FedGC round (`condense.fed_round` under `cfg`) must equal: θ from the round key, the
+    clients' defended aggregate `defended_aggregate(theta, data, key)` with the key fed_round derives
+    (fold_in(fold_in(round key, salt), outer step 0)), then one server step; and the step must move X'."""
+    import jax
+    import pytest
+
+    from fgl_jax.condense import fed_round, make_condenser
+    cond = make_condenser(cfg, in_dim, num_classes)
+    st0 = cond.init(jax.random.PRNGKey(0), np.full(num_classes, 3))
+    k0 = jax.random.PRNGKey(3)
+
+    @jax.jit
+    def both(st0, data, k0):  # one compile for the reference and fed_round
+        theta = cond.sample_theta(k0)
+        g = defended_aggregate(theta, data, jax.random.fold_in(jax.random.fold_in(k0, salt), 0))
+        return cond.step(st0, g, theta), fed_round(cond, st0, data, k0)
+
+    (ref, ref_loss), (got, got_loss) = both(st0, data, k0)
+    np.testing.assert_allclose(np.asarray(got.x_syn), np.asarray(ref.x_syn), rtol=1e-5, atol=1e-7)
+    assert float(got_loss) == pytest.approx(float(ref_loss), rel=1e-5)
+    assert not np.allclose(np.asarray(got.x_syn), np.asarray(st0.x_syn))   # a step was taken

@@ -10,9 +10,10 @@ from scipy import stats
 
 from fgl_jax.batch import stack_graphs
 from fgl_jax.condense import (CondenseConfig, aggregate, aggregated_client_grads, all_client_grads,
-                              build_client_data, fed_round, init_relay, make_condenser)
+                              build_client_data, init_relay)
 from fgl_jax.condense.blocks import ldp_upload, private_aggregated_client_grads, private_client_uploads
 from fgl_jax.data.synthetic import csbm
+from tests.helpers import check_defended_round
 from fgl_jax.systems.fedgc import (FedGCConfig, IBConfig, expand_clients, normalize_features, prepare,
                                    prepare_clients, self_train, build_program)
 
@@ -82,21 +83,8 @@ def test_ldp_round_privatises_each_upload(client_data):
     data, _ = client_data
     cfg = CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=4, adj_steps=0, ldp_clip=CLIP,
                          ldp_noise=B)  # adj_steps=0: round 0 updates X'
-    cond = make_condenser(cfg, 8, 3)
-    st0 = cond.init(jax.random.PRNGKey(0), np.array([3, 3, 3]))
-    k0 = jax.random.PRNGKey(3)
-
-    @jax.jit
-    def both(st0, data, k0):
-        theta = cond.sample_theta(k0)
-        k_ldp = jax.random.fold_in(jax.random.fold_in(k0, 0x1D9), 0)  # fed_round's per-outer-step LDP key
-        g = private_aggregated_client_grads(theta, data, jnp.int32(0), k_ldp, CLIP, B)
-        return cond.step(st0, g, theta), fed_round(cond, st0, data, k0)
-
-    (ref, ref_loss), (got, got_loss) = both(st0, data, k0)
-    np.testing.assert_allclose(np.asarray(got.x_syn), np.asarray(ref.x_syn), rtol=1e-5, atol=1e-7)
-    assert float(got_loss) == pytest.approx(float(ref_loss), rel=1e-5)
-    assert not np.allclose(np.asarray(got.x_syn), np.asarray(st0.x_syn))   # a step was taken
+    check_defended_round(cfg, data, 8, 3, salt=0x1D9,  # fed_round's LDP key salt
+                         defended_aggregate=lambda t, d, k: private_aggregated_client_grads(t, d, jnp.int32(0), k, CLIP, B))
 
 
 def test_bad_ldp_parameters(client_data):

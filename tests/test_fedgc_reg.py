@@ -11,12 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fgl_jax.condense import CondenseConfig, aggregated_client_grads, build_client_data, fed_round, init_relay, make_condenser
+from fgl_jax.condense import CondenseConfig, aggregated_client_grads, build_client_data, init_relay
 from fgl_jax.condense.reg import (attack_logit, attack_loss, attack_models, reg_aggregated_client_grads, train_attack,
                                   with_reference)
 from fgl_jax.condense.relay import relay_block
 from fgl_jax.data.synthetic import csbm
 from fgl_jax.systems.fedgc import FedGCConfig, build_program, expand_clients
+from tests.helpers import check_defended_round
 
 M, C, D = 3, 3, 8
 STEPS, LR, HID = 30, 1e-2, 16
@@ -105,20 +106,9 @@ def test_reg_round_and_configuration(reg_data):
     data, _ = reg_data
     cfg = CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=4, adj_steps=0, reg_lambda=1.0,
                          reg_steps=STEPS, reg_lr=LR, reg_hidden=HID)
-    cond = make_condenser(cfg, D, C)
-    st0 = cond.init(jax.random.PRNGKey(0), np.array([3, 3, 3]))
-    k0 = jax.random.PRNGKey(5)
-
-    @jax.jit
-    def both(st0, data, k0):
-        theta = cond.sample_theta(k0)
-        k_reg = jax.random.fold_in(jax.random.fold_in(k0, 0x2E6), 0)  # fed_round's per-outer-step Reg key
-        g = reg_aggregated_client_grads(theta, data, jnp.int32(0), k_reg, 1.0, STEPS, LR, HID)
-        return cond.step(st0, g, theta), fed_round(cond, st0, data, k0)
-
-    (ref, ref_loss), (got, got_loss) = both(st0, data, k0)
-    np.testing.assert_allclose(np.asarray(got.x_syn), np.asarray(ref.x_syn), rtol=1e-5, atol=1e-7)
-    assert float(got_loss) == pytest.approx(float(ref_loss), rel=1e-5)
+    check_defended_round(cfg, data, D, C, salt=0x2E6,  # fed_round's Reg key salt
+                         defended_aggregate=lambda t, d, k: reg_aggregated_client_grads(t, d, jnp.int32(0), k, 1.0,
+                                                                                       STEPS, LR, HID))
     # bad input: clear errors naming the field
     for kw, match in (({"reg_lambda": 0.0}, "reg_lambda"), ({"reg_lambda": 1.0, "reg_steps": 0}, "reg_steps"),
                       ({"reg_lambda": 1.0, "reg_lr": -1.0}, "reg_lr"),
