@@ -94,3 +94,69 @@ def test_attack_detects_overfit_model():
     predict = train_attack(jax.random.PRNGKey(2), feats, jnp.concatenate([jnp.ones(100), jnp.zeros(100)]), cfg)
     pt = fit(target_in, jax.random.PRNGKey(3))
     assert attack_auc(predict, pt[target_in], pt[target_out]) > 0.6
+
+
+def _ib_inputs():
+    from fgl_jax.batch import stack_graphs
+    from fgl_jax.nn import make_model
+    from fgl_jax.systems.fedgc import expand_clients
+    g = csbm(num_nodes=120, num_classes=3, num_features=10, avg_degree=4.0, feature_signal=2.0, seed=6)
+    assignment = np.random.default_rng(2).integers(0, 2, g.num_nodes)
+    graphs, ids = expand_clients(g, assignment, 2, 1)
+    clients = stack_graphs(graphs, ids)
+    dec = make_model("gcn", 4, 3, hidden=8, num_layers=2, dropout=0.5)
+    one = jax.tree.map(lambda a: a[0], clients)
+    phi = dec.init(jax.random.PRNGKey(1), one.replace(features=jnp.zeros((one.y.shape[0], 4))), train=False)
+    return graphs, clients, phi
+
+
+def test_ib_transform_kl_falls_with_gamma_and_z_is_standardised():
+    """Spec §6 test 8: z [M, N, dim(z)], standardised per client over its real nodes, zero on padding;
+    the decoder φ is never changed; a large γ ends with a smaller KL to N(0, I) than γ = 0."""
+    from fgl_jax.systems.fedgc import ib_transform
+    graphs, clients, phi = _ib_inputs()
+    phi_before = jax.tree.map(np.array, phi)
+    lab, lmask = clients.y, clients.train_mask | clients.val_mask | clients.test_mask
+    kls = {}
+    for gamma in (0.0, 1.0):
+        cfg = IBConfig(gamma=gamma, epochs=60, lr=1e-2, hidden=8, dim=4, decoder_hidden=8)
+        z, kl = ib_transform(jax.random.PRNGKey(3), clients, lab, lmask, phi, 3, cfg, "val", in_dim=10)
+        z, kls[gamma] = np.asarray(z), np.asarray(kl)
+        assert z.shape == (2, clients.y.shape[1], 4) and np.all(np.isfinite(z))
+        for j, gr in enumerate(graphs):
+            real = z[j, :gr.num_nodes]
+            np.testing.assert_allclose(real.mean(0), 0.0, atol=1e-4)
+            np.testing.assert_allclose(real.std(0), 1.0, atol=1e-3)
+            assert np.all(z[j, gr.num_nodes:] == 0.0)
+    assert np.all(kls[1.0] < kls[0.0]), kls
+    jax.tree.map(np.testing.assert_array_equal, phi_before, jax.tree.map(np.array, phi))
+
+
+def test_self_training_one_client_equals_centralised_sgd():
+    """Spec §6 test 9: FedSGD with one client = centralised full-batch SGD (same init), keeping the
+    best-validation parameters; pseudo-labels never overwrite the ground truth on training nodes."""
+    from fgl_jax.batch import stack_graphs
+    from fgl_jax.federated.metrics import masked_cross_entropy
+    from fgl_jax.nn import make_model
+    from fgl_jax.systems.fedgc import self_train
+    g = csbm(num_nodes=90, num_classes=3, num_features=8, avg_degree=4.0, feature_signal=1.0, seed=7)
+    clients = stack_graphs([g], [np.arange(g.num_nodes)])
+    key, rounds, lr = jax.random.PRNGKey(4), 12, 0.5
+    best_p, labels, best_acc = self_train(key, clients, 8, 3, rounds=rounds, lr=lr, hidden=16)
+    model = make_model("gcn", 8, 3, hidden=16, num_layers=2, dropout=0.0)
+    b = jax.tree.map(lambda a: a[0], clients)
+    p = model.init(key, b, train=False)
+    grad = jax.jit(jax.grad(lambda q: masked_cross_entropy(model.apply(q, b, train=True), b.y, b.train_mask)))
+    acc = jax.jit(lambda q: ((jnp.argmax(model.apply(q, b, train=False), -1) == b.y) & b.val_mask).sum()
+                  / b.val_mask.sum())
+    want_p, want_acc = p, -1.0
+    for _ in range(rounds + 1):            # the accuracy of p is measured before its update
+        a = float(acc(p))
+        if a > want_acc:
+            want_p, want_acc = p, a
+        p = jax.tree.map(lambda w, d: w - lr * d, p, grad(p))
+    assert best_acc == pytest.approx(want_acc, abs=1e-6)
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-6),
+                 best_p, want_p)
+    labels, y, tr = np.asarray(labels[0]), np.asarray(b.y), np.asarray(b.train_mask)
+    np.testing.assert_array_equal(labels[tr], y[tr])
