@@ -96,6 +96,39 @@ def test_attack_detects_overfit_model():
     assert attack_auc(predict, pt[target_in], pt[target_out]) > 0.6
 
 
+def test_query_accuracy_counts_argmax_hits():
+    """The target-accuracy diagnostic beside the AUC: argmax hits over hand-made posteriors."""
+    from fgl_jax.attacks.membership import query_accuracy
+    post_mem = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.5, 0.1, 0.4]])
+    post_non = np.array([[0.2, 0.2, 0.6], [0.9, 0.05, 0.05]])
+    out = query_accuracy(post_mem, [0, 1, 0, 0], post_non, [1, 1], "_z")
+    assert out == {"mia_target_acc_members_z": 0.75, "mia_target_acc_nonmembers_z": 0.0}
+
+
+def test_owner_feature_graph_takes_each_nodes_owner_features():
+    """Client j's features are j·1000 + global id, so each row names where it came from: an owned
+    node (in a split) must carry its owner's row, any other node a holder's row."""
+    import dataclasses
+    from fgl_jax.attacks.membership import owner_feature_graph
+    from fgl_jax.batch import stack_graphs
+    from fgl_jax.systems.fedgc import expand_clients
+    g = csbm(num_nodes=90, num_classes=3, num_features=4, avg_degree=3.0, seed=2)
+    assignment = np.random.default_rng(1).integers(0, 3, g.num_nodes)
+    graphs, ids = expand_clients(g, assignment, 3, 1)
+    graphs = [dataclasses.replace(gj, x=np.repeat((1000.0 * j + i)[:, None], g.num_features, 1).astype(np.float32))
+              for j, (gj, i) in enumerate(zip(graphs, ids))]
+    out = owner_feature_graph(g, stack_graphs(graphs, ids))
+    in_split = g.train_mask | g.val_mask | g.test_mask
+    owner, gid = np.divmod(np.asarray(out.x[:, 0]).round().astype(int), 1000)
+    assert np.array_equal(gid, np.arange(g.num_nodes)) and out.x.shape == (g.num_nodes, g.num_features)
+    assert np.array_equal(owner[in_split], assignment[in_split])
+    held = [set(i.tolist()) for i in ids]
+    assert all(v in held[owner[v]] for v in range(g.num_nodes))
+    # sparse client features (raw bag-of-words under FedGC†) give the same graph
+    sparse = owner_feature_graph(g, stack_graphs(graphs, ids, sparse=True))
+    np.testing.assert_array_equal(np.asarray(sparse.x), np.asarray(out.x))
+
+
 def _ib_inputs():
     from fgl_jax.batch import stack_graphs
     from fgl_jax.nn import make_model

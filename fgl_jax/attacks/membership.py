@@ -19,6 +19,7 @@ import optax
 from fgl_jax.batch import ClientBatch, full_graph_batch
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
+from fgl_jax.ops import SparseFeatures
 from fgl_jax.nn import make_model
 from fgl_jax import validate as V
 
@@ -200,10 +201,13 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     model, params = train_gcn(k_t, syn, syn.train_mask, x.shape[1], graph.num_classes, cfg)
     out = {"mia_shadow_auc": shadow_auc, "mia_m": int(pool["m"])}
     # raw-X query (true 2-hop neighbourhoods in the global graph); only if feature spaces agree
+    mem, non = pool["members"], pool["nonmembers"]
+    y_mem, y_non = np.asarray(graph.y)[mem], np.asarray(graph.y)[non]
     if graph.num_features == x.shape[1]:
         gb = jax.tree.map(lambda v: v[0], full_graph_batch(graph))
         post = posteriors(model, params, gb)
-        out["mia_auc"] = attack_auc(predict, post[pool["members"]], post[pool["nonmembers"]])
+        out["mia_auc"] = attack_auc(predict, post[mem], post[non])
+        out.update(query_accuracy(post[mem], y_mem, post[non], y_non, ""))
     # owner-client query (Z under IB)
     post_c = np.asarray(jax.vmap(lambda b: posteriors(model, params, b))(result.clients))
     ids = np.asarray(result.clients.node_ids)
@@ -214,5 +218,65 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
             lookup[int(ids[j, r])] = (j, r)
     def gather(nodes):
         return jnp.asarray(np.stack([post_c[lookup[int(v)]] for v in nodes]))
-    out["mia_auc_z"] = attack_auc(predict, gather(pool["members"]), gather(pool["nonmembers"]))
+    p_mem, p_non = gather(mem), gather(non)
+    out["mia_auc_z"] = attack_auc(predict, p_mem, p_non)
+    out.update(query_accuracy(p_mem, y_mem, p_non, y_non, "_z"))
+    # Null control in the owner feature space: the same GCN recipe trained on the validation nodes of
+    # the global graph that carries each node's owner features. It has never seen a member or G', so
+    # its AUC is the membership signal of the query features themselves (under IB a member's z was
+    # fitted to its true label, a non-member's to a pseudo-label); mia_auc_z minus this is G''s share.
+    zg = owner_feature_graph(graph, result.clients)
+    gb = jax.tree.map(lambda v: v[0], full_graph_batch(zg))
+    val = np.zeros(gb.y.shape[0], bool)  # the batch may pad nodes past graph.num_nodes
+    val[:graph.num_nodes] = np.asarray(graph.val_mask) & (np.asarray(graph.y) >= 0)
+    model0, params0 = train_gcn(jax.random.fold_in(key, 2), gb, jnp.asarray(val), zg.num_features,
+                                graph.num_classes, cfg)
+    post0 = posteriors(model0, params0, gb)
+    out["mia_auc_z_null"] = attack_auc(predict, post0[mem], post0[non])
+    out.update(query_accuracy(post0[mem], y_mem, post0[non], y_non, "_z_null"))
     return out
+
+
+def owner_feature_graph(graph: Graph, clients: ClientBatch) -> Graph:
+    """The global graph with every node's features taken from the client that owns it.
+
+    clients: [M, N, ...] stacked local graphs (node_ids = global ids; train/val/test masks mark the
+    client's own nodes; dense features [M, N, F] or SparseFeatures with row/col/val [M, nnz], whose
+    width is then graph.num_features). A node in no split takes the features of the first client
+    that holds it. Returns graph with dense x [num_nodes, F].
+    """
+    ids = np.asarray(clients.node_ids)
+    own = np.asarray(clients.train_mask | clients.val_mask | clients.test_mask)
+    held = np.asarray(clients.node_mask)
+    chosen = np.zeros(held.shape, bool)   # [M, N]: row r of client j supplies node ids[j, r]
+    done = np.zeros(graph.num_nodes, bool)
+    for pick in (own, held):  # owners first, then any holder for the rest
+        for j in range(ids.shape[0]):
+            rows = np.flatnonzero(pick[j] & held[j])
+            rows = rows[~done[ids[j, rows]]]
+            chosen[j, rows] = True
+            done[ids[j, rows]] = True
+    if not done.all():
+        raise ValueError(f"owner_feature_graph: {int((~done).sum())} nodes of {graph.name!r} are held by no client")
+    feats = clients.features
+    if isinstance(feats, SparseFeatures):
+        row, col, val = (np.asarray(a) for a in (feats.row, feats.col, feats.val))
+        x = np.zeros((graph.num_nodes, graph.num_features), np.float32)
+        for j in range(ids.shape[0]):
+            keep = chosen[j, row[j]] & (val[j] != 0)  # padded entries have val 0
+            np.add.at(x, (ids[j, row[j][keep]], col[j][keep]), val[j][keep])
+    else:
+        feats = np.asarray(feats)
+        x = np.zeros((graph.num_nodes, feats.shape[-1]), np.float32)
+        for j in range(ids.shape[0]):
+            x[ids[j, chosen[j]]] = feats[j, chosen[j]]
+    return dataclasses.replace(graph, x=x)
+
+
+def query_accuracy(post_mem: Array, y_mem, post_non: Array, y_non, suffix: str) -> dict:
+    """The target model's accuracy on the queried members and non-members ([m, C] posteriors, [m]
+    labels). An AUC near 0.5 only means privacy if the target still classifies the queries: a
+    target that fails on a query's feature space (raw X against a G' condensed in Z) gives 0.5 too."""
+    acc = lambda p, y: float((np.asarray(p).argmax(-1) == np.asarray(y)).mean())
+    return {f"mia_target_acc_members{suffix}": acc(post_mem, y_mem),
+            f"mia_target_acc_nonmembers{suffix}": acc(post_non, y_non)}
