@@ -224,7 +224,7 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     # Null control in the owner feature space: the same GCN recipe trained on the validation nodes of
     # the global graph that carries each node's owner features. It has never seen a member or G', so
     # its AUC is the membership signal of the query features themselves (under IB a member's z was
-    # fitted to its true label, a non-member's to a pseudo-label); mia_auc_z minus this is G''s share.
+    # fitted to its true label, a non-member's to a pseudo-label); mia_auc_z minus this is what G' adds.
     zg = owner_feature_graph(graph, result.clients)
     gb = jax.tree.map(lambda v: v[0], full_graph_batch(zg))
     val = np.zeros(gb.y.shape[0], bool)  # the batch may pad nodes past graph.num_nodes
