@@ -193,3 +193,62 @@ def test_self_training_one_client_equals_centralised_sgd():
                  best_p, want_p)
     labels, y, tr = np.asarray(labels[0]), np.asarray(b.y), np.asarray(b.train_mask)
     np.testing.assert_array_equal(labels[tr], y[tr])
+
+
+def test_ib_posterior_belongs_to_the_kept_draw_and_resample_has_its_moments():
+    """posterior=True returns the same Z, and (μ, σ) of the epoch whose draw became Z: the noise
+    implied by Z, ε = (Z·std + mean − μ)/σ, is N(0, 1) (4 standard errors). `ib_resample` draws
+    Z' with mean (μ − mean)/std and std σ/std per coordinate (200 draws, 5 standard errors), zero
+    on padding."""
+    from fgl_jax.systems.fedgc import ib_resample, ib_transform
+    graphs, clients, phi = _ib_inputs()
+    lab, lmask = clients.y, clients.train_mask | clients.val_mask | clients.test_mask
+    cfg = IBConfig(gamma=0.0, epochs=60, lr=1e-2, hidden=8, dim=4, decoder_hidden=8)
+    z0, _ = ib_transform(jax.random.PRNGKey(3), clients, lab, lmask, phi, 3, cfg, "val", in_dim=10)
+    z, _, post = ib_transform(jax.random.PRNGKey(3), clients, lab, lmask, phi, 3, cfg, "val", in_dim=10,
+                              posterior=True)
+    np.testing.assert_array_equal(np.asarray(z0), np.asarray(z))
+    z, mu, sigma, mean, std = (np.asarray(v, np.float64) for v in (z, *post))
+    real = np.asarray(clients.node_mask)
+    eps = ((z * std[:, None] + mean[:, None] - mu) / sigma)[real].ravel()
+    se = 1.0 / np.sqrt(eps.size)
+    assert abs(eps.mean()) < 4 * se and abs(eps.std() - 1.0) < 4 * se / np.sqrt(2), (eps.mean(), eps.std())
+    draws = np.stack([np.asarray(ib_resample(jax.random.PRNGKey(k), post, clients.node_mask)) for k in range(200)])
+    assert np.all(draws[:, ~real] == 0.0)
+    want_mean = ((mu - mean[:, None]) / std[:, None])[real]
+    want_std = (sigma / std[:, None])[real]
+    got = draws[:, real]
+    assert np.all(np.abs(got.mean(0) - want_mean) < 5 * want_std / np.sqrt(200))
+    np.testing.assert_allclose(got.std(0), want_std, rtol=5 / np.sqrt(2 * 200))
+
+
+def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query():
+    """Exact identity: with μ = Z, σ = 0 and the identity scaler the fresh draw IS Z, so the fresh
+    query's AUC, its null and its target accuracies equal the same-sample ones."""
+    import dataclasses
+    from fgl_jax.attacks.membership import fedgc_attack
+    from fgl_jax.condense import CondenseConfig
+    from fgl_jax.condense.evaluate import EvalConfig
+    from fgl_jax.systems.fedgc import IBPosterior, normalize_features, run_fedgc
+    g = csbm(num_nodes=240, num_classes=3, num_features=12, avg_degree=5.0, homophily=0.8, feature_signal=2.0, seed=1)
+    cfg = FedGCConfig(num_clients=3, rate=0.2, rounds=6, eval_rounds=(6,), st_rounds=20, st_hidden=16,
+                      condense=CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=6, adj_steps=2),
+                      ib=IBConfig(hidden=8, epochs=5, decoder_hidden=16, dim=6),
+                      eval=EvalConfig(hidden=16, lr=0.05, iters=20, decay_at=10, eval_every=10, finetune_steps=5,
+                                      ft_eval_every=5))
+    res = run_fedgc(g, cfg, seed=0, log=lambda m: None)
+    assert res.ib_posterior is not None and res.ib_posterior.mu.shape == res.clients.features.shape
+    mia = MIAConfig(hidden=16, iters=30, attack_epochs=30)
+    gn = normalize_features(g, cfg.feature_norm)
+    out = fedgc_attack(jax.random.PRNGKey(0), gn, res, mia)
+    assert 0.0 <= out["mia_auc_z_fresh"] <= 1.0 and "mia_auc_z_fresh_null" in out
+    p = res.ib_posterior
+    point = IBPosterior(np.asarray(res.clients.features), np.zeros_like(p.sigma), np.zeros_like(p.mean),
+                        np.ones_like(p.std))
+    same = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, ib_posterior=point), mia)
+    np.testing.assert_allclose(same["mia_auc_z_fresh"], same["mia_auc_z"], atol=1e-6)
+    np.testing.assert_allclose(same["mia_auc_z_fresh_null"], same["mia_auc_z_null"], atol=1e-6)
+    for who in ("members", "nonmembers"):
+        assert same[f"mia_target_acc_{who}_z_fresh"] == same[f"mia_target_acc_{who}_z"]
+    # the other outputs do not depend on the posterior
+    assert same["mia_auc_z"] == out["mia_auc_z"] and same["mia_auc_z_null"] == out["mia_auc_z_null"]

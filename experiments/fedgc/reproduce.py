@@ -379,6 +379,9 @@ REASON_AUC_IB = ("owner-Z stress query (the paper's query is unspecified; the se
                  "(AUC Z null, a GCN that never saw G' or a member; the over-seeds table gives what G' adds); one seed, "
                  "m = |V_tr| pairs")
 
+REASON_AUC_FRESH = ("the owner-Z query with a new draw of each node's z from the same encoder posterior (G' was matched "
+                    "to one draw; see 'Fresh-draw query under IB' for the null and the seeds); one seed")
+
 
 def index_rows(runs: dict, tag: str) -> list:
     """Flat rows {table, setting, paper, ours, reason} (fractions) for experiments/make_index.py."""
@@ -407,6 +410,8 @@ def index_rows(runs: dict, tag: str) -> list:
         if r:
             add("Table 2 MIA", f"{ds} FedGC ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r))
             add("Table 2 MIA", f"{ds} FedGC AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"), REASON_AUC_IB)
+            add("Table 2 MIA", f"{ds} FedGC AUC (owner-Z query, fresh draw of Z)", p["ib_auc"],
+                r.get("mia_auc_z_fresh"), REASON_AUC_FRESH)
         r = runs.get(f"{tag}/{ds}/r0.5/ibd/s0")
         if r:
             add("Table 2 MIA", f"{ds} FedGC paper-sized IB ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r))
@@ -477,6 +482,38 @@ def seed_summary(runs: dict) -> list:
             "involved; AUC Z − null is what the condensed graph adds.", "",
             "| run | seeds | " + " | ".join(n for _, n in keys) + " | mean abs(AUC Z − 50) |",
             "|---|---|" + "---|" * (len(keys) + 1)] + rows + [""]
+
+
+def fresh_summary(runs: dict) -> list:
+    """Fresh-draw query under IB, per run group (mean ± std over seeds, or the one seed). Z is one
+    draw z = μ + σε of each client's encoder posterior and G' was matched to that draw; the fresh
+    query uses a new ε' with the same posterior and scaler (`fgl_jax.systems.fedgc.ib_resample`)."""
+    groups: dict = {}
+    for rid, r in runs.items():
+        head, _, tail = rid.rpartition("/s")
+        if head and tail.isdigit() and r.get("mia_auc_z_fresh") is not None:
+            groups.setdefault(head, []).append(r)
+    if not groups:
+        return []
+    stat = lambda v: f"{np.mean(v):.1f} ± {np.std(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
+    rows = []
+    for head in sorted(groups):
+        rs = groups[head]
+        col = lambda f: [100 * f(r) for r in rs]
+        rows.append(f"| {head} | {len(rs)} | " + " | ".join(stat(col(f)) for f in (
+            lambda r: r["mia_auc_z"], lambda r: r["mia_auc_z_fresh"],
+            lambda r: r["mia_auc_z"] - r["mia_auc_z_fresh"], lambda r: r["mia_auc_z_fresh_null"],
+            lambda r: r["mia_auc_z_fresh"] - r["mia_auc_z_fresh_null"],
+            lambda r: r["mia_target_acc_members_z_fresh"], lambda r: r["mia_target_acc_nonmembers_z_fresh"])) + " |")
+    return ["## Fresh-draw query under IB", "",
+            "Under IB each client's Z is ONE draw z = μ + σε of its encoder's posterior, and G' was matched to "
+            "that draw. The fresh-draw query asks the same attacked GCN about each node with a new draw ε' "
+            "(same posterior, same per-client scaler): what G' memorised of the particular noise is lost, what "
+            "it learnt of q(z|x) is kept. Its null is the null model of the table above queried with the same "
+            "fresh draw. Target acc: the attacked GCN's accuracy on the fresh queries (members / non-members).", "",
+            "| run | seeds | AUC Z (same draw) | AUC Z fresh draw | same − fresh (noise memorised) | "
+            "fresh null | fresh − fresh null (what G' adds) | target acc mem | target acc non |",
+            "|---|---|---|---|---|---|---|---|---|"] + rows + [""]
 
 
 def selection_text(runs) -> str:
@@ -585,6 +622,7 @@ def write_md(store, tag):
                      f"{_fmt(r.get('mia_auc'))} | {_fmt(r.get('mia_auc_z'))} |")
     L += ["", "Paper (Fig. 5, 7; no numbers in the text): -com and -st lower accuracy, -ib raises the AUC most; AUC falls as γ grows.", ""]
     L += seed_summary(runs)
+    L += fresh_summary(runs)
     r = runs.get(f"{tag}/synthetic-arxiv/csbm")
     if r:
         L += ["## Synthetic arxiv-sized graph (CSBM, NOT ogbn-arxiv)", "",

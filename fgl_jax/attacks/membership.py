@@ -190,7 +190,9 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     graph: the global graph with the SAME feature preprocessing as FedGC's raw features.
     Reports mia_auc (query with raw X, the server's view: it never sees Z), mia_auc_z (stress test:
     each member/non-member queried inside its owning client's local graph with that client's
-    features, Z under IB) and the shadow attack's own training AUC.
+    features, Z under IB), mia_auc_z_null (a GCN that never saw G' or a member, same queries), the
+    shadow attack's own training AUC, the target's accuracy on each query set and, when the result
+    carries an IB posterior, mia_auc_z_fresh / mia_auc_z_fresh_null (queries with a fresh draw of Z).
     """
     from fgl_jax.condense.evaluate import dense_graph_batch
 
@@ -216,9 +218,9 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     for j in range(ids.shape[0]):
         for r in np.flatnonzero(own[j]):
             lookup[int(ids[j, r])] = (j, r)
-    def gather(nodes):
-        return jnp.asarray(np.stack([post_c[lookup[int(v)]] for v in nodes]))
-    p_mem, p_non = gather(mem), gather(non)
+    def gather(pc, nodes):  # [M, N, C] client posteriors -> [len(nodes), C] at each node's owner
+        return jnp.asarray(np.stack([pc[lookup[int(v)]] for v in nodes]))
+    p_mem, p_non = gather(post_c, mem), gather(post_c, non)
     out["mia_auc_z"] = attack_auc(predict, p_mem, p_non)
     out.update(query_accuracy(p_mem, y_mem, p_non, y_non, "_z"))
     # Null control in the owner feature space: the same GCN recipe trained on the validation nodes of
@@ -234,6 +236,22 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     post0 = posteriors(model0, params0, gb)
     out["mia_auc_z_null"] = attack_auc(predict, post0[mem], post0[non])
     out.update(query_accuracy(post0[mem], y_mem, post0[non], y_non, "_z_null"))
+    post = getattr(result, "ib_posterior", None)
+    if post is not None:
+        # Fresh-sample query: Z is ONE draw z = μ + σε of each client's encoder posterior, and G' was
+        # matched to that draw. Querying with a new draw ε' (same posterior, same scaler) separates
+        # what G' memorised of the noise (lost here) from what it learnt of q(z|x) (kept); the null
+        # model, queried with the same fresh draw, is its control.
+        from fgl_jax.systems.fedgc import ib_resample
+        fresh = result.clients.replace(features=ib_resample(jax.random.fold_in(key, 3), post,
+                                                            result.clients.node_mask))
+        post_f = np.asarray(jax.vmap(lambda b: posteriors(model, params, b))(fresh))
+        p_mem, p_non = gather(post_f, mem), gather(post_f, non)
+        out["mia_auc_z_fresh"] = attack_auc(predict, p_mem, p_non)
+        out.update(query_accuracy(p_mem, y_mem, p_non, y_non, "_z_fresh"))
+        gf = jax.tree.map(lambda v: v[0], full_graph_batch(owner_feature_graph(graph, fresh)))
+        post0 = posteriors(model0, params0, gf)
+        out["mia_auc_z_fresh_null"] = attack_auc(predict, post0[mem], post0[non])
     return out
 
 

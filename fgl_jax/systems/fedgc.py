@@ -30,7 +30,7 @@ import dataclasses
 import inspect
 import json
 import time
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import flax
 import jax
@@ -327,8 +327,28 @@ def kl_analytic(mu: Array, sigma: Array, mask: Array) -> Array:
     return (per * m).sum() / jnp.maximum(m.sum(), 1.0)
 
 
+class IBPosterior(NamedTuple):
+    """What a client's encoder output at the epoch whose sample became Z: q(z|x) = N(μ, σ²) per node
+    and the client's standardisation (Z = (z − mean)/std on real nodes). mu, sigma [M, N, d];
+    mean, std [M, d]. Only the attack's fresh-sample query uses it: Z itself is one draw of q."""
+
+    mu: Array
+    sigma: Array
+    mean: Array
+    std: Array
+
+
+@jax.jit
+def ib_resample(key: Array, post: IBPosterior, node_mask: Array) -> Array:
+    """A fresh draw of every client's Z from the same posterior and scaler:
+    Z' = (μ + σ ε' − mean)/std, ε' ~ N(0, I), zero on padding. node_mask [M, N]; returns [M, N, d]."""
+    z = post.mu + post.sigma * jax.random.normal(key, post.mu.shape, post.mu.dtype)
+    return (z - post.mean[:, None]) / post.std[:, None] * node_mask[..., None].astype(z.dtype)
+
+
 def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Array, decoder_params,
-                 num_classes: int, cfg: IBConfig, select: str = "val", in_dim: Optional[int] = None):
+                 num_classes: int, cfg: IBConfig, select: str = "val", in_dim: Optional[int] = None,
+                 posterior: bool = False):
     """Every client trains its own encoder (never shared) against the frozen decoder φ (Eq. 8):
     loss = CE(GCN_φ(z, Â)[labelled], labels) + γ · KL; `epochs` Adam steps (lr 2e-3) on the encoder
     only; keeps the SAMPLED z of the epoch with the best own-validation accuracy (select="test"
@@ -338,7 +358,8 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
     pseudo-labelled); decoder_params: φ (shared, frozen). Clients run sequentially (lax.map):
     the per-client encoder is d×hidden + hidden×2d, too large to vmap ten copies of on a CPU.
     in_dim: raw feature width (default: dim(z), the paper's setting).
-    Returns (Z [M, N, dim(z)] standardised, zeros on padding; per-client final KL [M]).
+    Returns (Z [M, N, dim(z)] standardised, zeros on padding; per-client final KL [M]), and with
+    posterior=True also the `IBPosterior` of the kept epoch (the same Z either way).
     """
     d = int(decoder_params["params"]["layer_0"]["kernel"].shape[0])  # dim(z)
     hidden = cfg.hidden or d
@@ -356,7 +377,7 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
         sel = b.val_mask if select == "val" else b.test_mask
 
         def step(carry, kk):
-            enc, o, best_z, best_acc = carry
+            enc, o, best, best_acc = carry  # best: (z,) or (z, μ, σ) of the best epoch so far
             k_eps, k_drop = jax.random.split(kk)
 
             def loss(e):
@@ -364,25 +385,30 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
                 logits = decoder.apply(phi, b.replace(features=z), train=True, rngs={"dropout": k_drop})
                 ce = masked_cross_entropy(logits, lab, lmask)
                 kl = kl_mc(z, mu, sigma, b.node_mask) if cfg.kl == "mc" else kl_analytic(mu, sigma, b.node_mask)
-                return ce + gamma * kl, (z, kl)
+                return ce + gamma * kl, (z, kl, mu, sigma)
 
-            (l, (z, kl)), g = jax.value_and_grad(loss, has_aux=True)(enc)
+            (l, (z, kl, mu, sigma)), g = jax.value_and_grad(loss, has_aux=True)(enc)
             logits = decoder.apply(phi, b.replace(features=z), train=False)
             acc = ((jnp.argmax(logits, -1) == b.y) & sel).sum() / jnp.maximum(sel.sum(), 1)
             better = acc > best_acc
-            best_z = jnp.where(better, z, best_z)
+            best = tuple(jnp.where(better, v, w) for v, w in zip((z, mu, sigma), best))
             u, o = opt.update(g, o, enc)
-            return (optax.apply_updates(enc, u), o, best_z, jnp.where(better, acc, best_acc)), kl
+            return (optax.apply_updates(enc, u), o, best, jnp.where(better, acc, best_acc)), kl
 
         n = b.y.shape[-1]
-        init = (enc, o, jnp.zeros((n, d), jnp.float32), jnp.float32(-1.0))
-        (_, _, z, _), kls = jax.lax.scan(step, init, jax.random.split(k_run, cfg.epochs))
+        best0 = (jnp.zeros((n, d), jnp.float32),) * (3 if posterior else 1)
+        init = (enc, o, best0, jnp.float32(-1.0))
+        (_, _, best, _), kls = jax.lax.scan(step, init, jax.random.split(k_run, cfg.epochs))
+        z = best[0]
         # per-client StandardScaler over its real local nodes
         m = b.node_mask[:, None].astype(z.dtype)
         cnt = jnp.maximum(m.sum(), 1.0)
         mean = (z * m).sum(0) / cnt
         std = jnp.sqrt((jnp.square(z - mean) * m).sum(0) / cnt)
-        z = (z - mean) / jnp.where(std > 0, std, 1.0) * m
+        std = jnp.where(std > 0, std, 1.0)
+        z = (z - mean) / std * m
+        if posterior:
+            return z, kls[-1], IBPosterior(best[1], best[2], mean, std)
         return z, kls[-1]
 
     m = clients.y.shape[0]
@@ -404,6 +430,7 @@ class FedGCResult:
     client_ids: list
     losses: np.ndarray       # matching loss per round
     condense_graphs: Optional[list] = None  # graphs the condensation targets came from (PL: pseudo-labelled)
+    ib_posterior: Optional[IBPosterior] = None  # under IB: q(z|x) and scaler behind `clients`' Z (numpy)
 
 
 @dataclasses.dataclass
@@ -416,6 +443,8 @@ class Prepared:
     as targets and y as labels): eval_graphs, except under defence="pl", where train_mask = every
     labelled own node and y = the self-training labels there (-1 elsewhere). ids: global node ids.
     labels / label_mask: self-training labels [M, N] and labelled mask (None if not run).
+    ib_posterior: under IB, the `IBPosterior` whose draw is the eval graphs' Z (arrays [M, N, ...]
+    aligned with `stack_graphs(eval_graphs, ids)`), else None.
     """
 
     graph: Graph
@@ -426,6 +455,7 @@ class Prepared:
     info: dict
     labels: Optional[np.ndarray] = None
     label_mask: Optional[np.ndarray] = None
+    ib_posterior: Optional[IBPosterior] = None
 
 
 def pseudo_label_graphs(graphs: Sequence[Graph], labels, label_mask) -> list:
@@ -525,16 +555,17 @@ def prepare(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, cache: Opt
             one = jax.tree.map(lambda a: a[0], raw)
             one = one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
             phi = dec.init(jax.random.fold_in(k_ib, 1), one, train=False)
-        z, kl = ib_transform(k_ib, raw, st_labels, lab_mask, phi, c, cfg.ib, select, in_dim=graph.num_features)
-        cache[ib_key] = (np.asarray(z), np.asarray(kl))
-    z, kl = cache[ib_key]
+        z, kl, post = ib_transform(k_ib, raw, st_labels, lab_mask, phi, c, cfg.ib, select,
+                                   in_dim=graph.num_features, posterior=True)
+        cache[ib_key] = (np.asarray(z), np.asarray(kl), IBPosterior(*(np.asarray(v) for v in post)))
+    z, kl, post = cache[ib_key]
     timings["ib_s"] = time.perf_counter() - t
     info["ib_final_kl_mean"] = float(np.mean(kl))
     log(f"[fedgc] self-train acc ({select}) {st_acc:.3f}, pseudo-label test acc {info['pseudo_label_test_acc']:.3f}; "
         f"IB done, final KL per client {np.round(np.asarray(kl), 1)}")
     features = [z[j, :g.num_nodes] for j, g in enumerate(graphs)]
     graphs = [dataclasses.replace(g, x=f) for g, f in zip(graphs, features)]
-    return Prepared(graph, graphs, graphs, ids, timings, info, np.asarray(st_labels), np.asarray(lab_mask))
+    return Prepared(graph, graphs, graphs, ids, timings, info, np.asarray(st_labels), np.asarray(lab_mask), post)
 
 
 def condensation_client_data(prep: Prepared, cfg: FedGCConfig, seed: int = 0):
@@ -614,7 +645,7 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
     final["defence"] = cfg.method
     return FedGCResult(history=history, final=final, condensed=(a, x, y), state=state, clients=clients,
                        client_graphs=feat_graphs, client_ids=ids, losses=np.concatenate(losses),
-                       condense_graphs=prep.cond_graphs)
+                       condense_graphs=prep.cond_graphs, ib_posterior=prep.ib_posterior)
 
 
 def select_result(history: list, protocol: str = "val") -> dict:
