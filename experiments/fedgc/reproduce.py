@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from fgl_jax.attacks.membership import MIAConfig, fedgc_attack, posteriors, prepare_shadow, train_gcn
-from fgl_jax.batch import full_graph_batch
+from fgl_jax.batch import full_graph_batch, unstack
 from fgl_jax.condense import CondenseConfig
 from fgl_jax.condense.evaluate import EvalConfig, dense_graph_batch, make_evaluator, pooled
 from fgl_jax.data.planetoid import load_planetoid
@@ -320,7 +320,7 @@ def synthetic(store, tag, quick):
     t = time.perf_counter()
     gs = normalize_features(g, "standard")
     mcfg = dataclasses.replace(MIAConfig(), iters=50 if quick else 300)
-    batch = jax.tree.map(lambda a: a[0], full_graph_batch(gs))  # one graph, no client axis
+    batch = unstack(full_graph_batch(gs), 0)  # one graph, no client axis
     model, params = train_gcn(jax.random.PRNGKey(1), batch, batch.train_mask, 128, 40, mcfg)
     pred = np.asarray(posteriors(model, params, batch)).argmax(-1)[:g.num_nodes]  # drop node padding
     te = np.asarray(g.test_mask)
@@ -446,14 +446,21 @@ def runs_classes(ds: str) -> int:
     return {"cora": 7, "citeseer": 6}[ds]
 
 
-def seed_summary(runs: dict) -> list:
-    """Mean ± std over seeds for every run id present with more than one seed (the tables above
-    show seed 0). |AUC − 50| is the attack's distance from guessing (an AUC far below 50 leaks too)."""
+def seed_groups(runs: dict, needs: str = "") -> dict:
+    """Run id without its '/s<seed>' tail -> the records of its seeds (only those carrying the key
+    `needs`, if given)."""
     groups: dict = {}
     for rid, r in runs.items():
         head, _, tail = rid.rpartition("/s")
-        if head and tail.isdigit():
+        if head and tail.isdigit() and (not needs or r.get(needs) is not None):
             groups.setdefault(head, []).append(r)
+    return groups
+
+
+def seed_summary(runs: dict) -> list:
+    """Mean ± std over seeds for every run id present with more than one seed (the tables above
+    show seed 0). |AUC − 50| is the attack's distance from guessing (an AUC far below 50 leaks too)."""
+    groups = seed_groups(runs)
     keys = (("test_acc", "ACC ft"), ("test_acc_noft", "ACC no ft"), ("mia_auc", "AUC raw X"), ("mia_auc_z", "AUC Z"),
             ("mia_auc_z_null", "AUC Z null"), ("mia_auc_z_excess", "AUC Z − null (what G' adds)"))
     rows = []
@@ -488,11 +495,7 @@ def fresh_summary(runs: dict) -> list:
     """Fresh-draw query under IB, per run group (mean ± std over seeds, or the one seed). Z is one
     draw z = μ + σε of each client's encoder posterior and G' was matched to that draw; the fresh
     query uses a new ε' with the same posterior and scaler (`fgl_jax.systems.fedgc.ib_resample`)."""
-    groups: dict = {}
-    for rid, r in runs.items():
-        head, _, tail = rid.rpartition("/s")
-        if head and tail.isdigit() and r.get("mia_auc_z_fresh") is not None:
-            groups.setdefault(head, []).append(r)
+    groups = seed_groups(runs, needs="mia_auc_z_fresh")
     if not groups:
         return []
     stat = lambda v: f"{np.mean(v):.1f} ± {np.std(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"

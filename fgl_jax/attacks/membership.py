@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.batch import ClientBatch, full_graph_batch
+from fgl_jax.batch import ClientBatch, full_graph_batch, unstack
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
 from fgl_jax.ops import SparseFeatures
@@ -157,7 +157,7 @@ def shadow_attack(key: Array, graph: Graph, pool: dict, cfg: MIAConfig):
     sub = graph.subgraph(v_rest, name=f"{graph.name}[shadow]")
     local = -np.ones(graph.num_nodes, np.int64)
     local[v_rest] = np.arange(v_rest.size)
-    batch = jax.tree.map(lambda a: a[0], full_graph_batch(sub))
+    batch = unstack(full_graph_batch(sub), 0)
     train = np.zeros(batch.y.shape[0], bool)  # the batch may pad nodes past sub.num_nodes
     train[local[pool["s_in"]]] = True
     model, params = train_gcn(k_s, batch, jnp.asarray(train), graph.num_features, graph.num_classes, cfg)
@@ -205,13 +205,19 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     # raw-X query (true 2-hop neighbourhoods in the global graph); only if feature spaces agree
     mem, non = pool["members"], pool["nonmembers"]
     y_mem, y_non = np.asarray(graph.y)[mem], np.asarray(graph.y)[non]
+
+    def report(p_mem, p_non, sfx):  # one query: mia_auc<sfx> and the target's accuracy on it
+        out["mia_auc" + sfx] = attack_auc(predict, p_mem, p_non)
+        out.update(query_accuracy(p_mem, y_mem, p_non, y_non, sfx))
+
+    def client_posteriors(clients):  # [M, N, C], every client's local graph through the target
+        return np.asarray(jax.vmap(lambda b: posteriors(model, params, b))(clients))
+
     if graph.num_features == x.shape[1]:
-        gb = jax.tree.map(lambda v: v[0], full_graph_batch(graph))
-        post = posteriors(model, params, gb)
-        out["mia_auc"] = attack_auc(predict, post[mem], post[non])
-        out.update(query_accuracy(post[mem], y_mem, post[non], y_non, ""))
+        post = posteriors(model, params, unstack(full_graph_batch(graph), 0))
+        report(post[mem], post[non], "")
     # owner-client query (Z under IB)
-    post_c = np.asarray(jax.vmap(lambda b: posteriors(model, params, b))(result.clients))
+    post_c = client_posteriors(result.clients)
     ids = np.asarray(result.clients.node_ids)
     own = np.asarray(result.clients.train_mask | result.clients.val_mask | result.clients.test_mask)
     lookup = {}
@@ -220,22 +226,19 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
             lookup[int(ids[j, r])] = (j, r)
     def gather(pc, nodes):  # [M, N, C] client posteriors -> [len(nodes), C] at each node's owner
         return jnp.asarray(np.stack([pc[lookup[int(v)]] for v in nodes]))
-    p_mem, p_non = gather(post_c, mem), gather(post_c, non)
-    out["mia_auc_z"] = attack_auc(predict, p_mem, p_non)
-    out.update(query_accuracy(p_mem, y_mem, p_non, y_non, "_z"))
+    report(gather(post_c, mem), gather(post_c, non), "_z")
     # Null control in the owner feature space: the same GCN recipe trained on the validation nodes of
     # the global graph that carries each node's owner features. It has never seen a member or G', so
     # its AUC is the membership signal of the query features themselves (under IB a member's z was
     # fitted to its true label, a non-member's to a pseudo-label); mia_auc_z minus this is what G' adds.
     zg = owner_feature_graph(graph, result.clients)
-    gb = jax.tree.map(lambda v: v[0], full_graph_batch(zg))
+    gb = unstack(full_graph_batch(zg), 0)
     val = np.zeros(gb.y.shape[0], bool)  # the batch may pad nodes past graph.num_nodes
     val[:graph.num_nodes] = np.asarray(graph.val_mask) & (np.asarray(graph.y) >= 0)
     model0, params0 = train_gcn(jax.random.fold_in(key, 2), gb, jnp.asarray(val), zg.num_features,
                                 graph.num_classes, cfg)
     post0 = posteriors(model0, params0, gb)
-    out["mia_auc_z_null"] = attack_auc(predict, post0[mem], post0[non])
-    out.update(query_accuracy(post0[mem], y_mem, post0[non], y_non, "_z_null"))
+    report(post0[mem], post0[non], "_z_null")
     post = getattr(result, "ib_posterior", None)
     if post is not None:
         # Fresh-sample query: Z is ONE draw z = μ + σε of each client's encoder posterior, and G' was
@@ -245,13 +248,10 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
         from fgl_jax.systems.fedgc import ib_resample
         fresh = result.clients.replace(features=ib_resample(jax.random.fold_in(key, 3), post,
                                                             result.clients.node_mask))
-        post_f = np.asarray(jax.vmap(lambda b: posteriors(model, params, b))(fresh))
-        p_mem, p_non = gather(post_f, mem), gather(post_f, non)
-        out["mia_auc_z_fresh"] = attack_auc(predict, p_mem, p_non)
-        out.update(query_accuracy(p_mem, y_mem, p_non, y_non, "_z_fresh"))
-        gf = jax.tree.map(lambda v: v[0], full_graph_batch(owner_feature_graph(graph, fresh)))
-        post0 = posteriors(model0, params0, gf)
-        out["mia_auc_z_fresh_null"] = attack_auc(predict, post0[mem], post0[non])
+        post_f = client_posteriors(fresh)
+        report(gather(post_f, mem), gather(post_f, non), "_z_fresh")
+        post0 = posteriors(model0, params0, unstack(full_graph_batch(owner_feature_graph(graph, fresh)), 0))
+        report(post0[mem], post0[non], "_z_fresh_null")
     return out
 
 
