@@ -234,3 +234,30 @@ def test_bad_configs():
         CondenseConfig(dist="l1")
     with pytest.raises(ValueError, match="agg"):
         CondenseConfig(agg="median")
+
+
+def test_pge_init_bias_starts_sparse():
+    """pge_init_bias sets only Φ's last bias; A' then starts near σ(b) instead of near 0.5."""
+    counts = np.array([20, 20, 20])
+    dense = make_condenser(CondenseConfig(hidden=8, pge_hidden=16), 8, 3).init(jax.random.PRNGKey(3), counts)
+    b = -4.6
+    sparse = make_condenser(CondenseConfig(hidden=8, pge_hidden=16, pge_init_bias=b), 8, 3).init(
+        jax.random.PRNGKey(3), counts)
+    np.testing.assert_array_equal(np.asarray(sparse.pge["b2"]), np.full(1, b, np.float32))
+    for k in dense.pge:
+        if k != "b2":
+            np.testing.assert_array_equal(np.asarray(sparse.pge[k]), np.asarray(dense.pge[k]))
+    np.testing.assert_array_equal(np.asarray(sparse.x_syn), np.asarray(dense.x_syn))
+    off = ~np.eye(60, dtype=bool)
+    med_dense = np.median(np.asarray(pge_adjacency(dense.pge, dense.x_syn))[off])
+    med_sparse = np.median(np.asarray(pge_adjacency(sparse.pge, sparse.x_syn))[off])
+    s = 1 / (1 + np.exp(-b))
+    assert 0.2 < med_dense < 0.8
+    assert s / 3 < med_sparse < 3 * s, (med_sparse, s)
+
+
+def test_bad_pge_init_bias():
+    with pytest.raises(ValueError, match="pge_init_bias"):
+        CondenseConfig(pge_init_bias=float("nan"))
+    with pytest.raises(ValueError, match="pge_init_bias"):
+        CondenseConfig(pge_init_bias=100.0)

@@ -74,3 +74,16 @@ def test_bad_program_options():
         build_program({"rate": 0.0}, graph=g)
     with pytest.raises(ValueError, match="gamma"):
         build_program({"gamma": -1.0}, graph=g)
+
+
+def test_pge_init_bias_option_reaches_the_condenser():
+    """The CLI/config option `pge_init_bias` sets Φ's last bias in the program's initial state."""
+    g = csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, homophily=0.8, feature_signal=2.0, seed=4)
+    opts = {"clients": 2, "rate": 0.2, "rounds": 2, "eval_every": 2, "no_ib": True, "st_rounds": 2}
+    for bias in (None, -4.6):
+        prog = build_program({**opts, "pge_init_bias": bias}, graph=g)
+        b = np.asarray(jax.jit(prog.algorithm.init)(jax.random.key(0), prog.data).cond.pge["b2"])
+        if bias is None:
+            assert abs(float(b[0])) <= 1 / np.sqrt(128)  # torch default U(±1/sqrt(h))
+        else:
+            np.testing.assert_array_equal(b, np.float32(bias))

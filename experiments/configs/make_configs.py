@@ -188,12 +188,18 @@ def cells_fedgc():
     for ds, p in m.PAPER_T2.items():
         for var, (name, kw) in m.VARIANTS.items():
             opts = {"dataset": ds, **base, "rate": 0.5, "mia": True}
-            if var == "noib":
+            paper = {"ibs": "ib", "ibd": "ib", "noibs": "noib"}.get(var, var)  # the paper row the variant stands in for
+            if var in ("noib", "noibs"):
                 opts["no_ib"] = True
-            elif var != "ib":
+            if var in ("ibs", "noibs"):
+                opts["pge_init_bias"] = m.SPARSE_INIT_BIAS
+            if var == "ibd":
+                opts.update(ib_dim=m.IBD["dim"], ib_hidden=m.IBD["hidden"])
+            if kw and "defence" in kw:
                 opts["defence"] = kw["defence"]
             out.append((f"table2_{ds}_{var}_mia", opts,
-                        [f"Table 2: {name} on {ds}; paper acc {p[var + '_acc']} %, MIA AUC {p[var + '_auc']} %"], "0"))
+                        [f"Table 2: {name} on {ds}; paper ({m.VARIANTS[paper][0]}) acc {p[paper + '_acc']} %, "
+                         f"MIA AUC {p[paper + '_auc']} %"], "0"))
     notes = ["not in the CLI: reproduce.py's server Adam (st_lr 0.01), IB hidden 128 and dim(z) 128, "
              "evaluation iterations 600 and raw (unnormalised) features for FedGC†/PL/Reg/LDP are FedGCConfig settings "
              "of base_config(); Table 3 (architectures), the ablation and the gamma sweep need options the CLI "

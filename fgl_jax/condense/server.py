@@ -47,6 +47,10 @@ class CondenseConfig:
     adj_steps: int = 10
     outer: int = 1
     x_init_std: float = 0.01
+    # Initial bias of Φ's last layer (None = torch default U(±1/sqrt(h))). A negative value starts A'
+    # sparse (A'_ij ≈ σ(b)): with the default every pair starts near 0.5, so on a large N' the relay's
+    # normalised A' averages all synthetic nodes and each x'_i gets ~1/N' of the gradient.
+    pge_init_bias: Optional[float] = None
     client_axis: str = "fused"  # "fused" (vmapped clients, one backward of the weighted sum), "scan" or "vmap"
     # LDP defence baseline (Table 2): each client clips its upload per coordinate to [-ldp_clip, ldp_clip]
     # and adds Laplace(0, ldp_noise) (None = clip only) before aggregation; None/None = off (default).
@@ -78,6 +82,8 @@ class CondenseConfig:
                 raise ValueError(f"CondenseConfig.ldp_noise={self.ldp_noise!r} needs ldp_clip (bounded sensitivity)")
             check_ldp(self.ldp_clip, self.ldp_noise)
         V.optional_positive(own, "reg_lambda", self.reg_lambda)
+        if self.pge_init_bias is not None:
+            V.in_interval(own, "pge_init_bias", self.pge_init_bias, -30.0, 30.0, closed="both")
         V.at_least(own, "reg_steps", self.reg_steps, 1)
         V.at_least(own, "reg_hidden", self.reg_hidden, 1)
         V.positive(own, "reg_lr", self.reg_lr)
@@ -149,6 +155,9 @@ def make_condenser(cfg: CondenseConfig, in_dim: int, num_classes: int) -> Conden
         n_syn = int(syn_counts.sum())
         x = cfg.x_init_std * jax.random.normal(kx, (n_syn, in_dim), jnp.float32)  # X' ~ N(0, 0.01²)
         pge = init_pge(kp, in_dim, cfg.pge_hidden, cfg.pge_layers)
+        if cfg.pge_init_bias is not None:
+            last = f"b{cfg.pge_layers - 1}"
+            pge = {**pge, last: jnp.full_like(pge[last], cfg.pge_init_bias)}
         return CondenseState(x_syn=x, pge=pge, opt_x=opt_x.init(x), opt_pge=opt_pge.init(pge),
                              y_syn=jnp.asarray(synthetic_labels(syn_counts)),
                              coeff=class_coefficients(syn_counts), round=jnp.int32(0))

@@ -696,6 +696,9 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--eval-every", type=int, default=50, help="evaluation period of build_program's rounds")
     p.add_argument("--lr-feat", type=float, default=1e-2, help="Adam lr of X' (code 1e-3; see results.md)")
     p.add_argument("--lr-adj", type=float, default=1e-3, help="Adam lr of the structure MLP Φ")
+    p.add_argument("--pge-init-bias", type=float, default=None,
+                   help="initial bias of Φ's last layer (default: torch init, A' starts near 0.5; -4.6 starts it "
+                        "near 0.01, which many-class graphs need: experiments/results/fedgc, synthetic section)")
     p.add_argument("--st-rounds", type=int, default=200, help="federated self-training rounds")
     p.add_argument("--st-weight-decay", type=float, default=5e-4,
                    help="L2 on the self-training GCN (code: 0; 5e-4 lifts CiteSeer pseudo-label test accuracy 0.668 -> 0.715, experiments/results/fedgc)")
@@ -713,7 +716,8 @@ def _cli_main(args) -> dict:
                       defence=args.defence, ldp_clip=args.ldp_clip, ldp_scale=args.ldp_scale,
                       reg_lambda=args.reg_lambda, protocol=args.protocol, ib=IBConfig(gamma=args.gamma, hidden=args.ib_hidden, dim=args.ib_dim),
                       st_rounds=args.st_rounds, st_optimizer="adam", st_lr=0.01, st_weight_decay=args.st_weight_decay,
-                      condense=CondenseConfig(lr_feat=args.lr_feat, lr_adj=args.lr_adj))
+                      condense=CondenseConfig(lr_feat=args.lr_feat, lr_adj=args.lr_adj,
+                                              pge_init_bias=args.pge_init_bias))
     res = run_fedgc(graph, cfg, seed=args.seed)
     out = dict(res.final)
     if args.mia:
@@ -730,7 +734,7 @@ PROGRAM_DEFAULTS = {"dataset": "cora", "data_dir": None, "clients": 10, "beta": 
                     "eval_rounds": "100,150,200,300,400,500", "no_ib": False, "no_self_train": False,
                     "gamma": 5e-4, "ib_hidden": None, "ib_dim": None, "protocol": "val", "mia": False, "seed": 0,
                     "eval_every": 50, "lr_feat": 1e-2, "lr_adj": 1e-3, "st_rounds": 200, "st_weight_decay": 5e-4,
-                    "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2, "reg_lambda": 1.0}
+                    "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2, "reg_lambda": 1.0, "pge_init_bias": None}
 
 
 def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, config: Optional[dict] = None):
@@ -760,7 +764,9 @@ def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, c
                       reg_lambda=float(o["reg_lambda"]),
                       protocol=o["protocol"], st_rounds=int(o["st_rounds"]), st_optimizer="adam", st_lr=0.01,
                       st_weight_decay=float(o["st_weight_decay"]),
-                      condense=CondenseConfig(lr_feat=float(o["lr_feat"]), lr_adj=float(o["lr_adj"])),
+                      condense=CondenseConfig(lr_feat=float(o["lr_feat"]), lr_adj=float(o["lr_adj"]),
+                                              pge_init_bias=None if o["pge_init_bias"] is None
+                                              else float(o["pge_init_bias"])),
                       ib=IBConfig(gamma=check_gamma(o["gamma"]), hidden=o["ib_hidden"], dim=o["ib_dim"]))
     if config:
         cfg = dataclasses.replace(cfg, **config)
