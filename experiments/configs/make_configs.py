@@ -188,7 +188,7 @@ def cells_fedgc():
     for ds, p in m.PAPER_T2.items():
         for var, (name, kw) in m.VARIANTS.items():
             opts = {"dataset": ds, **base, "rate": 0.5, "mia": True}
-            paper = {"ibs": "ib", "ibd": "ib", "noibs": "noib"}.get(var, var)  # the paper row the variant stands in for
+            paper = m.PAPER_ROW[var]
             if var in ("noib", "noibs"):
                 opts["no_ib"] = True
             if var in ("ibs", "noibs"):

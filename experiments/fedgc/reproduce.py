@@ -55,6 +55,8 @@ VARIANTS = {"noib": ("FedGC† (no IB)", None), "pl": ("PL", {"defence": "pl", "
             "noibs": ("FedGC† (no IB), sparse A' init (Φ bias -4.6)", None)}
 IBD = {"dim": None, "hidden": 256}
 SPARSE_INIT_BIAS = -4.6
+# the paper row (PAPER_T2 key prefix) each variant stands beside
+PAPER_ROW = {**{v: v for v in VARIANTS}, "ibd": "ib", "ibs": "ib", "noibs": "noib"}
 PAPER_T3 = {"cora": {"mlp": 77.6, "appnp": 81.2, "cheb": 79.2, "gcn": 80.8, "sage": 81.9, "sgc": 81.6},
             "citeseer": {"mlp": 66.1, "appnp": 71.2, "cheb": 70.5, "gcn": 70.5, "sage": 71.1, "sgc": 70.2}}
 ARCHS = tuple(a for a in ("mlp", "appnp", "cheb", "gcn", "sage", "sgc", "gat") if a in MODELS)
@@ -323,9 +325,7 @@ def synthetic(store, tag, quick):
 
     Two variants (SYNTH_VARIANTS); --quick runs only the sparse-init one. With the default Φ init the
     relay's normalised A' (every pair ≈ 0.5, degree ≈ N'/2) averages all synthetic nodes, so each x'_i
-    gets about 1/N' of the matching gradient: on a 20k-node CSBM with N' = 200 the matching loss did not
-    move in 200 rounds (5.72 -> 5.72, G' at 2.4 %), while a last-layer bias of -4.6 took it to 1.15 and
-    G' to 80.4 % (diagnostic runs; `--only synthinit` stores the same comparison)."""
+    gets about 1/N' of the matching gradient; `--only synthinit` measures this on a 20k-node CSBM."""
     n = 20000 if quick else 169343
     g = csbm(num_nodes=n, num_classes=40, num_features=128, avg_degree=13.7, homophily=0.65,
              feature_signal=1.0, seed=0, name=f"synthetic-arxiv-csbm-{n}")
@@ -474,6 +474,11 @@ def index_rows(runs: dict, tag: str) -> list:
                 REASON_AUC_RAW)
             add("Table 2 MIA", f"{ds} FedGC paper-sized IB AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"),
                 REASON_AUC_IB)
+        r = runs.get(f"{tag}/{ds}/r0.5/ibs/s0")
+        if r:
+            add("Table 2 MIA", f"{ds} FedGC sparse A' init ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r))
+            add("Table 2 MIA", f"{ds} FedGC sparse A' init AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"),
+                REASON_AUC_IB)
     for ds, p in PAPER_T3.items():
         r = runs.get(f"{tag}/{ds}/r0.5/ib/s0/arch")
         if r:
@@ -563,17 +568,18 @@ def synthetic_summary(runs: dict, tag: str) -> list:
               f"l_hop 1 (memory), no IB. Beside it: a 2-layer GCN trained centrally on the whole graph's training "
               f"nodes ({r0.get('central_gcn_iters', '?')} Adam steps) gets {_fmt(r0.get('central_gcn_test_acc'))} %; "
               f"chance is {_fmt(r0.get('chance'))} %. Paper ogbn-arxiv at 0.25 % (real data, with fine-tuning): 75.8.", "",
-              "| run | rounds | ACC no ft | ACC ft | val no ft | chosen round | condensation s (s/round incl. compile) "
+              "| run | rounds | ACC no ft | ACC ft | val no ft | chosen round (no ft / ft) | condensation s (s/round incl. compile) "
               "| blocks s | evaluation s | note |", "|---|---|---|---|---|---|---|---|---|---|"]
         for sfx, r in rs:
             rounds = r["config"]["rounds"]
             ft = r["config"]["eval"]["finetune_steps"]
             L.append(f"| csbm{sfx or ' (default init)'} | {rounds} | {_fmt(r.get('test_acc_noft'))} | "
-                     f"{_fmt(r.get('test_acc')) if ft else '–'} | {_fmt(r.get('val_acc_noft'))} | {r.get('round')} | "
+                     f"{_fmt(r.get('test_acc')) if ft else '–'} | {_fmt(r.get('val_acc_noft'))} | {r.get('round_noft')} / {r.get('round') if ft else '–'} | "
                      f"{r.get('condense_s', 0):.0f} ({r.get('condense_s', 0) / rounds:.2f}) | {r.get('blocks_s', 0):.0f} | "
                      f"{r.get('eval_s', 0):.0f} | {r.get('note')} |")
         L.append("")
-    init = sorted(rid for rid in runs if rid.startswith(f"{tag}/synthetic-init/"))
+    init = sorted((rid for rid in runs if rid.startswith(f"{tag}/synthetic-init/")),
+                  key=lambda rid: (runs[rid].get("pge_init_bias") is not None, rid))  # default init first
     if init:
         L += ["### Why the default Φ init fails on a 40-class graph (`--only synthinit`)", "",
               "With torch's default init every A'_ij starts near 0.5, so the relay's normalised A' averages all N' "
@@ -683,7 +689,7 @@ def write_md(store, tag):
     for ds, p in PAPER_T2.items():
         for var, (name, _) in VARIANTS.items():
             r = runs.get(f"{tag}/{ds}/r0.5/{var}/s0")
-            pv = "ib" if var == "ibd" else var
+            pv = PAPER_ROW[var]
             if r:
                 tgt = lambda sfx: (f"{_fmt(r.get('mia_target_acc_members' + sfx))} / "
                                    f"{_fmt(r.get('mia_target_acc_nonmembers' + sfx))}"
