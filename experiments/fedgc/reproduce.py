@@ -316,6 +316,17 @@ SYNTH_VARIANTS = {
 }
 
 
+def synthetic_config(rate: float, rounds: int, eval_rounds: tuple, bias, finetune_steps: int) -> FedGCConfig:
+    """The CSBM runs' FedGC settings (arxiv-like: 5 clients, no IB, standardised features, fanout 10,
+    l_hop 1 for memory, Φ hidden 256, arxiv's test-GCN lr 1e-2 without L2)."""
+    return FedGCConfig(num_clients=5, rate=rate, rounds=rounds, eval_rounds=eval_rounds,
+                       use_ib=False, feature_norm="standard", fanout=10, cap=256, pools=2, l_hop=1,
+                       condense=CondenseConfig(lr_feat=1e-2, lr_adj=1e-2, pge_hidden=256, adj_period=50,
+                                               adj_steps=10, pge_init_bias=bias),
+                       eval=EvalConfig(lr=1e-2, weight_decay=0.0, iters=200, decay_at=100, eval_every=50,
+                                       finetune_steps=finetune_steps))
+
+
 def synthetic(store, tag, quick):
     """Synthetic arxiv-sized CSBM (NOT ogbn-arxiv): 169,343 nodes, 40 classes, 128 features, 5 clients,
     GCN relay with per-class caps (256 targets) and fanout 10, rate 0.005 (the paper's middle arxiv ratio
@@ -335,13 +346,7 @@ def synthetic(store, tag, quick):
         rid = f"{tag}/synthetic-arxiv/csbm{sfx}"
         if store.has(rid) or (quick and bias is None):
             continue
-        cfg = FedGCConfig(num_clients=5, rate=0.005, rounds=rounds,
-                          eval_rounds=(rounds,) if quick else (150, rounds),
-                          use_ib=False, feature_norm="standard", fanout=10, cap=256, pools=2, l_hop=1,
-                          condense=CondenseConfig(lr_feat=1e-2, lr_adj=1e-2, pge_hidden=256, adj_period=50,
-                                                  adj_steps=10, pge_init_bias=bias),
-                          eval=EvalConfig(lr=1e-2, weight_decay=0.0, iters=200, decay_at=100, eval_every=50,
-                                          finetune_steps=ft))
+        cfg = synthetic_config(0.005, rounds, (rounds,) if quick else (150, rounds), bias, ft)
         mcfg = dataclasses.replace(MIAConfig(), iters=50 if quick else 300)
         if central is None:
             t = time.perf_counter()
@@ -372,12 +377,7 @@ def synthetic_init(store, tag, quick):
         rid = f"{tag}/synthetic-init/csbm{n}/bias{bias}"
         if store.has(rid):
             continue
-        cfg = FedGCConfig(num_clients=5, rate=1 / 60, rounds=rounds, eval_rounds=(rounds // 2, rounds),
-                          use_ib=False, feature_norm="standard", fanout=10, cap=256, pools=2, l_hop=1,
-                          condense=CondenseConfig(lr_feat=1e-2, lr_adj=1e-2, pge_hidden=256, adj_period=50,
-                                                  adj_steps=10, pge_init_bias=bias),
-                          eval=EvalConfig(lr=1e-2, weight_decay=0.0, iters=200, decay_at=100, eval_every=50,
-                                          finetune_steps=0))
+        cfg = synthetic_config(1 / 60, rounds, (rounds // 2, rounds), bias, 0)
         rec, res = run_one(store, rid, g, cfg, 0, extra={"pge_init_bias": bias, "chance": 1.0 / 40})
         a, x, y = res.condensed
         off = a[~np.eye(len(a), dtype=bool)]
@@ -598,11 +598,15 @@ def synthetic_summary(runs: dict, tag: str) -> list:
     return L
 
 
+def stat(v) -> str:
+    """'mean ± std' over seeds, or the single value."""
+    return f"{np.mean(v):.1f} ± {np.std(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
+
+
 def sparse_init_summary(runs: dict, tag: str) -> list:
     """Default vs sparse A' init (variants ib/ibs and noib/noibs) on the same seeds: accuracy, owner-Z
     AUC and what G' adds over the null target, mean ± std over the seeds both variants have."""
     groups = seed_groups(runs)
-    stat = lambda v: f"{np.mean(v):.1f} ± {np.std(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
     rows = []
     for ds in PAPER_T2:
         for default, sparse in (("ib", "ibs"), ("noib", "noibs")):
@@ -634,7 +638,6 @@ def fresh_summary(runs: dict) -> list:
     groups = seed_groups(runs, needs="mia_auc_z_fresh")
     if not groups:
         return []
-    stat = lambda v: f"{np.mean(v):.1f} ± {np.std(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
     rows = []
     for head in sorted(groups):
         rs = groups[head]
