@@ -181,7 +181,8 @@ def cells_fedgc():
     base = {"clients": cfg.num_clients, "beta": cfg.beta, "rounds": cfg.rounds,
             "eval_rounds": ",".join(map(str, cfg.eval_rounds)), "gamma": cfg.ib.gamma, "protocol": "val",
             "seed": 0, "st_rounds": cfg.st_rounds, "st_weight_decay": cfg.st_weight_decay,
-            "lr_feat": cfg.condense.lr_feat, "lr_adj": cfg.condense.lr_adj}
+            "lr_feat": cfg.condense.lr_feat, "lr_adj": cfg.condense.lr_adj, "ib_hidden": cfg.ib.hidden,
+            "ib_dim": cfg.ib.dim, "ib_lr": cfg.ib.lr, "ib_epochs": cfg.ib.epochs}
     for (ds, rate), paper in m.PAPER_T1.items():
         out.append((f"table1_{ds}_rate{rate}", {"dataset": ds, **base, "rate": rate},
                     [f"Table 1: FedGC on {ds}, condensation rate {rate}; paper {paper} %"], "0"))
@@ -189,18 +190,19 @@ def cells_fedgc():
         for var, (name, kw) in m.VARIANTS.items():
             opts = {"dataset": ds, **base, "rate": 0.5, "mia": True}
             paper = m.PAPER_ROW[var]
-            if var in ("noib", "noibs"):
+            vc = m.variant_config(var, False)   # the CLI options that differ from the base config
+            if not vc.use_ib:
                 opts["no_ib"] = True
-            if var in ("ibs", "noibs"):
-                opts["pge_init_bias"] = m.SPARSE_INIT_BIAS
-            if var == "ibd":
-                opts.update(ib_dim=m.IBD["dim"], ib_hidden=m.IBD["hidden"])
+            if vc.condense.pge_init_bias is not None:
+                opts["pge_init_bias"] = vc.condense.pge_init_bias
+            if vc.ib != cfg.ib:  # (γ is a separate option; no variant changes it)
+                opts.update(ib_dim=vc.ib.dim, ib_hidden=vc.ib.hidden, ib_lr=vc.ib.lr, ib_epochs=vc.ib.epochs)
             if kw and "defence" in kw:
                 opts["defence"] = kw["defence"]
             out.append((f"table2_{ds}_{var}_mia", opts,
                         [f"Table 2: {name} on {ds}; paper ({m.VARIANTS[paper][0]}) acc {p[paper + '_acc']} %, "
                          f"MIA AUC {p[paper + '_auc']} %"], "0"))
-    notes = ["not in the CLI: reproduce.py's server Adam (st_lr 0.01), IB hidden 128 and dim(z) 128, "
+    notes = ["not in the CLI: reproduce.py's server Adam (st_lr 0.01), "
              "evaluation iterations 600 and raw (unnormalised) features for FedGC†/PL/Reg/LDP are FedGCConfig settings "
              "of base_config(); Table 3 (architectures), the ablation and the gamma sweep need options the CLI "
              "does not have"]

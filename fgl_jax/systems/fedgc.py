@@ -690,6 +690,10 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--gamma", type=float, default=5e-4)
     p.add_argument("--ib-hidden", type=int, default=None)
     p.add_argument("--ib-dim", type=int, default=None, help="dim(z) (default d, the paper)")
+    p.add_argument("--ib-lr", type=float, default=2e-3,
+                   help="Adam lr of the IB encoder (code 2e-3; 1e-2 fits a narrow encoder's Z better: "
+                        "experiments/results/fedgc)")
+    p.add_argument("--ib-epochs", type=int, default=100, help="IB encoder epochs (full-batch Adam steps; code 100)")
     p.add_argument("--protocol", choices=PROTOCOLS, default="val")
     p.add_argument("--mia", action="store_true", help="run the membership inference attack on G'")
     p.add_argument("--seed", type=int, default=0)
@@ -714,7 +718,9 @@ def _cli_main(args) -> dict:
     cfg = FedGCConfig(num_clients=args.clients, beta=args.beta, rate=args.rate, rounds=rounds,
                       eval_rounds=eval_rounds, use_ib=not args.no_ib, self_train=not args.no_self_train,
                       defence=args.defence, ldp_clip=args.ldp_clip, ldp_scale=args.ldp_scale,
-                      reg_lambda=args.reg_lambda, protocol=args.protocol, ib=IBConfig(gamma=args.gamma, hidden=args.ib_hidden, dim=args.ib_dim),
+                      reg_lambda=args.reg_lambda, protocol=args.protocol,
+                      ib=IBConfig(gamma=args.gamma, hidden=args.ib_hidden, dim=args.ib_dim, lr=args.ib_lr,
+                                  epochs=args.ib_epochs),
                       st_rounds=args.st_rounds, st_optimizer="adam", st_lr=0.01, st_weight_decay=args.st_weight_decay,
                       condense=CondenseConfig(lr_feat=args.lr_feat, lr_adj=args.lr_adj,
                                               pge_init_bias=args.pge_init_bias))
@@ -734,7 +740,8 @@ PROGRAM_DEFAULTS = {"dataset": "cora", "data_dir": None, "clients": 10, "beta": 
                     "eval_rounds": "100,150,200,300,400,500", "no_ib": False, "no_self_train": False,
                     "gamma": 5e-4, "ib_hidden": None, "ib_dim": None, "protocol": "val", "mia": False, "seed": 0,
                     "eval_every": 50, "lr_feat": 1e-2, "lr_adj": 1e-3, "st_rounds": 200, "st_weight_decay": 5e-4,
-                    "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2, "reg_lambda": 1.0, "pge_init_bias": None}
+                    "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2, "reg_lambda": 1.0, "pge_init_bias": None,
+                    "ib_lr": 2e-3, "ib_epochs": 100}
 
 
 def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, config: Optional[dict] = None):
@@ -767,7 +774,8 @@ def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, c
                       condense=CondenseConfig(lr_feat=float(o["lr_feat"]), lr_adj=float(o["lr_adj"]),
                                               pge_init_bias=None if o["pge_init_bias"] is None
                                               else float(o["pge_init_bias"])),
-                      ib=IBConfig(gamma=check_gamma(o["gamma"]), hidden=o["ib_hidden"], dim=o["ib_dim"]))
+                      ib=IBConfig(gamma=check_gamma(o["gamma"]), hidden=o["ib_hidden"], dim=o["ib_dim"],
+                                  lr=float(o["ib_lr"]), epochs=int(o["ib_epochs"])))
     if config:
         cfg = dataclasses.replace(cfg, **config)
     seed = int(o["seed"])
