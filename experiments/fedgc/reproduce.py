@@ -29,6 +29,8 @@ from fgl_jax.condense import CondenseConfig
 from fgl_jax.condense.evaluate import EvalConfig, dense_graph_batch, make_evaluator, pooled
 from fgl_jax.data.planetoid import load_planetoid
 from fgl_jax.data.synthetic import csbm
+from fgl_jax.federated.baselines import evaluate as evaluate_pooled
+from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 from fgl_jax.nn.models import MODELS
@@ -421,15 +423,11 @@ def client_graph_ceiling(key, batch, in_dim: int, num_classes: int, steps: int =
     opt = optax.chain(optax.add_decayed_weights(5e-4), optax.adam(1e-2))
     n_train = jnp.maximum(batch.train_mask.sum(), 1)
 
-    def loss(p, k):
-        ks = jax.random.split(k, batch.y.shape[0])
-        per = jax.vmap(lambda b, kk: masked_cross_entropy(model.apply(p, b, train=True, rngs={"dropout": kk}),
-                                                          b.y, b.train_mask) * b.train_mask.sum())(batch, ks)
+    def loss(p, b, k):  # mean CE over all clients' own training nodes (b: every client, [M, ...])
+        ks = jax.random.split(k, b.y.shape[0])
+        per = jax.vmap(lambda c, kk: masked_cross_entropy(model.apply(p, c, train=True, rngs={"dropout": kk}),
+                                                          c.y, c.train_mask) * c.train_mask.sum())(b, ks)
         return per.sum() / n_train
-
-    def accuracy(p, mask):
-        pred = jax.vmap(lambda b: jnp.argmax(model.apply(p, b, train=False), -1))(batch)
-        return ((pred == batch.y) & mask).sum() / jnp.maximum(mask.sum(), 1)
 
     @jax.jit
     def run(key):
@@ -438,16 +436,10 @@ def client_graph_ceiling(key, batch, in_dim: int, num_classes: int, steps: int =
 
         def chunk(carry, kk):
             p, o, best_v, best_t = carry
-
-            def step(c, k):
-                p, o = c
-                u, o = opt.update(jax.grad(loss)(p, k), o, p)
-                return (optax.apply_updates(p, u), o), None
-
-            (p, o), _ = jax.lax.scan(step, (p, o), jax.random.split(kk, check_every))
-            v, t = accuracy(p, batch.val_mask), accuracy(p, batch.test_mask)
-            better = v > best_v
-            return (p, o, jnp.where(better, v, best_v), jnp.where(better, t, best_t)), None
+            p, o, _ = local_train(loss, opt, check_every, p, o, batch, kk, 1.0)
+            acc = evaluate_pooled(model, p, batch, per_client=False)
+            better = acc["val_acc"] > best_v
+            return (p, o, jnp.where(better, acc["val_acc"], best_v), jnp.where(better, acc["test_acc"], best_t)), None
 
         init = (p, opt.init(p), jnp.float32(-1.0), jnp.float32(0.0))
         (_, _, v, t), _ = jax.lax.scan(chunk, init, jax.random.split(k1, steps // check_every))
