@@ -101,3 +101,17 @@ def test_ib_lr_and_epochs_options_reach_the_encoder():
     assert not np.allclose(default, z(ib_epochs=3))
     with pytest.raises(ValueError, match="lr"):
         z(ib_lr=0.0)
+
+
+def test_cli_defaults_equal_program_defaults():
+    """`fgl-jax fedgc` and build_program share config_from_options, so a run must not depend on which
+    entry point read the options: every PROGRAM_DEFAULTS key the CLI has takes the same default there."""
+    import argparse
+
+    from fgl_jax.systems.fedgc import PROGRAM_DEFAULTS, config_from_options, register_cli
+    parser = argparse.ArgumentParser()
+    register_cli(parser.add_subparsers())
+    args = vars(parser.parse_args(["fedgc"]))
+    assert set(PROGRAM_DEFAULTS) <= set(args), sorted(set(PROGRAM_DEFAULTS) - set(args))
+    assert {k: args[k] for k in PROGRAM_DEFAULTS} == PROGRAM_DEFAULTS
+    assert config_from_options(args, (500,)) == config_from_options(PROGRAM_DEFAULTS, (500,))

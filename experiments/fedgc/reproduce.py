@@ -68,6 +68,10 @@ IBD = {"dim": None, "hidden": 256}
 SPARSE_INIT_BIAS = -4.6
 IB_FAST_LR = 1e-2
 # the paper row (PAPER_T2 key prefix) each variant stands beside
+# the configurations Table 1 / Table 3 / the ablation / the γ sweep can build on (--base): the code's
+# knobs, and both open knobs of the 'Knobs' table
+BASES = ("ib", "ibfs")
+BASE_NAME = {"ib": "code's IB lr and Φ init", "ibfs": f"IB lr {IB_FAST_LR:g} + sparse A' init"}
 PAPER_ROW = {**{v: v for v in VARIANTS}, "ibd": "ib", "ibs": "ib", "noibs": "noib", "ibf": "ib", "ibfs": "ib"}
 
 
@@ -209,6 +213,10 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=None, help="override the number of condensation rounds")
     ap.add_argument("--eval-rounds", default=None, help="comma-separated evaluation rounds (override)")
     ap.add_argument("--rates", default=None, help="comma-separated rates for Table 1 (default 0.25,0.5,1.0)")
+    ap.add_argument("--base", default="ib", choices=BASES,
+                    help="the FedGC configuration Table 1 (rates other than 0.5), Table 3, the ablation and the γ sweep "
+                         "build on: 'ib' (the code's IB lr and Φ init) or 'ibfs' (IB lr 0.01 + sparse A' init, the "
+                         "open knobs of the 'Knobs' table); non-default bases store their runs under their own ids")
     ap.add_argument("--protocol", default="val", choices=("val", "paper"),
                     help="model selection: 'val' (default) or 'paper' = the official code's test-based choices "
                          "(self-training, IB's Z*, max test over checkpoints; spec §5.9), to size that leak")
@@ -253,7 +261,12 @@ def main(argv=None):
     for ds in datasets:
         graph = load_planetoid(ds, data_dir=args.data_dir)
         for seed in range(args.seed_start, args.seed_start + args.seeds):
-            shadow, res_ib = None, None
+            shadow, res_base = None, None
+            base = args.base
+            pre = "" if base == "ib" else base + "-"    # run-id prefix of the ablation / γ runs on this base
+
+            def base_cfg(**kw):
+                return dataclasses.replace(variant_config(base, args.quick), **kw)
             if "table2" in only or "table1" in only:
                 # Table 2 at the middle ratio: FedGC (IB) and FedGC† (no IB), with the attack.
                 variants = [v for v in args.variants.split(",") if v]
@@ -265,21 +278,22 @@ def main(argv=None):
                     rid = f"{tag}/{ds}/r0.5/{var}/s{seed}"
                     sh = None if store.has(rid) else shadow_for(graph, cfg.feature_norm, seed)
                     rec, res = run_one(store, rid, graph, cfg, seed, mia=True, shadow=sh)
-                    if var == "ib":
-                        res_ib = res
-            if "table3" in only and not store.has(f"{tag}/{ds}/r0.5/ib/s{seed}/arch"):
-                if res_ib is None:  # stored by an earlier invocation: recompute G' (deterministic) without the attack
-                    res_ib = run_fedgc(graph, base_config(args.quick), seed=seed, log=lambda m: print(m, flush=True),
-                                       cache=CACHE)
-                    old = store.get(f"{tag}/{ds}/r0.5/ib/s{seed}")
-                    if old is not None and abs(old["test_acc"] - res_ib.final["test_acc"]) > 1e-6:
+                    if var == base:
+                        res_base = res
+            if "table3" in only and not store.has(f"{tag}/{ds}/r0.5/{base}/s{seed}/arch"):
+                if res_base is None:  # stored by an earlier invocation: recompute G' (deterministic) without the attack
+                    res_base = run_fedgc(graph, base_cfg(), seed=seed, log=lambda m: print(m, flush=True), cache=CACHE)
+                    old = store.get(f"{tag}/{ds}/r0.5/{base}/s{seed}")
+                    if old is not None and abs(old["test_acc"] - res_base.final["test_acc"]) > 1e-6:
                         raise SystemExit(f"{ds} seed {seed}: recomputed G' differs from the stored run "
-                                         f"({res_ib.final['test_acc']} vs {old['test_acc']}): not deterministic?")
-                table3(store, tag, ds, seed, res_ib, base_config(args.quick))
+                                         f"({res_base.final['test_acc']} vs {old['test_acc']}): not deterministic?")
+                    print(f"[table3] {ds} s{seed} {base}: recomputed G' test acc {res_base.final['test_acc']:.4f}",
+                          flush=True)
+                table3(store, tag, ds, seed, res_base, base_cfg(), base)
             if "table1" in only:
                 for rate in rates:
                     if rate != 0.5:
-                        run_one(store, f"{tag}/{ds}/r{rate}/ib/s{seed}", graph, base_config(args.quick, rate=rate), seed)
+                        run_one(store, f"{tag}/{ds}/r{rate}/{base}/s{seed}", graph, base_cfg(rate=rate), seed)
             if "zceiling" in only:
                 z_ceiling(store, tag, ds, graph, seed, args.quick)
             if "ablation" in only or "gamma" in only:
@@ -287,12 +301,12 @@ def main(argv=None):
             if "ablation" in only and ds == "cora":
                 # (results_ablation.json also holds a 500-round diagnostic run "_lr_feat0.05", a 5x larger X' lr)
                 for name, kw in (("-com", {"l_hop": 0}), ("-st", {"self_train": False})):
-                    run_one(store, f"{tag}/{ds}/r0.5/ablation{name}/s{seed}", graph,
-                            base_config(args.quick, **kw), seed, mia=True, shadow=shadow)
+                    run_one(store, f"{tag}/{ds}/r0.5/{pre}ablation{name}/s{seed}", graph,
+                            base_cfg(**kw), seed, mia=True, shadow=shadow)
             if "gamma" in only and ds == "cora":
                 for gamma in ([0.0, 1e-2] if args.quick else [0.0, 1e-4, 1e-3, 1e-2, 1e-1]):
-                    cfg = base_config(args.quick, ib=dataclasses.replace(base_config(args.quick).ib, gamma=gamma))
-                    run_one(store, f"{tag}/{ds}/r0.5/gamma{gamma}/s{seed}", graph, cfg, seed, mia=True, shadow=shadow)
+                    cfg = base_cfg(ib=dataclasses.replace(base_cfg().ib, gamma=gamma))
+                    run_one(store, f"{tag}/{ds}/r0.5/{pre}gamma{gamma}/s{seed}", graph, cfg, seed, mia=True, shadow=shadow)
     if "synthetic" in only:
         synthetic(store, tag, args.quick)
     if "synthinit" in only:
@@ -313,9 +327,9 @@ def shadow_for(graph, norm, seed):
     return SHADOWS[k]
 
 
-def table3(store, tag, ds, seed, res, cfg):
-    """Cross-architecture: train each architecture on the same G' (from the IB run), same protocol."""
-    rid = f"{tag}/{ds}/r0.5/ib/s{seed}/arch"
+def table3(store, tag, ds, seed, res, cfg, base="ib"):
+    """Cross-architecture: train each architecture on the same G' (from the `base` variant's run), same protocol."""
+    rid = f"{tag}/{ds}/r0.5/{base}/s{seed}/arch"
     if store.has(rid):
         return
     a, x, y = (jax.numpy.asarray(v) for v in res.condensed)
@@ -541,9 +555,12 @@ def index_rows(runs: dict, tag: str) -> list:
                      "reason": reason_if_gap if gap else ""})
 
     for (ds, rate), paper in PAPER_T1.items():
-        r = runs.get(f"{tag}/{ds}/r{rate}/ib/s0")
-        if r:
-            add("Table 1 accuracy", f"{ds} r={PAPER_R[(ds, rate)]} (rate {rate}) FedGC GCN", paper, r.get("test_acc"), reason_acc(r))
+        for base in BASES:
+            r = runs.get(f"{tag}/{ds}/r{rate}/{base}/s0")
+            if r:
+                knobs = "" if base == "ib" else f" ({BASE_NAME[base]})"
+                add("Table 1 accuracy", f"{ds} r={PAPER_R[(ds, rate)]} (rate {rate}) FedGC GCN{knobs}", paper,
+                    r.get("test_acc"), reason_acc(r))
     for ds, p in PAPER_T2.items():
         for var in ("noib", "pl", "reg", "ldp"):
             r = runs.get(f"{tag}/{ds}/r0.5/{var}/s0")
@@ -572,11 +589,14 @@ def index_rows(runs: dict, tag: str) -> list:
                 add("Table 2 MIA", f"{ds} FedGC {name} AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"),
                     REASON_AUC_IB)
     for ds, p in PAPER_T3.items():
-        r = runs.get(f"{tag}/{ds}/r0.5/ib/s0/arch")
-        if r:
-            for arch in ARCHS:
-                add("Table 3 architectures", f"{ds} rate 0.5 {arch.upper()}", p.get(arch), r["archs"].get(arch),
-                    "same G' as Table 1 (see its reason); architectures use the GCN evaluation recipe")
+        for base in BASES:
+            r = runs.get(f"{tag}/{ds}/r0.5/{base}/s0/arch")
+            if r:
+                knobs = "" if base == "ib" else f" ({BASE_NAME[base]})"
+                for arch in ARCHS:
+                    add("Table 3 architectures", f"{ds} rate 0.5 {arch.upper()}{knobs}", p.get(arch),
+                        r["archs"].get(arch),
+                        "same G' as Table 1 (see its reason); architectures use the GCN evaluation recipe")
     for rid in sorted(runs):
         if rid.startswith(f"{tag}/cora/r0.5/") and ("ablation" in rid or "gamma" in rid):
             r = runs[rid]
@@ -844,12 +864,18 @@ def write_md(store, tag):
          "test-count-weighted over clients, after 30-step local fine-tuning (`ft`) and without it (`no ft`). "
          "Tables 1-3 show seed 0; the over-seeds table (if present) has mean ± std. " + deviations_text(runs), ""]
     L += ["## Table 1: test accuracy (%) of a GCN trained on G'", "",
-          "| dataset | r (rate) | paper FedGC | ours ft | ours no ft | round (selected) | condense s |", "|---|---|---|---|---|---|---|"]
+          "Each cell: ours ft / ours no ft (selected round; condensation s). Columns: the code's IB lr and Φ init "
+          f"(`ib`), and both open knobs of the 'Knobs' table ({BASE_NAME['ibfs']}, `--base ibfs`).", "",
+          "| dataset | r (rate) | paper FedGC | " + " | ".join(f"ours, {BASE_NAME[b]}" for b in BASES) + " |",
+          "|---|---|---|" + "---|" * len(BASES)]
+
+    def t1_cell(r):
+        return ("–" if r is None else f"{_fmt(r.get('test_acc'))} / {_fmt(r.get('test_acc_noft'))} "
+                f"({r.get('round')}; {r.get('condense_s', 0):.0f} s)")
     for (ds, rate), paper in PAPER_T1.items():
-        r = runs.get(f"{tag}/{ds}/r{rate}/ib/s0")
-        if r:
-            L.append(f"| {ds} | {PAPER_R[(ds, rate)]} ({rate}) | {paper} | {_fmt(r.get('test_acc'))} | "
-                     f"{_fmt(r.get('test_acc_noft'))} | {r.get('round')} | {r.get('condense_s', 0):.0f} |")
+        rs = [runs.get(f"{tag}/{ds}/r{rate}/{b}/s0") for b in BASES]
+        if any(rs):
+            L.append(f"| {ds} | {PAPER_R[(ds, rate)]} ({rate}) | {paper} | " + " | ".join(map(t1_cell, rs)) + " |")
     L += ["", "## Table 2: membership inference (ACC ↑ / AUC ↓, %)", "",
           "AUC (raw X) = the server queries with raw features (its view); AUC (Z) = stress test, each node "
           "queried in its owner's graph with the owner's features (Z under IB). Under IB the raw-X query mixes "
@@ -888,21 +914,25 @@ def write_md(store, tag):
     L += ["## Table 3: architectures trained on the same G' (FedGC, rate 0.5), test accuracy (%) after ft", "",
           "| dataset | | " + " | ".join(a.upper() for a in ARCHS) + " |", "|---|---|" + "---|" * len(ARCHS)]
     for ds, p in PAPER_T3.items():
-        r = runs.get(f"{tag}/{ds}/r0.5/ib/s0/arch")
         L.append(f"| {ds} | paper | " + " | ".join(str(p.get(a, "– (not in paper)")) for a in ARCHS) + " |")
-        if r:
-            a = r["archs"]
-            L.append(f"| {ds} | ours | " + " | ".join(_fmt(a.get(k)) for k in ARCHS) + " |")
+        for base in BASES:
+            r = runs.get(f"{tag}/{ds}/r0.5/{base}/s0/arch")
+            if r:
+                a = r["archs"]
+                L.append(f"| {ds} | ours, {BASE_NAME[base]} | " + " | ".join(_fmt(a.get(k)) for k in ARCHS) + " |")
     L += ["", "Each architecture is trained with the GCN evaluation recipe (hidden 256, lr 0.01, wd 5e-4, dropout 0.5; "
           "APPNP K=10 α=0.1, Cheb K=2, SGC K=2; GAT hidden 8).", "",
           "## Ablation (Cora, rate 0.5) and γ sweep", "",
           "| run | ACC ft | ACC no ft | AUC raw X | AUC Z |", "|---|---|---|---|---|"]
     for rid in sorted(runs):
-        if rid.startswith(f"{tag}/cora/r0.5/") and ("ablation" in rid or "gamma" in rid or rid.endswith(("/ib/s0", "/noib/s0"))):
+        if rid.startswith(f"{tag}/cora/r0.5/") and ("ablation" in rid or "gamma" in rid
+                                                     or rid.endswith(tuple(f"/{v}/s0" for v in ("noib",) + BASES))):
             r = runs[rid]
             L.append(f"| {rid.split('/')[3]} | {_fmt(r.get('test_acc'))} | {_fmt(r.get('test_acc_noft'))} | "
                      f"{_fmt(r.get('mia_auc'))} | {_fmt(r.get('mia_auc_z'))} |")
-    L += ["", "Paper (Fig. 5, 7; no numbers in the text): -com and -st lower accuracy, -ib raises the AUC most; AUC falls as γ grows.", ""]
+    L += ["", "Seed 0. Runs prefixed `ibfs-` build on both open knobs (`--base ibfs`; `ibfs` is their γ = 5e-4 "
+          "run), the others on the code's (`ib`). Paper (Fig. 5, 7; no numbers in the text): -com and -st lower "
+          "accuracy, -ib raises the AUC most; AUC falls as γ grows.", ""]
     L += seed_summary(runs)
     L += fresh_summary(runs)
     L += open_knob_summary(runs, tag)

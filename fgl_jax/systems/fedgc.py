@@ -710,20 +710,28 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def config_from_options(o: dict, eval_rounds: tuple) -> FedGCConfig:
+    """The FedGCConfig of `fgl-jax fedgc` options: argparse dests, the keys of PROGRAM_DEFAULTS
+    (the one place the CLI and build_program turn options into a config)."""
+    bias = o["pge_init_bias"]
+    return FedGCConfig(num_clients=int(o["clients"]), beta=float(o["beta"]), rate=float(o["rate"]),
+                       rounds=int(o["rounds"]), eval_rounds=tuple(eval_rounds), use_ib=not o["no_ib"],
+                       self_train=not o["no_self_train"], defence=str(o["defence"]), ldp_clip=float(o["ldp_clip"]),
+                       ldp_scale=float(o["ldp_scale"]), reg_lambda=float(o["reg_lambda"]), protocol=o["protocol"],
+                       st_rounds=int(o["st_rounds"]), st_optimizer="adam", st_lr=0.01,
+                       st_weight_decay=float(o["st_weight_decay"]),
+                       condense=CondenseConfig(lr_feat=float(o["lr_feat"]), lr_adj=float(o["lr_adj"]),
+                                               pge_init_bias=None if bias is None else float(bias)),
+                       ib=IBConfig(gamma=check_gamma(o["gamma"]), hidden=o["ib_hidden"], dim=o["ib_dim"],
+                                   lr=float(o["ib_lr"]), epochs=int(o["ib_epochs"])))
+
+
 def _cli_main(args) -> dict:
     from fgl_jax.data.registry import load
     graph = load(args.dataset, data_dir=args.data_dir)
     rounds = args.rounds
     eval_rounds = tuple(r for r in (int(v) for v in args.eval_rounds.split(",")) if 0 < r <= rounds) or (rounds,)
-    cfg = FedGCConfig(num_clients=args.clients, beta=args.beta, rate=args.rate, rounds=rounds,
-                      eval_rounds=eval_rounds, use_ib=not args.no_ib, self_train=not args.no_self_train,
-                      defence=args.defence, ldp_clip=args.ldp_clip, ldp_scale=args.ldp_scale,
-                      reg_lambda=args.reg_lambda, protocol=args.protocol,
-                      ib=IBConfig(gamma=args.gamma, hidden=args.ib_hidden, dim=args.ib_dim, lr=args.ib_lr,
-                                  epochs=args.ib_epochs),
-                      st_rounds=args.st_rounds, st_optimizer="adam", st_lr=0.01, st_weight_decay=args.st_weight_decay,
-                      condense=CondenseConfig(lr_feat=args.lr_feat, lr_adj=args.lr_adj,
-                                              pge_init_bias=args.pge_init_bias))
+    cfg = config_from_options(vars(args), eval_rounds)
     res = run_fedgc(graph, cfg, seed=args.seed)
     out = dict(res.final)
     if args.mia:
@@ -765,17 +773,7 @@ def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, c
         from fgl_jax.data.registry import load
         graph = load(o["dataset"], data_dir=data_dir if data_dir is not None else o["data_dir"])
     rounds = int(o["rounds"])
-    cfg = FedGCConfig(num_clients=int(o["clients"]), beta=float(o["beta"]), rate=float(o["rate"]), rounds=rounds,
-                      eval_rounds=(rounds,), use_ib=not o["no_ib"], self_train=not o["no_self_train"],
-                      defence=str(o["defence"]), ldp_clip=float(o["ldp_clip"]), ldp_scale=float(o["ldp_scale"]),
-                      reg_lambda=float(o["reg_lambda"]),
-                      protocol=o["protocol"], st_rounds=int(o["st_rounds"]), st_optimizer="adam", st_lr=0.01,
-                      st_weight_decay=float(o["st_weight_decay"]),
-                      condense=CondenseConfig(lr_feat=float(o["lr_feat"]), lr_adj=float(o["lr_adj"]),
-                                              pge_init_bias=None if o["pge_init_bias"] is None
-                                              else float(o["pge_init_bias"])),
-                      ib=IBConfig(gamma=check_gamma(o["gamma"]), hidden=o["ib_hidden"], dim=o["ib_dim"],
-                                  lr=float(o["ib_lr"]), epochs=int(o["ib_epochs"])))
+    cfg = config_from_options(o, (rounds,))
     if config:
         cfg = dataclasses.replace(cfg, **config)
     seed = int(o["seed"])
