@@ -183,22 +183,28 @@ def cells_fedgc():
             "seed": 0, "st_rounds": cfg.st_rounds, "st_weight_decay": cfg.st_weight_decay,
             "lr_feat": cfg.condense.lr_feat, "lr_adj": cfg.condense.lr_adj, "ib_hidden": cfg.ib.hidden,
             "ib_dim": cfg.ib.dim, "ib_lr": cfg.ib.lr, "ib_epochs": cfg.ib.epochs}
+
+    def variant_options(var):
+        """The CLI options of a reproduce.py variant that differ from the base config."""
+        vc, opts = m.variant_config(var, False), {}
+        if not vc.use_ib:
+            opts["no_ib"] = True
+        if vc.condense.pge_init_bias is not None:
+            opts["pge_init_bias"] = vc.condense.pge_init_bias
+        if vc.ib != cfg.ib:  # (γ is a separate option; no variant changes it)
+            opts.update(ib_dim=vc.ib.dim, ib_hidden=vc.ib.hidden, ib_lr=vc.ib.lr, ib_epochs=vc.ib.epochs)
+        if vc.defence != cfg.defence:
+            opts["defence"] = vc.defence
+        return opts
     for (ds, rate), paper in m.PAPER_T1.items():
-        out.append((f"table1_{ds}_rate{rate}", {"dataset": ds, **base, "rate": rate},
-                    [f"Table 1: FedGC on {ds}, condensation rate {rate}; paper {paper} %"], "0"))
+        for b in m.BASES:   # reproduce.py --base: the code's knobs, or both open knobs
+            stem = f"table1_{ds}_rate{rate}" + ("" if b == "ib" else f"_{b}")
+            out.append((stem, {"dataset": ds, **base, "rate": rate, **variant_options(b)},
+                        [f"Table 1: FedGC ({m.BASE_NAME[b]}) on {ds}, condensation rate {rate}; paper {paper} %"], "0"))
     for ds, p in m.PAPER_T2.items():
         for var, (name, kw) in m.VARIANTS.items():
-            opts = {"dataset": ds, **base, "rate": 0.5, "mia": True}
+            opts = {"dataset": ds, **base, "rate": 0.5, "mia": True, **variant_options(var)}
             paper = m.PAPER_ROW[var]
-            vc = m.variant_config(var, False)   # the CLI options that differ from the base config
-            if not vc.use_ib:
-                opts["no_ib"] = True
-            if vc.condense.pge_init_bias is not None:
-                opts["pge_init_bias"] = vc.condense.pge_init_bias
-            if vc.ib != cfg.ib:  # (γ is a separate option; no variant changes it)
-                opts.update(ib_dim=vc.ib.dim, ib_hidden=vc.ib.hidden, ib_lr=vc.ib.lr, ib_epochs=vc.ib.epochs)
-            if kw and "defence" in kw:
-                opts["defence"] = kw["defence"]
             out.append((f"table2_{ds}_{var}_mia", opts,
                         [f"Table 2: {name} on {ds}; paper ({m.VARIANTS[paper][0]}) acc {p[paper + '_acc']} %, "
                          f"MIA AUC {p[paper + '_auc']} %"], "0"))

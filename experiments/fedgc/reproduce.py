@@ -598,7 +598,7 @@ def index_rows(runs: dict, tag: str) -> list:
                         r["archs"].get(arch),
                         "same G' as Table 1 (see its reason); architectures use the GCN evaluation recipe")
     for rid in sorted(runs):
-        if rid.startswith(f"{tag}/cora/r0.5/") and ("ablation" in rid or "gamma" in rid):
+        if rid.startswith(f"{tag}/cora/r0.5/") and is_ablation(rid) and rid.endswith("/s0"):
             r = runs[rid]
             name = rid.split("/")[3]
             add("Ablation / gamma (Cora)", f"{name} ACC", None, r.get("test_acc"))
@@ -643,7 +643,7 @@ def seed_summary(runs: dict) -> list:
     rows = []
     for head in sorted(groups):
         rs = groups[head]
-        if len(rs) < 2 or "/zceiling/" in head:  # the ceilings have their own table
+        if len(rs) < 2 or "/zceiling/" in head or is_ablation(head):  # these have their own tables
             continue
         cells = []
         for k, _ in keys:
@@ -666,6 +666,51 @@ def seed_summary(runs: dict) -> list:
             "involved; AUC Z − null is what the condensed graph adds.", "",
             "| run | seeds | " + " | ".join(n for _, n in keys) + " | mean abs(AUC Z − 50) |",
             "|---|---|" + "---|" * (len(keys) + 1)] + rows + [""]
+
+
+def is_ablation(name: str) -> bool:
+    """A run-id part of the ablation / γ sweep (either base)."""
+    return "ablation" in name or "gamma" in name
+
+
+def ablation_summary(runs: dict, tag: str) -> list:
+    """Ablation and γ sweep on Cora (rate 0.5): one row per run on each base, mean ± std over the seeds
+    every row has (so rows compare on the same partitions), with FedGC† (no IB) beside them."""
+    groups = {}
+    for head, rs in seed_groups(runs).items():
+        name = head.split("/")[3] if head.startswith(f"{tag}/cora/r0.5/") else ""
+        if name and (is_ablation(name) or name in ("noib",) + BASES):
+            groups[name] = {int(r["id"].rpartition("/s")[2]): r for r in rs}
+    if not any(is_ablation(n) for n in groups):
+        return []
+    seeds = sorted(set.intersection(*(set(g) for g in groups.values())))
+    if not seeds:
+        return []
+
+    def order(name):
+        base = name.split("-")[0] if name.split("-")[0] in BASES else ("noib" if name == "noib" else "ib")
+        kind = name[len(base) + 1:] if name.startswith(base + "-") else ("" if name in BASES + ("noib",) else name)
+        gamma = (variant_config(base, False).ib.gamma if kind == "" and base in BASES
+                 else float(kind[5:]) if kind.startswith("gamma") else None)
+        return ((BASES + ("noib",)).index(base), gamma is None, gamma or 0.0, kind), base, gamma
+    L = ["## Ablation (Cora, rate 0.5) and γ sweep", "",
+         (f"Mean ± std over seeds {', '.join(map(str, seeds))} (the seeds every row has)." if len(seeds) > 1
+          else f"Seed {seeds[0]} (the only seed every row has).") + f" Base `ib`: the code's IB lr "
+         f"and Φ init; base `ibfs`: both open knobs ({BASE_NAME['ibfs']}, `--base ibfs`); each base's γ = 5e-4 row is "
+         "its Table 2 run. -com: no neighbour completion (l_hop 0); -st: no self-training (the IB then fits only the "
+         "training nodes' labels).", "",
+         "| base | run | γ | ACC ft | ACC no ft | AUC Z | AUC Z null | AUC raw X |", "|---|---|---|---|---|---|---|---|"]
+
+    def cell(name, key):
+        v = [100 * groups[name][s][key] for s in seeds if groups[name][s].get(key) is not None]
+        return stat(v) if v else "–"
+    for name in sorted(groups, key=lambda n: order(n)[0]):
+        _, base, gamma = order(name)
+        L.append(f"| {base} | {name} | {'–' if gamma is None else f'{gamma:g}'} | {cell(name, 'test_acc')} | "
+                 f"{cell(name, 'test_acc_noft')} | {cell(name, 'mia_auc_z')} | {cell(name, 'mia_auc_z_null')} | "
+                 f"{cell(name, 'mia_auc')} |")
+    return L + ["", "Paper (Fig. 5, 7; no numbers in the text): -com and -st lower accuracy, -ib raises the AUC most; "
+                "AUC falls as γ grows.", ""]
 
 
 def synthetic_summary(runs: dict, tag: str) -> list:
@@ -922,17 +967,8 @@ def write_md(store, tag):
                 L.append(f"| {ds} | ours, {BASE_NAME[base]} | " + " | ".join(_fmt(a.get(k)) for k in ARCHS) + " |")
     L += ["", "Each architecture is trained with the GCN evaluation recipe (hidden 256, lr 0.01, wd 5e-4, dropout 0.5; "
           "APPNP K=10 α=0.1, Cheb K=2, SGC K=2; GAT hidden 8).", "",
-          "## Ablation (Cora, rate 0.5) and γ sweep", "",
-          "| run | ACC ft | ACC no ft | AUC raw X | AUC Z |", "|---|---|---|---|---|"]
-    for rid in sorted(runs):
-        if rid.startswith(f"{tag}/cora/r0.5/") and ("ablation" in rid or "gamma" in rid
-                                                     or rid.endswith(tuple(f"/{v}/s0" for v in ("noib",) + BASES))):
-            r = runs[rid]
-            L.append(f"| {rid.split('/')[3]} | {_fmt(r.get('test_acc'))} | {_fmt(r.get('test_acc_noft'))} | "
-                     f"{_fmt(r.get('mia_auc'))} | {_fmt(r.get('mia_auc_z'))} |")
-    L += ["", "Seed 0. Runs prefixed `ibfs-` build on both open knobs (`--base ibfs`; `ibfs` is their γ = 5e-4 "
-          "run), the others on the code's (`ib`). Paper (Fig. 5, 7; no numbers in the text): -com and -st lower "
-          "accuracy, -ib raises the AUC most; AUC falls as γ grows.", ""]
+          ""]
+    L += ablation_summary(runs, tag)
     L += seed_summary(runs)
     L += fresh_summary(runs)
     L += open_knob_summary(runs, tag)
