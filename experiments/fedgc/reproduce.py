@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import sys
+import shlex
 import time
 from pathlib import Path
 
@@ -233,7 +234,7 @@ def main(argv=None):
     if args.quick:
         args.fresh = True     # a quick run is a smoke test of the code: never reuse stored runs
     tag = "quick" if args.quick else "full"
-    meta = {"command": "python experiments/fedgc/reproduce.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    meta = {"command": "python experiments/fedgc/reproduce.py " + shlex.join(argv if argv is not None else sys.argv[1:]),
             "mode": tag, "versions": versions(), "machine": machine()}
     if args.ib_dim or args.ib_hidden:
         ROUNDS_OVERRIDE["ib"] = {k: v for k, v in (("dim", args.ib_dim), ("hidden", args.ib_hidden)) if v}
