@@ -14,8 +14,8 @@ import dataclasses
 import json
 import os
 import platform
-import sys
 import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -68,11 +68,11 @@ VARIANTS = {"noib": ("FedGC† (no IB)", None), "pl": ("PL", {"defence": "pl", "
 IBD = {"dim": None, "hidden": 256}
 SPARSE_INIT_BIAS = -4.6
 IB_FAST_LR = 1e-2
-# the paper row (PAPER_T2 key prefix) each variant stands beside
 # the configurations Table 1 / Table 3 / the ablation / the γ sweep can build on (--base): the code's
 # knobs, and both open knobs of the 'Knobs' table
 BASES = ("ib", "ibfs")
 BASE_NAME = {"ib": "code's IB lr and Φ init", "ibfs": f"IB lr {IB_FAST_LR:g} + sparse A' init"}
+# the paper row (PAPER_T2 key prefix) each variant stands beside
 PAPER_ROW = {**{v: v for v in VARIANTS}, "ibd": "ib", "ibs": "ib", "noibs": "noib", "ibf": "ib", "ibfs": "ib"}
 
 
@@ -259,15 +259,15 @@ def main(argv=None):
         return
     datasets = ["cora"] if args.quick else args.datasets.split(",")
     rates = [0.5] if args.quick else [float(v) for v in (args.rates or "0.25,0.5,1.0").split(",")]
+    base = args.base
+    pre = "" if base == "ib" else base + "-"    # run-id prefix of the ablation / γ runs on this base
+
+    def base_cfg(**kw):
+        return dataclasses.replace(variant_config(base, args.quick), **kw)
     for ds in datasets:
         graph = load_planetoid(ds, data_dir=args.data_dir)
         for seed in range(args.seed_start, args.seed_start + args.seeds):
             shadow, res_base = None, None
-            base = args.base
-            pre = "" if base == "ib" else base + "-"    # run-id prefix of the ablation / γ runs on this base
-
-            def base_cfg(**kw):
-                return dataclasses.replace(variant_config(base, args.quick), **kw)
             if "table2" in only or "table1" in only:
                 # Table 2 at the middle ratio: FedGC (IB) and FedGC† (no IB), with the attack.
                 variants = [v for v in args.variants.split(",") if v]
