@@ -104,14 +104,14 @@ def test_ib_lr_and_epochs_options_reach_the_encoder():
 
 
 def test_cli_defaults_equal_program_defaults():
-    """`fgl-jax fedgc` and build_program share config_from_options, so a run must not depend on which
-    entry point read the options: every PROGRAM_DEFAULTS key the CLI has takes the same default there."""
+    """`fgl-jax fedgc` and build_program both turn options into a config with config_from_options, so a
+    run must not depend on which entry point read the options: every PROGRAM_DEFAULTS key is a CLI option
+    with the same default."""
     import argparse
 
-    from fgl_jax.systems.fedgc import PROGRAM_DEFAULTS, config_from_options, register_cli
+    from fgl_jax.systems.fedgc import PROGRAM_DEFAULTS, register_cli
     parser = argparse.ArgumentParser()
     register_cli(parser.add_subparsers())
     args = vars(parser.parse_args(["fedgc"]))
     assert set(PROGRAM_DEFAULTS) <= set(args), sorted(set(PROGRAM_DEFAULTS) - set(args))
     assert {k: args[k] for k in PROGRAM_DEFAULTS} == PROGRAM_DEFAULTS
-    assert config_from_options(args, (500,)) == config_from_options(PROGRAM_DEFAULTS, (500,))

@@ -202,7 +202,7 @@ def cells_fedgc():
             out.append((stem, {"dataset": ds, **base, "rate": rate, **variant_options(b)},
                         [f"Table 1: FedGC ({m.BASE_NAME[b]}) on {ds}, condensation rate {rate}; paper {paper} %"], "0"))
     for ds, p in m.PAPER_T2.items():
-        for var, (name, kw) in m.VARIANTS.items():
+        for var, (name, _) in m.VARIANTS.items():
             opts = {"dataset": ds, **base, "rate": 0.5, "mia": True, **variant_options(var)}
             paper = m.PAPER_ROW[var]
             out.append((f"table2_{ds}_{var}_mia", opts,

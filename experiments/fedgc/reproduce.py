@@ -72,6 +72,13 @@ IB_FAST_LR = 1e-2
 # knobs, and both open knobs of the 'Knobs' table
 BASES = ("ib", "ibfs")
 BASE_NAME = {"ib": "code's IB lr and Φ init", "ibfs": f"IB lr {IB_FAST_LR:g} + sparse A' init"}
+
+
+def base_suffix(base: str) -> str:
+    """Setting-name suffix of a run on `base` (none for the default)."""
+    return "" if base == "ib" else f" ({BASE_NAME[base]})"
+
+
 # the paper row (PAPER_T2 key prefix) each variant stands beside
 PAPER_ROW = {**{v: v for v in VARIANTS}, "ibd": "ib", "ibs": "ib", "noibs": "noib", "ibf": "ib", "ibfs": "ib"}
 
@@ -559,8 +566,7 @@ def index_rows(runs: dict, tag: str) -> list:
         for base in BASES:
             r = runs.get(f"{tag}/{ds}/r{rate}/{base}/s0")
             if r:
-                knobs = "" if base == "ib" else f" ({BASE_NAME[base]})"
-                add("Table 1 accuracy", f"{ds} r={PAPER_R[(ds, rate)]} (rate {rate}) FedGC GCN{knobs}", paper,
+                add("Table 1 accuracy", f"{ds} r={PAPER_R[(ds, rate)]} (rate {rate}) FedGC GCN{base_suffix(base)}", paper,
                     r.get("test_acc"), reason_acc(r))
     for ds, p in PAPER_T2.items():
         for var in ("noib", "pl", "reg", "ldp"):
@@ -593,9 +599,8 @@ def index_rows(runs: dict, tag: str) -> list:
         for base in BASES:
             r = runs.get(f"{tag}/{ds}/r0.5/{base}/s0/arch")
             if r:
-                knobs = "" if base == "ib" else f" ({BASE_NAME[base]})"
                 for arch in ARCHS:
-                    add("Table 3 architectures", f"{ds} rate 0.5 {arch.upper()}{knobs}", p.get(arch),
+                    add("Table 3 architectures", f"{ds} rate 0.5 {arch.upper()}{base_suffix(base)}", p.get(arch),
                         r["archs"].get(arch),
                         "same G' as Table 1 (see its reason); architectures use the GCN evaluation recipe")
     for rid in sorted(runs):
@@ -681,19 +686,22 @@ def ablation_summary(runs: dict, tag: str) -> list:
     for head, rs in seed_groups(runs).items():
         name = head.split("/")[3] if head.startswith(f"{tag}/cora/r0.5/") else ""
         if name and (is_ablation(name) or name in ("noib",) + BASES):
-            groups[name] = {int(r["id"].rpartition("/s")[2]): r for r in rs}
+            groups[name] = {r["seed"]: r for r in rs}
     if not any(is_ablation(n) for n in groups):
         return []
     seeds = sorted(set.intersection(*(set(g) for g in groups.values())))
     if not seeds:
         return []
 
+    def row(name):
+        """(base, γ from the stored config, or None without IB) of a run-id part."""
+        head = name.split("-")[0]
+        cfg = next(iter(groups[name].values()))["config"]
+        return (head if head in BASES + ("noib",) else "ib"), (cfg["ib"]["gamma"] if cfg["use_ib"] else None)
+
     def order(name):
-        base = name.split("-")[0] if name.split("-")[0] in BASES else ("noib" if name == "noib" else "ib")
-        kind = name[len(base) + 1:] if name.startswith(base + "-") else ("" if name in BASES + ("noib",) else name)
-        gamma = (variant_config(base, False).ib.gamma if kind == "" and base in BASES
-                 else float(kind[5:]) if kind.startswith("gamma") else None)
-        return ((BASES + ("noib",)).index(base), gamma is None, gamma or 0.0, kind), base, gamma
+        base, gamma = row(name)
+        return (BASES + ("noib",)).index(base), is_ablation(name) and "gamma" not in name, gamma or 0.0, name
     L = ["## Ablation (Cora, rate 0.5) and γ sweep", "",
          (f"Mean ± std over seeds {', '.join(map(str, seeds))} (the seeds every row has)." if len(seeds) > 1
           else f"Seed {seeds[0]} (the only seed every row has).") + f" Base `ib`: the code's IB lr "
@@ -705,8 +713,8 @@ def ablation_summary(runs: dict, tag: str) -> list:
     def cell(name, key):
         v = [100 * groups[name][s][key] for s in seeds if groups[name][s].get(key) is not None]
         return stat(v) if v else "–"
-    for name in sorted(groups, key=lambda n: order(n)[0]):
-        _, base, gamma = order(name)
+    for name in sorted(groups, key=order):
+        base, gamma = row(name)
         L.append(f"| {base} | {name} | {'–' if gamma is None else f'{gamma:g}'} | {cell(name, 'test_acc')} | "
                  f"{cell(name, 'test_acc_noft')} | {cell(name, 'mia_auc_z')} | {cell(name, 'mia_auc_z_null')} | "
                  f"{cell(name, 'mia_auc')} |")
