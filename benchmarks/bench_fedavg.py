@@ -10,18 +10,13 @@ its own peak RSS.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import resource
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import (RESULTS as OUT, ROOT, emit_result, launch, machine, peak_rss_mb, read_result,  # noqa: E402
+                     timed, write_json)
 
 
 def worker(args) -> None:
@@ -29,7 +24,6 @@ def worker(args) -> None:
     t_start = time.perf_counter()
     import jax
     import jax.numpy as jnp
-    import numpy as np
     sys.path.insert(0, str(ROOT))
     from fgl_jax.config import RunConfig
     from fgl_jax.federated.run import Tracker, make_scan
@@ -45,31 +39,24 @@ def worker(args) -> None:
     scan = make_scan(alg, cfg.rounds)
     compiled = scan.lower(state, Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)).compile()
     compile_s = time.perf_counter() - t0
-    times = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        out = compiled(state, Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0))
-        jax.block_until_ready(out)
-        times.append(time.perf_counter() - t0)
-    _, tracker, metrics = out
+    # no warm-up: the program is compiled ahead of time above
+    t = timed(lambda: compiled(state, Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)), args.repeats,
+              warmup=0)
+    _, tracker, metrics = t.last
     res = {"clients": args.clients, "partition": args.partition, "rounds": cfg.rounds,
            "trained_clients": int(prep.data.train.num_clients),
            "padded_nodes_per_client": int(prep.data.eval.num_nodes),
-           "compile_s": compile_s, "ms_per_round_median": 1000 * statistics.median(times) / cfg.rounds,
-           "ms_per_round_all": [1000 * t / cfg.rounds for t in times],
+           "compile_s": compile_s, "ms_per_round_median": 1000 * t.median / cfg.rounds,
+           "ms_per_round_all": [1000 * s / cfg.rounds for s in t.wall_s],
            "best_test_acc": float(tracker.best_test), "final_test_acc": float(metrics["test_acc"][-1]),
            "worker_seconds": time.perf_counter() - t_start,
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    print("RESULT " + json.dumps(res))
+           "peak_rss_mb": peak_rss_mb()}
+    emit_result(res)
 
 
-def launch(cmd: list[str]) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark command failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    return wall, proc.stdout
+def run(cmd: list[str]) -> tuple[float, str]:
+    """One benchmark process from the repository root, with the checkout's fgl_jax first on its path."""
+    return launch(cmd, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
 
 
 def main() -> None:
@@ -92,8 +79,8 @@ def main() -> None:
                "--rounds", str(args.rounds), "--repeats", str(args.repeats)]
         if args.data_dir:
             cmd += ["--data-dir", args.data_dir]
-        wall, out = launch(cmd)
-        row = json.loads(out.split("RESULT ", 1)[1])
+        wall, out = run(cmd)
+        row = read_result(out)
         row["process_wall_s"] = wall
         rows.append(row)
         print(f"{clients:5d} clients: compile {row['compile_s']:.2f} s, {row['ms_per_round_median']:.1f} ms/round "
@@ -106,7 +93,7 @@ def main() -> None:
            "--weight-decay", "5e-4", "--chunk", str(args.rounds), "--no-progress"]
     if args.data_dir:
         cli += ["--data-dir", args.data_dir]
-    cli_wall, _ = launch(cli)
+    cli_wall, _ = run(cli)
     print(f"CLI whole process (10 clients, {args.rounds} rounds): {cli_wall:.1f} s", flush=True)
 
     sweep = None
@@ -116,31 +103,26 @@ def main() -> None:
                   args.partition, "--rounds", str(args.rounds), "--local-steps", "3", "--no-progress"]
         if args.data_dir:
             common += ["--data-dir", args.data_dir]
-        one_wall, _ = launch([py, "-m", "fgl_jax.cli", "sweep", *common, "--seeds", ",".join(seeds),
-                              "--lrs", ",".join(lrs)])
+        one_wall, _ = run([py, "-m", "fgl_jax.cli", "sweep", *common, "--seeds", ",".join(seeds),
+                           "--lrs", ",".join(lrs)])
         sep_wall = 0.0
         for s in seeds:
             for lr in lrs:
-                w, _ = launch([py, "-m", "fgl_jax.cli", "run", *common, "--seed", s, "--lr", lr,
-                               "--chunk", str(args.rounds)])
+                w, _ = run([py, "-m", "fgl_jax.cli", "run", *common, "--seed", s, "--lr", lr,
+                            "--chunk", str(args.rounds)])
                 sep_wall += w
         sweep = {"members": len(seeds) * len(lrs), "one_command_s": one_wall, "separate_runs_s": sep_wall,
                  "speedup": sep_wall / one_wall}
         print(f"8-point sweep: one command {one_wall:.1f} s vs 8 runs {sep_wall:.1f} s "
               f"({sep_wall / one_wall:.2f}x)", flush=True)
 
-    import jax
     payload = {"benchmark": "FedAvg-GCN, Cora, Louvain clients, 3 local Adam steps/round, eval every round",
                "rows": rows, "cli_whole_process_s": cli_wall, "sweep": sweep,
                "targets": {"ms_per_round_10": 25, "stretch_ms_per_round_10": 12, "process_s": 8, "rss_mb": 600,
                            "1000_clients_vs_10": 5, "1000_clients_rss_mb": 2048, "sweep_speedup": 2},
-               "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                           "cpus": os.cpu_count(), "jax": jax.__version__, "python": platform.python_version()},
-               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    OUT.mkdir(parents=True, exist_ok=True)
-    name = "fedavg_quick" if args.quick else "fedavg"
-    (OUT / f"{name}.json").write_text(json.dumps(payload, indent=2))
-    print(f"wrote {OUT / (name + '.json')}")
+               "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    path = write_json(OUT / ("fedavg_quick.json" if args.quick else "fedavg.json"), payload)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

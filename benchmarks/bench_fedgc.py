@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import resource
+import sys
 import time
 from pathlib import Path
 
@@ -19,18 +17,17 @@ import jax
 import numpy as np
 
 from fgl_jax.condense import CondenseConfig, build_client_data, condense_scan, make_condenser, synthetic_class_counts
-from fgl_jax.condense.evaluate import EvalConfig, dense_graph_batch, make_evaluator, pooled
+from fgl_jax.condense.evaluate import dense_graph_batch, make_evaluator, pooled
 from fgl_jax.condense import condensed_graph
 from fgl_jax.batch import stack_graphs
 from fgl_jax.data.planetoid import load_planetoid
 from fgl_jax.data.synthetic import csbm
 from fgl_jax.systems.fedgc import FedGCConfig, normalize_features, prepare_clients
 
-OUT = Path(__file__).resolve().parent / "results" / "fedgc.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import RESULTS, command, loadavg, machine, peak_rss_mb, timed, write_json  # noqa: E402
 
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+OUT = RESULTS / "fedgc.json"
 
 
 def bench_condense(graph, cfg: FedGCConfig, rounds: int, chunk: int, label: str, evaluate: bool = True) -> dict:
@@ -44,18 +41,19 @@ def bench_condense(graph, cfg: FedGCConfig, rounds: int, chunk: int, label: str,
     cond = make_condenser(cfg.condense, d, c)
     state = cond.init(jax.random.PRNGKey(0), synthetic_class_counts(np.asarray(data.counts).sum(0), cfg.rate))
     key = jax.random.PRNGKey(1)
-    t = time.perf_counter()
-    state, l = condense_scan(cond, state, data, key, chunk)
-    jax.block_until_ready(l)
-    first = time.perf_counter() - t  # compile + chunk rounds
-    times = []
-    done = chunk
-    while done < rounds:
-        t = time.perf_counter()
-        state, l = condense_scan(cond, state, data, key, chunk)
-        jax.block_until_ready(l)
-        times.append((time.perf_counter() - t) / chunk)
-        done += chunk
+    box = {"state": state}
+
+    def scan_chunk():  # `chunk` rounds; the state carries over to the next call
+        box["state"], loss = condense_scan(cond, box["state"], data, key, chunk)
+        return loss
+
+    # the warm-up scan holds the compile (and `chunk` rounds); then whole chunks until `rounds` are done
+    more = max(0, -(-(rounds - chunk) // chunk))  # ceil((rounds - chunk) / chunk)
+    timing = timed(scan_chunk, more)
+    state = box["state"]
+    first = timing.first_s
+    times = [s / chunk for s in timing.wall_s]
+    done = chunk * (1 + len(times))
     per_round = float(np.median(times)) if times else first / chunk
     compile_s = max(first - per_round * chunk, 0.0)
     out = {"label": label, "rounds": done, "prepare_s": prep, "compile_s": compile_s,
@@ -83,10 +81,7 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args(argv)
     rounds = 50 if args.quick else args.rounds
-    import sys
-    res = {"command": "python benchmarks/bench_fedgc.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-           "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
-           "jax": jax.__version__, "results": []}
+    res = {"command": command(__file__, argv), "machine": machine(), "jax": jax.__version__, "results": []}
     cora = load_planetoid("cora", data_dir=args.data_dir)
     cfg = FedGCConfig(rate=0.5, condense=CondenseConfig(lr_feat=1e-2))
     res["results"].append(bench_condense(cora, cfg, rounds, 50 if rounds >= 100 else 10,
@@ -99,9 +94,8 @@ def main(argv=None):
     r = 4 if args.quick else args.arxiv_rounds
     res["results"].append(bench_condense(g, acfg, r, max(r // 4, 1), f"synthetic arxiv-sized CSBM n={n}, 5 clients",
                                          evaluate=False))
-    res["loadavg_end"] = os.getloadavg()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(res, indent=1))
+    res["loadavg_end"] = loadavg()
+    write_json(OUT, res)
     print(json.dumps(res, indent=1))
 
 

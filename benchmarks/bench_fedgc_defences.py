@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import time
+import sys
 from pathlib import Path
 
 import jax
@@ -22,7 +20,10 @@ from fgl_jax.condense import condense_scan, make_condenser, synthetic_class_coun
 from fgl_jax.data.planetoid import load_planetoid
 from fgl_jax.systems.fedgc import FedGCConfig, condensation_client_data, prepare, train_class_counts
 
-OUT = Path(__file__).resolve().parent / "results" / "fedgc_defences.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import RESULTS, command, loadavg, machine, timed, write_json  # noqa: E402
+
+OUT = RESULTS / "fedgc_defences.json"
 
 
 def bench(graph, defence: str, chunk: int, chunks: int) -> dict:
@@ -31,21 +32,20 @@ def bench(graph, defence: str, chunk: int, chunks: int) -> dict:
     data = condensation_client_data(prep, cfg, 0)
     c = graph.num_classes
     cond = make_condenser(cfg.condense_config, graph.num_features, c)
-    state = cond.init(jax.random.PRNGKey(0), synthetic_class_counts(train_class_counts(prep.eval_graphs, c).sum(0), cfg.rate))
+    counts = synthetic_class_counts(train_class_counts(prep.eval_graphs, c).sum(0), cfg.rate)
+    box = {"state": cond.init(jax.random.PRNGKey(0), counts)}
     key = jax.random.PRNGKey(1)
-    t = time.perf_counter()
-    state, loss = condense_scan(cond, state, data, key, chunk)
-    jax.block_until_ready(loss)
-    first = time.perf_counter() - t
-    times = []
-    for _ in range(chunks):
-        t = time.perf_counter()
-        state, loss = condense_scan(cond, state, data, key, chunk)
-        jax.block_until_ready(loss)
-        times.append((time.perf_counter() - t) / chunk)
+
+    def scan_chunk():  # `chunk` rounds; the state carries over to the next call
+        box["state"], loss = condense_scan(cond, box["state"], data, key, chunk)
+        return loss
+
+    timing = timed(scan_chunk, chunks)  # the warm-up scan holds the compile
+    times = [s / chunk for s in timing.wall_s]
     per_round = float(np.median(times))
     return {"defence": defence, "median_round_s": per_round, "round_s_all": times,
-            "compile_s": max(first - per_round * chunk, 0.0), "final_loss": float(np.asarray(loss)[-1])}
+            "compile_s": max(timing.first_s - per_round * chunk, 0.0),
+            "final_loss": float(np.asarray(timing.last)[-1])}
 
 
 def main(argv=None):
@@ -55,10 +55,7 @@ def main(argv=None):
     ap.add_argument("--chunks", type=int, default=5)
     args = ap.parse_args(argv)
     graph = load_planetoid("cora", data_dir=args.data_dir)
-    out = {"command": "python benchmarks/bench_fedgc_defences.py " + " ".join(argv if argv is not None else
-                                                                                  __import__("sys").argv[1:]),
-           "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
-           "jax": jax.__version__, "results": []}
+    out = {"command": command(__file__, argv), "machine": machine(), "jax": jax.__version__, "results": []}
     for defence in ("none", "reg", "ldp"):
         r = bench(graph, defence, args.chunk, args.chunks)
         print(json.dumps({k: v for k, v in r.items() if k != "round_s_all"}), flush=True)
@@ -66,10 +63,8 @@ def main(argv=None):
     base = out["results"][0]["median_round_s"]
     for r in out["results"]:
         r["relative_to_none"] = r["median_round_s"] / base
-    out["loadavg_end"] = os.getloadavg()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=1))
-    print(f"wrote {OUT}")
+    out["loadavg_end"] = loadavg()
+    print(f"wrote {write_json(OUT, out)}")
 
 
 if __name__ == "__main__":

@@ -18,39 +18,27 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import platform
-import resource
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import RESULTS, command, machine, peak_rss_mb, timed, write_json  # noqa: E402
 from fgl_jax.data.hypergraph import load_hypergraph  # noqa: E402
 from fgl_jax.systems.fedhgl import (TRAIN_RATIO, FedHGLConfig, client_splits, init_state, make_data,  # noqa: E402
                                     make_model, make_round, partition_hypergraph, propagate, resolve_mechanism)
 
-OUT = Path(__file__).resolve().parent / "results" / "fedhgl.json"
+OUT = RESULTS / "fedhgl.json"
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def timed(fn, repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    first = time.perf_counter() - t
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t)
-    return first, statistics.median(times), times
+def stage(fn, repeats: int, **extra) -> dict:
+    """First call (incl. compile) apart from the median of `repeats` timed calls; peak RSS after the stage."""
+    t = timed(fn, repeats)
+    return {**extra, "first_call_seconds": t.first_s, "median_seconds": t.median, "all": list(t.wall_s),
+            "peak_rss_mb": peak_rss_mb()}
 
 
 def bench(name, k, data_dir, repeats, round_repeats):
@@ -66,16 +54,12 @@ def bench(name, k, data_dir, repeats, round_repeats):
     out["host_prep_seconds"] = time.perf_counter() - t
     out["split_stats"] = split.stats()
     key = jax.random.PRNGKey(0)
-    f0, med, ts = timed(lambda: propagate(split, cfg, key)[0], repeats)
-    out["hc"] = {"first_call_seconds": f0, "median_seconds": med, "all": ts, "peak_rss_mb": peak_rss_mb()}
+    out["hc"] = stage(lambda: propagate(split, cfg, key)[0], repeats)
     mech = resolve_mechanism(dataclasses.replace(cfg, mechanism="auto"), hg)
     ldp = dataclasses.replace(cfg, mechanism=mech, eps=1.0)
-    f0, med, ts = timed(lambda: propagate(split, ldp, key)[0], repeats)
-    out["hc_ldp"] = {"mechanism": mech, "first_call_seconds": f0, "median_seconds": med, "all": ts,
-                     "peak_rss_mb": peak_rss_mb()}
+    out["hc_ldp"] = stage(lambda: propagate(split, ldp, key)[0], repeats, mechanism=mech)
     basic = dataclasses.replace(cfg, propagation="basic")
-    f0, med, ts = timed(lambda: propagate(split, basic, key)[0], repeats)
-    out["basic"] = {"first_call_seconds": f0, "median_seconds": med, "all": ts, "peak_rss_mb": peak_rss_mb()}
+    out["basic"] = stage(lambda: propagate(split, basic, key)[0], repeats)
     xn, _ = propagate(split, cfg, key)
     data = make_data(xn, split, client_splits(split, cfg, 0))
     del xn
@@ -84,18 +68,17 @@ def bench(name, k, data_dir, repeats, round_repeats):
         model = make_model(hg.num_classes, c)
         state = init_state(model, c, data, jax.random.PRNGKey(1))
         rnd = jax.jit(make_round(model, c), donate_argnums=(0,))
-        t = time.perf_counter()
-        s, m = rnd(state, data, key)
-        jax.block_until_ready(m)
-        compile_s = time.perf_counter() - t
-        times = []
-        for i in range(round_repeats):
-            t = time.perf_counter()
-            s, m = rnd(s, data, jax.random.fold_in(key, i))
-            jax.block_until_ready(m)
-            times.append(time.perf_counter() - t)
-        out[tag] = {"eval_every_step": c.eval_every_step, "compile_seconds": compile_s,
-                    "median_ms": 1000 * statistics.median(times), "min_ms": 1000 * min(times),
+        # the warm-up round (which compiles) uses `key`, timed round i uses fold_in(key, i)
+        keys = iter([key, *(jax.random.fold_in(key, i) for i in range(round_repeats))])
+        box = {"state": state}
+
+        def one_round():  # the state is donated to, and replaced by, each round
+            box["state"], metrics = rnd(box["state"], data, next(keys))
+            return metrics
+
+        t = timed(one_round, round_repeats)
+        out[tag] = {"eval_every_step": c.eval_every_step, "compile_seconds": t.first_s,
+                    "median_ms": 1000 * t.median, "min_ms": 1000 * min(t.wall_s),
                     "peak_rss_mb": peak_rss_mb()}
     return out
 
@@ -114,15 +97,8 @@ def main(argv=None) -> int:
         print(json.dumps({kk: v for kk, v in r.items() if kk != "split_stats"}, default=float), flush=True)
         results.append(r)
     payload = {"benchmark": "fedhgl", "targets": {"hc_seconds": 1.0, "round_ms": 20.0},
-               "results": results,
-               "environment": {"python": platform.python_version(), "jax": jax.__version__,
-                               "machine": platform.machine(), "processor": platform.processor(),
-                               "cpu_count": __import__("os").cpu_count(),
-                               "loadavg": __import__("os").getloadavg()},
-               "command": " ".join(sys.argv)}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(payload, indent=2, default=float))
-    print(f"wrote {OUT}")
+               "results": results, "environment": machine(), "command": command(__file__, argv)}
+    print(f"wrote {write_json(OUT, payload)}")
     return 0
 
 

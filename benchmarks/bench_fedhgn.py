@@ -12,16 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import resource
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import (RESULTS as OUT, ROOT, command, emit_result, launch, machine, peak_rss_mb,  # noqa: E402
+                     read_result, timed, write_json)
 
 
 def worker(args) -> None:
@@ -43,13 +40,7 @@ def worker(args) -> None:
     # the program `train` runs: `rounds` rounds as one lax.scan, one seed (seeds run one after another)
     run = _chunk_runner(alg, args.rounds).lower(states, data, keys, jnp.int32(0)).compile()
     compile_s = time.perf_counter() - t0
-    jax.block_until_ready(run(states, data, keys, jnp.int32(0)))  # warm-up
-    times, cpu = [], []
-    for _ in range(args.repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        jax.block_until_ready(run(states, data, keys, jnp.int32(0)))
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
+    t = timed(lambda: run(states, data, keys, jnp.int32(0)), args.repeats)  # after one warm-up call
     res = {"dataset": args.dataset, "split": args.split, "clients": args.clients, "method": args.method,
            "rounds_per_program": args.rounds, "local_steps": cfg.local_steps, "num_bases": cfg.num_bases,
            "padded": {"emb_rows": blocks.num_emb_rows, "hidden_rows": blocks.num_hidden,
@@ -63,13 +54,13 @@ def worker(args) -> None:
                       "layer2_pairs_per_client": data.flat_train.num_pairs,
                       "dense_layer2_pairs_per_client": blocks.num_targets * int(blocks.slots2_local.shape[1])},
            "prepare_s": prep_s, "compile_s": compile_s,
-           "ms_per_round_median": 1000 * statistics.median(times) / args.rounds,
-           "ms_per_round_all": [1000 * t / args.rounds for t in times],
+           "ms_per_round_median": 1000 * t.median / args.rounds,
+           "ms_per_round_all": [1000 * s / args.rounds for s in t.wall_s],
            # CPU seconds of this process per round: robust to other processes sharing the cores
            # (equals wall time on an idle machine when XLA runs single-threaded, as it mostly does here)
-           "cpu_ms_per_round_median": 1000 * statistics.median(cpu) / args.rounds,
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    print(json.dumps(res))
+           "cpu_ms_per_round_median": 1000 * t.cpu_median / args.rounds,
+           "peak_rss_mb": peak_rss_mb()}
+    emit_result(res)
 
 
 def main():
@@ -92,24 +83,19 @@ def main():
         configs, args.repeats, args.rounds = [configs[0], configs[3]], 2, 5
     rows = []
     for ds, split, K, method in configs:
-        t0 = time.perf_counter()
         cmd = [sys.executable, __file__, "--worker", "--data-dir", args.data_dir, "--dataset", ds, "--split", split,
                "--clients", str(K), "--method", method, "--rounds", str(args.rounds), "--repeats", str(args.repeats)]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        row["process_wall_s"] = time.perf_counter() - t0
+        wall, out = launch(cmd)
+        row = read_result(out)
+        row["process_wall_s"] = wall
         print(json.dumps(row), flush=True)
         rows.append(row)
-    import jax
-    OUT.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": "fedhgn", "target": "<= 50 ms/round for FedHGN on MUTAG K=10 (issue 7)",
-               "results": rows, "command": " ".join([Path(sys.executable).name] + sys.argv),
-               "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "jax": jax.__version__,
-                           "load_average_at_end": os.getloadavg()},
+               "results": rows, "command": command(__file__),
+               "machine": machine(),  # its loadavg is the load at the end
                "note": "the machine is shared by several agents; numbers vary up to 2x between processes",
                "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    (OUT / "fedhgn.json").write_text(json.dumps(payload, indent=2))
-    print(f"wrote {OUT / 'fedhgn.json'}")
+    print(f"wrote {write_json(OUT / 'fedhgn.json', payload)}")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,6 @@ median of repeated executions of a compiled 20-round program.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import resource
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -22,7 +17,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import RESULTS, ROOT, command, machine, peak_rss_mb, timed, write_json  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 from fgl_jax.data import load  # noqa: E402
 from fgl_jax.federated.algorithm import x64_scope  # noqa: E402
@@ -39,14 +36,11 @@ def time_config(graph, silos, rounds, repeats, **cfg_kwargs) -> dict:
         state = jax.jit(alg.init)(jax.random.key(0), data)
         compiled = make_scan(alg, rounds).lower(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0)).compile()
         compile_s = time.perf_counter() - t0
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            jax.block_until_ready(compiled(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0)))
-            times.append(time.perf_counter() - t0)
+        # no warm-up: the program is compiled ahead of time above
+        t = timed(lambda: compiled(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0)), repeats, warmup=0)
     return {"silos": silos, **cfg_kwargs, "compile_s": compile_s,
-            "ms_per_epoch_median": 1000 * statistics.median(times) / rounds,
-            "ms_per_epoch_all": [1000 * t / rounds for t in times]}
+            "ms_per_epoch_median": 1000 * t.median / rounds,
+            "ms_per_epoch_all": [1000 * s / rounds for s in t.wall_s]}
 
 
 def main() -> None:
@@ -72,14 +66,11 @@ def main() -> None:
                "rows": rows, "secmp_over_plain": field / plain,
                "targets": {"ms_per_epoch": 50, "secmp_over_plain": 3.0},
                "paper_anchor": "4.3 s per epoch on a V100 (paper Table 5, 2 layers)",
-               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "jax": jax.__version__,
-                           "loadavg_at_end": os.getloadavg()},
-               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "hifgl.json").write_text(json.dumps(payload, indent=2))
-    print(f"SecMP / plain = {field / plain:.2f}; wrote {out / 'hifgl.json'}")
+               "peak_rss_mb": peak_rss_mb(),
+               "machine": machine(),  # its loadavg is the load at the end
+               "command": command(__file__), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    path = write_json(RESULTS / "hifgl.json", payload)
+    print(f"SecMP / plain = {field / plain:.2f}; wrote {path}")
 
 
 if __name__ == "__main__":

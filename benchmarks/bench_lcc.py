@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -33,8 +30,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "lcc.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import RESULTS, loadavg, machine, write_json  # noqa: E402
+
+OUT = RESULTS / "lcc.json"
 
 from fgl_jax.privacy import field as F  # noqa: E402
 from fgl_jax.privacy import lcc as L  # noqa: E402
@@ -42,26 +41,6 @@ from fgl_jax.privacy import lcc as L  # noqa: E402
 P = F.MERSENNE_31
 N, D, E = 2708, 64, 10556
 FRAC_BITS = 16
-
-
-def machine_info() -> dict[str, Any]:
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "jax": jax.__version__,
-        "jaxlib": __import__("jaxlib").__version__,
-        "numpy": np.__version__,
-        "devices": [str(dv) for dv in jax.devices()],
-        "loadavg_start": list(os.getloadavg()),
-    }
 
 
 def make_data(seed: int = 0) -> dict[str, Any]:
@@ -169,10 +148,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
-    info = machine_info()
+    info = machine()  # its loadavg is the load at the start
     data = make_data()
     variants = build_variants(data)
 
+    # Not harness.timed: the variants are timed round-robin (one call of each per pass), so that load from
+    # other processes hits all of them alike, rather than one variant's repeats back to back.
     compile_s: dict[str, float] = {}
     for name, (fn, a, _) in variants.items():
         t0 = time.perf_counter()
@@ -205,7 +186,7 @@ def main() -> None:
         f"T={T} {part}": by[f"{part} T={T} mod"]["median_ms"] / by[f"{part} T={T} mersenne"]["median_ms"]
         for T in (1, 3) for part in ("pipeline", "masks", "encode", "segsum+decode")
     }
-    info["loadavg_end"] = list(os.getloadavg())
+    info["loadavg_end"] = loadavg()
     result = {
         "benchmark": "lcc secure aggregation (encode + field segment-sum + decode)",
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -217,16 +198,13 @@ def main() -> None:
         "results": rows,
         "speedup_mersenne_over_mod": speedup,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(args.out)
+    write_json(args.out, result)
 
     print(f"{'variant':42s} {'median ms':>10s} {'min ms':>8s} {'M elem/s':>9s}")
     for r in rows:
         print(f"{r['name']:42s} {r['median_ms']:10.2f} {r['min_ms']:8.2f} {r['M_msg_elements_per_s']:9.1f}")
     print("Mersenne speed-up over %: " + ", ".join(f"{k} {v:.2f}x" for k, v in speedup.items()))
-    print(f"load average start {info['loadavg_start']}, end {info['loadavg_end']}; wrote {args.out}")
+    print(f"load average start {info['loadavg']}, end {info['loadavg_end']}; wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -20,17 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import resource
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import (RESULTS as OUT, ROOT, LaunchError, command, emit_result, launch, loadavg,  # noqa: E402
+                     machine, peak_rss_mb, read_result, timed, write_json)
 
 
 def worker(args) -> None:
@@ -78,18 +74,13 @@ def worker(args) -> None:
         t0 = time.perf_counter()
         compiled = jax.jit(fn).lower(state, data, jax.random.PRNGKey(1)).compile()
         out[f"{name}_compile_s"] = time.perf_counter() - t0
-        jax.block_until_ready(compiled(state, data, jax.random.PRNGKey(1)))
-        ts, cpu = [], []
-        for r in range(args.repeats):
-            c0, t0 = os.times(), time.perf_counter()
-            jax.block_until_ready(compiled(state, data, jax.random.PRNGKey(2 + r)))
-            ts.append(time.perf_counter() - t0)
-            c1 = os.times()
-            cpu.append((c1.user - c0.user) + (c1.system - c0.system))
-        out[f"{name}_median_s"] = statistics.median(ts)
-        out[f"{name}_all_s"] = ts
+        # one warm-up call with PRNGKey(1), then timed call r with PRNGKey(2 + r)
+        keys = iter([jax.random.PRNGKey(k) for k in range(1, 2 + args.repeats)])
+        t = timed(lambda: compiled(state, data, next(keys)), args.repeats)
+        out[f"{name}_median_s"] = t.median
+        out[f"{name}_all_s"] = list(t.wall_s)
         # CPU seconds per call: the work done, robust to other processes competing for the 2 cores
-        out[f"{name}_cpu_median_s"] = statistics.median(cpu)
+        out[f"{name}_cpu_median_s"] = t.cpu_median
     info = prep.info
     out.update(devices=g.num_nodes, backbone=args.backbone, trim=args.trim, encode=args.encode,
                mcmc_iters=args.mcmc_iters, edges=info["workload"]["edges"],
@@ -97,9 +88,10 @@ def worker(args) -> None:
                max_workload=info["workload"]["max"], prepare_s=prep_s,
                trim_s=info["trim_seconds"], tree_s=info["tree_seconds"], ldp_s=info["ldp_seconds"],
                construction_s=info["trim_seconds"] + info["tree_seconds"] + info["ldp_seconds"],
-               peak_rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
-               process_s=time.perf_counter() - t_start, load_average=os.getloadavg())
-    print("RESULT " + json.dumps(out))
+               # ru_maxrss KiB / 1e6, as every committed row was computed (not GiB), so rows stay comparable
+               peak_rss_gb=peak_rss_mb() * 1024 / 1e6,
+               process_s=time.perf_counter() - t_start, load_average=loadavg())
+    emit_result(out)
 
 
 def scaling_table(results: list[dict]) -> list[dict]:
@@ -146,7 +138,7 @@ def main():
     if args.summarise:
         payload = json.loads((OUT / "lumos.json").read_text())
         payload["epoch_vs_devices"] = scaling_table(payload["results"])
-        (OUT / "lumos.json").write_text(json.dumps(payload, indent=2))
+        write_json(OUT / "lumos.json", payload)
         print_scaling(payload["epoch_vs_devices"])
         return
     configs = [dict(devices=22470, backbone="gcn", trim="mcmc", encode="host")]
@@ -162,33 +154,26 @@ def main():
                "--encode", c["encode"]]
         if args.data_dir:
             cmd += ["--data-dir", args.data_dir]
-        t0 = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-        if not line:
-            print(p.stderr[-2000:], file=sys.stderr)
-            results.append({**c, "error": p.stderr[-500:]})
+        try:
+            wall, stdout = launch(cmd)
+        except LaunchError as e:  # a failed configuration is recorded and the others still run
+            print(e.stderr[-2000:], file=sys.stderr)
+            results.append({**c, "error": e.stderr[-500:]})
             continue
-        r = json.loads(line[0][7:])
-        r["wall_s"] = time.perf_counter() - t0
+        r = read_result(stdout)
+        r["wall_s"] = wall
         results.append(r)
         print(f"{c}: train step {r['train_step_median_s']:.3f} s (cpu {r['train_step_cpu_median_s']:.3f} s), "
               f"epoch {r['epoch_median_s']:.3f} s (cpu {r['epoch_cpu_median_s']:.3f} s), load {r['load_average']}, "
               f"compile {r['train_step_compile_s']:.1f} s, construction {r['construction_s']:.1f} s, "
               f"RSS {r['peak_rss_gb']:.2f} GB", flush=True)
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
     payload = {"targets": {"epoch_s": 1.0, "peak_rss_gb": 4.0, "construction_s": 30.0},
-               "results": results, "epoch_vs_devices": scaling_table(results), "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                                               "load_average_at_end": load},
-               "command": " ".join([Path(sys.executable).name] + sys.argv),
-               "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "lumos.json").write_text(json.dumps(payload, indent=2))
+               "results": results, "epoch_vs_devices": scaling_table(results),
+               "machine": machine(),  # its loadavg is the load at the end
+               "command": command(__file__), "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    path = write_json(OUT / "lumos.json", payload)
     print_scaling(payload["epoch_vs_devices"])
-    print(f"wrote {OUT / 'lumos.json'}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

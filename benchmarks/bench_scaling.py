@@ -24,17 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import resource
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import (RESULTS as OUT, ROOT, LaunchError, command, emit_result, launch, loadavg, machine,  # noqa: E402
+                     peak_rss_mb, read_result, timed, write_json)
 
 
 def worker(args) -> None:
@@ -70,17 +66,9 @@ def worker(args) -> None:
     scan = make_scan(alg, args.rounds)
     compiled = scan.lower(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0)).compile()
     compile_s = time.perf_counter() - t0
-    out = compiled(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0))
-    jax.block_until_ready(out)  # warm-up
-    times, cpu = [], []
-    for _ in range(args.repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        out = compiled(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0))
-        jax.block_until_ready(out)
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    metrics = jax.device_get(out[2])
-    ms = 1000 * statistics.median(times) / args.rounds
+    t = timed(lambda: compiled(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0)), args.repeats)
+    metrics = jax.device_get(t.last[2])
+    ms = 1000 * t.median / args.rounds
     res = {"nodes": args.nodes, "edges_directed": int(g.num_edges), "clients": args.clients,
            "client_chunk": args.chunk, "trained_clients": int(data.train.num_clients),
            "padded_nodes_per_client": int(data.train.num_nodes), "padded_edges_per_client":
@@ -89,14 +77,14 @@ def worker(args) -> None:
            "node_padding_ratio": pad["node_padding_ratio"], "edge_padding_ratio": pad["edge_padding_ratio"],
            "graph_generation_s": gen_s, "batch_build_s": build_s, "compile_s": compile_s,
            "rounds_per_call": args.rounds, "ms_per_round_median": ms,
-           "ms_per_round_all": [1000 * t / args.rounds for t in times],
+           "ms_per_round_all": [1000 * s / args.rounds for s in t.wall_s],
            # process CPU time (all threads): less sensitive than wall time to other jobs on the machine
-           "cpu_ms_per_round_median": 1000 * statistics.median(cpu) / args.rounds,
+           "cpu_ms_per_round_median": 1000 * t.cpu_median / args.rounds,
            "us_per_1k_node_slots": 1000 * ms / (pad["node_slots"] / 1000),
            "final_train_loss": float(metrics["train_loss"][-1]), "final_test_acc": float(metrics["test_acc"][-1]),
            "worker_seconds": time.perf_counter() - t_start,
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    print("RESULT " + json.dumps(res), flush=True)
+           "peak_rss_mb": peak_rss_mb()}
+    emit_result(res)
 
 
 def main() -> None:
@@ -129,16 +117,14 @@ def main() -> None:
                "--clients", str(k), "--rounds", str(args.rounds), "--repeats", str(args.repeats)]
         if chunk:
             cmd += ["--chunk", str(chunk)]
-        load = os.getloadavg()[0]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            row = {"nodes": nodes, "clients": k, "client_chunk": chunk, "error": proc.stderr[-2000:]}
-            print(f"FAILED {nodes} nodes / {k} clients: {proc.stderr[-500:]}", flush=True)
+        load = loadavg()[0]
+        try:
+            wall, stdout = launch(cmd, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+        except LaunchError as e:  # e.g. out of memory: recorded, and the other configurations still run
+            row = {"nodes": nodes, "clients": k, "client_chunk": chunk, "error": e.stderr[-2000:]}
+            print(f"FAILED {nodes} nodes / {k} clients: {e.stderr[-500:]}", flush=True)
         else:
-            row = json.loads(proc.stdout.split("RESULT ", 1)[1])
+            row = read_result(stdout)
             row["process_wall_s"] = wall
             row["load_avg_1min_at_start"] = load
             print(f"{nodes:>8d} nodes {k:>6d} clients chunk={chunk}: {row['ms_per_round_median']:.1f} ms/round, "
@@ -146,17 +132,14 @@ def main() -> None:
                   f"peak RSS {row['peak_rss_mb']:.0f} MB, node padding x{row['node_padding_ratio']:.2f}, "
                   f"process {wall:.0f} s", flush=True)
         rows.append(row)
-    import jax
     payload = {"benchmark": "FedAvg-GCN (hidden 32, 1 local Adam step, eval every round) on CSBM community graphs",
                "rows": rows,
                "targets": {"1M_nodes_peak_rss_mb": 16384,
                            "per_round_cost": "grows no faster than padded work (us_per_1k_node_slots flat or falling)"},
                "lumos_device_scaling": "see benchmarks/bench_lumos.py -> benchmarks/results/lumos.json",
-               "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                           "cpus": os.cpu_count(), "jax": jax.__version__, "python": platform.python_version(),
-                           "note": "2 vCPUs shared with other jobs; load average recorded per row"},
+               "command": command(__file__),
+               "machine": {**machine(), "note": "2 vCPUs shared with other jobs; load average recorded per row"},
                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    OUT.mkdir(parents=True, exist_ok=True)
     name = "scaling_quick" if args.quick else "scaling"
     if args.only and (OUT / f"{name}.json").exists():
         old = json.loads((OUT / f"{name}.json").read_text())
@@ -164,8 +147,7 @@ def main() -> None:
         payload["rows"] = [new.pop((r["nodes"], r["clients"], r["client_chunk"]), r) for r in old["rows"]]
         payload["rows"] += list(new.values())
         payload["date"] = old.get("date", "") + "; rows " + args.only + " re-run " + payload["date"]
-    (OUT / f"{name}.json").write_text(json.dumps(payload, indent=2))
-    print(f"wrote {OUT / (name + '.json')}")
+    print(f"wrote {write_json(OUT / f'{name}.json', payload)}")
 
 
 if __name__ == "__main__":

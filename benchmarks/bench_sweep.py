@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,21 +22,16 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from fgl_jax.pipeline import environment  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
+from harness import RESULTS, ROOT, command, launch, loadavg, machine, write_json  # noqa: E402
 
 SEEDS = (0, 1)
 LRS = (0.005, 0.01, 0.02, 0.05)
 
 
 def _fgl(*args: str) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    out = subprocess.run([str(Path(sys.executable).with_name("fgl-jax")), *args], cwd=ROOT, capture_output=True,
-                         text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"fgl-jax {' '.join(args)} failed:\n{out.stderr[-2000:]}")
-    return time.perf_counter() - t0, out.stdout
+    """One `fgl-jax` process (the venv's entry point) from the repository root: (wall seconds, stdout)."""
+    return launch([str(Path(sys.executable).with_name("fgl-jax")), *args], cwd=ROOT)
 
 
 def main(argv=None) -> int:
@@ -46,7 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--quick", action="store_true", help="CSBM graph, 10 rounds (no data files needed)")
     ap.add_argument("--sweep-out", default=str(ROOT / "experiments" / "results" / "sweeps" / "hifgl_cora_lr"))
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sweep.json"))
+    ap.add_argument("--out", default=str(RESULTS / "sweep.json"))
     args = ap.parse_args(argv)
     dataset = "csbm" if args.quick else "cora"
     rounds = 10 if args.quick else args.rounds
@@ -55,7 +49,7 @@ def main(argv=None) -> int:
     options = {"system": "hifgl", "dataset": dataset, "data_dir": None, "model": "gcn", "silos": 5,
                "rounds": rounds, "hidden": 64, "layers": 2, "T": 1, "frac_bits": 16, "mode": "field",
                "norm": "gcn_selfloop", "lr": 0.01, "seed": 0}
-    load0 = os.getloadavg()
+    load0 = loadavg()
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "hifgl.yaml"
         cfg.write_text(yaml.safe_dump(options, sort_keys=False))
@@ -72,11 +66,11 @@ def main(argv=None) -> int:
                 member = next(r for r in swept["rows"] if r["seed"] == seed and abs(r["lr"] - lr) < 1e-12)
                 diffs.append(abs(acc - member["best_test"]))
                 singles.append({"seed": seed, "lr": lr, "wall_seconds": round(t, 2), "best_test": acc})
-    load1 = os.getloadavg()
+    load1 = loadavg()
     result = {
         "what": "HiFGL-GCN (field mode, T=1, 5 silos) 8-point sweep (2 seeds x 4 learning rates): one "
                 "`fgl-jax sweep` process vs 8 `fgl-jax hifgl` processes",
-        "command": " ".join([Path(sys.executable).name] + sys.argv),
+        "command": command(__file__, argv),
         "sweep_command": "fgl-jax " + " ".join(sweep_cmd).replace(str(cfg), "<config>"),
         "config": options, "rounds": rounds,
         "sweep_wall_seconds": round(t_sweep, 2),
@@ -88,11 +82,10 @@ def main(argv=None) -> int:
         "max_abs_test_acc_difference": max(diffs),
         "separate_runs": singles,
         "loadavg_before": load0, "loadavg_after": load1,
-        "environment": environment(),
+        "environment": machine(),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
+    write_json(args.out, result)
     print(f"sweep {t_sweep:.1f} s vs 8 runs {sum(t_runs):.1f} s = {result['speedup']}x; "
           f"max |test acc difference| {max(diffs):.2e}; wrote {args.out}")
     return 0

@@ -1,19 +1,14 @@
 """FedGC's information-bottleneck estimator and the membership inference attack."""
-import os
-import sys
-
 import numpy as np
 import jax
 import jax.numpy as jnp
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from helpers import toy_graph  # noqa: E402
-from fgl_jax.attacks.membership import (MIAConfig, attack_auc, auc, posteriors, train_attack,  # noqa: E402
+from fgl_jax.attacks.membership import (MIAConfig, attack_auc, auc, posteriors, train_attack,
                                         train_gcn)
-from fgl_jax.batch import full_graph_batch  # noqa: E402
-from fgl_jax.data.synthetic import csbm  # noqa: E402
-from fgl_jax.systems.fedgc import FedGCConfig, IBConfig, kl_analytic, kl_mc  # noqa: E402
+from fgl_jax.batch import full_graph_batch
+from fgl_jax.data.synthetic import csbm
+from fgl_jax.systems.fedgc import FedGCConfig, IBConfig, kl_analytic, kl_mc
 
 
 def test_one_sample_kl_averages_to_analytic():
@@ -222,14 +217,12 @@ def test_ib_posterior_belongs_to_the_kept_draw_and_resample_has_its_moments():
     np.testing.assert_allclose(got.std(0), want_std, rtol=5 / np.sqrt(2 * 200))
 
 
-def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query():
-    """Exact identity: with μ = Z, σ = 0 and the identity scaler the fresh draw IS Z, so the fresh
-    query's AUC, its null and its target accuracies equal the same-sample ones."""
-    import dataclasses
-    from fgl_jax.attacks.membership import fedgc_attack
+@pytest.fixture(scope="module")
+def tiny_ib_attack():
+    """A small FedGC run with IB and self-training on a CSBM, the attack's graph and its config."""
     from fgl_jax.condense import CondenseConfig
     from fgl_jax.condense.evaluate import EvalConfig
-    from fgl_jax.systems.fedgc import IBPosterior, normalize_features, run_fedgc
+    from fgl_jax.systems.fedgc import normalize_features, run_fedgc
     g = csbm(num_nodes=240, num_classes=3, num_features=12, avg_degree=5.0, homophily=0.8, feature_signal=2.0, seed=1)
     cfg = FedGCConfig(num_clients=3, rate=0.2, rounds=6, eval_rounds=(6,), st_rounds=20, st_hidden=16,
                       condense=CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=6, adj_steps=2),
@@ -237,9 +230,17 @@ def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query():
                       eval=EvalConfig(hidden=16, lr=0.05, iters=20, decay_at=10, eval_every=10, finetune_steps=5,
                                       ft_eval_every=5))
     res = run_fedgc(g, cfg, seed=0, log=lambda m: None)
+    return res, normalize_features(g, cfg.feature_norm), MIAConfig(hidden=16, iters=30, attack_epochs=30)
+
+
+def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query(tiny_ib_attack):
+    """Exact identity: with μ = Z, σ = 0 and the identity scaler the fresh draw IS Z, so the fresh
+    query's AUC, its null and its target accuracies equal the same-sample ones."""
+    import dataclasses
+    from fgl_jax.attacks.membership import fedgc_attack
+    from fgl_jax.systems.fedgc import IBPosterior
+    res, gn, mia = tiny_ib_attack
     assert res.ib_posterior is not None and res.ib_posterior.mu.shape == res.clients.features.shape
-    mia = MIAConfig(hidden=16, iters=30, attack_epochs=30)
-    gn = normalize_features(g, cfg.feature_norm)
     out = fedgc_attack(jax.random.PRNGKey(0), gn, res, mia)
     assert 0.0 <= out["mia_auc_z_fresh"] <= 1.0 and "mia_auc_z_fresh_null" in out
     p = res.ib_posterior
@@ -252,3 +253,34 @@ def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query():
         assert same[f"mia_target_acc_{who}_z_fresh"] == same[f"mia_target_acc_{who}_z"]
     # the other outputs do not depend on the posterior
     assert same["mia_auc_z"] == out["mia_auc_z"] and same["mia_auc_z_null"] == out["mia_auc_z_null"]
+
+
+def test_pseudo_label_split_of_nonmembers(tiny_ib_attack):
+    """The non-member split by pseudo-label correctness: the result's labels are ground truth on
+    training nodes and -1 off the labelled set; the wrong fraction is counted against the true labels
+    at each non-member's owner; and (exact identity of the Mann-Whitney sum over pairs) the AUC over
+    all non-members is the size-weighted mean of the AUCs against the two groups."""
+    import dataclasses
+    from fgl_jax.attacks.membership import fedgc_attack, pools
+    res, gn, mia = tiny_ib_attack
+    pl, c = res.pseudo_labels, res.clients
+    assert pl is not None and pl.shape == c.y.shape
+    tr = np.asarray(c.train_mask)
+    np.testing.assert_array_equal(pl[tr], np.asarray(c.y)[tr])
+    assert np.all(pl[~np.asarray(c.node_mask)] == -1)
+    # force a known mix: flip the pseudo-label of every other non-member at its owner
+    non = pools(gn, mia, 0)["nonmembers"]
+    ids, own = np.asarray(c.node_ids), np.asarray(c.train_mask | c.val_mask | c.test_mask)
+    y = np.asarray(gn.y)
+    forced = pl.copy()
+    for i, v in enumerate(non):
+        j, r = next((j, r) for j in range(ids.shape[0]) for r in np.flatnonzero(own[j] & (ids[j] == v)))
+        forced[j, r] = y[v] if i % 2 == 0 else (y[v] + 1) % gn.num_classes
+    out = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, pseudo_labels=forced), mia)
+    wrong = out["mia_nonmember_pl_wrong"]
+    np.testing.assert_allclose(wrong, (len(non) // 2) / len(non))
+    for sfx in ("_z", "_z_null"):
+        mix = (1 - wrong) * out[f"mia_auc{sfx}_plright"] + wrong * out[f"mia_auc{sfx}_plwrong"]
+        np.testing.assert_allclose(mix, out[f"mia_auc{sfx}"], atol=1e-9)
+    plain = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, pseudo_labels=None), mia)
+    assert "mia_nonmember_pl_wrong" not in plain and plain["mia_auc_z"] == out["mia_auc_z"]

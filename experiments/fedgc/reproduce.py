@@ -71,6 +71,8 @@ IB_FAST_LR = 1e-2
 # the configurations Table 1 / Table 3 / the ablation / the γ sweep can build on (--base): the code's
 # knobs, and both open knobs of the 'Knobs' table
 BASES = ("ib", "ibfs")
+# the γ sweep (spec §5.11's grid; its 5e-4 is the default, whose row is the base's Table 2 run)
+GAMMA_GRID = (0.0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 BASE_NAME = {"ib": "code's IB lr and Φ init", "ibfs": f"IB lr {IB_FAST_LR:g} + sparse A' init"}
 
 
@@ -187,7 +189,8 @@ def run_one(store, rid, graph, cfg, seed, mia=False, shadow=None, extra=None, ke
         return store.get(rid), None
     t = time.perf_counter()
     res = run_fedgc(graph, cfg, seed=seed, log=lambda m: print(m, flush=True), cache=CACHE)
-    rec = {"id": rid, "dataset": graph.name, "seed": seed, "config": cfg_dict(cfg), **res.final,
+    rec = {"id": rid, "dataset": graph.name, "num_classes": int(graph.num_classes), "seed": seed,
+           "config": cfg_dict(cfg), **res.final,
            "history": res.history, **(extra or {})}
     if mia:
         rec.update(fedgc_attack(jax.random.PRNGKey(seed + 11), normalize_features(graph, cfg.feature_norm),
@@ -225,6 +228,9 @@ def main(argv=None):
                     help="the FedGC configuration Table 1 (rates other than 0.5), Table 3, the ablation and the γ sweep "
                          "build on: 'ib' (the code's IB lr and Φ init) or 'ibfs' (IB lr 0.01 + sparse A' init, the "
                          "open knobs of the 'Knobs' table); non-default bases store their runs under their own ids")
+    ap.add_argument("--gammas", default=None,
+                    help="comma-separated γ values of the sweep (default: the spec's grid without 5e-4, whose row is "
+                         "the base's Table 2 run: " + ",".join(f"{g:g}" for g in GAMMA_GRID) + "; --quick: 0,0.01)")
     ap.add_argument("--protocol", default="val", choices=("val", "paper"),
                     help="model selection: 'val' (default) or 'paper' = the official code's test-based choices "
                          "(self-training, IB's Z*, max test over checkpoints; spec §5.9), to size that leak")
@@ -266,6 +272,10 @@ def main(argv=None):
         return
     datasets = ["cora"] if args.quick else args.datasets.split(",")
     rates = [0.5] if args.quick else [float(v) for v in (args.rates or "0.25,0.5,1.0").split(",")]
+    gammas = ([float(v) for v in args.gammas.split(",")] if args.gammas
+              else [0.0, 1e-2] if args.quick else list(GAMMA_GRID))
+    if any(g < 0 for g in gammas):
+        raise SystemExit(f"--gammas must be >= 0, got {args.gammas}")
     base = args.base
     pre = "" if base == "ib" else base + "-"    # run-id prefix of the ablation / γ runs on this base
 
@@ -312,7 +322,7 @@ def main(argv=None):
                     run_one(store, f"{tag}/{ds}/r0.5/{pre}ablation{name}/s{seed}", graph,
                             base_cfg(**kw), seed, mia=True, shadow=shadow)
             if "gamma" in only and ds == "cora":
-                for gamma in ([0.0, 1e-2] if args.quick else [0.0, 1e-4, 1e-3, 1e-2, 1e-1]):
+                for gamma in gammas:
                     cfg = base_cfg(ib=dataclasses.replace(base_cfg().ib, gamma=gamma))
                     run_one(store, f"{tag}/{ds}/r0.5/{pre}gamma{gamma}/s{seed}", graph, cfg, seed, mia=True, shadow=shadow)
     if "synthetic" in only:
@@ -407,7 +417,7 @@ def synthetic(store, tag, quick):
         run_one(store, rid, g, cfg, 0, extra={"note": "synthetic CSBM of ogbn-arxiv's size; NOT ogbn-arxiv; "
                                                       f"l_hop=1 to fit memory; no IB; {note}",
                                               "central_gcn_test_acc": central, "central_gcn_iters": mcfg.iters,
-                                              "chance": 1.0 / 40})
+                                              "chance": 1.0 / g.num_classes})
 
 
 def synthetic_init(store, tag, quick):
@@ -424,7 +434,7 @@ def synthetic_init(store, tag, quick):
         if store.has(rid):
             continue
         cfg = synthetic_config(1 / 60, rounds, (rounds // 2, rounds), bias, 0)
-        rec, res = run_one(store, rid, g, cfg, 0, extra={"pge_init_bias": bias, "chance": 1.0 / 40})
+        rec, res = run_one(store, rid, g, cfg, 0, extra={"pge_init_bias": bias, "chance": 1.0 / g.num_classes})
         a, x, y = res.condensed
         off = a[~np.eye(len(a), dtype=bool)]
         syn_mean = np.stack([x[y == c].mean(0) for c in range(40)])
@@ -510,17 +520,21 @@ def paper_protocol_run(rid: str):
     return next((r for r in json.loads(path.read_text())["runs"] if r["id"] == rid), None)
 
 
-def reason_acc(r: dict) -> str:
+def reason_acc(r: dict, runs: dict | None = None) -> str:
     """Why a FedGC (IB) accuracy is off the paper, from the run's own record (and, when stored, the
-    same cell under the paper's test-based protocol)."""
+    same cell under the paper's test-based protocol and the same cell's other seeds in `runs`)."""
     pl = r.get("pseudo_label_test_acc")
+    head = r["id"].rpartition("/s")[0]
+    same = sorted(seed_groups(runs or {}, "test_acc").get(head, []), key=lambda q: q["seed"])
+    seeds = (f"one seed here; over seeds {', '.join(str(q['seed']) for q in same)} this cell gives "
+             f"{stat([100 * q['test_acc'] for q in same])} (over-seeds table)" if len(same) > 1
+             else "one seed and one evaluation run (paper: 5 partitions x 3; the over-seeds table has the spread)")
     pp = paper_protocol_run(r["id"]) if r.get("config", {}).get("protocol", "val") == "val" else None
     return ((f"under the paper's own test-based selection (self-training, Z*, max test over checkpoints; "
              f"{PAPER_PROTOCOL_FILE.replace('.json', '.md')}) the same cell gives {100 * pp['test_acc']:.1f}, so "
              f"{100 * (pp['test_acc'] - r['test_acc']):.1f} points of the gap are the code's test-set leak; " if pp else "")
             + (f"Z encodes the self-training pseudo-labels, whose test accuracy ({pl:.3f}) caps FedGC; " if pl else "")
-            + f"{r.get('config', {}).get('rounds', '?')} one-step rounds, {ib_text(r)}, "
-            "one seed and one evaluation run (paper: 5 partitions x 3; the over-seeds table has the spread)")
+            + f"{r.get('config', {}).get('rounds', '?')} one-step rounds, {ib_text(r)}, {seeds}")
 
 
 def ib_text(r: dict) -> str:
@@ -567,7 +581,7 @@ def index_rows(runs: dict, tag: str) -> list:
             r = runs.get(f"{tag}/{ds}/r{rate}/{base}/s0")
             if r:
                 add("Table 1 accuracy", f"{ds} r={PAPER_R[(ds, rate)]} (rate {rate}) FedGC GCN{base_suffix(base)}", paper,
-                    r.get("test_acc"), reason_acc(r))
+                    r.get("test_acc"), reason_acc(r, runs))
     for ds, p in PAPER_T2.items():
         for var in ("noib", "pl", "reg", "ldp"):
             r = runs.get(f"{tag}/{ds}/r0.5/{var}/s0")
@@ -577,13 +591,13 @@ def index_rows(runs: dict, tag: str) -> list:
                 add("Table 2 MIA", f"{ds} {name} AUC (raw-X query)", p[var + "_auc"], r.get("mia_auc"), REASON_AUC_RAW)
         r = runs.get(f"{tag}/{ds}/r0.5/ib/s0")
         if r:
-            add("Table 2 MIA", f"{ds} FedGC ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r))
+            add("Table 2 MIA", f"{ds} FedGC ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs))
             add("Table 2 MIA", f"{ds} FedGC AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"), REASON_AUC_IB)
             add("Table 2 MIA", f"{ds} FedGC AUC (owner-Z query, fresh draw of Z)", p["ib_auc"],
                 r.get("mia_auc_z_fresh"), REASON_AUC_FRESH)
         r = runs.get(f"{tag}/{ds}/r0.5/ibd/s0")
         if r:
-            add("Table 2 MIA", f"{ds} FedGC paper-sized IB ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r))
+            add("Table 2 MIA", f"{ds} FedGC paper-sized IB ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs))
             add("Table 2 MIA", f"{ds} FedGC paper-sized IB AUC (raw-X query)", p["ib_auc"], r.get("mia_auc"),
                 REASON_AUC_RAW)
             add("Table 2 MIA", f"{ds} FedGC paper-sized IB AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"),
@@ -592,7 +606,7 @@ def index_rows(runs: dict, tag: str) -> list:
                           ("ibfs", f"IB encoder lr {IB_FAST_LR:g} + sparse A' init")):
             r = runs.get(f"{tag}/{ds}/r0.5/{var}/s0")
             if r:
-                add("Table 2 MIA", f"{ds} FedGC {name} ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r))
+                add("Table 2 MIA", f"{ds} FedGC {name} ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs))
                 add("Table 2 MIA", f"{ds} FedGC {name} AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"),
                     REASON_AUC_IB)
     for ds, p in PAPER_T3.items():
@@ -623,10 +637,6 @@ def index_rows(runs: dict, tag: str) -> list:
 
 def _fmt(v, pct=True):
     return "–" if v is None else (f"{100 * v:.1f}" if pct else f"{v:.1f}")
-
-
-def runs_classes(ds: str) -> int:
-    return {"cora": 7, "citeseer": 6}[ds]
 
 
 def seed_groups(runs: dict, needs: str = "") -> dict:
@@ -872,6 +882,32 @@ def fresh_summary(runs: dict) -> list:
             "|---|---|---|---|---|---|---|---|---|"] + rows + [""]
 
 
+def plsplit_summary(runs: dict) -> list:
+    """Where the owner-Z query's membership signal comes from, per run group (mean ± std over the seeds
+    that carry the split): the non-members split by whether the self-training pseudo-label their z
+    was fitted to is their true label (`fedgc_attack`'s mia_auc*_pl{right,wrong})."""
+    groups = seed_groups(runs, needs="mia_auc_z_plright")
+    if not groups:
+        return []
+    rows = []
+    for head in sorted(groups):
+        rs = sorted(groups[head], key=lambda r: r["seed"])
+        col = lambda k: stat([100 * r[k] for r in rs])
+        rows.append(f"| {head} | {', '.join(str(r['seed']) for r in rs)} | {col('mia_nonmember_pl_wrong')} | "
+                    + " | ".join(col(k) for k in ("mia_auc_z", "mia_auc_z_plright", "mia_auc_z_plwrong",
+                                                   "mia_auc_z_null", "mia_auc_z_null_plright",
+                                                   "mia_auc_z_null_plwrong")) + " |")
+    return ["## Where the owner-Z membership signal comes from: non-members by pseudo-label", "",
+            "Under IB with self-training every member's z was fitted to its true label and every non-member's to "
+            "its self-training pseudo-label. The same attack scores as the over-seeds table, with the non-members "
+            "split into those whose pseudo-label is right and those whose pseudo-label is wrong (AUC over all "
+            "non-members = the size-weighted mean of the two). If the signal is the label the z was fitted to, "
+            "the AUC against the right-labelled non-members sits near 50 and the one against the wrong-labelled "
+            "ones is high, for the attacked GCN and for the null GCN that never saw G' alike.", "",
+            "| run | seeds | non-members with a wrong pseudo-label | AUC Z | AUC Z vs right | AUC Z vs wrong | "
+            "AUC Z null | null vs right | null vs wrong |", "|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+
+
 def selection_text(runs) -> str:
     """The model-selection protocol the stored runs actually used (from their configs)."""
     used = {r.get("config", {}).get("protocol", "val") for r in runs.values() if "config" in r}
@@ -953,12 +989,13 @@ def write_md(store, tag):
         r = runs.get(f"{tag}/{ds}/r0.5/ibd/s0")
         base = runs.get(f"{tag}/{ds}/r0.5/ib/s0")
         if r and r.get("mia_target_acc_nonmembers") is not None:
+            chance = f"; chance {100 / r['num_classes']:.1f} %" if r.get("num_classes") else ""
             vs = (f"against {_fmt(base.get('test_acc'))} for the dim(z) = "
                   f"{base.get('config', {}).get('ib', {}).get('dim') or 'd'} default" if base else "no default run stored")
             L += ["", f"Paper-sized IB on {ds} (one seed): with dim(z) = d the server's raw-X query can run, and gives AUC "
                   f"{_fmt(r.get('mia_auc'))}, but the attacked GCN (trained on G' in Z space) classifies the raw-X "
                   f"queries at {_fmt(r['mia_target_acc_members'])} / {_fmt(r['mia_target_acc_nonmembers'])} % "
-                  f"(members / non-members; chance {100 / runs_classes(ds):.1f} %): that AUC measures a feature-space "
+                  f"(members / non-members{chance}): that AUC measures a feature-space "
                   "mismatch, not privacy, so it is not counted. The same G' queried in Z gives "
                   f"{_fmt(r.get('mia_auc_z'))}; this configuration's accuracy is {_fmt(r.get('test_acc'))} ({vs})."]
     L += ["", "Reg is Nasr et al.'s (2018) adversarial regularisation in every client's local loss (λ = 1; each client's "
@@ -980,6 +1017,7 @@ def write_md(store, tag):
     L += ablation_summary(runs, tag)
     L += seed_summary(runs)
     L += fresh_summary(runs)
+    L += plsplit_summary(runs)
     L += open_knob_summary(runs, tag)
     L += ceiling_summary(runs, tag)
     L += synthetic_summary(runs, tag)

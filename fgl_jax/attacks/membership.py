@@ -191,8 +191,11 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     Reports mia_auc (query with raw X, the server's view: it never sees Z), mia_auc_z (stress test:
     each member/non-member queried inside its owning client's local graph with that client's
     features, Z under IB), mia_auc_z_null (a GCN that never saw G' or a member, same queries), the
-    shadow attack's own training AUC, the target's accuracy on each query set and, when the result
-    carries an IB posterior, mia_auc_z_fresh / mia_auc_z_fresh_null (queries with a fresh draw of Z).
+    shadow attack's own training AUC, the target's accuracy on each query set, when the result
+    carries an IB posterior, mia_auc_z_fresh / mia_auc_z_fresh_null (queries with a fresh draw of Z)
+    and, when it carries self-training labels, mia_nonmember_pl_wrong (the fraction of non-members
+    whose pseudo-label is wrong) and mia_auc{_z,_z_null}_pl{right,wrong} (the same query against the
+    non-members whose pseudo-label is right / wrong).
     """
     from fgl_jax.condense.evaluate import dense_graph_batch
 
@@ -239,6 +242,20 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
                                 graph.num_classes, cfg)
     post0 = posteriors(model0, params0, gb)
     report(post0[mem], post0[non], "_z_null")
+    pl = getattr(result, "pseudo_labels", None)
+    if pl is not None:
+        # Non-members split by whether the label their z was fitted to (the self-training pseudo-label)
+        # is their true one; members were fitted to their true labels. If the Z query's membership
+        # signal comes from that difference, the AUC against the right-labelled non-members is near
+        # 0.5 and the one against the wrong-labelled ones is high. (AUC over all non-members is the
+        # mean of the two weighted by group size: Mann-Whitney is a sum over member/non-member pairs.)
+        right = np.array([pl[lookup[int(v)]] for v in non]) == y_non
+        out["mia_nonmember_pl_wrong"] = float((~right).mean())
+        if right.any() and (~right).any():
+            for sfx, (p_mem, p_non) in (("_z", (gather(post_c, mem), gather(post_c, non))),
+                                        ("_z_null", (post0[mem], post0[non]))):
+                out[f"mia_auc{sfx}_plright"] = attack_auc(predict, p_mem, p_non[right])
+                out[f"mia_auc{sfx}_plwrong"] = attack_auc(predict, p_mem, p_non[~right])
     post = getattr(result, "ib_posterior", None)
     if post is not None:
         # Fresh-sample query: Z is ONE draw z = μ + σε of each client's encoder posterior, and G' was

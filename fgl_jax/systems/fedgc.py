@@ -32,7 +32,6 @@ import json
 import time
 from typing import NamedTuple, Optional, Sequence
 
-import flax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,7 +39,7 @@ import optax
 import scipy.sparse as sp
 
 from fgl_jax import ops
-from fgl_jax.batch import ClientBatch, full_graph_batch, stack_graphs
+from fgl_jax.batch import ClientBatch, stack_graphs
 from fgl_jax.condense import (CondenseConfig, build_client_data, check_rate, condense_scan, condensed_graph,
                               make_condenser, synthetic_class_counts)
 from fgl_jax.condense.blocks import check_ldp
@@ -431,6 +430,9 @@ class FedGCResult:
     losses: np.ndarray       # matching loss per round
     condense_graphs: Optional[list] = None  # graphs the condensation targets came from (PL: pseudo-labelled)
     ib_posterior: Optional[IBPosterior] = None  # under IB: q(z|x) and scaler behind `clients`' Z (numpy)
+    # after self-training: the labels each client's IB (or PL) fitted, [M, N] aligned with `clients`
+    # (ground truth on training nodes, pseudo-labels elsewhere, -1 = unlabelled); None without it
+    pseudo_labels: Optional[np.ndarray] = None
 
 
 @dataclasses.dataclass
@@ -645,7 +647,9 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
     final["defence"] = cfg.method
     return FedGCResult(history=history, final=final, condensed=(a, x, y), state=state, clients=clients,
                        client_graphs=feat_graphs, client_ids=ids, losses=np.concatenate(losses),
-                       condense_graphs=prep.cond_graphs, ib_posterior=prep.ib_posterior)
+                       condense_graphs=prep.cond_graphs, ib_posterior=prep.ib_posterior,
+                       pseudo_labels=None if prep.labels is None else
+                       np.where(np.asarray(prep.label_mask), np.asarray(prep.labels), -1).astype(np.int32))
 
 
 def select_result(history: list, protocol: str = "val") -> dict:

@@ -1,0 +1,218 @@
+"""Plumbing shared by the `benchmarks/bench_*.py` scripts: machine description, peak memory, timing
+loops, worker processes and the result file. Small pure helpers, no policy: each script still decides
+what to time, how many times, and which keys its JSON has.
+
+The scripts import it as a sibling module (`from harness import ...`): a script run as
+`python benchmarks/bench_x.py`, and every `--worker` process it starts the same way, has `benchmarks/`
+first on sys.path. jax is imported inside the functions that need it, so that a parent process that
+only launches workers does not load it (and its thread pools) while a worker is being measured.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+import os
+import platform
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+# printed by a worker process in front of its one JSON line, so that the parent can find that line
+# among whatever else the worker (jax, the library) prints on stdout
+RESULT_PREFIX = "RESULT "
+
+
+def loadavg() -> Optional[list[float]]:
+    """1, 5 and 15 minute load averages, or None where the OS has none.
+
+    The benchmark machine is shared, so every result records the load it ran under.
+    """
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str:
+    # platform.processor() is often just "x86_64" on Linux; /proc/cpuinfo names the actual model
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(dist: str) -> Optional[str]:
+    # package metadata, not `import`: asking for a version should not load the package
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on, for the humans who read the result file.
+
+    Initialises jax's default backend (for `devices`): call it where the script may use jax anyway,
+    not in a parent process before it starts the workers it measures.
+    """
+    import jax
+    return {
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        **{name: _version(name) for name in ("jax", "jaxlib", "numpy", "flax", "optax")},
+        "devices": [str(d) for d in jax.devices()],
+        "loadavg": loadavg(),
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB (ru_maxrss).
+
+    It is the high-water mark of the whole process (data loading and compilation included), which is
+    why the scripts that compare configurations run each one in its own worker process.
+    """
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # ru_maxrss is in KiB on Linux but in bytes on macOS
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Result of `timed`: seconds per call, wall clock and process CPU time.
+
+    first_s: wall seconds of the first warm-up call (it holds the compile when `fn` is a jitted function
+        called for the first time); None when there was no warm-up.
+    wall_s / cpu_s: one entry per timed call. CPU time is of the whole process (all threads): other jobs
+        on a shared machine inflate wall time much more than the work this process does.
+    last: what the last call returned (to report a loss or accuracy without running again).
+    """
+    first_s: Optional[float]
+    wall_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+    last: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def median(self) -> float:
+        """Median wall seconds per timed call (robust to the odd call slowed down by other jobs)."""
+        return statistics.median(self.wall_s)
+
+    @property
+    def cpu_median(self) -> float:
+        """Median process CPU seconds per timed call."""
+        return statistics.median(self.cpu_s)
+
+
+def timed(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> Timing:
+    """Call `fn` `warmup` times, then time `repeats` further calls, each until its result is ready.
+
+    `fn` takes no arguments; jax dispatches asynchronously, so every call's return value goes through
+    `jax.block_until_ready` before the clock stops. A loop that advances a state (a scan over rounds
+    that returns the next state) passes a closure that stores the state in a box, e.g.
+    `def step(): box["s"], loss = scan(box["s"]); return loss`.
+    """
+    import jax
+    first = None
+    out = None
+    for i in range(warmup):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        if i == 0:
+            first = time.perf_counter() - t0
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = jax.block_until_ready(fn())
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return Timing(first, tuple(wall), tuple(cpu), out)
+
+
+class LaunchError(RuntimeError):
+    """A benchmark subprocess exited with a non-zero status; `stderr` holds its whole error output."""
+
+    def __init__(self, cmd: Sequence[str], returncode: int, stderr: str):
+        self.cmd, self.returncode, self.stderr = list(cmd), returncode, stderr
+        super().__init__(f"benchmark command failed (exit {returncode}): {shlex.join(self.cmd)}\n{stderr[-3000:]}")
+
+
+def launch(cmd: Sequence[str], cwd: Optional[Path | str] = None,
+           env: Optional[Mapping[str, str]] = None) -> tuple[float, str]:
+    """Run `cmd` to completion and return (wall seconds, stdout); raise `LaunchError` if it fails.
+
+    The wall time covers the whole process (interpreter start, imports, data loading, compilation):
+    what a user of the command waits for. `env` holds variables added to this process's environment
+    (not a replacement for it). stdout and stderr are captured, so the worker's output does not mix
+    with the parent's progress lines.
+    """
+    t0 = time.perf_counter()
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, cwd=cwd,
+                          env=None if env is None else {**os.environ, **env})
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise LaunchError(cmd, proc.returncode, proc.stderr)
+    return wall, proc.stdout
+
+
+def emit_result(result: Mapping[str, Any]) -> None:
+    """Worker side: print the worker's result as one JSON line for `read_result` in the parent."""
+    print(RESULT_PREFIX + json.dumps(result, default=_json_default), flush=True)
+
+
+def read_result(stdout: str) -> dict[str, Any]:
+    """Parent side: the result of the last `emit_result` line in a worker's stdout.
+
+    Raises ValueError if there is none: a worker that exited normally without its result is a bug.
+    """
+    lines = [ln for ln in stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
+    if not lines:
+        raise ValueError(f"no {RESULT_PREFIX.strip()} line in the worker's output:\n{stdout[-2000:]}")
+    return json.loads(lines[-1][len(RESULT_PREFIX):])
+
+
+def command(script: Path | str, argv: Optional[Sequence[str]] = None) -> str:
+    """The command line that reproduces this run, for the result file: `python <script> <argv>`.
+
+    The script path is made relative to the repository root when it lies inside it (the file is
+    committed, the checkout path is not); arguments are shell-quoted (an empty argument survives).
+    `argv` defaults to this process's arguments (sys.argv[1:]).
+    """
+    path = Path(script).resolve()
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return shlex.join(["python", str(shown), *(sys.argv[1:] if argv is None else argv)])
+
+
+def _json_default(obj: Any) -> Any:
+    # numpy / jax scalars and arrays are not JSON types; tolist() gives Python ints, floats and lists
+    # of them (an int stays an int). Anything else must at least convert to a float.
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return float(obj)
+
+
+def write_json(path: Path | str, payload: Mapping[str, Any]) -> Path:
+    """Write `payload` as indented JSON to `path` (parent folders created) and return the path.
+
+    Exactly the caller's keys. Written to a temporary file first and renamed, so that an interrupted
+    run never leaves a half-written result where the previous complete one was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=_json_default) + "\n")
+    tmp.replace(path)
+    return path
