@@ -249,9 +249,11 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
         # signal comes from that difference, the AUC against the right-labelled non-members is near
         # 0.5 and the one against the wrong-labelled ones is high. (AUC over all non-members is the
         # mean of the two weighted by group size: Mann-Whitney is a sum over member/non-member pairs.)
-        right = np.array([pl[lookup[int(v)]] for v in non]) == y_non
-        out["mia_nonmember_pl_wrong"] = float((~right).mean())
-        if right.any() and (~right).any():
+        pl_non = np.array([pl[lookup[int(v)]] for v in non])
+        right = pl_non == y_non
+        if (pl_non >= 0).all():  # without self-training (-st) non-members carry no label: nothing to split
+            out["mia_nonmember_pl_wrong"] = float((~right).mean())
+        if (pl_non >= 0).all() and right.any() and (~right).any():
             for sfx, (p_mem, p_non) in (("_z", (gather(post_c, mem), gather(post_c, non))),
                                         ("_z_null", (post0[mem], post0[non]))):
                 out[f"mia_auc{sfx}_plright"] = attack_auc(predict, p_mem, p_non[right])
