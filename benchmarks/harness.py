@@ -63,21 +63,16 @@ def _version(dist: str) -> Optional[str]:
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers were measured on, for the humans who read the result file.
+    """What the numbers were measured on, for the humans who read the result file: the library's
+    own `fgl_jax.pipeline.environment()` (versions, platform, devices) plus what a timing needs
+    beside it (CPU model, core count, jaxlib, load average).
 
     Initialises jax's default backend (for `devices`): call it where the script may use jax anyway,
     not in a parent process before it starts the workers it measures.
     """
-    import jax
-    return {
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        **{name: _version(name) for name in ("jax", "jaxlib", "numpy", "flax", "optax")},
-        "devices": [str(d) for d in jax.devices()],
-        "loadavg": loadavg(),
-    }
+    from fgl_jax.pipeline import environment
+    return {**environment(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "jaxlib": _version("jaxlib"),
+            "loadavg": loadavg()}
 
 
 def peak_rss_mb() -> float:
