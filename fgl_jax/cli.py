@@ -25,12 +25,13 @@ from fgl_jax.config import RunConfig, config_fields, from_dict, load_config
 SYSTEMS = ("hifgl", "lumos", "fedhgn", "fedgc", "fedhgl")
 # systems whose own command does something the generic runner does not (their --runner auto = native)
 NATIVE_BY_DEFAULT = {"fedhgn": "the paper's early stopping (--patience) is applied by its own command only",
-                     "fedgc": "only with --mia: the membership attack runs in its own command only"}
+                     "fedgc": "only with --mia or --archs: the membership attack and the evaluation of G' with "
+                              "other architectures run in its own command only"}
 
 
 def _native_by_default(system: str, options: dict) -> bool:
     if system == "fedgc":
-        return bool(options.get("mia"))
+        return bool(options.get("mia")) or bool(options.get("archs"))
     return system in NATIVE_BY_DEFAULT
 
 

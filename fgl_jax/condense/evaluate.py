@@ -12,11 +12,14 @@ local graph; then (fine-tuning, "ft") 30 more Adam steps on the client's own tra
 again keeping the best-validation weights (the pre-fine-tuning weights are a candidate, so
 fine-tuning never lowers the selected validation accuracy). Test accuracy is pooled over
 clients (weighted by test counts).
+
+Cross-architecture evaluation (FedGC Table 3): `arch_configs(protocol, base, archs)` gives one
+EvalConfig per column, either every library model with this recipe ("recipe") or GCond's tester
+("gcond", `GCOND_ARCHS`), and `evaluate_architectures` trains them all on the same G'.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +30,7 @@ import optax
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
-from fgl_jax.nn import make_model
+from fgl_jax.nn import MODELS, make_model
 from fgl_jax import validate as V
 
 Array = jax.Array
@@ -47,6 +50,11 @@ class EvalConfig:
     finetune_steps: int = 30   # 0 disables fine-tuning ("-ft")
     ft_eval_every: int = 10    # validation check period while fine-tuning
     runs: int = 1              # evaluation repeats averaged (code: 3; arxiv 1)
+    # Train on X' alone (A' dropped, each node only its self-loop), then select, fine-tune and test
+    # the same model on the real graphs: GCond's "MLP" column (see `gcond_arch_configs`).
+    graph_free: bool = False
+    model_kwargs: tuple = ()   # extra (name, value) pairs for `make_model`, e.g. (("K", 2),)
+    syn_model_kwargs: tuple = ()  # further pairs for the model while it trains on G' only (same parameters)
 
     def __post_init__(self):
         for name in ("hidden", "num_layers", "iters", "eval_every", "runs"):
@@ -94,12 +102,18 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
     Result: val_correct/val_total/test_correct/test_total before and after fine-tuning.
     """
     model = make_model(cfg.arch, in_dim, num_classes, hidden=cfg.hidden, num_layers=cfg.num_layers,
-                       dropout=cfg.dropout)
+                       dropout=cfg.dropout, **dict(cfg.model_kwargs))
+    syn_model = make_model(cfg.arch, in_dim, num_classes, hidden=cfg.hidden, num_layers=cfg.num_layers,
+                           dropout=cfg.dropout, **{**dict(cfg.model_kwargs), **dict(cfg.syn_model_kwargs)})
     opt = _optimizer(cfg)
     ft_opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), optax.adam(cfg.lr))
 
-    def train_loss(p, b, k):  # cross-entropy on b's training nodes, dropout on
-        return masked_cross_entropy(model.apply(p, b, train=True, rngs={"dropout": k}), b.y, b.train_mask)
+    def loss_of(m):
+        def train_loss(p, b, k):  # cross-entropy on b's training nodes, dropout on
+            return masked_cross_entropy(m.apply(p, b, train=True, rngs={"dropout": k}), b.y, b.train_mask)
+        return train_loss
+
+    train_loss, syn_loss = loss_of(model), loss_of(syn_model)
 
     def client_scores(params, clients):
         def one(p, b):
@@ -112,6 +126,8 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
     @jax.jit
     def evaluate(key, syn: ClientBatch, clients: ClientBatch):
         k_init, k_train, k_ft = jax.random.split(key, 3)
+        if cfg.graph_free:
+            syn = syn.replace(edge_mask=jnp.zeros_like(syn.edge_mask))
         params = model.init({"params": k_init, "dropout": k_init}, syn, train=False)
         opt_state = opt.init(params)
         m = clients.y.shape[0]
@@ -121,7 +137,7 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
 
         def chunk(carry, k):
             p, o, best_p, best_v, best_t = carry
-            p, o, _ = local_train(train_loss, opt, cfg.eval_every, p, o, syn, k, 1.0)
+            p, o, _ = local_train(syn_loss, opt, cfg.eval_every, p, o, syn, k, 1.0)
             vc, vt, tc, tt = per_client_score(p, clients)
             v = vc / jnp.maximum(vt, 1.0)
             better = v > best_v
@@ -156,6 +172,90 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
         return out
 
     return evaluate
+
+
+# GCond's cross-architecture tester (tester_other_arcs.py), which FedGC's Table 3 follows (FedGC's
+# own code has no cross-architecture evaluation):
+# column -> (architecture, make_model kwargs, graph-free, extra kwargs while training on G').
+GCOND_ARCHS: dict[str, tuple[str, tuple, bool, tuple]] = {
+    # a GCN trained with A' zeroed (GCond: adj_syn - adj_syn, normalised to I) and then used as a GCN
+    # on the real graph (its final predict on adj_full overrides the feature-only one).
+    "mlp": ("gcn", (), True, ()),
+    "appnp": ("appnp", (("K", 2), ("alpha", 0.1)), False, ()),   # APPNP1: K = nlayers = 2
+    # Cheby, single_param, K = 2; on G' normalised without the self-loop, on real graphs with it
+    "cheb": ("cheb_gcond", (), False, (("self_loops", False),)),
+    "gcn": ("gcn", (), False, ()),
+    # GraphSage with its default root_weight=False: S H W_l + b_l on the GCN-normalised graph, i.e.
+    # the GCN layer (only the init distribution differs); evaluated as GCN.
+    "sage": ("gcn", (), False, ()),
+    "sgc": ("appnp", (("K", 2), ("alpha", 0.0)), False, ()),      # SGC1 (sgc_multi): 2-layer MLP, then S²
+}
+
+
+def gcond_arch_configs(base: EvalConfig) -> dict[str, EvalConfig]:
+    """EvalConfigs of GCond's cross-architecture protocol, keyed by FedGC Table 3 column.
+
+    GCond trains every architecture with hidden 256, two layers, dropout 0 (0.5 only on Reddit),
+    Adam lr 0.01 (the models' default) with L2 5e-4, 600 iterations, LR x0.1 at 300, best-validation
+    weights. `base` supplies the rest (validation period, fine-tuning, runs).
+    """
+    common = dict(hidden=256, num_layers=2, dropout=0.0, lr=0.01, weight_decay=5e-4, iters=600, decay_at=300)
+    return {col: dataclasses.replace(base, arch=arch, model_kwargs=kw, graph_free=free, syn_model_kwargs=syn_kw,
+                                     **common)
+            for col, (arch, kw, free, syn_kw) in GCOND_ARCHS.items()}
+
+
+def recipe_arch_configs(base: EvalConfig, archs) -> dict[str, EvalConfig]:
+    """Every named library architecture trained with `base`'s recipe (GAT: `hidden` 8 per head)."""
+    unknown = [a for a in archs if a.lower() not in MODELS]
+    if unknown:
+        raise ValueError(f"unknown architecture(s) {unknown}; choose from {sorted(set(MODELS))}")
+    return {a: dataclasses.replace(base, arch=a.lower(), hidden=8 if a.lower() == "gat" else base.hidden)
+            for a in archs}
+
+
+ARCH_PROTOCOLS = ("recipe", "gcond")
+
+
+def arch_configs(protocol: str, base: EvalConfig, archs=None) -> dict[str, EvalConfig]:
+    """The EvalConfig per column of a cross-architecture evaluation.
+
+    protocol "recipe": each library architecture with `base`'s training recipe (`archs` required);
+    "gcond": GCond's tester (`gcond_arch_configs`), restricted to `archs` if given.
+    """
+    if protocol == "recipe":
+        if not archs:
+            raise ValueError("the 'recipe' protocol needs a list of architectures")
+        return recipe_arch_configs(base, archs)
+    if protocol == "gcond":
+        cfgs = gcond_arch_configs(base)
+        archs = list(archs or cfgs)
+        unknown = [a for a in archs if a not in cfgs]
+        if unknown:
+            raise ValueError(f"architecture(s) {unknown} are not in GCond's protocol; choose from {list(cfgs)}")
+        return {a: cfgs[a] for a in archs}
+    raise ValueError(f"unknown cross-architecture protocol {protocol!r}; choose one of {ARCH_PROTOCOLS}")
+
+
+def evaluate_architectures(key: Array, syn: ClientBatch, clients: ClientBatch, configs: dict[str, EvalConfig],
+                           in_dim: int, num_classes: int, log=None) -> dict[str, float]:
+    """Train every config of `configs` on the same G' (`syn`) with the same key and test on `clients`.
+
+    Returns {column: pooled test accuracy after fine-tuning, column + "_noft": before}. Columns whose
+    configs are equal (GCond's SAGE and GCN) are trained once and share the numbers.
+    """
+    out: dict[str, float] = {}
+    done: dict[EvalConfig, str] = {}
+    for col, ec in configs.items():
+        if ec in done:
+            out[col], out[col + "_noft"] = out[done[ec]], out[done[ec] + "_noft"]
+        else:
+            r = make_evaluator(ec, in_dim, num_classes)(key, syn, clients)
+            out[col], out[col + "_noft"] = pooled(r, True)["test_acc"], pooled(r, False)["test_acc"]
+            done[ec] = col
+        if log is not None:
+            log(f"{col}: {out[col]:.4f} (no ft {out[col + '_noft']:.4f})")
+    return out
 
 
 def pooled(result: dict, finetune: bool = True) -> dict:

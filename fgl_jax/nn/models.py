@@ -283,9 +283,47 @@ class ChebNet(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+class GCondCheby(nn.Module):
+    """GCond's `Cheby` (models/mycheby.py with its defaults single_param=True, K=2), the model behind
+    the "Cheby" column of FedGC's Table 3 (GCond's cross-architecture tester):
+
+        H' = (H + S H) W + b,   S = D̃^{-1/2}(A+I)D̃^{-1/2}  (`ops.gcn_propagate`),
+
+    one weight matrix for both terms ("single_param ... to alleviate the overfitting issue"), ReLU and
+    dropout between layers as GCN. Not a Chebyshev filter in the scaled Laplacian: with a shared
+    weight the sign of the T_1 term matters, and GCond's is +S where PyG's L̂ = -D^{-1/2}AD^{-1/2}
+    (`ChebNet`). GCond normalises the condensed graph without the self-loop (it passes A' - I to
+    its normaliser, and A' has a zero diagonal: S = D^{-1/2} A' D^{-1/2}) but the real graphs with
+    it: `self_loops=False` gives the former; the parameters are the same either way, so one set of
+    weights can train on G' and be tested on a real graph.
+    """
+
+    in_dim: int
+    hidden: int
+    num_classes: int
+    num_layers: int = 2
+    dropout: float = 0.0
+    self_loops: bool = True
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
+        if self.self_loops:
+            prop = lambda z, n: ops.gcn_propagate(z, s, r, m, n)
+        else:  # D^{-1/2} A D^{-1/2} without the loop is minus ChebNet's scaled Laplacian
+            prop = lambda z, n: -_cheb_scaled_laplacian(z, s, r, m, n)
+
+        def layer(i, h, width, in_dim, n):
+            z = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)  # (H + S H) W = Z + S Z
+            return z + prop(z, n)
+
+        return _relu_stack(self, batch, train, layer)
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphsage": SAGE, "gat": GAT,
                                                "sgc": SGC, "mlp": MLP, "appnp": APPNP, "cheb": ChebNet,
-                                               "chebnet": ChebNet, "cheby": ChebNet}
+                                               "chebnet": ChebNet, "cheby": ChebNet,
+                                               "cheb_gcond": GCondCheby}
 
 
 def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 2,

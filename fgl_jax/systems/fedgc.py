@@ -43,10 +43,11 @@ from fgl_jax.batch import ClientBatch, stack_graphs
 from fgl_jax.condense import (CondenseConfig, build_client_data, check_rate, condense_scan, condensed_graph,
                               make_condenser, synthetic_class_counts)
 from fgl_jax.condense.blocks import check_ldp
-from fgl_jax.condense.evaluate import EvalConfig, dense_graph_batch, make_evaluator, pooled
+from fgl_jax.condense.evaluate import (ARCH_PROTOCOLS, GCOND_ARCHS, EvalConfig, arch_configs, dense_graph_batch,
+                                      evaluate_architectures, make_evaluator, pooled)
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
-from fgl_jax.nn import make_model
+from fgl_jax.nn import MODELS, make_model
 from fgl_jax.partition import label_dirichlet_partition
 from fgl_jax import validate as V
 
@@ -700,6 +701,12 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--ib-epochs", type=int, default=100, help="IB encoder epochs (full-batch Adam steps; code 100)")
     p.add_argument("--protocol", choices=PROTOCOLS, default="val")
     p.add_argument("--mia", action="store_true", help="run the membership inference attack on G'")
+    p.add_argument("--archs", default="",
+                   help="after condensing, also train these architectures on G' (comma-separated; 'all' = every "
+                        "column of --arch-protocol; gcond: mlp,appnp,cheb,gcn,sage,sgc, Table 3)")
+    p.add_argument("--arch-protocol", choices=ARCH_PROTOCOLS, default="gcond",
+                   help="how --archs are trained: gcond (GCond's cross-architecture tester, which the paper's "
+                        "Table 3 follows) or recipe (each library model with the GCN evaluation recipe)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=50, help="evaluation period of build_program's rounds")
     p.add_argument("--lr-feat", type=float, default=1e-2, help="Adam lr of X' (code 1e-3; see results.md)")
@@ -736,8 +743,17 @@ def _cli_main(args) -> dict:
     rounds = args.rounds
     eval_rounds = tuple(r for r in (int(v) for v in args.eval_rounds.split(",")) if 0 < r <= rounds) or (rounds,)
     cfg = config_from_options(vars(args), eval_rounds)
+    archs = [a.strip() for a in args.archs.split(",") if a.strip()]
+    if archs == ["all"]:
+        archs = list(GCOND_ARCHS) if args.arch_protocol == "gcond" else sorted(set(MODELS) - {"cheb_gcond"})
+    arch_cfgs = arch_configs(args.arch_protocol, cfg.eval, archs) if archs else None  # fail before condensing
     res = run_fedgc(graph, cfg, seed=args.seed)
     out = dict(res.final)
+    if arch_cfgs:
+        a, x, y = (jnp.asarray(v) for v in res.condensed)
+        out["archs"] = evaluate_architectures(jax.random.PRNGKey(args.seed + 5), dense_graph_batch(a, x, y),
+                                              res.clients, arch_cfgs, x.shape[1], graph.num_classes,
+                                              log=lambda m: print(f"[{args.arch_protocol}] {m}", flush=True))
     if args.mia:
         from fgl_jax.attacks.membership import MIAConfig, fedgc_attack
         out.update(fedgc_attack(jax.random.PRNGKey(args.seed + 1), graph, res, MIAConfig()))
@@ -753,7 +769,7 @@ PROGRAM_DEFAULTS = {"dataset": "cora", "data_dir": None, "clients": 10, "beta": 
                     "gamma": 5e-4, "ib_hidden": None, "ib_dim": None, "protocol": "val", "mia": False, "seed": 0,
                     "eval_every": 50, "lr_feat": 1e-2, "lr_adj": 1e-3, "st_rounds": 200, "st_weight_decay": 5e-4,
                     "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2, "reg_lambda": 1.0, "pge_init_bias": None,
-                    "ib_lr": 2e-3, "ib_epochs": 100}
+                    "ib_lr": 2e-3, "ib_epochs": 100, "archs": "", "arch_protocol": "gcond"}
 
 
 def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, config: Optional[dict] = None):
