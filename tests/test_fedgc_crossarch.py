@@ -80,3 +80,20 @@ def test_arch_configs_reject_unknown_names():
         arch_configs("pyg", CFG, ["gcn"])
     assert list(arch_configs("gcond", CFG, ["sgc", "mlp"])) == ["sgc", "mlp"]
     assert arch_configs("recipe", CFG, ["gat"])["gat"].hidden == 8
+
+
+def test_cli_archs_evaluate_the_condensed_graph_with_each_architecture(capsys):
+    """`fgl-jax fedgc --archs` runs the native command and reports one accuracy per requested column
+    (SAGE is trained once and shares GCN's numbers under GCond's protocol); an unknown name fails
+    before condensing."""
+    from fgl_jax.cli import main
+    tiny = ["fedgc", "--dataset", "csbm", "--clients", "2", "--rounds", "4", "--eval-rounds", "4", "--st-rounds", "2",
+            "--ib-epochs", "2", "--ib-dim", "8", "--ib-hidden", "8", "--seed", "0"]
+    res = main(tiny + ["--archs", "sage,gcn"])
+    assert list(res["archs"]) == ["sage", "sage_noft", "gcn", "gcn_noft"]
+    assert all(0.0 <= v <= 1.0 for v in res["archs"].values())
+    assert res["archs"]["sage"] == res["archs"]["gcn"]
+    assert capsys.readouterr().out.count("[gcond] ") == 2
+    assert main(tiny + ["--archs", "gat"]) == 2
+    err = capsys.readouterr()
+    assert "not in GCond's protocol" in err.err and "test_acc" not in err.out   # nothing was run

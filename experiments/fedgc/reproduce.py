@@ -28,14 +28,14 @@ import optax
 from fgl_jax.attacks.membership import MIAConfig, fedgc_attack, posteriors, prepare_shadow, train_gcn
 from fgl_jax.batch import full_graph_batch, stack_graphs, unstack
 from fgl_jax.condense import CondenseConfig
-from fgl_jax.condense.evaluate import EvalConfig, arch_configs, dense_graph_batch, evaluate_architectures
+from fgl_jax.condense.evaluate import (RECIPE_ARCHS, EvalConfig, arch_configs, dense_graph_batch,
+                                      evaluate_architectures)
 from fgl_jax.data.planetoid import load_planetoid
 from fgl_jax.data.synthetic import csbm
 from fgl_jax.federated.baselines import evaluate as evaluate_pooled
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
-from fgl_jax.nn.models import MODELS
 from fgl_jax.systems.fedgc import FedGCConfig, IBConfig, normalize_features, prepare, run_fedgc
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "fedgc"
@@ -102,7 +102,7 @@ def variant_config(var: str, quick: bool) -> FedGCConfig:
     return base_config(quick, **kw)
 PAPER_T3 = {"cora": {"mlp": 77.6, "appnp": 81.2, "cheb": 79.2, "gcn": 80.8, "sage": 81.9, "sgc": 81.6},
             "citeseer": {"mlp": 66.1, "appnp": 71.2, "cheb": 70.5, "gcn": 70.5, "sage": 71.1, "sgc": 70.2}}
-ARCHS = tuple(a for a in ("mlp", "appnp", "cheb", "gcn", "sage", "sgc", "gat") if a in MODELS)
+ARCHS = RECIPE_ARCHS
 
 
 ROUNDS_OVERRIDE = {}

@@ -205,6 +205,10 @@ def gcond_arch_configs(base: EvalConfig) -> dict[str, EvalConfig]:
             for col, (arch, kw, free, syn_kw) in GCOND_ARCHS.items()}
 
 
+# the library's architectures, one name each, in FedGC Table 3's column order (GAT is not in the paper)
+RECIPE_ARCHS = ("mlp", "appnp", "cheb", "gcn", "sage", "sgc", "gat")
+
+
 def recipe_arch_configs(base: EvalConfig, archs) -> dict[str, EvalConfig]:
     """Every named library architecture trained with `base`'s recipe (GAT: `hidden` 8 per head)."""
     unknown = [a for a in archs if a.lower() not in MODELS]

@@ -43,11 +43,11 @@ from fgl_jax.batch import ClientBatch, stack_graphs
 from fgl_jax.condense import (CondenseConfig, build_client_data, check_rate, condense_scan, condensed_graph,
                               make_condenser, synthetic_class_counts)
 from fgl_jax.condense.blocks import check_ldp
-from fgl_jax.condense.evaluate import (ARCH_PROTOCOLS, GCOND_ARCHS, EvalConfig, arch_configs, dense_graph_batch,
-                                      evaluate_architectures, make_evaluator, pooled)
+from fgl_jax.condense.evaluate import (ARCH_PROTOCOLS, GCOND_ARCHS, RECIPE_ARCHS, EvalConfig, arch_configs,
+                                      dense_graph_batch, evaluate_architectures, make_evaluator, pooled)
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
-from fgl_jax.nn import MODELS, make_model
+from fgl_jax.nn import make_model
 from fgl_jax.partition import label_dirichlet_partition
 from fgl_jax import validate as V
 
@@ -745,7 +745,7 @@ def _cli_main(args) -> dict:
     cfg = config_from_options(vars(args), eval_rounds)
     archs = [a.strip() for a in args.archs.split(",") if a.strip()]
     if archs == ["all"]:
-        archs = list(GCOND_ARCHS) if args.arch_protocol == "gcond" else sorted(set(MODELS) - {"cheb_gcond"})
+        archs = list(GCOND_ARCHS) if args.arch_protocol == "gcond" else list(RECIPE_ARCHS)
     arch_cfgs = arch_configs(args.arch_protocol, cfg.eval, archs) if archs else None  # fail before condensing
     res = run_fedgc(graph, cfg, seed=args.seed)
     out = dict(res.final)
