@@ -32,6 +32,9 @@ def test_end_to_end_smoke():
         assert x.shape == (n_syn, 12) and a.shape == (n_syn, n_syn) and np.allclose(a, a.T, atol=1e-6)
         assert res.final["test_acc"] > 1.0 / 3 + 0.15, res.final  # well above chance (3 classes)
         assert [h["round"] for h in res.history] == [6, 12]
+        # `selected` is G' at the reported checkpoint: the last round's only if that round was chosen
+        assert res.selected is not None and all(u.shape == v.shape for u, v in zip(res.selected, res.condensed))
+        assert all(np.array_equal(u, v) for u, v in zip(res.selected, res.condensed)) == (res.final["round"] == 12)
 
 
 def test_expansion_and_protocols():

@@ -357,7 +357,8 @@ def table3(store, tag, ds, seed, res, cfg, base="ib"):
     recipe of Table 1; `.../arch_gcond` follows GCond's cross-architecture tester, which the paper's
     Table 3 comes from (its architectures and training settings: `gcond_arch_configs`).
     """
-    a, x, y = (jax.numpy.asarray(v) for v in res.condensed)
+    # the G' of the checkpoint Table 1 reports (validation-selected), not the last round's
+    a, x, y = (jax.numpy.asarray(v) for v in (res.selected or res.condensed))
     syn = dense_graph_batch(a, x, y)
     for kind, protocol in (("arch", "recipe"), ("arch_gcond", "gcond")):
         rid = f"{tag}/{ds}/r0.5/{base}/s{seed}/{kind}"
@@ -367,7 +368,8 @@ def table3(store, tag, ds, seed, res, cfg, base="ib"):
                                      arch_configs(protocol, cfg.eval, ARCHS if protocol == "recipe" else None),
                                      x.shape[1], int(y.max()) + 1,
                                      log=lambda m: print(f"[{kind}] {ds} {m}", flush=True))
-        store.add({"id": rid, "dataset": ds, "seed": seed, "archs": out})
+        store.add({"id": rid, "dataset": ds, "seed": seed, "archs": out,
+                   "g_round": res.final.get("round") if res.selected is not None else cfg.rounds})
 
 
 # Synthetic-graph variants: run-id suffix -> (pge_init_bias, fine-tuning steps, note). "" is the

@@ -434,6 +434,8 @@ class FedGCResult:
     # after self-training: the labels each client's IB (or PL) fitted, [M, N] aligned with `clients`
     # (ground truth on training nodes, pseudo-labels elsewhere, -1 = unlabelled); None without it
     pseudo_labels: Optional[np.ndarray] = None
+    # (A', X', Y') numpy at the checkpoint `final["round"]` reports (`condensed` is the last round's)
+    selected: Optional[tuple] = None
 
 
 @dataclasses.dataclass
@@ -611,7 +613,7 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
         f"d={d}, local nodes {[g.num_nodes for g in feat_graphs]}")
 
     # 7-15. condensation rounds as lax.scan chunks between evaluation rounds
-    history, losses = [], []
+    history, losses, graphs = [], [], {}
     done, cond_s, eval_s = 0, 0.0, 0.0
     marks = sorted(set(cfg.eval_rounds) | {cfg.rounds})
     for mark in marks:
@@ -628,6 +630,7 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
         t = time.perf_counter()
         rec = {"round": mark, "loss": float(l[-1])}
         a, x, y = condensed_graph(state)
+        graphs[mark] = tuple(np.asarray(v) for v in (a, x, y))
         syn = dense_graph_batch(a, x, y)
         accs = []
         for run in range(cfg.eval.runs):
@@ -646,7 +649,8 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
     final.update(info)
     a, x, y = (np.asarray(v) for v in condensed_graph(state))
     final["defence"] = cfg.method
-    return FedGCResult(history=history, final=final, condensed=(a, x, y), state=state, clients=clients,
+    return FedGCResult(history=history, final=final, condensed=(a, x, y), selected=graphs.get(final.get("round")),
+                       state=state, clients=clients,
                        client_graphs=feat_graphs, client_ids=ids, losses=np.concatenate(losses),
                        condense_graphs=prep.cond_graphs, ib_posterior=prep.ib_posterior,
                        pseudo_labels=None if prep.labels is None else
@@ -750,7 +754,7 @@ def _cli_main(args) -> dict:
     res = run_fedgc(graph, cfg, seed=args.seed)
     out = dict(res.final)
     if arch_cfgs:
-        a, x, y = (jnp.asarray(v) for v in res.condensed)
+        a, x, y = (jnp.asarray(v) for v in (res.selected or res.condensed))   # the reported checkpoint's G'
         out["archs"] = evaluate_architectures(jax.random.PRNGKey(args.seed + 5), dense_graph_batch(a, x, y),
                                               res.clients, arch_cfgs, x.shape[1], graph.num_classes,
                                               log=lambda m: print(f"[{args.arch_protocol}] {m}", flush=True))
