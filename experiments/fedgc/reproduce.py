@@ -643,7 +643,9 @@ def index_rows(runs: dict, tag: str) -> list:
                 for arch in ARCHS:
                     add("Table 3 architectures", f"{ds} rate 0.5 {arch.upper()}{base_suffix(base)}", p.get(arch),
                         r["archs"].get(arch),
-                        "same G' as Table 1 (see its reason); architectures use the GCN evaluation recipe")
+                        ("same G' as Table 1 (see its reason)" if "g_round" in r else
+                         "the run's last-round G' (Table 1 reports a validation-selected checkpoint; see its reason)")
+                        + "; architectures use the GCN evaluation recipe")
             r = runs.get(f"{tag}/{ds}/r0.5/{base}/s0/arch_gcond")
             if r:
                 for arch in ARCHS:
@@ -1077,14 +1079,18 @@ def write_md(store, tag):
                 cells = [stat([100 * r["archs"][a] for r in recs]) if all(a in r["archs"] for r in recs) else "–"
                          for a in ARCHS]
                 seeds = ",".join(str(r["seed"]) for r in recs)
-                L.append(f"| {ds} | ours, {BASE_NAME[base]}, {proto} | {seeds} | " + " | ".join(cells) + " |")
+                # records written before Table 3 took the reported checkpoint's G' hold the last round's
+                last = ", G' of the last round" if any("g_round" not in r for r in recs) else ""
+                L.append(f"| {ds} | ours, {BASE_NAME[base]}, {proto}{last} | {seeds} | " + " | ".join(cells) + " |")
                 if kind == "arch_gcond":  # how each architecture does relative to GCN on the same G'
                     rel = lambda get: [f"{round(get(a) - get('gcn'), 1) + 0.0:+.1f}" if get(a) is not None else "–" for a in ARCHS]
                     mean = lambda a: (float(np.mean([100 * r["archs"][a] for r in recs]))
                                       if all(a in r["archs"] for r in recs) else None)
                     L.append(f"| {ds} | paper, column − GCN | | " + " | ".join(rel(lambda a: p.get(a))) + " |")
                     L.append(f"| {ds} | ours, GCond protocol, column − GCN | {seeds} | " + " | ".join(rel(mean)) + " |")
-    L += ["", "Cells are mean ± std over the listed seeds (seed = partition, IB, condensation and evaluation). "
+    L += ["", "Every architecture trains on the G' of the checkpoint Table 1 reports (validation-selected), unless the "
+          "row says otherwise. "
+          "Cells are mean ± std over the listed seeds (seed = partition, IB, condensation and evaluation). "
           "'column − GCN': each architecture against GCN on the same G' (ours: the seed means), which separates "
           "how well G' transfers across architectures from how good G' is.", "", ""]
     L += ablation_summary(runs, tag)
