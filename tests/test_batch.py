@@ -1,6 +1,5 @@
 """Padding is inert: a padded client gives the outputs and gradients of the unpadded one."""
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

@@ -119,7 +119,7 @@ def test_resume_reaches_the_same_numbers(tmp_path):
     alg = baseline(model, FedConfig("fedavg", local_steps=2))
     key = jax.random.key(5)
     full = run(alg, data, key, 10, chunk=5)
-    part = run(alg, data, key, 5, chunk=5, out_dir=tmp_path)  # "interrupted" after 5 rounds
+    run(alg, data, key, 5, chunk=5, out_dir=tmp_path)  # "interrupted" after 5 rounds
     assert (tmp_path / "checkpoints" / "round_000005").exists()
     resumed = run(alg, data, key, 10, chunk=5, out_dir=tmp_path, resume=True)
     np.testing.assert_array_equal(resumed.history["test_acc"], full.history["test_acc"])

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from helpers import dense_adj, toy_graph  # noqa: E402
-from fgl_jax.condense import (CondenseConfig, aggregate, aggregated_client_grads, all_client_grads,
+from fgl_jax.condense import (CondenseConfig, aggregate, aggregated_client_grads,
                               build_client_data, condense_scan, dist_gcond, dist_mse, init_pge, init_relay,
                               make_condenser, matching_loss, normalize_dense, pge_adjacency, relay_dense,
                               synthetic_class_counts, synthetic_labels, class_coefficients)

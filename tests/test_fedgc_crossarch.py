@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from fgl_jax.batch import full_graph_batch
-from fgl_jax.condense.evaluate import (GCOND_ARCHS, EvalConfig, arch_configs, dense_graph_batch, gcond_arch_configs,
-                                       make_evaluator)
+from fgl_jax.condense.evaluate import (GCOND_ARCHS, RECIPE_ARCHS, EvalConfig, arch_configs, dense_graph_batch,
+                                      gcond_arch_configs, make_evaluator)
 from tests.helpers import toy_graph
 
 CFG = EvalConfig(hidden=16, lr=0.05, iters=20, decay_at=10, eval_every=10, finetune_steps=4, ft_eval_every=2)
@@ -80,6 +80,10 @@ def test_arch_configs_reject_unknown_names():
         arch_configs("pyg", CFG, ["gcn"])
     assert list(arch_configs("gcond", CFG, ["sgc", "mlp"])) == ["sgc", "mlp"]
     assert arch_configs("recipe", CFG, ["gat"])["gat"].hidden == 8
+    # no list: every column of the protocol, in Table 3's order (the CLI's "--archs all")
+    assert tuple(arch_configs("recipe", CFG)) == RECIPE_ARCHS
+    assert list(arch_configs("gcond", CFG)) == list(GCOND_ARCHS)
+    assert {c.arch for c in arch_configs("recipe", CFG).values()} == set(RECIPE_ARCHS)
 
 
 def test_cli_archs_evaluate_the_condensed_graph_with_each_architecture(capsys):

@@ -288,3 +288,45 @@ def test_pseudo_label_split_of_nonmembers(tiny_ib_attack):
     plain = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, pseudo_labels=only_train), mia)
     assert not any("_pl" in k for k in plain)
     assert plain["mia_auc_z"] == out["mia_auc_z"]
+
+
+def test_attack_target_graph_last_or_selected(tiny_ib_attack):
+    """MIAConfig.target_graph picks the G' the target GCN trains on: with `selected` equal to the last
+    round's G' both choices give identical outputs (bar the reported round); a different selected G'
+    changes the target model; a result without a selected checkpoint and an unknown choice are errors."""
+    import dataclasses
+    from fgl_jax.attacks.membership import MIAConfig, fedgc_attack
+    res, gn, mia = tiny_ib_attack
+    sel = dataclasses.replace(mia, target_graph="selected")
+    last = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, selected=res.condensed), mia)
+    same = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, selected=res.condensed), sel)
+    assert last["mia_target_round"] == len(res.losses) and same["mia_target_round"] == res.final["round"]
+    assert {k: v for k, v in last.items() if k != "mia_target_round"} == \
+        {k: v for k, v in same.items() if k != "mia_target_round"}
+    a, x, y = res.condensed
+    other = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, selected=(a, -x, y)), sel)
+    assert any(other[k] != last[k] for k in ("mia_auc_z", "mia_target_acc_members_z", "mia_target_acc_nonmembers_z"))
+    with pytest.raises(ValueError, match="selected"):
+        fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, selected=None), sel)
+    with pytest.raises(ValueError, match="target_graph"):
+        MIAConfig(target_graph="best")
+
+
+def test_cli_mia_queries_the_features_fedgc_condensed(monkeypatch):
+    """`fgl-jax fedgc --mia`: the attack's raw-X query sees the features as FedGC normalised them
+    (row-normalised by default: every non-zero row has unit L1 norm), not the file's raw features, and
+    --mia-target reaches the attack's config."""
+    import fgl_jax.attacks.membership as M
+    from fgl_jax.cli import main
+    seen = {}
+
+    def spy(key, graph, result, cfg=M.MIAConfig(), **kw):
+        seen.update(graph=graph, cfg=cfg)
+        return {"mia_auc": 0.5}
+    monkeypatch.setattr(M, "fedgc_attack", spy)
+    out = main(["fedgc", "--dataset", "csbm", "--clients", "2", "--rounds", "2", "--eval-rounds", "2",
+                "--st-rounds", "2", "--no-ib", "--seed", "0", "--mia", "--mia-target", "selected"])
+    assert out["mia_auc"] == 0.5 and seen["cfg"].target_graph == "selected"
+    rows = np.abs(seen["graph"].dense_x()).sum(1)
+    assert rows.max() > 0
+    np.testing.assert_allclose(rows[rows > 0], 1.0, rtol=1e-4)

@@ -175,7 +175,6 @@ def test_unsafe_counts_brute_force_and_eq11_differencing():
     assert int(np.asarray(hc.cross_unsafe).sum()) == unsafe_uploads
     # Eq. 11 on a hand-built 3-client hyperedge {0,1 | 2 | 3}: δ(e*,V*_victim) = Δ - Σ_others
     x = np.array([[1., 0], [2, 1], [5, 5], [0, 3]])
-    dvi = np.array([1., 1, 1, 1])
     uploads = {0: x[0] + x[1], 1: x[2], 2: x[3]}
     total = np.asarray(server_aggregate(jnp.zeros(3, jnp.int32), jnp.asarray(np.stack(list(uploads.values()))), 1))[0]
     np.testing.assert_allclose(total - uploads[1] - uploads[2], uploads[0])

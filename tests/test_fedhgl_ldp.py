@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fgl_jax.privacy.ldp import (LDPError, attribute_range, check_binary, check_epsilon, laplace, laplace_variance,
-                                 randomized_response, rr_keep_probability, rr_p, rr_variance)
+                                 randomized_response, rr_p, rr_variance)
 
 N = 1_000_000
 

@@ -8,8 +8,7 @@ import pytest
 
 from fgl_jax.federated import run
 from fgl_jax.federated.sweep import run_sweep
-from fgl_jax.systems.fedhgl import (FedHGLConfig, build_program, evaluate, prepare, propagate, split_hypergraph,
-                                    train)
+from fgl_jax.systems.fedhgl import FedHGLConfig, build_program, evaluate, prepare, train
 from tests.test_fedhgl_train import planted_hypergraph
 
 OPTS = {"clients": 3, "rounds": 6, "local_steps": 2, "train_ratio": 0.3, "seed": 0}

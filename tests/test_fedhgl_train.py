@@ -8,7 +8,7 @@ import pytest
 
 from fgl_jax.data.hypergraph import Hypergraph
 from fgl_jax.privacy.ldp import LDPError
-from fgl_jax.systems.fedhgl import FedHGLConfig, FedHGLData, init_state, make_model, _train_scan, run_fedhgl, train
+from fgl_jax.systems.fedhgl import FedHGLConfig, FedHGLData, init_state, make_model, _train_scan, run_fedhgl
 
 CFG = FedHGLConfig(rounds=5, local_steps=2, dropout=0.0)
 

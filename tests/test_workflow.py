@@ -1,6 +1,5 @@
 """Research workflow: YAML configs for system subcommands, replay, sweeps of any system, reproduce --out."""
 import json
-import sys
 from pathlib import Path
 
 import numpy as np

@@ -28,15 +28,15 @@ import optax
 from fgl_jax.attacks.membership import MIAConfig, fedgc_attack, posteriors, prepare_shadow, train_gcn
 from fgl_jax.batch import full_graph_batch, stack_graphs, unstack
 from fgl_jax.condense import CondenseConfig
-from fgl_jax.condense.evaluate import (RECIPE_ARCHS, EvalConfig, arch_configs, dense_graph_batch,
-                                      evaluate_architectures)
+from fgl_jax.condense.evaluate import RECIPE_ARCHS, EvalConfig, arch_configs
 from fgl_jax.data.planetoid import load_planetoid
 from fgl_jax.data.synthetic import csbm
 from fgl_jax.federated.baselines import evaluate as evaluate_pooled
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
-from fgl_jax.systems.fedgc import FedGCConfig, IBConfig, normalize_features, prepare, run_fedgc
+from fgl_jax.systems.fedgc import (FedGCConfig, IBConfig, architecture_accuracies, normalize_features, prepare,
+                                   run_fedgc)
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "fedgc"
 
@@ -312,7 +312,7 @@ def main(argv=None):
                                          f"({res_base.final['test_acc']} vs {old['test_acc']}): not deterministic?")
                     print(f"[table3] {ds} s{seed} {base}: recomputed G' test acc {res_base.final['test_acc']:.4f}",
                           flush=True)
-                table3(store, tag, ds, seed, res_base, base_cfg(), base)
+                table3(store, tag, ds, seed, res_base, base_cfg(), graph.num_classes, base)
             if "table1" in only:
                 for rate in rates:
                     if rate != 0.5:
@@ -350,24 +350,20 @@ def shadow_for(graph, norm, seed):
     return SHADOWS[k]
 
 
-def table3(store, tag, ds, seed, res, cfg, base="ib"):
+def table3(store, tag, ds, seed, res, cfg, num_classes, base="ib"):
     """Cross-architecture: train each architecture on the same G' (from the `base` variant's run).
 
     Two protocols, two records: `.../arch` trains every library architecture with the GCN evaluation
     recipe of Table 1; `.../arch_gcond` follows GCond's cross-architecture tester, which the paper's
     Table 3 comes from (its architectures and training settings: `gcond_arch_configs`).
     """
-    # the G' of the checkpoint Table 1 reports (validation-selected), not the last round's
-    a, x, y = (jax.numpy.asarray(v) for v in (res.selected or res.condensed))
-    syn = dense_graph_batch(a, x, y)
     for kind, protocol in (("arch", "recipe"), ("arch_gcond", "gcond")):
         rid = f"{tag}/{ds}/r0.5/{base}/s{seed}/{kind}"
         if store.has(rid):
             continue
-        out = evaluate_architectures(jax.random.PRNGKey(seed + 5), syn, res.clients,
-                                     arch_configs(protocol, cfg.eval, ARCHS if protocol == "recipe" else None),
-                                     x.shape[1], int(y.max()) + 1,
-                                     log=lambda m: print(f"[{kind}] {ds} {m}", flush=True))
+        # on the G' of the checkpoint Table 1 reports (validation-selected), not the last round's
+        out = architecture_accuracies(res, arch_configs(protocol, cfg.eval), num_classes, seed,
+                                      log=lambda m: print(f"[{kind}] {ds} {m}", flush=True))
         store.add({"id": rid, "dataset": ds, "seed": seed, "archs": out,
                    "g_round": res.final.get("round") if res.selected is not None else cfg.rounds})
 

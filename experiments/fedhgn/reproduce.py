@@ -322,7 +322,7 @@ class Runner:
         for name, grid, label in (("sweep_B", self.args.b_grid, "B"), ("sweep_lambda", self.args.lambda_grid, "λ")):
             if R[name]:
                 lines += [f"## Figure 4: AIFB K=3 FedHGN accuracy vs {label} (paper gives curves only)", "",
-                          f"| split | " + " | ".join(f"{label}={v}" for v in grid) + " |", "|---|" + "---|" * len(grid)]
+                          "| split | " + " | ".join(f"{label}={v}" for v in grid) + " |", "|---|" + "---|" * len(grid)]
                 default = 20 if label == "B" else 0.5
                 for split in self.args.sweep_splits:
                     # the default value's point is the main-table FedHGN run (same config)

@@ -8,7 +8,6 @@ Writes experiments/results/lumos/diagnostics.{md,json}.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path

@@ -3,4 +3,4 @@ from fgl_jax.attacks.membership import (MIAConfig, attack_auc, attack_features, 
                                         posteriors, prepare_shadow, shadow_attack, train_attack, train_gcn)
 
 __all__ = ["MIAConfig", "attack_auc", "attack_features", "auc", "fedgc_attack", "pools", "posteriors",
-           "shadow_attack", "train_attack", "train_gcn"]
+           "prepare_shadow", "shadow_attack", "train_attack", "train_gcn"]

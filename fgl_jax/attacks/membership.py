@@ -26,6 +26,9 @@ from fgl_jax import validate as V
 Array = jax.Array
 
 
+TARGET_GRAPHS = ("last", "selected")
+
+
 @dataclasses.dataclass(frozen=True)
 class MIAConfig:
     hidden: int = 256
@@ -37,10 +40,14 @@ class MIAConfig:
     attack_lr: float = 1e-2
     attack_epochs: int = 300
     max_pool: int = 2000
+    # which G' of a FedGC run the target GCN trains on: "last" (the last round's) or "selected" (the
+    # checkpoint the run reports); see `fedgc_attack`
+    target_graph: str = "last"
 
     def __post_init__(self):
         for name in ("iters", "attack_epochs", "max_pool"):
             V.at_least("MIAConfig", name, getattr(self, name), 1)
+        V.one_of("MIAConfig", "target_graph", self.target_graph, TARGET_GRAPHS)
         V.in_interval("MIAConfig", "dropout", self.dropout, 0.0, 1.0, closed="left")
 
 
@@ -196,15 +203,25 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     and, when it carries self-training labels, mia_nonmember_pl_wrong (the fraction of non-members
     whose pseudo-label is wrong) and mia_auc{_z,_z_null}_pl{right,wrong} (the same query against the
     non-members whose pseudo-label is right / wrong).
+
+    The target GCN trains by default on the LAST round's G' (`result.condensed`): the paper's Fig. 3
+    has the AUC rising over the rounds, so the last round is the attacker's best case among the G'
+    the run produced. `cfg.target_graph="selected"` attacks the checkpoint `result.final` reports
+    (`result.selected`), the G' a deployment would publish. `mia_target_round` says which was used.
     """
     from fgl_jax.condense.evaluate import dense_graph_batch
 
     k_sh, k_t = jax.random.split(key)
     pool, predict, shadow_auc = shadow if shadow is not None else prepare_shadow(k_sh, graph, cfg, seed)
-    a, x, y = (jnp.asarray(v) for v in result.condensed)
+    if cfg.target_graph == "selected" and getattr(result, "selected", None) is None:
+        raise ValueError("MIAConfig.target_graph='selected' but the FedGC result kept no selected checkpoint "
+                         "(FedGCResult.selected is None)")
+    selected = cfg.target_graph == "selected"
+    a, x, y = (jnp.asarray(v) for v in (result.selected if selected else result.condensed))
     syn = dense_graph_batch(a, x, y)
     model, params = train_gcn(k_t, syn, syn.train_mask, x.shape[1], graph.num_classes, cfg)
-    out = {"mia_shadow_auc": shadow_auc, "mia_m": int(pool["m"])}
+    out = {"mia_shadow_auc": shadow_auc, "mia_m": int(pool["m"]),
+           "mia_target_round": result.final.get("round") if selected else int(len(result.losses))}
     # raw-X query (true 2-hop neighbourhoods in the global graph); only if feature spaces agree
     mem, non = pool["members"], pool["nonmembers"]
     y_mem, y_non = np.asarray(graph.y)[mem], np.asarray(graph.y)[non]

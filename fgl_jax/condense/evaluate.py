@@ -224,13 +224,12 @@ ARCH_PROTOCOLS = ("recipe", "gcond")
 def arch_configs(protocol: str, base: EvalConfig, archs=None) -> dict[str, EvalConfig]:
     """The EvalConfig per column of a cross-architecture evaluation.
 
-    protocol "recipe": each library architecture with `base`'s training recipe (`archs` required);
-    "gcond": GCond's tester (`gcond_arch_configs`), restricted to `archs` if given.
+    protocol "recipe": each library architecture with `base`'s training recipe; "gcond": GCond's
+    tester (`gcond_arch_configs`). `archs` restricts the columns; None gives every column of the
+    protocol (`RECIPE_ARCHS` / `GCOND_ARCHS`), in FedGC Table 3's order.
     """
     if protocol == "recipe":
-        if not archs:
-            raise ValueError("the 'recipe' protocol needs a list of architectures")
-        return recipe_arch_configs(base, archs)
+        return recipe_arch_configs(base, RECIPE_ARCHS if archs is None else archs)
     if protocol == "gcond":
         cfgs = gcond_arch_configs(base)
         archs = list(archs or cfgs)

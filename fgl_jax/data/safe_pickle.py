@@ -28,7 +28,7 @@ import importlib
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 import numpy as np
 import scipy.sparse as sp

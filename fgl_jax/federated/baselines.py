@@ -12,7 +12,7 @@ client ("personal"), and in FedProx's proximal term:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import flax
 import jax

@@ -43,7 +43,7 @@ from fgl_jax.batch import ClientBatch, stack_graphs
 from fgl_jax.condense import (CondenseConfig, build_client_data, check_rate, condense_scan, condensed_graph,
                               make_condenser, synthetic_class_counts)
 from fgl_jax.condense.blocks import check_ldp
-from fgl_jax.condense.evaluate import (ARCH_PROTOCOLS, GCOND_ARCHS, RECIPE_ARCHS, EvalConfig, arch_configs,
+from fgl_jax.condense.evaluate import (ARCH_PROTOCOLS, EvalConfig, arch_configs,
                                       dense_graph_batch, evaluate_architectures, make_evaluator, pooled)
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
@@ -657,6 +657,17 @@ def run_fedgc(graph: Graph, cfg: FedGCConfig, seed: int = 0, log=print, mia=None
                        np.where(np.asarray(prep.label_mask), np.asarray(prep.labels), -1).astype(np.int32))
 
 
+def architecture_accuracies(res: FedGCResult, configs: dict[str, EvalConfig], num_classes: int, seed: int = 0,
+                            log=None) -> dict[str, float]:
+    """FedGC Table 3: train every config of `configs` (`condense.evaluate.arch_configs`) on the G' of
+    the checkpoint `res.final` reports (`res.selected`; the last round's G' when none was kept) and
+    test on `res.clients`. Returns `evaluate_architectures`' {column: acc, column + "_noft": acc}.
+    """
+    a, x, y = (jnp.asarray(v) for v in (res.selected or res.condensed))
+    return evaluate_architectures(jax.random.PRNGKey(seed + 5), dense_graph_batch(a, x, y), res.clients, configs,
+                                  x.shape[1], num_classes, log=log)
+
+
 def select_result(history: list, protocol: str = "val") -> dict:
     """Reported accuracy: "val" = test accuracy at the checkpoint with the best pooled validation
     accuracy; "paper" = the maximum test accuracy over the checkpoints (the code's leaky choice)."""
@@ -705,6 +716,9 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--ib-epochs", type=int, default=100, help="IB encoder epochs (full-batch Adam steps; code 100)")
     p.add_argument("--protocol", choices=PROTOCOLS, default="val")
     p.add_argument("--mia", action="store_true", help="run the membership inference attack on G'")
+    p.add_argument("--mia-target", choices=("last", "selected"), default="last",
+                   help="--mia: attack the last round's G' (the attacker's best case; default) or the reported "
+                        "checkpoint's")
     p.add_argument("--archs", default="",
                    help="after condensing, also train these architectures on G' (comma-separated; 'all' = every "
                         "column of --arch-protocol; gcond: mlp,appnp,cheb,gcn,sage,sgc, Table 3)")
@@ -748,19 +762,18 @@ def _cli_main(args) -> dict:
     eval_rounds = tuple(r for r in (int(v) for v in args.eval_rounds.split(",")) if 0 < r <= rounds) or (rounds,)
     cfg = config_from_options(vars(args), eval_rounds)
     archs = [a.strip() for a in args.archs.split(",") if a.strip()]
-    if archs == ["all"]:
-        archs = list(GCOND_ARCHS) if args.arch_protocol == "gcond" else list(RECIPE_ARCHS)
-    arch_cfgs = arch_configs(args.arch_protocol, cfg.eval, archs) if archs else None  # fail before condensing
+    # built before condensing, so that an unknown name fails at once
+    arch_cfgs = arch_configs(args.arch_protocol, cfg.eval, None if archs == ["all"] else archs) if archs else None
     res = run_fedgc(graph, cfg, seed=args.seed)
     out = dict(res.final)
     if arch_cfgs:
-        a, x, y = (jnp.asarray(v) for v in (res.selected or res.condensed))   # the reported checkpoint's G'
-        out["archs"] = evaluate_architectures(jax.random.PRNGKey(args.seed + 5), dense_graph_batch(a, x, y),
-                                              res.clients, arch_cfgs, x.shape[1], graph.num_classes,
-                                              log=lambda m: print(f"[{args.arch_protocol}] {m}", flush=True))
+        out["archs"] = architecture_accuracies(res, arch_cfgs, graph.num_classes, args.seed,
+                                               log=lambda m: print(f"[{args.arch_protocol}] {m}", flush=True))
     if args.mia:
         from fgl_jax.attacks.membership import MIAConfig, fedgc_attack
-        out.update(fedgc_attack(jax.random.PRNGKey(args.seed + 1), graph, res, MIAConfig()))
+        # the raw-X query must see the features FedGC condensed (normalised as cfg.feature_norm says)
+        out.update(fedgc_attack(jax.random.PRNGKey(args.seed + 1), normalize_features(graph, cfg.feature_norm), res,
+                                MIAConfig(target_graph=args.mia_target)))
     print(json.dumps(out, indent=2))
     return out
 
@@ -773,7 +786,7 @@ PROGRAM_DEFAULTS = {"dataset": "cora", "data_dir": None, "clients": 10, "beta": 
                     "gamma": 5e-4, "ib_hidden": None, "ib_dim": None, "protocol": "val", "mia": False, "seed": 0,
                     "eval_every": 50, "lr_feat": 1e-2, "lr_adj": 1e-3, "st_rounds": 200, "st_weight_decay": 5e-4,
                     "defence": "ib", "ldp_clip": 0.1, "ldp_scale": 0.2, "reg_lambda": 1.0, "pge_init_bias": None,
-                    "ib_lr": 2e-3, "ib_epochs": 100, "archs": "", "arch_protocol": "gcond"}
+                    "ib_lr": 2e-3, "ib_epochs": 100, "archs": "", "arch_protocol": "gcond", "mia_target": "last"}
 
 
 def build_program(options: dict, data_dir=None, graph: Optional[Graph] = None, config: Optional[dict] = None):

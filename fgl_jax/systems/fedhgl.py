@@ -307,7 +307,6 @@ def build_hc_clients(split: HypergraphSplit, pad: int = PAD) -> HCClients:
     node_ids = np.zeros((k, n_max), np.int32)
     unsafe_pair = split.unsafe_pairs()
     for c, (nodes, edges, internal, cross_e) in enumerate(per):
-        slot_of = {}
         slot = np.empty(edges.size, np.int64)
         pos_int = np.searchsorted(internal, edges)
         pos_cross = np.searchsorted(cross_e, edges)

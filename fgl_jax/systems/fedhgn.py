@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from typing import Any, Optional, Sequence
 

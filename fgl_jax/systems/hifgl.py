@@ -22,7 +22,6 @@ the target silo's public encoding matrix; `device_aggregate` sees only coded sha
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from typing import Any, Optional
 
