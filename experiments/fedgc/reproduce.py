@@ -925,13 +925,14 @@ def open_knob_summary(runs: dict, tag: str) -> list:
                 for var in (default, *present):
                     rs = by[var]
                     col = lambda f: [100 * f(rs[s]) for s in seeds]
-                    fresh = all(rs[s].get("mia_auc_z_fresh") is not None for s in seeds)
+                    has = lambda k: all(rs[s].get(k) is not None for s in seeds)   # older records lack some keys
+                    null = has("mia_auc_z_null")
                     rows.append(f"| {ds} | {VARIANTS[var][0]} | {len(seeds)} | {stat(col(lambda r: r['val_acc']))} | "
                                 f"{stat(col(lambda r: r['test_acc']))} | "
                                 f"{stat(col(lambda r: r['mia_auc_z']))} | "
-                                f"{stat(col(lambda r: r['mia_auc_z_null']))} | "
-                                f"{stat(col(lambda r: r['mia_auc_z'] - r['mia_auc_z_null']))} | "
-                                f"{stat(col(lambda r: r['mia_auc_z_fresh'])) if fresh else '–'} |")
+                                f"{stat(col(lambda r: r['mia_auc_z_null'])) if null else '–'} | "
+                                f"{stat(col(lambda r: r['mia_auc_z'] - r['mia_auc_z_null'])) if null else '–'} | "
+                                f"{stat(col(lambda r: r['mia_auc_z_fresh'])) if has('mia_auc_z_fresh') else '–'} |")
     if not rows:
         return []
     return ["## Knobs the paper leaves open, against the defaults on the same seeds", "",
