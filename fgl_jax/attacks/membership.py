@@ -204,10 +204,11 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     whose pseudo-label is wrong) and mia_auc{_z,_z_null}_pl{right,wrong} (the same query against the
     non-members whose pseudo-label is right / wrong).
 
-    The target GCN trains by default on the LAST round's G' (`result.condensed`): the paper's Fig. 3
-    has the AUC rising over the rounds, so the last round is the attacker's best case among the G'
-    the run produced. `cfg.target_graph="selected"` attacks the checkpoint `result.final` reports
-    (`result.selected`), the G' a deployment would publish. `mia_target_round` says which was used.
+    The target GCN trains by default on the LAST round's G' (`result.condensed`), the end of the
+    condensation, where the paper's Fig. 3 (no IB) has the AUC at its highest. `cfg.target_graph=
+    "selected"` attacks the checkpoint `result.final` reports (`result.selected`), the G' a deployment
+    would publish; which of the two leaks more varies by run (experiments/results/fedgc, `attacksel`).
+    `mia_target_round` says which was used.
     """
     from fgl_jax.condense.evaluate import dense_graph_batch
 

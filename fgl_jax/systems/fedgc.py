@@ -39,6 +39,7 @@ import optax
 import scipy.sparse as sp
 
 from fgl_jax import ops
+from fgl_jax.attacks.membership import TARGET_GRAPHS
 from fgl_jax.batch import ClientBatch, stack_graphs
 from fgl_jax.condense import (CondenseConfig, build_client_data, check_rate, condense_scan, condensed_graph,
                               make_condenser, synthetic_class_counts)
@@ -716,9 +717,8 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--ib-epochs", type=int, default=100, help="IB encoder epochs (full-batch Adam steps; code 100)")
     p.add_argument("--protocol", choices=PROTOCOLS, default="val")
     p.add_argument("--mia", action="store_true", help="run the membership inference attack on G'")
-    p.add_argument("--mia-target", choices=("last", "selected"), default="last",
-                   help="--mia: attack the last round's G' (the attacker's best case; default) or the reported "
-                        "checkpoint's")
+    p.add_argument("--mia-target", choices=TARGET_GRAPHS, default="last",
+                   help="--mia: attack the last round's G' (default) or the reported checkpoint's")
     p.add_argument("--archs", default="",
                    help="after condensing, also train these architectures on G' (comma-separated; 'all' = every "
                         "column of --arch-protocol; gcond: mlp,appnp,cheb,gcn,sage,sgc, Table 3)")
