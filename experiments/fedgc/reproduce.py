@@ -347,9 +347,9 @@ SHADOWS: dict = {}
 
 def attack_selected(store, tag, ds, graph, seed, var, quick):
     """Which G' the attack targets (`--only attacksel`): Table 2 attacks the LAST round's G'; a
-    deployment would publish the checkpoint the run reports. Re-runs the
-    Table 2 cell `var` (deterministic; checked against the stored cell when this store has it) and
-    attacks both G' with the same shadow, key and queries; stored as `.../s<seed>/attack_selected`.
+    deployment would publish the checkpoint the run reports. Re-runs the Table 2 cell `var`
+    (deterministic on one machine; checked against the stored cell when this store has it) and attacks
+    both G' with the same shadow, key and queries; stored as `.../s<seed>/attack_selected`.
     """
     rid = f"{tag}/{ds}/r0.5/{var}/s{seed}/attack_selected"
     if store.has(rid):
@@ -414,8 +414,9 @@ def attack_selected_summary(runs: dict) -> list:
             "graph differs. Under IB the raw-X query cannot run (dim(z) = 128 ≠ d). Last column: the re-run "
             "against the stored Table 2 cell of the same seed (max abs difference of ACC ft / AUC Z last, in "
             "points; how many reported the same round). A run is deterministic on one machine, but these re-runs "
-            "ran on another machine than the stored cells (same package versions; each results json records its machine), and "
-            "float differences between the two grow over 2000 rounds into different validation choices.", "",
+            "ran on another machine than the stored cells (same package versions; each results json records its "
+            "machine), and float differences between the two grow over 2000 rounds into different validation "
+            "choices.", "",
             "| run | seeds | reported round | last round | AUC raw X last | AUC raw X reported | AUC Z last | "
             "AUC Z reported | AUC Z null | target acc Z mem / non, last | target acc Z mem / non, reported | "
             "re-run vs stored cell |",
