@@ -84,6 +84,7 @@ def test_arch_configs_reject_unknown_names():
     assert tuple(arch_configs("recipe", CFG)) == RECIPE_ARCHS
     assert list(arch_configs("gcond", CFG)) == list(GCOND_ARCHS)
     assert {c.arch for c in arch_configs("recipe", CFG).values()} == set(RECIPE_ARCHS)
+    assert arch_configs("gcond", CFG, []) == {} == arch_configs("recipe", CFG, [])   # an empty list is no column
 
 
 def test_cli_archs_evaluate_the_condensed_graph_with_each_architecture(capsys):

@@ -606,11 +606,6 @@ def paper_protocol_runs() -> dict:
     return {r["id"]: r for r in json.loads(path.read_text())["runs"]}
 
 
-def paper_protocol_run(rid: str):
-    """The stored `--protocol paper` run of cell `rid` (same seed and config otherwise), or None."""
-    return paper_protocol_runs().get(rid)
-
-
 def leak_text(r: dict, runs: dict) -> str:
     """The test-set leak of `r`'s cell, from the stored `--protocol paper` runs of the same cell: over
     the seeds both protocols have when there are several, else on `r`'s seed; '' if none is stored."""

@@ -232,7 +232,7 @@ def arch_configs(protocol: str, base: EvalConfig, archs=None) -> dict[str, EvalC
         return recipe_arch_configs(base, RECIPE_ARCHS if archs is None else archs)
     if protocol == "gcond":
         cfgs = gcond_arch_configs(base)
-        archs = list(archs or cfgs)
+        archs = list(cfgs) if archs is None else list(archs)
         unknown = [a for a in archs if a not in cfgs]
         if unknown:
             raise ValueError(f"architecture(s) {unknown} are not in GCond's protocol; choose from {list(cfgs)}")
