@@ -9,7 +9,7 @@ generic `run` can do best-validation model selection and NaN detection for any o
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import flax
 import jax
@@ -30,12 +30,32 @@ class FederatedAlgorithm(NamedTuple):
     needs_x64: bool = False
 
 
-class Program(NamedTuple):
-    """A ready-to-run experiment of any system: what `run` (checkpoints, resume, progress) and
-    `run_sweep` (seeds x traced hyperparameters in `state.hp`) need.
+class Hooks(NamedTuple):
+    """What a system adds to the engine's loop (all optional, all host side, between chunks).
 
-    Every system module exposes `build_program(options, data_dir=None) -> Program`, where
-    `options` is a dict with the same keys as its CLI subcommand's options (= its YAML config),
+    every: chunk boundaries fall on multiples of `every` rounds, so `on_chunk` sees those states.
+    on_chunk(rounds_done, state, history) -> dict | None: an evaluation at that round (e.g. FedGC
+        trains a GCN on G'); the dict is stored in `RunResult.evaluations` and in that round's
+        `metrics.jsonl` row under "eval".
+    stop(history) -> int | None: stop after this many rounds (early stopping); history and
+        metrics.jsonl are cut there. The state is the one at the end of the chunk.
+    select(history, evaluations) -> dict: the reported round (`best_val`, `best_test`,
+        `best_round` 1-based, ...), replacing the in-scan best-validation tracker.
+    finalize(result) -> dict: extra results after the last round (stored in `RunResult.extras`).
+    """
+
+    every: Optional[int] = None
+    on_chunk: Optional[Callable[[int, PyTree, dict], Optional[dict]]] = None
+    stop: Optional[Callable[[dict], Optional[int]]] = None
+    select: Optional[Callable[[dict, list], dict]] = None
+    finalize: Optional[Callable[["RunResult"], dict]] = None
+
+
+class Program(NamedTuple):
+    """A ready-to-run experiment of any system: what `run` (checkpoints, resume, progress, hooks)
+    and `run_sweep` (seeds x traced hyperparameters in `state.hp`) need.
+
+    Every registered system's build function maps its config (one frozen dataclass) to a Program,
     so one YAML file describes a run, a sweep and a replay alike.
     """
 
@@ -44,6 +64,7 @@ class Program(NamedTuple):
     num_rounds: int
     # what the run is, for logs and result files (dataset, clients, method, ...)
     describe: dict = {}
+    hooks: Hooks = Hooks()
 
 
 def x64_scope(algorithm: FederatedAlgorithm):

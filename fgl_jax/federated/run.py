@@ -1,9 +1,11 @@
-"""Run any FederatedAlgorithm: a `lax.scan` over rounds, in chunks for progress and checkpoints.
+"""The one engine: any FederatedAlgorithm as a `lax.scan` over rounds, in chunks, with hooks.
 
 One jitted program runs `chunk` rounds (round r uses key fold_in(run_key, r), so the numbers do
 not depend on the chunking); between chunks the host updates the progress bar, appends the
-per-round metrics to `metrics.jsonl`, checks for NaN/inf and writes an orbax checkpoint.
-Best-validation model selection is tracked inside the scan.
+per-round metrics to `metrics.jsonl`, checks for NaN/inf, writes an orbax checkpoint and calls the
+program's hooks (`Hooks`): an evaluation callback at chosen rounds, a stop predicate (early
+stopping), a selection rule for the reported round and a finaliser (post-training evaluation,
+attacks). Best-validation selection is tracked inside the scan.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
+from fgl_jax.federated.algorithm import FederatedAlgorithm, Hooks, x64_scope
 
 PyTree = Any
 
@@ -52,15 +54,31 @@ class Tracker:
 
 @dataclasses.dataclass
 class RunResult:
+    """What every run returns, whatever the system.
+
+    history: metric -> np.ndarray [rounds_run] (per-client metrics [rounds_run, C]); best: the
+    reported round (`best_val`, `best_test`, `best_round` 1-based, plus whatever a `select` hook
+    adds); evaluations: rows returned by `Hooks.on_chunk` (each with its `round`); extras: what
+    `Hooks.finalize` returned (post-training evaluation, attacks, ...).
+    """
+
     state: PyTree
-    history: dict            # metric name -> np.ndarray [rounds]
-    best: dict               # best_val, best_test, best_round (0-based)
+    history: dict
+    best: dict
     compile_seconds: float
     run_seconds: float
+    evaluations: list = dataclasses.field(default_factory=list)
+    extras: dict = dataclasses.field(default_factory=dict)
+    diverged: bool = False   # stopped at a non-finite round (on_nonfinite="stop"); history ends before it
+    summary: dict = dataclasses.field(default_factory=dict)  # what summary.json holds (fgl_jax.experiment)
+
+    @property
+    def rounds_run(self) -> int:
+        return len(next(iter(self.history.values()))) if self.history else 0
 
     @property
     def final(self) -> dict:
-        return {k: float(v[-1]) for k, v in self.history.items()}
+        return {k: float(np.asarray(v)[-1]) for k, v in self.history.items() if np.asarray(v).ndim == 1 and len(v)}
 
 
 def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
@@ -80,20 +98,28 @@ def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
     return scan
 
 
-def _check_finite(metrics: dict, start: int) -> None:
+def first_bad_round(metrics: dict) -> Optional[tuple[int, str]]:
+    """(index within the chunk, message tail) of the first round with field overflow or a non-finite loss."""
+    found = []
     if "field_overflow" in metrics:
         bad = np.flatnonzero(np.asarray(metrics["field_overflow"]) > 0)
         if bad.size:
-            raise NonFiniteError(
-                f"a secure aggregate left the finite field's fixed-point range at round {start + bad[0] + 1}: "
-                "use fewer fractional bits (frac_bits) or a larger prime")
+            found.append((int(bad[0]), "a secure aggregate left the finite field's fixed-point range: "
+                                        "use fewer fractional bits (frac_bits) or a larger prime"))
     for name in ("train_loss", "val_loss"):
         if name in metrics:
-            bad = np.flatnonzero(~np.isfinite(metrics[name]))
+            v = np.asarray(metrics[name])
+            bad = np.flatnonzero(~np.isfinite(v.reshape(v.shape[0], -1)).all(axis=1))
             if bad.size:
-                raise NonFiniteError(
-                    f"{name} became {metrics[name][bad[0]]} at round {start + bad[0] + 1}: training diverged "
-                    "(lower the learning rate, or check the data for NaN/inf features)")
+                found.append((int(bad[0]), f"{name} became {v[bad[0]]}: training diverged "
+                                           "(lower the learning rate, or check the data for NaN/inf features)"))
+    return min(found) if found else None
+
+
+def _check_finite(metrics: dict, start: int) -> None:
+    bad = first_bad_round(metrics)
+    if bad is not None:
+        raise NonFiniteError(f"round {start + bad[0] + 1}: {bad[1]}")
 
 
 class _Progress:
@@ -144,25 +170,32 @@ def restore_checkpoint(path: Path, state_like: PyTree) -> tuple[PyTree, Tracker]
 
 def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: int, *,
         chunk: Optional[int] = None, progress: bool = False, out_dir: Optional[os.PathLike] = None,
-        resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None) -> RunResult:
-    """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints.
+        resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None,
+        hooks: Optional[Hooks] = None, on_nonfinite: str = "raise") -> RunResult:
+    """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints and hooks.
 
     chunk: rounds per compiled scan (default: all rounds at once, or ~20 chunks when
-    out_dir/progress ask for intermediate reports). out_dir: writes metrics.jsonl and
-    checkpoints/round_<6-digit round> (orbax). resume: continue from the newest checkpoint in out_dir;
-    the final numbers equal an uninterrupted run's.
+    out_dir/progress ask for intermediate reports; with `hooks.every`, at most `every`).
+    out_dir: writes metrics.jsonl and checkpoints/round_<6-digit round> (orbax). resume: continue
+    from the newest checkpoint in out_dir; the final numbers equal an uninterrupted run's.
+    on_nonfinite: "raise" (NonFiniteError naming the first bad round, after writing the rounds
+    before it) or "stop" (end there; `RunResult.diverged`, history = the finite rounds).
     """
     if num_rounds <= 0:
         raise ValueError(f"num_rounds must be positive, got {num_rounds}")
+    if on_nonfinite not in ("raise", "stop"):
+        raise ValueError(f"on_nonfinite must be 'raise' or 'stop', got {on_nonfinite!r}")
     with x64_scope(algorithm):
         return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
-                    state)
+                    state, hooks or Hooks(), on_nonfinite)
 
 
 def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
-         state) -> RunResult:
+         state, hooks: Hooks, on_nonfinite: str) -> RunResult:
     if chunk is None:
         chunk = num_rounds if (out_dir is None and not progress) else max(1, math.ceil(num_rounds / 20))
+        if hooks.every:
+            chunk = min(chunk, hooks.every)
     if chunk <= 0:
         raise ValueError(f"chunk must be positive, got {chunk}")
     init_key, run_key = jax.random.split(key)
@@ -171,6 +204,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
     tracker = Tracker.empty()
     start = 0
     history: dict[str, list] = {}
+    evaluations: list = []
     out = Path(out_dir) if out_dir is not None else None
     log_path = out / "metrics.jsonl" if out else None
     if out is not None:
@@ -184,23 +218,27 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
                 rows = [r for r in rows if r["round"] <= start]
                 for row in rows:
                     for k, v in row.items():
-                        if k != "round":
+                        if k == "eval":
+                            evaluations.append({"round": row["round"], **v})
+                        elif k != "round":
                             history.setdefault(k, []).append(v)
                 log_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         elif log_path.exists():
             log_path.unlink()
     if start >= num_rounds:
-        hist = {k: np.asarray(v) for k, v in history.items()}
-        return RunResult(state, hist, _best_dict(tracker), 0.0, 0.0)
+        return _finish(state, history, evaluations, tracker, 0.0, 0.0, hooks, False)
 
     scans: dict[int, Callable] = {}
     bar = _Progress(num_rounds, progress, initial=start)
     compile_s = 0.0
     t_run = 0.0
     r = start
+    diverged = False
     try:
         while r < num_rounds:
             n = min(chunk, num_rounds - r)
+            if hooks.every:  # chunk boundaries on multiples of `every`
+                n = min(n, hooks.every - r % hooks.every)
             if n not in scans:
                 scans[n] = make_scan(algorithm, n)
                 t0 = time.perf_counter()
@@ -211,21 +249,65 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             metrics = jax.device_get(metrics)
             t_run += time.perf_counter() - t0
             metrics = {k: np.asarray(v) for k, v in metrics.items()}
-            _check_finite(metrics, r)
+            bad = first_bad_round(metrics)
+            keep = n if bad is None else bad[0]
+            evaluation = None
+            if bad is None and hooks.on_chunk is not None:
+                evaluation = hooks.on_chunk(r + n, state, {k: np.asarray(v) for k, v in history.items()})
             for k, v in metrics.items():
-                history.setdefault(k, []).extend(v.tolist())
+                history.setdefault(k, []).extend(v[:keep].tolist())
             if log_path is not None:
                 with log_path.open("a") as f:
-                    for i in range(n):
-                        f.write(json.dumps({"round": r + i + 1, **{k: v[i].tolist() for k, v in metrics.items()}}) + "\n")
+                    for i in range(keep):
+                        row = {"round": r + i + 1, **{k: v[i].tolist() for k, v in metrics.items()}}
+                        if evaluation is not None and i == n - 1:
+                            row["eval"] = evaluation
+                        f.write(json.dumps(row) + "\n")
+            if evaluation is not None:
+                evaluations.append({"round": r + n, **evaluation})
+            if bad is not None:
+                if on_nonfinite == "raise":
+                    raise NonFiniteError(f"round {r + bad[0] + 1}: {bad[1]}"
+                                         + (f"; rounds 1..{r + bad[0]} are in {log_path}" if log_path else ""))
+                diverged = True
+                r += keep
+                break
             r += n
             bar.update(n, metrics)
             if out is not None and checkpoint_every_chunk:
                 save_checkpoint(out / "checkpoints", r, state, tracker)
+            if hooks.stop is not None:
+                stop_at = hooks.stop({k: np.asarray(v) for k, v in history.items()})
+                if stop_at is not None:
+                    stop_at = int(stop_at)
+                    history = {k: v[:stop_at] for k, v in history.items()}
+                    evaluations = [e for e in evaluations if e["round"] <= stop_at]
+                    if log_path is not None:
+                        rows = log_path.read_text().splitlines()
+                        log_path.write_text("".join(row + "\n" for row in rows if json.loads(row)["round"] <= stop_at))
+                    break
     finally:
         bar.close()
+    return _finish(state, history, evaluations, tracker, compile_s, t_run, hooks, diverged)
+
+
+def _finish(state, history, evaluations, tracker, compile_s, t_run, hooks: Hooks, diverged: bool) -> RunResult:
     hist = {k: np.asarray(v) for k, v in history.items()}
-    return RunResult(state, hist, _best_dict(tracker), compile_s, t_run)
+    best = hooks.select(hist, evaluations) if hooks.select is not None else _best_dict(tracker)
+    if hooks.select is None and diverged and "val_acc" in hist and len(hist["val_acc"]):
+        best = best_by_validation(hist)  # the tracker saw the non-finite rounds too
+    res = RunResult(state, hist, best, compile_s, t_run, evaluations, {}, diverged)
+    if hooks.finalize is not None:
+        res.extras = dict(hooks.finalize(res) or {})
+    return res
+
+
+def best_by_validation(history: dict) -> dict:
+    """The in-scan tracker's rule on a host history: first round with the highest val_acc."""
+    val = np.asarray(history["val_acc"], np.float32)
+    i = int(np.argmax(val))
+    return {"best_val": float(val[i]), "best_test": float(np.asarray(history["test_acc"], np.float32)[i]),
+            "best_round": i + 1}
 
 
 def _best_dict(tracker: Tracker) -> dict:

@@ -1,0 +1,137 @@
+"""One registry for everything a name can select: datasets, models, FL algorithms, partitioners, systems.
+
+    from fgl_jax.registry import register, get, names
+
+    @register("algorithm", "fedavgm", hparams=FedAvgMHParams, help="FedAvg with server momentum")
+    def fedavgm(model, common, hp): ...
+
+    names("algorithm")           # ['fedavg', 'fedavgm', ...]  (CLI choices and docs read this)
+    get("algorithm", "fedavgm")  # the registered object
+    entry("system", "hifgl").info["config"]
+
+A kind is filled the first time it is asked for, by importing the modules that register into it
+(`PROVIDERS`): for `algorithm` and `system` every module/subpackage of the provider package, so a
+new algorithm is one new file under `fgl_jax/algorithms/` and no edit anywhere else.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import pkgutil
+from typing import Any, Callable
+
+KINDS = ("dataset", "model", "algorithm", "partition", "system")
+
+# kind -> (package, scan): scan=True imports every module of the package (auto-discovery)
+PROVIDERS: dict[str, tuple[str, bool]] = {
+    "dataset": ("fgl_jax.data", True),
+    "model": ("fgl_jax.nn", False),
+    "algorithm": ("fgl_jax.algorithms", True),
+    "partition": ("fgl_jax.partition", False),
+    "system": ("fgl_jax.systems", True),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    kind: str
+    name: str
+    obj: Any
+    info: dict  # free-form: help, config / hparams dataclass, files, ...
+
+    @property
+    def help(self) -> str:
+        return str(self.info.get("help", ""))
+
+
+class UnknownNameError(KeyError):
+    """A name that nothing registered under its kind; the message lists the known names."""
+
+    def __init__(self, kind: str, name: str, known: list[str]):
+        close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        self.message = f"unknown {kind} {name!r}.{hint} Known: {', '.join(known) or 'none'}."
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would print the repr
+        return self.message
+
+
+_ENTRIES: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
+_LOADED: set[str] = set()
+
+
+def key(name: str) -> str:
+    """Registered names are lower case with '_' (a user may type '-' or capitals)."""
+    return str(name).strip().lower().replace("-", "_")
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"registry kind must be one of {KINDS}, got {kind!r}")
+
+
+def add(kind: str, name: str, obj: Any, *, overwrite: bool = False, **info: Any) -> Entry:
+    """Register `obj` under (kind, name); the function form of `register`."""
+    _check_kind(kind)
+    k = key(name)
+    if not k or not k.replace("_", "").isalnum():
+        raise ValueError(f"register: a {kind} name must be letters, digits, '_' or '-', got {name!r}")
+    if k in _ENTRIES[kind] and not overwrite and _ENTRIES[kind][k].obj is not obj:
+        raise ValueError(f"register: {kind} {k!r} is already registered (pass overwrite=True to replace it)")
+    e = Entry(kind, k, obj, dict(info))
+    _ENTRIES[kind][k] = e
+    return e
+
+
+def register(kind: str, name: str, *, overwrite: bool = False, **info: Any) -> Callable[[Any], Any]:
+    """Decorator: `@register("algorithm", "fedavg", help=...)` above a factory, class or loader."""
+
+    def deco(obj):
+        add(kind, name, obj, overwrite=overwrite, **info)
+        return obj
+
+    return deco
+
+
+def load_kind(kind: str) -> None:
+    """Import the modules that register into `kind` (once)."""
+    _check_kind(kind)
+    if kind in _LOADED:
+        return
+    _LOADED.add(kind)
+    package, scan = PROVIDERS[kind]
+    pkg = importlib.import_module(package)
+    if scan and hasattr(pkg, "__path__"):
+        for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{package}.{mod.name}")
+
+
+def entries(kind: str) -> list[Entry]:
+    load_kind(kind)
+    return [_ENTRIES[kind][k] for k in sorted(_ENTRIES[kind])]
+
+
+def names(kind: str) -> list[str]:
+    """Registered names of a kind, sorted."""
+    return [e.name for e in entries(kind)]
+
+
+def entry(kind: str, name: str) -> Entry:
+    load_kind(kind)
+    k = key(name)
+    if k not in _ENTRIES[kind]:
+        raise UnknownNameError(kind, name, names(kind))
+    return _ENTRIES[kind][k]
+
+
+def get(kind: str, name: str) -> Any:
+    """The object registered under (kind, name); UnknownNameError lists the known names."""
+    return entry(kind, name).obj
+
+
+def has(kind: str, name: str) -> bool:
+    load_kind(kind)
+    return key(name) in _ENTRIES[kind]

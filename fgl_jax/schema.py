@@ -1,0 +1,335 @@
+"""Configs as data: one frozen dataclass per system is the only place a default or a valid range lives.
+
+A field is declared with `option(default, help, choices=..., low=..., high=...)`; from the class
+alone this module generates
+
+  * the command-line flags (`add_flags`), with help text, default and valid values,
+  * checked construction from a dict, YAML or flags (`make`, `read_yaml`, `resolve`): unknown keys,
+    wrong types, values outside `choices` or the range are refused in one line naming the source
+    (file or flag), the key and the value,
+  * YAML out (`dump`) that `--config` replays exactly.
+
+In the spirit of fedjax's `structured_flags` (flags from the config's own defaults); no argparse
+internals are used.
+
+    @dataclasses.dataclass(frozen=True)
+    class HiFGLConfig(RunSpec):
+        dataset: str = option("cora", "dataset name or path")
+        T: int = option(1, "privacy threshold (colluding silos tolerated)", low=1)
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
+
+import yaml
+
+_MISSING = dataclasses.MISSING
+
+
+def option(default: Any, help: str, *, choices: Union[Sequence[Any], Callable[[], Sequence[Any]], None] = None,
+           low: Optional[float] = None, high: Optional[float] = None, low_open: bool = False,
+           high_open: bool = False, flag: Optional[str] = None, traced: bool = False) -> Any:
+    """A config field with its help text and valid values.
+
+    choices: the allowed values, or a function returning them (e.g. names from the registry).
+    low/high: inclusive bounds unless low_open/high_open. flag: the CLI spelling when it is not
+    `--field-name`. traced: the value lives in the algorithm state (`state.hp`), so a sweep over it
+    runs as one compiled program.
+    """
+    if not help or len(help.split()) < 2:
+        raise ValueError(f"option {default!r}: every option needs a help text of at least two words")
+    meta = {"help": help, "choices": choices, "low": low, "high": high, "low_open": low_open,
+            "high_open": high_open, "flag": flag, "traced": traced}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("option defaults must be immutable (use a tuple)")
+    return dataclasses.field(default=default, metadata=meta)
+
+
+# ------------------------------------------------------------------------------------------------
+# Field introspection
+# ------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    type: Any            # int, float, str, bool, or tuple for tuple[X, ...]
+    item: Any            # element type of a tuple field
+    optional: bool
+    default: Any
+    help: str
+    choices: Optional[tuple]
+    low: Optional[float]
+    high: Optional[float]
+    low_open: bool
+    high_open: bool
+    flag: str
+    traced: bool
+
+
+def _unwrap(tp: Any) -> tuple[Any, Any, bool]:
+    """(base type, element type, optional) of an annotation."""
+    optional = False
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(tp))
+        tp = args[0] if len(args) == 1 else str
+        origin = typing.get_origin(tp)
+    if tp in (tuple, list):
+        return tuple, str, optional
+    if origin in (tuple, list, Sequence):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        return tuple, (args[0] if args else str), optional
+    if tp in (int, float, str, bool):
+        return tp, None, optional
+    return str, None, optional  # anything else travels as text
+
+
+def fields(cls: type) -> dict[str, FieldSpec]:
+    """name -> FieldSpec for every field of a config dataclass, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        base, item, optional = _unwrap(hints[f.name])
+        m = f.metadata or {}
+        ch = m.get("choices")
+        ch = tuple(ch()) if callable(ch) else (tuple(ch) if ch is not None else None)
+        default = f.default if f.default is not _MISSING else (
+            f.default_factory() if f.default_factory is not _MISSING else None)
+        out[f.name] = FieldSpec(
+            f.name, base, item, optional or default is None, default, m.get("help") or "", ch, m.get("low"),
+            m.get("high"), bool(m.get("low_open")), bool(m.get("high_open")),
+            m.get("flag") or "--" + f.name.replace("_", "-"), bool(m.get("traced")))
+    return out
+
+
+def traced_names(cls: type) -> list[str]:
+    """Fields held in the algorithm state (vectorisable in one sweep program)."""
+    return [n for n, f in fields(cls).items() if f.traced]
+
+
+# ------------------------------------------------------------------------------------------------
+# Checking values
+# ------------------------------------------------------------------------------------------------
+
+def _scalar(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
+    bad = lambda what: ValueError(f"{where}: {spec.name} must be {what}, got {value!r}")
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "1", "0"):
+            return value.strip().lower() in ("true", "yes", "1")
+        raise bad("true or false")
+    if typ is int:
+        if isinstance(value, bool):
+            raise bad("an integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            if value.is_integer():
+                return int(value)
+            raise bad("an integer")
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                try:
+                    f = float(value)
+                except ValueError:
+                    raise bad("an integer") from None
+                if f.is_integer():
+                    return int(f)
+        raise bad("an integer")
+    if typ is float:
+        if isinstance(value, bool):
+            raise bad("a number")
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise bad("a number") from None
+        if math.isnan(v):
+            raise bad("a number")
+        return v
+    if isinstance(value, (dict, list, tuple)):
+        raise bad("a single value")
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return str(value)
+
+
+def check_value(spec: FieldSpec, value: Any, where: str) -> Any:
+    """`value` converted to the field's type and checked against its choices and range."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null") and spec.optional):
+        if spec.optional:
+            return None
+        raise ValueError(f"{where}: {spec.name} needs a value (it has no 'none')")
+    if spec.type is tuple:
+        items = value if isinstance(value, (list, tuple)) else [v for v in str(value).split(",") if v.strip()]
+        return tuple(_check_one(spec, spec.item, v, where) for v in items)
+    return _check_one(spec, spec.type, value, where)
+
+
+def _check_one(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
+    v = _scalar(spec, typ, value, where)
+    if spec.choices is not None and v not in spec.choices:
+        close = difflib.get_close_matches(str(v), [str(c) for c in spec.choices], n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{where}: {spec.name} must be one of {', '.join(map(str, spec.choices))}; "
+                         f"got {value!r}{hint}")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if spec.low is not None and (v < spec.low or (spec.low_open and v == spec.low)):
+            raise ValueError(f"{where}: {spec.name} must be {'>' if spec.low_open else '>='} {spec.low}, "
+                             f"got {value!r}")
+        if spec.high is not None and (v > spec.high or (spec.high_open and v == spec.high)):
+            raise ValueError(f"{where}: {spec.name} must be {'<' if spec.high_open else '<='} {spec.high}, "
+                             f"got {value!r}")
+    return v
+
+
+def check(cls: type, values: dict, source: str = "config") -> dict:
+    """Checked, converted copy of `values` (a subset of cls's fields); unknown keys refused."""
+    specs = fields(cls)
+    out = {}
+    for k, v in values.items():
+        name = str(k).replace("-", "_")
+        if name not in specs:
+            close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{source}: unknown key {k!r}.{hint} Valid keys: {', '.join(specs)}")
+        out[name] = check_value(specs[name], v, source)
+    return out
+
+
+def make(cls: type, values: Optional[dict] = None, source: str = "config", **more: Any):
+    """cls(**defaults overlaid with checked values); cross-field rules run in cls.__post_init__."""
+    vals = check(cls, {**(values or {}), **more}, source)
+    try:
+        return cls(**vals)
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+
+
+def to_dict(cfg: Any) -> dict:
+    """Field values (tuples as lists, so YAML stays plain)."""
+    return {f.name: (list(v) if isinstance(v := getattr(cfg, f.name), tuple) else v)
+            for f in dataclasses.fields(cfg) if f.init}
+
+
+# ------------------------------------------------------------------------------------------------
+# YAML
+# ------------------------------------------------------------------------------------------------
+
+def dump(cfg: Any, system: Optional[str] = None, path: Optional[Union[str, Path]] = None,
+         extra: Optional[dict] = None) -> str:
+    """YAML text of a config (`system:` first when given); written to `path` when given."""
+    head = {"system": system} if system else {}
+    text = yaml.safe_dump({**head, **to_dict(cfg), **(extra or {})}, sort_keys=False)
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    return text
+
+
+def read_yaml_text(text: str, source: str) -> dict:
+    try:
+        values = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"{source} is not valid YAML: {first}") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{source} must hold a mapping of options, got {type(values).__name__}")
+    return {str(k).replace("-", "_"): v for k, v in values.items()}
+
+
+def read_yaml(path: Union[str, Path], system: Optional[str] = None) -> dict:
+    """The mapping in a YAML config file (its `system:` key checked against `system` and dropped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist" + (" (it is a directory)" if path.is_dir() else ""))
+    values = read_yaml_text(path.read_text(), f"config file {path}")
+    named = values.pop("system", None)
+    if system is not None and named is not None and named != system:
+        raise ValueError(f"config file {path} is for system {named!r}, not {system!r}")
+    return values
+
+
+# ------------------------------------------------------------------------------------------------
+# Command line
+# ------------------------------------------------------------------------------------------------
+
+def describe(spec: FieldSpec) -> str:
+    """The help line of a flag: text, valid values, default."""
+    parts = [spec.help.rstrip(".")]
+    if spec.choices is not None:
+        parts.append("one of: " + ", ".join(map(str, spec.choices)))
+    elif spec.low is not None or spec.high is not None:
+        lo = "" if spec.low is None else f"{'>' if spec.low_open else '>='} {spec.low}"
+        hi = "" if spec.high is None else f"{'<' if spec.high_open else '<='} {spec.high}"
+        parts.append(" and ".join(p for p in (lo, hi) if p))
+    d = spec.default
+    parts.append("default: " + (", ".join(map(str, d)) if isinstance(d, tuple) else str(d)))
+    return "; ".join(parts).replace("%", "%%")
+
+
+def add_flags(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = (),
+              title: Optional[str] = None) -> list[str]:
+    """One flag per field of `cls` (default None = "not given", so YAML < flags precedence works).
+
+    Values arrive as text and are checked by `check`, so flags, YAML and Python share one set of
+    rules and one message shape. Returns the destinations added.
+    """
+    group = parser.add_argument_group(title) if title else parser
+    added = []
+    for name, spec in fields(cls).items():
+        if name in skip:
+            continue
+        kw: dict = {"dest": name, "default": None, "help": describe(spec)}
+        if spec.type is bool:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["metavar"] = "{" + ",".join(map(str, spec.choices)) + "}" if spec.choices and len(spec.choices) <= 12 \
+                else name.upper()
+            if spec.type is tuple:
+                kw["nargs"] = "+"
+        group.add_argument(spec.flag, **kw)
+        added.append(name)
+    return added
+
+
+def given_flags(args: argparse.Namespace, cls: type) -> dict:
+    """Flags the user actually gave (value not None), as raw values for `check`."""
+    return {n: getattr(args, n) for n in fields(cls) if getattr(args, n, None) is not None}
+
+
+def resolve(cls: type, config_path: Optional[Union[str, Path]] = None, flags: Optional[dict] = None,
+            system: Optional[str] = None):
+    """defaults < YAML file < flags, checked; the one way a run's config is assembled."""
+    values: dict = {}
+    if config_path:
+        values.update(check(cls, read_yaml(config_path, system), f"config file {config_path}"))
+    values.update(check(cls, flags or {}, "command line"))
+    return make(cls, values, source=f"config file {config_path}" if config_path else "command line")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """What every run has: the data, how long, which seed. Systems subclass it (and redeclare a
+    field to give it their paper's default); `clients` is declared by the systems that have them.
+
+    One seed gives one key: the run key is `jax.random.key(seed)` whether the run starts from the
+    CLI, the Python API or an experiment.
+    """
+
+    dataset: str = option("cora", "dataset name (see `fgl-jax datasets`)")
+    data_dir: Optional[str] = option(None, "directory holding the dataset files (else $FGL_JAX_DATA)")
+    rounds: int = option(50, "number of federated rounds", low=1)
+    seed: int = option(0, "seed of the run's PRNG key (initialisation, sampling, noise)")
