@@ -43,11 +43,36 @@ def in_degree(receivers: Array, edge_mask: Array, num_nodes: int) -> Array:
     return jax.ops.segment_sum(edge_mask.astype(jnp.float32), receivers, num_segments=num_nodes)
 
 
-def gcn_propagate(h: Array, senders: Array, receivers: Array, edge_mask: Array, num_nodes: int) -> Array:
+def neighbour_sum(msg: Array, senders: Array, receivers: Array, edge_mask: Array, num_nodes: int,
+                  layer: int = 0) -> Array:
+    """sum over in-neighbours of msg [N, H] -> [N, H]: the default `aggregate` of GCN and SAGE layers.
+
+    An aggregate function takes (msg, senders, receivers, edge_mask, num_nodes, layer) and returns
+    the per-node sum of its in-neighbours' messages, as jraph's models take
+    `aggregate_edges_for_nodes_fn`; HiFGL's secure sum and Lumos's tree sum plug in here. `layer`
+    is the layer index (for per-layer keys).
+    """
+    del layer
+    return jax.ops.segment_sum(msg[senders] * edge_mask.astype(msg.dtype)[:, None], receivers,
+                               num_segments=num_nodes)
+
+
+def gcn_propagate(h: Array, senders: Array, receivers: Array, edge_mask: Array, num_nodes: int,
+                  aggregate=None, self_loop: bool = True, layer: int = 0) -> Array:
     """Symmetric-normalised propagation with self-loops: D^-1/2 (A + I) D^-1/2 h.
 
     h: [N, H]; deg counts the self-loop, so isolated and padded nodes keep h / 1.
+    aggregate: a neighbour-sum function (see `neighbour_sum`); when given, the propagation is
+    factored as d^-1/2 * aggregate(d^-1/2 h) [+ d^-1 h], so only the neighbour sum goes through it.
+    self_loop=False: D^-1/2 A D^-1/2 h with degrees floored at 1 (HiFGL's Eq. 2/3 literally).
     """
+    if aggregate is not None or not self_loop:
+        deg = in_degree(receivers, edge_mask, num_nodes)
+        d_hat = deg + 1.0 if self_loop else jnp.maximum(deg, 1.0)
+        inv_sqrt = jax.lax.rsqrt(d_hat)[:, None]
+        msg = h * inv_sqrt
+        out = (aggregate or neighbour_sum)(msg, senders, receivers, edge_mask, num_nodes, layer=layer) * inv_sqrt
+        return out + msg * inv_sqrt if self_loop else out
     deg = in_degree(receivers, edge_mask, num_nodes) + 1.0
     inv_sqrt = jax.lax.rsqrt(deg)
     coef = edge_mask.astype(h.dtype) * inv_sqrt[senders] * inv_sqrt[receivers]

@@ -10,7 +10,7 @@ features stay sparse; every later layer works on dense hidden states.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import flax.linen as nn
 import jax
@@ -61,13 +61,19 @@ def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.A
 
 
 class GCN(nn.Module):
-    """Kipf & Welling GCN: H' = D^-1/2 (A+I) D^-1/2 H W + b, ReLU between layers."""
+    """Kipf & Welling GCN: H' = D^-1/2 (A+I) D^-1/2 H W + b, ReLU between layers.
+
+    aggregate: the neighbour sum (`ops.neighbour_sum` signature); None = plain segment sums.
+    HiFGL passes its secure sum here. self_loop=False: HiFGL's Eq. 2/3 without the self term.
+    """
 
     in_dim: int
     hidden: int
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    aggregate: Optional[Callable] = None
+    self_loop: bool = True
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
@@ -76,19 +82,25 @@ class GCN(nn.Module):
         def layer(i, h, width, in_dim, n):
             # propagate after the projection: S (X W) == (S X) W, and X W is the small side.
             lin = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")
-            return ops.gcn_propagate(lin(h, n), s, r, m, n)
+            return ops.gcn_propagate(lin(h, n), s, r, m, n, aggregate=self.aggregate, self_loop=self.self_loop,
+                                     layer=i)
 
         return _relu_stack(self, batch, train, layer)
 
 
 class SAGE(nn.Module):
-    """GraphSAGE with the mean aggregator: H' = H W_r + mean_N(H) W_n + b."""
+    """GraphSAGE with the mean aggregator: H' = H W_r + mean_N(H) W_n + b.
+
+    aggregate: the neighbour sum (`ops.neighbour_sum` signature) the mean divides by the degree;
+    None = plain segment sums.
+    """
 
     in_dim: int
     hidden: int
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    aggregate: Optional[Callable] = None
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
@@ -97,7 +109,10 @@ class SAGE(nn.Module):
         def layer(i, h, width, in_dim, n):
             # one matmul for [W_r | W_n]; the mean commutes with the linear map.
             both = InputDense(2 * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
-            return both[:, :width] + ops.mean_aggregate(both[:, width:], s, r, m, n)
+            if self.aggregate is None:
+                return both[:, :width] + ops.mean_aggregate(both[:, width:], s, r, m, n)
+            deg = ops.in_degree(r, m, n)
+            return both[:, :width] + self.aggregate(both[:, width:], s, r, m, n, layer=i) / jnp.maximum(deg, 1.0)[:, None]
 
         return _relu_stack(self, batch, train, layer)
 
