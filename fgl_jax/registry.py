@@ -78,7 +78,7 @@ def add(kind: str, name: str, obj: Any, *, overwrite: bool = False, **info: Any)
     k = key(name)
     if not k or not k.replace("_", "").isalnum():
         raise ValueError(f"register: a {kind} name must be letters, digits, '_' or '-', got {name!r}")
-    if k in _ENTRIES[kind] and not overwrite and _ENTRIES[kind][k].obj is not obj:
+    if k in _ENTRIES[kind] and not overwrite:
         raise ValueError(f"register: {kind} {k!r} is already registered (pass overwrite=True to replace it)")
     e = Entry(kind, k, obj, dict(info))
     _ENTRIES[kind][k] = e

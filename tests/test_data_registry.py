@@ -17,10 +17,12 @@ def clean_env(monkeypatch, tmp_path):
 
 @pytest.fixture
 def scratch_registry():
-    saved = dict(reg._REGISTRY)
+    from fgl_jax import registry
+    registry.load_kind("dataset")
+    saved = dict(registry._ENTRIES["dataset"])
     yield
-    reg._REGISTRY.clear()
-    reg._REGISTRY.update(saved)
+    registry._ENTRIES["dataset"].clear()
+    registry._ENTRIES["dataset"].update(saved)
 
 
 def test_builtin_names():
@@ -70,7 +72,7 @@ def test_list_datasets_found(clean_env, data_dir):
     rows = {r["name"]: r for r in list_datasets(data_dir)}
     for name in BUILTIN:
         assert rows[name]["found"] and rows[name]["missing"] == [], name
-        assert set(rows[name]) == {"name", "description", "found", "missing", "where"}
+        assert set(rows[name]) == {"name", "kind", "description", "found", "missing", "where"}
     assert rows["cora"]["where"] == str(data_dir)
     assert "built-in" in rows["csbm"]["where"]
 
@@ -99,7 +101,7 @@ def test_register_new_dataset(scratch_registry, clean_env, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "a.txt").write_text("x")
     row = next(r for r in list_datasets(tmp_path) if r["name"] == "my_data")
-    assert row == {"name": "my_data", "description": "test dataset", "found": True, "missing": [],
+    assert row == {"name": "my_data", "kind": "graph", "description": "test dataset", "found": True, "missing": [],
                    "where": str(tmp_path)}
     with pytest.raises(ValueError, match="already registered"):
         register("my_data", loader)
@@ -107,7 +109,7 @@ def test_register_new_dataset(scratch_registry, clean_env, tmp_path):
 
 
 @pytest.mark.parametrize("args,match", [
-    (("", lambda data_dir=None: None), "non-empty"),
+    (("", lambda data_dir=None: None), "letters, digits"),
     (("bad name!", lambda data_dir=None: None), "letters, digits"),
     (("ok", "not callable"), "loader must be callable"),
     (("ok", lambda data_dir=None: None, "a/single/string"), "files must be a tuple"),
@@ -115,3 +117,26 @@ def test_register_new_dataset(scratch_registry, clean_env, tmp_path):
 def test_register_bad_input(scratch_registry, args, match):
     with pytest.raises(ValueError, match=match):
         register(*args)
+
+
+def test_every_kind_of_dataset_is_in_the_one_registry(clean_env, data_dir):
+    """Graph, hypergraph and heterogeneous datasets are listed together, each with its kind, and
+    each kind's loader returns that kind of object."""
+    from fgl_jax import registry
+    from fgl_jax.data.hetero import HeteroGraph
+    from fgl_jax.data.hypergraph import Hypergraph
+    rows = {r["name"]: r for r in list_datasets(data_dir)}
+    assert {rows[n]["kind"] for n in ("cora", "citeseer", "facebook", "csbm")} == {"graph"}
+    assert {rows[n]["kind"] for n in ("coraca", "dblp4k", "imdb4k")} == {"hypergraph"}
+    assert {rows[n]["kind"] for n in ("aifb", "mutag", "dblp", "imdb", "acm3025")} == {"hetero"}
+    assert set(rows) == set(registry.names("dataset"))
+    assert isinstance(registry.get("dataset", "aifb")(data_dir=data_dir), HeteroGraph)
+    assert isinstance(registry.get("dataset", "coraca")(data_dir=data_dir), Hypergraph)
+
+
+def test_load_graph_refuses_other_kinds_with_the_system_that_takes_them():
+    from fgl_jax.data import load_graph
+    with pytest.raises(ValueError, match="hetero dataset.*fedhgn"):
+        load_graph("aifb")
+    with pytest.raises(ValueError, match="hypergraph dataset.*fedhgl"):
+        load_graph("coraca")

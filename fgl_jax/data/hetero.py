@@ -583,3 +583,22 @@ def load_hetero(name: str, data_dir: Optional[PathLike] = None, **kw) -> HeteroG
     if key not in HETERO_DATASETS:
         raise ValueError(f"unknown heterogeneous dataset {name!r}; choose one of {sorted(HETERO_DATASETS)}")
     return HETERO_DATASETS[key](data_dir=data_dir, **kw)
+
+
+def _register_builtin() -> None:
+    from .magnn import magnn_files
+    from .registry import register
+    d = "heterogeneous graph (FedHGN)"
+    register("aifb", load_aifb, tuple(RDF_SHA256["aifb"]), kind="hetero",
+             description=f"AIFB RDF graph, target persons (4 classes); {d}")
+    register("mutag", load_mutag, tuple(RDF_SHA256["mutag"]), kind="hetero",
+             description=f"MUTAG RDF graph, target molecules (2 classes); {d}")
+    register("acm3025", load_acm3025, tuple(ACM_SHA256), kind="hetero",
+             description=f"ACM (HAN's 3,025 papers, 3 classes); {d}")
+    register("dblp", load_dblp, magnn_files("dblp"), kind="hetero",
+             description=f"MAGNN DBLP, target authors (4 classes); {d}")
+    register("imdb", load_imdb, magnn_files("imdb"), kind="hetero",
+             description=f"MAGNN IMDB, target movies (3 classes); {d}")
+
+
+_register_builtin()

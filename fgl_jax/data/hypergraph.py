@@ -23,6 +23,7 @@ L1-row-normalised (DHG) and, for the binary datasets, then binarised (>0 -> 1).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Iterable, Optional, Union
 
 import numpy as np
@@ -374,3 +375,22 @@ def load_hypergraph(name: str, data_dir: Optional[PathLike] = None, verify: bool
     if key == "facebook":
         return load_facebook_hypergraph(data_dir, verify)
     raise ValueError(f"load_hypergraph: unknown dataset {name!r}; choose one of {HYPERGRAPH_DATASETS}")
+
+
+def _register_builtin() -> None:
+    from .magnn import magnn_files
+    from .registry import register
+    d = "hypergraph (FedHGL; plain graphs become 1-hop hypergraphs there too)"
+    register("coraca", functools.partial(load_hypergraph, "coraca"),
+             tuple(HYPERGCN_SHA256["coauthorship_cora"]), kind="hypergraph",
+             description=f"Cora co-authorship (HyperGCN), 2,708 nodes, 7 classes; {d}")
+    for name in ("cocitation_cora", "cocitation_citeseer"):
+        register(name, functools.partial(load_hypergraph, name),
+                 tuple(HYPERGCN_SHA256[name]), kind="hypergraph", description=f"{name} (HyperGCN); {d}")
+    register("dblp4k", load_dblp4k, magnn_files("dblp"), kind="hypergraph",
+             description=f"DBLP4k authors from MAGNN DBLP, 4 classes; {d}")
+    register("imdb4k", load_imdb4k, magnn_files("imdb"), kind="hypergraph",
+             description=f"IMDB4k movies from MAGNN IMDB, 3 classes; {d}")
+
+
+_register_builtin()

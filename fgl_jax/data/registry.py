@@ -1,8 +1,11 @@
 """Dataset names -> loaders, and where their files are.
 
     load("cora", data_dir="...")        # any registered name, case-insensitive ('-' == '_')
-    list_datasets()                      # which datasets exist and whether their files are found
+    list_datasets()                      # every dataset of every kind, and whether its files are found
     register("mydata", loader, files=("mydata/a.csv",), description="...")
+
+Names live in the one registry (`fgl_jax.registry`, kind "dataset"), with the data kind each
+loader returns: graph (node classification), hypergraph (FedHGL) or hetero (FedHGN).
 
 A loader is called as ``loader(data_dir=data_dir, **kwargs)`` and finds its own files (through
 `fgl_jax.data.paths.find_dataset_dir`); `files` (paths relative to a data directory) is only
@@ -15,6 +18,7 @@ import difflib
 import inspect
 from typing import Any, Callable, Optional
 
+from .. import registry
 from ..graph import Graph
 from .musae import FACEBOOK_FILES, LASTFM_ASIA_FILES, load_facebook, load_lastfm_asia
 from .paths import PathLike, candidate_dirs, missing_files
@@ -42,18 +46,19 @@ class DatasetInfo:
     loader: Callable[..., Any]
     files: tuple[str, ...]
     description: str
+    kind: str = "graph"  # graph | hypergraph | hetero: what the loader returns
 
 
-_REGISTRY: dict[str, DatasetInfo] = {}
+DATA_KINDS = ("graph", "hypergraph", "hetero")
 
 
 def _key(name: str) -> str:
-    return str(name).strip().lower().replace("-", "_")
+    return registry.key(name)
 
 
 def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (), description: str = "",
-             *, overwrite: bool = False) -> None:
-    """Make `load(name)` call `loader(data_dir=..., **kwargs)`.
+             *, overwrite: bool = False, kind: str = "graph") -> None:
+    """Make `load(name)` call `loader(data_dir=..., **kwargs)` (stored in `fgl_jax.registry`, kind "dataset").
 
     Args:
       name: dataset name (stored lower-case, '-' read as '_').
@@ -61,29 +66,32 @@ def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (),
       files: the files the loader needs, relative to a data directory (empty for generators).
       description: one line for `list_datasets` and the CLI.
       overwrite: replace an existing registration instead of raising ValueError.
+      kind: what the loader returns: "graph" (a Graph), "hypergraph" (a Hypergraph, FedHGL) or
+        "hetero" (a HeteroGraph, FedHGN).
     """
-    key = _key(name)
-    if not key or not key.replace("_", "").isalnum():
-        raise ValueError(f"register: dataset name must be non-empty letters, digits, '_' or '-', got {name!r}")
     if not callable(loader):
         raise ValueError(f"register({name!r}): loader must be callable, got {type(loader).__name__}")
     if isinstance(files, str) or not all(isinstance(f, str) and f for f in files):
         raise ValueError(f"register({name!r}): files must be a tuple of relative paths, got {files!r}")
-    if key in _REGISTRY and not overwrite:
-        raise ValueError(f"register: dataset {key!r} is already registered (pass overwrite=True to replace it)")
-    _REGISTRY[key] = DatasetInfo(key, loader, tuple(files), str(description))
+    if kind not in DATA_KINDS:
+        raise ValueError(f"register({name!r}): kind must be one of {DATA_KINDS}, got {kind!r}")
+    try:
+        registry.add("dataset", name, loader, overwrite=overwrite, files=tuple(files), help=str(description),
+                     data=kind)
+    except ValueError as e:
+        raise ValueError(str(e).replace("register: dataset", "register: dataset")) from None
 
 
-def dataset_names() -> list[str]:
-    """Registered names, sorted."""
-    return sorted(_REGISTRY)
+def dataset_names(kind: Optional[str] = None) -> list[str]:
+    """Registered names, sorted (only those of one data kind when `kind` is given)."""
+    return [e.name for e in registry.entries("dataset") if kind is None or e.info.get("data") == kind]
 
 
 def get_info(name: str) -> DatasetInfo:
-    key = _key(name)
-    if key not in _REGISTRY:
+    if not registry.has("dataset", name):
         raise UnknownDatasetError(name, dataset_names())
-    return _REGISTRY[key]
+    e = registry.entry("dataset", name)
+    return DatasetInfo(e.name, e.obj, e.info.get("files", ()), e.help, e.info.get("data", "graph"))
 
 
 def load(name: str, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
@@ -101,8 +109,18 @@ def load(name: str, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph
     return info.loader(data_dir=data_dir, **kwargs)
 
 
+def load_graph(name: str, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
+    """`load` for systems that need a plain graph: a hypergraph or heterogeneous name is refused
+    with a message saying which system takes it."""
+    info = get_info(name)
+    if info.kind != "graph":
+        who = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax fedhgn`)"}[info.kind]
+        raise ValueError(f"dataset {info.name!r} is a {info.kind} dataset, not a graph: {who} takes it")
+    return load(name, data_dir, **kwargs)
+
+
 def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
-    """One dict per registered dataset: name, description, found, missing, where.
+    """One dict per registered dataset of every kind: name, kind, description, found, missing, where.
 
     Only presence is checked (no parsing or hashing). `where` is the data directory holding
     every file, "built-in" for generators, or the list of directories searched when not found;
@@ -111,8 +129,8 @@ def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
     dirs = candidate_dirs(data_dir)
     out = []
     for key in dataset_names():
-        info = _REGISTRY[key]
-        row = {"name": key, "description": info.description}
+        info = get_info(key)
+        row = {"name": key, "kind": info.kind, "description": info.description}
         if not info.files:
             row.update(found=True, missing=[], where="built-in (generated, no files)")
         else:
