@@ -17,6 +17,7 @@ from typing import Any, Optional
 import flax
 import jax
 import jax.numpy as jnp
+import optax
 
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import check_chunk, map_clients
@@ -57,6 +58,7 @@ class BaselineState:
     personal: PyTree          # per-client parameters [C, ...] (None unless Local/FedPer)
     opt: PyTree               # per-training-client optimiser state [C_t, ...]
     hp: dict                  # traced hyperparameters {lr, prox_mu}: a vmapped sweep overrides them
+    server_opt: PyTree = None  # server optimiser state (FedAvgM, FedAdam, ...); None for plain averaging
 
 
 def layer_index(path) -> int:
@@ -93,8 +95,15 @@ def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int
     return pool(counts, batch.client_mask)
 
 
-def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
-    """FederatedAlgorithm for Local / FedAvg / FedProx / FedPer / Global with `model`."""
+def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTransformation] = None
+             ) -> FederatedAlgorithm:
+    """FederatedAlgorithm for Local / FedAvg / FedProx / FedPer / Global with `model`.
+
+    server_optimizer: an optax transformation the server applies to the averaged update, with the
+    pseudo-gradient g = w_server - mean_c w_c (Reddi et al., "Adaptive Federated Optimization"):
+    optax.sgd(1.0) is plain averaging, sgd with momentum is FedAvgM, adam FedAdam. None = w_server
+    <- mean_c w_c directly (the exact FedAvg aggregate, no optimiser arithmetic).
+    """
     # lr = 1: the LR is applied as a traced multiplier (hp["lr"]), exact for Adam and SGD, so
     # LR sweeps vectorise without recompiling.
     optimizer = make_optimizer(cfg.optim, lr=1.0)
@@ -112,7 +121,9 @@ def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
         personal = stack(params, c) if has_personal else None
         opt = stack(optimizer.init(params), ct)
         hp = {"lr": jnp.float32(cfg.optim.lr), "prox_mu": jnp.float32(cfg.prox_mu)}
-        return BaselineState(round=jnp.zeros((), jnp.int32), server=params, personal=personal, opt=opt, hp=hp)
+        server_opt = server_optimizer.init(params) if server_optimizer is not None else None
+        return BaselineState(round=jnp.zeros((), jnp.int32), server=params, personal=personal, opt=opt, hp=hp,
+                             server_opt=server_opt)
 
     def round_fn(state: BaselineState, data: FedData, key: jax.Array):
         mask = personal_mask(state.server, cfg.algorithm, num_layers, cfg.personal_layers)
@@ -134,6 +145,11 @@ def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
                                                   prox, a)
         new, opt, losses = map_clients(train, cfg.client_chunk)(start, opt, data.train, keys, start)
         mean = weighted_mean(new, data.train_weight)
+        server_opt = state.server_opt
+        if server_optimizer is not None:
+            pseudo_grad = jax.tree.map(lambda s, a: s - a, state.server, mean)
+            upd, server_opt = server_optimizer.update(pseudo_grad, server_opt, state.server)
+            mean = optax.apply_updates(state.server, upd)
         server = jax.tree.map(lambda m, s, a: s if m else a, mask, state.server, mean)
         if state.personal is None:
             personal = None
@@ -147,6 +163,6 @@ def baseline(model, cfg: FedConfig) -> FederatedAlgorithm:
         metrics["train_loss"] = (losses * w).sum()
         metrics["lr"] = scale
         return BaselineState(round=state.round + 1, server=server, personal=personal, opt=opt,
-                             hp=state.hp), metrics
+                             hp=state.hp, server_opt=server_opt), metrics
 
     return FederatedAlgorithm(init=init, round=round_fn)

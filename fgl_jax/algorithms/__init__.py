@@ -1,0 +1,13 @@
+"""FL algorithms, one module each, found by the registry (kind "algorithm").
+
+An algorithm module registers a factory
+
+    @register("algorithm", "<name>", hparams=<HParams dataclass or None>, help="<one line>")
+    def <name>(model, common: FedConfig, hp) -> FederatedAlgorithm
+
+where `model` is the flax model, `common` the hyperparameters every baseline shares (local steps,
+optimiser, client chunking) and `hp` an instance of the module's own frozen `hparams` dataclass
+(fields declared with `fgl_jax.schema.option`). `fgl-jax run --algorithm <name>` gets the module's
+hyperparameters as flags, YAML keys and help text from that dataclass: adding an algorithm is one
+new file here (+ its test) and no edit anywhere else.
+"""

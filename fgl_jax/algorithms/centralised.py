@@ -1,0 +1,13 @@
+"""Global: centralised training on the whole graph (FedAvg over one client that holds everything)."""
+from __future__ import annotations
+
+import dataclasses
+
+from fgl_jax.federated.baselines import FedConfig, baseline
+from fgl_jax.registry import register
+
+
+@register("algorithm", "global", data="full_graph",
+          help="Global: centralised training on the whole graph (one client holding every node)")
+def centralised(model, common: FedConfig, hp=None):
+    return baseline(model, dataclasses.replace(common, algorithm="fedavg"))

@@ -1,0 +1,12 @@
+"""FedAvg (McMahan et al., AISTATS 2017): every parameter averaged, weighted by training nodes."""
+from __future__ import annotations
+
+import dataclasses
+
+from fgl_jax.federated.baselines import FedConfig, baseline
+from fgl_jax.registry import register
+
+
+@register("algorithm", "fedavg", help="FedAvg: every parameter averaged, weighted by training nodes")
+def fedavg(model, common: FedConfig, hp=None):
+    return baseline(model, dataclasses.replace(common, algorithm="fedavg"))

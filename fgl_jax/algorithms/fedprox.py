@@ -1,0 +1,19 @@
+"""FedProx (Li et al., MLSys 2020): FedAvg + (mu/2)||w - w_global||^2 in each client's objective."""
+from __future__ import annotations
+
+import dataclasses
+
+from fgl_jax.federated.baselines import FedConfig, baseline
+from fgl_jax.registry import register
+from fgl_jax.schema import option
+
+
+@dataclasses.dataclass(frozen=True)
+class FedProxHParams:
+    prox_mu: float = option(0.01, "FedProx proximal weight mu (0 = FedAvg)", low=0, traced=True)
+
+
+@register("algorithm", "fedprox", hparams=FedProxHParams,
+          help="FedProx: FedAvg with a proximal term pulling local models to the global one")
+def fedprox(model, common: FedConfig, hp: FedProxHParams):
+    return baseline(model, dataclasses.replace(common, algorithm="fedprox", prox_mu=hp.prox_mu))

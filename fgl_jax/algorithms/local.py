@@ -1,0 +1,12 @@
+"""Local (Isolate): each client trains alone on its subgraph; nothing is shared."""
+from __future__ import annotations
+
+import dataclasses
+
+from fgl_jax.federated.baselines import FedConfig, baseline
+from fgl_jax.registry import register
+
+
+@register("algorithm", "local", help="Local: each client trains alone on its subgraph, nothing shared")
+def local(model, common: FedConfig, hp=None):
+    return baseline(model, dataclasses.replace(common, algorithm="local"))

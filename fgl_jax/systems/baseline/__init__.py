@@ -1,0 +1,6 @@
+"""Baseline FL frameworks on a graph (`fgl-jax run`): the registered algorithms with a GNN."""
+from fgl_jax.systems.baseline.config import SPLITS, PARTITIONS, RunConfig
+from fgl_jax.systems.baseline.program import Prepared, algorithm_from_config, build, prepare, split_graph
+
+__all__ = ["SPLITS", "PARTITIONS", "RunConfig", "Prepared", "algorithm_from_config", "build", "prepare",
+           "split_graph"]

@@ -1,0 +1,115 @@
+"""The baseline frameworks' config (`fgl-jax run`): one frozen dataclass, composed from the common
+fields below and every registered algorithm's own hyperparameters (`fgl_jax/algorithms/*`), so a
+new algorithm's options appear here, on the command line and in YAML without an edit.
+
+split: "standard" = the dataset's own split (Planetoid public split), "random" = fractions
+train/val/test, "per_class" = FederatedScope's random Planetoid split (num_train_per_class /
+num_val), "keep" = whatever masks the loader set.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Optional
+
+from fgl_jax import registry
+from fgl_jax.schema import RunSpec, option
+
+SPLITS = ("standard", "random", "per_class", "keep")
+PARTITIONS = ("random", "louvain", "dirichlet")
+
+
+def _algorithms() -> list[str]:
+    return registry.names("algorithm")
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineFields(RunSpec):
+    """Everything that determines a baseline run (dataset -> split -> partition -> train)."""
+
+    dataset: str = option("csbm", "dataset name (see `fgl-jax datasets`); csbm is built in")
+    algorithm: str = option("fedavg", "FL algorithm", choices=_algorithms)
+    model: str = option("gcn", "GNN model", choices=("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb"))
+    hidden: int = option(64, "hidden width of the model", low=1)
+    num_layers: int = option(2, "number of GNN layers", low=1)
+    dropout: float = option(0.0, "dropout rate between layers", low=0, high=1, high_open=True)
+    clients: int = option(5, "number of clients", low=1)
+    partition: str = option("random", "how nodes are split over clients", choices=PARTITIONS)
+    dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet)", low=0, low_open=True)
+    split: str = option("standard", "train/val/test split of the nodes", choices=SPLITS)
+    train_frac: float = option(0.6, "training fraction (split random)", low=0, high=1)
+    val_frac: float = option(0.2, "validation fraction (split random)", low=0, high=1)
+    test_frac: float = option(0.2, "test fraction (split random)", low=0, high=1)
+    num_train_per_class: int = option(20, "training nodes per class (split per_class)", low=1)
+    num_val: int = option(500, "validation nodes (split per_class)", low=0)
+    split_seed: int = option(0, "seed of the random split")
+    partition_seed: int = option(0, "seed of the partition")
+    local_steps: int = option(1, "local optimiser steps per round", low=1)
+    optimizer: str = option("adam", "client optimiser", choices=("adam", "sgd"))
+    lr: float = option(0.01, "client learning rate", low=0, low_open=True, traced=True)
+    weight_decay: float = option(0.0, "L2 weight decay added to the gradient", low=0)
+    lr_gamma: float = option(1.0, "staircase decay factor of the lr", low=0, high=1, low_open=True)
+    lr_decay_every: int = option(0, "decay the lr every this many rounds (0 = constant)", low=0)
+    chunk: Optional[int] = option(None, "rounds per compiled scan (progress/checkpoint granularity)", low=1)
+    client_chunk: Optional[int] = option(None, "train/evaluate clients in blocks of this size (memory bound)",
+                                         low=1)
+
+    def __post_init__(self):
+        owner = _owner_of_hparams()
+        for name, algo in owner.items():
+            default = _hparam_default(name)
+            if algo != self.algorithm and getattr(self, name) != default:
+                raise ValueError(f"{name}={getattr(self, name)!r} is an option of algorithm {algo!r}, "
+                                 f"not of {self.algorithm!r}")
+
+    def hparams(self):
+        """The chosen algorithm's own hyperparameters (its `hparams` dataclass), or None."""
+        cls = registry.entry("algorithm", self.algorithm).info.get("hparams")
+        return None if cls is None else cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
+
+    def replace(self, **changes) -> "RunConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _hparam_fields() -> list[tuple[str, str, dataclasses.Field, object]]:
+    """(algorithm, name, field, type) of every registered algorithm's hyperparameters."""
+    out = []
+    for e in registry.entries("algorithm"):
+        cls = e.info.get("hparams")
+        if cls is None:
+            continue
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            out.append((e.name, f.name, f, hints[f.name]))
+    return out
+
+
+def _owner_of_hparams() -> dict[str, str]:
+    return {name: algo for algo, name, _f, _t in _hparam_fields()}
+
+
+def _hparam_default(name: str):
+    return next(f.default for _a, n, f, _t in _hparam_fields() if n == name)
+
+
+def _compose() -> type:
+    base = {f.name for f in dataclasses.fields(BaselineFields)}
+    extra, seen = [], {}
+    for algo, name, f, tp in _hparam_fields():
+        if name in base:
+            raise TypeError(f"algorithm {algo!r}: hyperparameter {name!r} shadows a common baseline option")
+        if name in seen:
+            raise TypeError(f"algorithms {seen[name]!r} and {algo!r} both define hyperparameter {name!r}")
+        seen[name] = algo
+        extra.append((name, tp, dataclasses.field(default=f.default, metadata=f.metadata)))
+    cls = dataclasses.make_dataclass("RunConfig", extra, bases=(BaselineFields,), frozen=True)
+    cls.__module__ = __name__
+    cls.__doc__ = BaselineFields.__doc__ + "\n\n    Algorithm options: " + ", ".join(
+        f"{n} ({a})" for n, a in seen.items()) + "."
+    return cls
+
+
+RunConfig = _compose()

@@ -1,0 +1,69 @@
+"""The baseline frameworks as a system: load -> split -> partition -> client batch -> algorithm.
+
+The host-side steps (`prepare`) run once; the algorithm comes from the registry. `fgl-jax run`,
+the sweep, the experiments and the benchmarks all build through here.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from fgl_jax import registry
+from fgl_jax.batch import build_client_batch, full_graph_batch
+from fgl_jax.data import load_graph, per_class_split, random_split
+from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
+from fgl_jax.graph import Graph
+from fgl_jax.nn import make_model
+from fgl_jax.partition import Partition, make_partition
+from fgl_jax.systems.baseline.config import RunConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    graph: Graph
+    partition: Optional[Partition]
+    data: object  # FedData
+
+
+def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
+    if cfg.split == "random":
+        return random_split(graph, cfg.train_frac, cfg.val_frac, cfg.test_frac, seed=cfg.split_seed)
+    if cfg.split == "per_class":
+        return per_class_split(graph, cfg.num_train_per_class, cfg.num_val, seed=cfg.split_seed)
+    if cfg.split == "standard" and not graph.train_mask.any():
+        raise ValueError(f"dataset {graph.name!r} has no standard split; use split='random' or 'per_class'")
+    return graph
+
+
+def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
+    """Host-side preparation (once): the padded client batch of the configured partition."""
+    if graph is None:
+        graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
+    graph = split_graph(graph, cfg)
+    if registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph":
+        return Prepared(graph, None, make_fed_data(full_graph_batch(graph)))
+    if cfg.clients > graph.num_nodes:
+        raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
+    kwargs = {"beta": cfg.dirichlet_beta} if cfg.partition == "dirichlet" else {}
+    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **kwargs)
+    batch = build_client_batch(graph, part.assignment, cfg.clients)
+    return Prepared(graph, part, make_fed_data(batch))
+
+
+def algorithm_from_config(cfg: RunConfig, graph: Graph):
+    """The registered algorithm with the configured model and common hyperparameters."""
+    model = make_model(cfg.model, graph.num_features, graph.num_classes, hidden=cfg.hidden,
+                       num_layers=cfg.num_layers, dropout=cfg.dropout)
+    optim = OptimConfig(name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay, gamma=cfg.lr_gamma,
+                        decay_every=cfg.lr_decay_every)
+    common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk)
+    return registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
+
+
+@registry.register("system", "baseline", config=RunConfig, command="run",
+                   help="a baseline FL algorithm on a graph (fedavg, fedprox, local, global, ...)")
+def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
+    prepared = prepare(cfg, graph)
+    return Program(algorithm_from_config(cfg, prepared.graph), prepared.data, cfg.rounds,
+                   {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
+                    "clients": cfg.clients, "partition": cfg.partition})
