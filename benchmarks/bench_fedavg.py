@@ -25,9 +25,8 @@ def worker(args) -> None:
     import jax
     import jax.numpy as jnp
     sys.path.insert(0, str(ROOT))
-    from fgl_jax.config import RunConfig
     from fgl_jax.federated.run import Tracker, make_scan
-    from fgl_jax.pipeline import algorithm_from_config, prepare
+    from fgl_jax.systems.baseline import RunConfig, algorithm_from_config, prepare
 
     cfg = RunConfig(dataset="cora", data_dir=args.data_dir, algorithm="fedavg", model="gcn", clients=args.clients,
                     partition=args.partition, split="standard", rounds=args.rounds, local_steps=3, lr=0.01,

@@ -64,13 +64,13 @@ def _version(dist: str) -> Optional[str]:
 
 def machine() -> dict[str, Any]:
     """What the numbers were measured on, for the humans who read the result file: the library's
-    own `fgl_jax.pipeline.environment()` (versions, platform, devices) plus what a timing needs
+    own `fgl_jax.experiment.environment()` (versions, platform, devices) plus what a timing needs
     beside it (CPU model, core count, jaxlib, load average).
 
     Initialises jax's default backend (for `devices`): call it where the script may use jax anyway,
     not in a parent process before it starts the workers it measures.
     """
-    from fgl_jax.pipeline import environment
+    from fgl_jax.experiment import environment
     return {**environment(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "jaxlib": _version("jaxlib"),
             "loadavg": loadavg()}
 

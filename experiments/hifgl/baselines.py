@@ -21,10 +21,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from fgl_jax.config import RunConfig  # noqa: E402
+from fgl_jax.systems.baseline import RunConfig  # noqa: E402
 from fgl_jax.federated.metrics import graph_information_gain  # noqa: E402
 from fgl_jax.federated.sweep import run_sweep  # noqa: E402
-from fgl_jax.pipeline import algorithm_from_config, prepare  # noqa: E402
+from fgl_jax.systems.baseline import algorithm_from_config, prepare  # noqa: E402
 from fgl_jax.data import load  # noqa: E402
 from fgl_jax.federated import make_fed_data  # noqa: E402
 
@@ -195,13 +195,13 @@ def main(argv=None) -> int:
     seeds = [0, 1] if args.quick else [0, 1, 2, 3, 4]
     rounds = 20 if args.quick else 50
     if args.write_configs:
-        from fgl_jax.config import save_config
+        from fgl_jax import schema
         folder = Path(__file__).resolve().parents[1] / "configs" / "hifgl"
         folder.mkdir(parents=True, exist_ok=True)
         for ds in ("cora", "citeseer"):
             for framework, model in PAPER:
                 cfg = base_config(ds, None, 50).replace(algorithm=framework, model=model)
-                save_config(cfg, folder / f"{ds}_{framework}_{model}.yaml")
+                schema.dump(cfg, "baseline", folder / f"{ds}_{framework}_{model}.yaml")
         print(f"wrote {len(PAPER) * 2} configs to {folder}")
         return 0
     if args.render:

@@ -34,8 +34,9 @@ class Hooks(NamedTuple):
     """What a system adds to the engine's loop (all optional, all host side, between chunks).
 
     every: chunk boundaries fall on multiples of `every` rounds, so `on_chunk` sees those states.
-    on_chunk(rounds_done, state, history) -> dict | None: an evaluation at that round (e.g. FedGC
-        trains a GCN on G'); the dict is stored in `RunResult.evaluations` and in that round's
+    on_chunk(rounds_done, state, history) -> dict | None: an evaluation at that round (called at
+        multiples of `every` and after the last round, or after every chunk without `every`; history
+        holds rounds 1..rounds_done; e.g. FedGC trains a GCN on G'); the dict is stored in `RunResult.evaluations` and in that round's
         `metrics.jsonl` row under "eval".
     stop(history) -> int | None: stop after this many rounds (early stopping); history and
         metrics.jsonl are cut there. The state is the one at the end of the chunk.

@@ -251,11 +251,12 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             metrics = {k: np.asarray(v) for k, v in metrics.items()}
             bad = first_bad_round(metrics)
             keep = n if bad is None else bad[0]
-            evaluation = None
-            if bad is None and hooks.on_chunk is not None:
-                evaluation = hooks.on_chunk(r + n, state, {k: np.asarray(v) for k, v in history.items()})
             for k, v in metrics.items():
                 history.setdefault(k, []).extend(v[:keep].tolist())
+            evaluation = None
+            due = not hooks.every or (r + n) % hooks.every == 0 or r + n == num_rounds
+            if bad is None and hooks.on_chunk is not None and due:
+                evaluation = hooks.on_chunk(r + n, state, {k: np.asarray(v) for k, v in history.items()})
             if log_path is not None:
                 with log_path.open("a") as f:
                     for i in range(keep):

@@ -1,0 +1,187 @@
+"""The three shared pieces: the schema (config classes -> checks, YAML, flags), the registry, and
+the engine's hooks. References are hand-written expectations, never the code's own output."""
+import dataclasses
+import json
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fgl_jax import registry, schema
+from fgl_jax.federated import FederatedAlgorithm, NonFiniteError, run
+from fgl_jax.federated.algorithm import Hooks
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyConfig(schema.RunSpec):
+    clients: int = schema.option(5, "number of clients", low=1)
+    mode: str = schema.option("field", "arithmetic of the sum", choices=("field", "real"))
+    lr: float = schema.option(0.01, "learning rate", low=0, low_open=True, traced=True)
+    flag: bool = schema.option(False, "a switch for the test")
+    archs: tuple[str, ...] = schema.option(("gcn",), "architectures to test")
+    bins: Optional[int] = schema.option(None, "optional count", low=1)
+
+
+# ---------------------------------------------------------------------------------------------- schema
+
+@pytest.mark.parametrize("values, message", [
+    ({"clients": 2.5}, "clients must be an integer, got 2.5"),
+    ({"clients": 0}, "clients must be >= 1, got 0"),
+    ({"clients": True}, "clients must be an integer"),
+    ({"mode": "feild"}, "mode must be one of field, real; got 'feild' (did you mean 'field'?)"),
+    ({"lr": 0}, "lr must be > 0, got 0"),
+    ({"lr": "fast"}, "lr must be a number"),
+    ({"flag": "maybe"}, "flag must be true or false"),
+    ({"hidden": 3}, "unknown key 'hidden'"),
+    ({"bins": 0}, "bins must be >= 1"),
+])
+def test_bad_values_are_one_line_errors_naming_source_field_and_value(values, message):
+    with pytest.raises(ValueError) as e:
+        schema.make(ToyConfig, values, source="file.yaml")
+    assert str(e.value).startswith("file.yaml: ") and message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_values_are_converted_to_the_field_types():
+    cfg = schema.make(ToyConfig, {"clients": 16.0, "rounds": "7", "lr": "1e-3", "flag": "true",
+                                  "archs": "gcn,sage", "bins": "none", "seed": 3})
+    assert (cfg.clients, cfg.rounds, cfg.lr, cfg.flag, cfg.archs, cfg.bins, cfg.seed) == \
+        (16, 7, 0.001, True, ("gcn", "sage"), None, 3)
+
+
+def test_yaml_round_trip_and_precedence(tmp_path):
+    path = tmp_path / "c.yaml"
+    cfg = schema.make(ToyConfig, {"clients": 7, "archs": ("a", "b"), "lr": 0.5})
+    schema.dump(cfg, "toy", path)
+    assert path.read_text().startswith("system: toy\n")
+    assert schema.resolve(ToyConfig, path, system="toy") == cfg
+    # defaults < file < flags
+    got = schema.resolve(ToyConfig, path, {"lr": "0.25"}, system="toy")
+    assert (got.clients, got.lr, got.mode) == (7, 0.25, "field")
+    with pytest.raises(ValueError, match="is for system 'toy', not 'other'"):
+        schema.resolve(ToyConfig, path, system="other")
+
+
+def test_flags_carry_help_valid_values_and_defaults():
+    import argparse
+    p = argparse.ArgumentParser()
+    schema.add_flags(p, ToyConfig)
+    acts = {a.dest: a for a in p._actions}
+    assert "one of: field, real" in acts["mode"].help and "default: field" in acts["mode"].help
+    assert ">= 1" in acts["clients"].help and "> 0" in acts["lr"].help
+    args = p.parse_args(["--clients", "9", "--flag", "--archs", "x", "y"])
+    assert schema.given_flags(args, ToyConfig) == {"clients": "9", "flag": True, "archs": ["x", "y"]}
+    assert schema.traced_names(ToyConfig) == ["lr"]
+
+
+def test_an_option_without_help_is_refused():
+    with pytest.raises(ValueError, match="help text"):
+        schema.option(1, "x")
+
+
+# ---------------------------------------------------------------------------------------------- registry
+
+def test_registry_names_get_and_clear_unknown_errors():
+    assert {"baseline"} <= set(registry.names("system"))
+    assert {"fedavg", "fedprox", "fedavgm"} <= set(registry.names("algorithm"))
+    with pytest.raises(registry.UnknownNameError, match="Did you mean 'fedavg'"):
+        registry.get("algorithm", "fedavgg")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        registry.names("optimizer")
+
+
+def test_register_refuses_duplicates_and_bad_names():
+    registry.add("model", "scratch_model_for_test", object())
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            registry.add("model", "scratch-model-for-test", object())
+        with pytest.raises(ValueError, match="letters, digits"):
+            registry.add("model", "bad name!", object())
+    finally:
+        registry._ENTRIES["model"].pop("scratch_model_for_test", None)
+
+
+def test_a_new_algorithm_is_one_new_module(tmp_path, monkeypatch):
+    """Drop a module into the algorithms package path: the registry finds it, with no other edit."""
+    import fgl_jax.algorithms as pkg
+    (tmp_path / "zz_scratch_algo.py").write_text(
+        "from fgl_jax.registry import register\n"
+        "@register('algorithm', 'zz_scratch', help='a scratch algorithm for a test')\n"
+        "def zz(model, common, hp=None):\n    return None\n")
+    monkeypatch.setattr(pkg, "__path__", list(pkg.__path__) + [str(tmp_path)])
+    monkeypatch.setattr(registry, "_LOADED", registry._LOADED - {"algorithm"})
+    try:
+        assert "zz_scratch" in registry.names("algorithm")
+    finally:
+        registry._ENTRIES["algorithm"].pop("zz_scratch", None)
+        import sys
+        sys.modules.pop("fgl_jax.algorithms.zz_scratch_algo", None)
+
+
+# ---------------------------------------------------------------------------------------------- hooks
+
+def _counter(bad_round: Optional[int] = None) -> FederatedAlgorithm:
+    """state = number of rounds done; metrics val_acc follows a fixed tent, loss NaN at `bad_round`."""
+    tent = jnp.asarray([0.1, 0.3, 0.5, 0.4, 0.6, 0.6, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1], jnp.float32)
+
+    def init(key, data):
+        return jnp.zeros((), jnp.int32)
+
+    def round_fn(state, data, key):
+        r = state
+        loss = jnp.where(r + 1 == (bad_round or -1), jnp.nan, 1.0 / (r + 1.0))
+        return state + 1, {"train_loss": loss, "val_acc": tent[r], "test_acc": tent[r] * 2}
+
+    return FederatedAlgorithm(init, round_fn)
+
+
+def test_every_and_on_chunk_see_the_state_at_evaluation_rounds(tmp_path):
+    seen = []
+
+    def on_chunk(rounds_done, state, history):
+        seen.append((rounds_done, int(state), len(history.get("val_acc", []))))
+        return {"score": float(rounds_done) / 10}
+
+    res = run(_counter(), None, jax.random.key(0), 10, hooks=Hooks(every=4, on_chunk=on_chunk), out_dir=tmp_path)
+    assert seen == [(4, 4, 4), (8, 8, 8), (10, 10, 10)]
+    assert [e["round"] for e in res.evaluations] == [4, 8, 10]
+    rows = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in rows if "eval" in r] == [4, 8, 10] and rows[3]["eval"] == {"score": 0.4}
+    # resume rebuilds the evaluations from metrics.jsonl
+    again = run(_counter(), None, jax.random.key(0), 10, hooks=Hooks(every=4, on_chunk=on_chunk), out_dir=tmp_path,
+                resume=True)
+    assert again.evaluations == res.evaluations
+
+
+def test_stop_cuts_history_and_log_and_select_picks_the_reported_round(tmp_path):
+    # stop after 2 rounds without improvement: best 0.6 at round 5, patience ends at round 7
+    def stop(h):
+        v = h["val_acc"]
+        best = int(np.argmax(v))
+        return best + 3 if len(v) >= best + 3 else None
+
+    select = lambda h, ev: {"best_val": float(h["val_acc"].max()), "best_test": -1.0, "best_round": 99}
+    res = run(_counter(), None, jax.random.key(0), 12, chunk=1, out_dir=tmp_path,
+              hooks=Hooks(stop=stop, select=select, finalize=lambda r: {"rounds_seen": r.rounds_run}))
+    assert res.rounds_run == 7 and len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 7
+    assert res.best == {"best_val": pytest.approx(0.6), "best_test": -1.0, "best_round": 99}
+    assert res.extras == {"rounds_seen": 7}
+
+
+def test_non_finite_round_is_named_exactly_and_earlier_rounds_are_written(tmp_path):
+    with pytest.raises(NonFiniteError, match=r"round 6: train_loss became nan"):
+        run(_counter(bad_round=6), None, jax.random.key(0), 10, chunk=4, out_dir=tmp_path)
+    rows = [json.loads(l)["round"] for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows == [1, 2, 3, 4, 5]
+    res = run(_counter(bad_round=6), None, jax.random.key(0), 10, chunk=4, on_nonfinite="stop")
+    assert res.diverged and res.rounds_run == 5 and res.best["best_round"] == 5
+
+
+def test_hooks_do_not_change_the_numbers():
+    plain = run(_counter(), None, jax.random.key(0), 10)
+    hooked = run(_counter(), None, jax.random.key(0), 10, hooks=Hooks(every=3, on_chunk=lambda *a: None))
+    for k in plain.history:
+        np.testing.assert_array_equal(plain.history[k], hooked.history[k])
+    assert plain.best == hooked.best
