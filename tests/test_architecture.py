@@ -185,3 +185,12 @@ def test_hooks_do_not_change_the_numbers():
     for k in plain.history:
         np.testing.assert_array_equal(plain.history[k], hooked.history[k])
     assert plain.best == hooked.best
+
+
+def test_the_flat_public_api_resolves_every_name():
+    import fgl_jax
+    for name in fgl_jax.__all__:
+        assert getattr(fgl_jax, name) is not None, name
+    assert fgl_jax.register_dataset is __import__("fgl_jax.data", fromlist=["register"]).register
+    with pytest.raises(AttributeError):
+        fgl_jax.no_such_name
