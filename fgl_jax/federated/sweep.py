@@ -242,13 +242,12 @@ def write_grid_report(result: GridResult, out_dir, title: str, extra: Optional[d
           f"({result.programs} program(s)); compile {result.compile_seconds:.1f} s, run {result.run_seconds:.1f} s.",
           ""]
     md += [f"- {m}" for m in result.messages] + ([""] if result.messages else [])
-    md += ["| " + " | ".join(keys + ["seeds", "test acc at best val (mean ± std)", "min", "max",
-                                     "best val acc (mean ± std)"]) + " |",
-           "|" + "---|" * (len(keys) + 5)]
-    for s in summary:
-        md.append("| " + " | ".join([str(s[k]) for k in keys] + [
-            str(s["seeds"]), f"{s['best_test_mean']:.4f} ± {s['best_test_std']:.4f}", f"{s['best_test_min']:.4f}",
-            f"{s['best_test_max']:.4f}", f"{s['best_val_mean']:.4f} ± {s['best_val_std']:.4f}"]) + " |")
+    from fgl_jax.report import table
+    md.append(table([{**{k: str(s[k]) for k in keys}, "seeds": s["seeds"],
+                      "test acc at best val (mean ± std)": f"{s['best_test_mean']:.4f} ± {s['best_test_std']:.4f}",
+                      "min": s["best_test_min"], "max": s["best_test_max"],
+                      "best val acc (mean ± std)": f"{s['best_val_mean']:.4f} ± {s['best_val_std']:.4f}"}
+                     for s in summary]))
     md += ["", "![sweep](sweep.png)", ""]
     (out / "sweep.md").write_text("\n".join(md))
     payload = {"title": title, "axes": result.axes, "vector_axes": result.vector_axes,
