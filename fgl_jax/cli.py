@@ -177,6 +177,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def paper_module(entry: registry.Entry) -> Optional[str]:
+    """`fgl_jax.systems.<name>.paper` when the system ships its paper's cells (a `reproduce` function)."""
+    import importlib.util
+    name = f"{entry.obj.__module__.rsplit('.', 1)[0]}.paper"
+    try:
+        return name if importlib.util.find_spec(name) is not None else None
+    except ModuleNotFoundError:
+        return None
+
+
 def _default_results_dir() -> Path:
     here = Path(__file__).resolve().parents[1] / "experiments" / "results"
     if not here.parent.is_dir():
@@ -191,14 +201,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     import os
     import resource
     import time
-    systems = [e.name for e in registry.entries("system") if e.info.get("paper")] if args.system == "all" \
+    systems = [e.name for e in registry.entries("system") if paper_module(e)] if args.system == "all" \
         else [args.system]
     root = Path(args.out).absolute() if args.out else _default_results_dir()
     timings = {}
     t_all = time.perf_counter()
     for name in systems:
         entry = registry.entry("system", name)
-        module = entry.info.get("paper")
+        module = paper_module(entry)
         if not module:
             raise ValueError(f"system {name!r} has no paper reproduction")
         out = root / name
@@ -252,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("reproduce", help="run a paper's cells and write its tables and figures")
-    p.add_argument("system", choices=[e.name for e in systems if e.info.get("paper")] + ["all"],
+    p.add_argument("system", choices=[e.name for e in systems if paper_module(e)] + ["all"],
                    help="which paper (all = every system)")
     p.add_argument("--quick", action="store_true", help="small settings (a few minutes)")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
