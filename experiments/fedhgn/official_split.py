@@ -69,7 +69,7 @@ def es_diagnostic(cfg: FedHGNConfig, data, seeds, rounds: int) -> dict:
     for seed in seeds:
         h = run_rounds(alg, data, jax.random.key(seed), rounds).history   # no hooks: every round
         va, te = np.asarray(h["val_acc"]), 100 * np.asarray(h["test_acc"])
-        rows.append([te[early_stop(va, 10)[0]], te[early_stop(va, 30)[0]], te[int(np.argmax(va))], te.max(),
+        rows.append([te[early_stop(va, cfg.patience)[0]], te[early_stop(va, 30)[0]], te[int(np.argmax(va))], te.max(),
                      te[rounds // 2:].mean()])
     a = np.array(rows)
     keys = ("patience10", "patience30", "best_val_overall", "max_test_oracle", "mean_test_second_half")

@@ -30,7 +30,7 @@ STOP_DELTA = 1e-5   # an improvement is val >= best + STOP_DELTA (official code)
 CHECK_EVERY = 10    # rounds per compiled chunk between early-stopping checks (numbers do not depend on it)
 
 
-def early_stop(val: np.ndarray, patience: int = 10, delta: float = STOP_DELTA) -> tuple[int, int]:
+def early_stop(val: np.ndarray, patience: int, delta: float = STOP_DELTA) -> tuple[int, int]:
     """(best index, number of rounds actually run) of early stopping on a val-accuracy history:
     improvement means val >= best + delta; stop after `patience` rounds without one."""
     best, best_i, wait = -np.inf, 0, 0
