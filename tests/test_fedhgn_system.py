@@ -265,7 +265,8 @@ def test_flat_all_clients_path_equals_per_client_path():
     per-client backbone's logits (local and union relation slots) and the same FedHGN client
     update (CE + alignment), with a padding client."""
     from fgl_jax.systems.fedhgn.rgcn import init_backbone
-    from fgl_jax.systems.fedhgn import _client_update, _clients_update_flat, flat_logits, flatten_blocks
+    from fgl_jax.systems.fedhgn.algorithm import _client_update, _clients_update_flat
+    from fgl_jax.systems.fedhgn.model import flat_logits, flatten_blocks
     g = toy_hetero(1, n=(24, 15, 12), edges_per_type=30)
     blocks, _ = build_hetero_blocks(list(random_edge_type_split(g, 3, seed=3).clients), num_clients=4)
     fb = flatten_blocks(blocks)
