@@ -25,7 +25,8 @@ def worker(args) -> None:
     import jax
     import jax.numpy as jnp
     sys.path.insert(0, str(ROOT))
-    from fgl_jax.systems.fedhgn import FedHGNConfig, _chunk_runner, fedhgn, hetero_fed_data, prepare_clients
+    from fgl_jax.federated.run import Tracker, make_scan
+    from fgl_jax.systems.fedhgn import FedHGNConfig, fedhgn, hetero_fed_data, prepare_clients
 
     t0 = time.perf_counter()
     graphs, _ = prepare_clients(args.dataset, args.split, args.clients, args.data_dir)
@@ -34,15 +35,16 @@ def worker(args) -> None:
     prep_s = time.perf_counter() - t0
     cfg = FedHGNConfig(method=args.method)
     alg = fedhgn(cfg)
-    init_key, keys = jax.random.split(jax.random.PRNGKey(0))
+    init_key, keys = jax.random.split(jax.random.key(0))
     states = jax.jit(alg.init)(init_key, data)
     t0 = time.perf_counter()
-    # the program `train` runs: `rounds` rounds as one lax.scan, one seed (seeds run one after another)
-    run = _chunk_runner(alg, args.rounds).lower(states, data, keys, jnp.int32(0)).compile()
+    # the program the engine runs: `rounds` rounds as one lax.scan, one seed (seeds run one after another)
+    tracker = Tracker.empty()
+    run = make_scan(alg, args.rounds).lower(states, tracker, data, keys, jnp.int32(0)).compile()
     compile_s = time.perf_counter() - t0
-    t = timed(lambda: run(states, data, keys, jnp.int32(0)), args.repeats)  # after one warm-up call
+    t = timed(lambda: run(states, tracker, data, keys, jnp.int32(0)), args.repeats)  # after one warm-up call
     res = {"dataset": args.dataset, "split": args.split, "clients": args.clients, "method": args.method,
-           "rounds_per_program": args.rounds, "local_steps": cfg.local_steps, "num_bases": cfg.num_bases,
+           "rounds_per_program": args.rounds, "local_steps": cfg.steps, "num_bases": cfg.num_bases,
            "padded": {"emb_rows": blocks.num_emb_rows, "hidden_rows": blocks.num_hidden,
                       "targets": blocks.num_targets, "layer1_edges": int(blocks.src1.shape[1]),
                       "layer2_edges": int(blocks.src2.shape[1]), "relation_slots": blocks.num_rel_local,

@@ -20,8 +20,9 @@ import matplotlib.pyplot as plt
 from fgl_jax.data.hetero import load_aifb
 from fgl_jax.data.paths import DataError, resolve_data_dir
 from fgl_jax.partition.hetero import random_edge_type_split
-from fgl_jax.nn.rgcn import build_hetero_blocks
-from fgl_jax.systems.fedhgn import FedHGNConfig, make_fed_data, train, majority_accuracy
+from fgl_jax.systems.fedhgn.rgcn import build_hetero_blocks
+from fgl_jax.federated import run
+from fgl_jax.systems.fedhgn import FedHGNConfig, make_fed_data, majority_accuracy, program
 
 import fgl_jax
 from pathlib import Path
@@ -58,9 +59,10 @@ rounds = 15 if QUICK else 300
 seeds = [1000] if QUICK else [1000, 2000, 3000]
 runs = {}
 for name, lam in (("FedHGN (λ=0.5)", 0.5), ("no CA (λ=0)", 0.0)):
-    res = train(FedHGNConfig(method="fedhgn", align_lambda=lam), data, seeds, max_rounds=rounds, chunk=5)
+    prog = program(FedHGNConfig(method="fedhgn", align_lambda=lam, rounds=rounds), data)   # early stopping hooks
+    res = [run(prog.algorithm, prog.data, jax.random.key(s), prog.num_rounds, hooks=prog.hooks) for s in seeds]
     runs[name] = res
-    print(name, "test acc at best val:", [round(100 * r.test_acc, 2) for r in res],
+    print(name, "test acc at best val:", [round(100 * r.best["best_test"], 2) for r in res],
           "rounds", [r.rounds_run for r in res])
 fig, ax = plt.subplots(figsize=(6, 3))
 for name, res in runs.items():

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fgl_jax.nn.rgcn import (RGCNLayer, backbone_logits, basis_init_bound, basis_weights, build_hetero_blocks,
+from fgl_jax.systems.fedhgn.rgcn import (RGCNLayer, backbone_logits, basis_init_bound, basis_weights, build_hetero_blocks,
                              canonical_norm, coeff_init_bound, init_backbone, rgcn_conv)
 from tests.fedhgn_toy import dense_backbone, toy_hetero
 
@@ -86,7 +86,7 @@ def test_backbone_on_blocks_equals_dense_full_graph(num_bases):
     rng = np.random.default_rng(5)
     full = rng.normal(size=(g.total_nodes, D)).astype(np.float32)
     # Put the block's embedding rows at the right flat ids by reconstructing the block mapping.
-    from fgl_jax.nn.rgcn import _client_block
+    from fgl_jax.systems.fedhgn.rgcn import _client_block
     raw = _client_block(g, {r: i for i, r in enumerate(vocab)})
     labelled = np.flatnonzero(g.train_mask | g.val_mask | g.test_mask)
     tflat = labelled + hom["offsets"]["a"]

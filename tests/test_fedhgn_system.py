@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 
 from fgl_jax.federated.metrics import masked_cross_entropy
-from fgl_jax.nn.rgcn import backbone_logits, build_hetero_blocks
+from fgl_jax.systems.fedhgn.rgcn import backbone_logits, build_hetero_blocks
 from fgl_jax.partition.hetero import random_edge_type_split
+from fgl_jax.federated import run
+from fgl_jax.federated.run import NonFiniteError
 from fgl_jax.systems.fedhgn import (FedHGNConfig, alignment_loss, early_stop, fedhgn, make_fed_data,
-                                    server_aggregate, server_pool, train)
+                                    program, server_aggregate, server_pool)
 from tests.fedhgn_toy import toy_hetero
 
 
@@ -152,26 +154,64 @@ def test_early_stop_rule():
     assert early_stop([0.1, 0.2, 0.3], patience=10) == (2, 3)
 
 
-def test_train_runs_and_bad_config_errors():
-    """train() with two seeds, and a NaN training loss: raises by default; with
-    on_nonfinite="stop" each seed is scored on its finite rounds and flagged (the λ = 50 point of
-    Fig. 4 diverges at lr 0.1)."""
+def _early_stopping_reference(cfg, alg, data, key, max_rounds):
+    """The paper's loop written out: one round at a time, stop after `patience` rounds without a
+    validation gain (Local: every client with validation nodes stopped), report the test accuracy at
+    the best round (Local: each client's own best round, weighted by test counts)."""
+    init_key, run_key = jax.random.split(key)
+    state, rnd = jax.jit(alg.init)(init_key, data), jax.jit(alg.round)
+    n_val, n_test = np.asarray(data.n_val), np.asarray(data.n_test)
+    vals, tests, vcs, tcs = [], [], [], []
+    best, wait, done = np.full(len(n_val) + 1, -np.inf), np.zeros(len(n_val) + 1, int), np.zeros(len(n_val) + 1, bool)
+    best_i = np.zeros(len(n_val) + 1, int)
+    for r in range(max_rounds):
+        state, m = rnd(state, data, jax.random.fold_in(run_key, r))
+        vals.append(float(m["val_acc"])); tests.append(float(m["test_acc"]))
+        vcs.append(np.asarray(m["val_correct"])); tcs.append(np.asarray(m["test_correct"]))
+        accs = list(vcs[-1] / np.maximum(n_val, 1)) + [vals[-1]]        # per client, then pooled
+        for k, a in enumerate(accs):
+            if done[k]:
+                continue
+            if a >= best[k] + 1e-5:
+                best[k], best_i[k], wait[k] = a, r, 0
+            else:
+                wait[k] += 1
+                done[k] = wait[k] >= cfg.patience
+        if cfg.method == "local" and all(done[k] for k in range(len(n_val)) if n_val[k] > 0):
+            break
+        if cfg.method != "local" and done[-1]:
+            break
+    if cfg.method == "local":
+        return sum(tcs[best_i[k]][k] for k in range(len(n_val))) / n_test.sum()
+    return tests[best_i[-1]]
+
+
+@pytest.mark.parametrize("method", ["fedhgn", "local"])
+def test_early_stopping_hooks_equal_the_paper_loop(method):
+    """Hooks.stop / Hooks.select through the engine (10-round chunks) give the test accuracy of a
+    plain round-by-round early-stopping loop, and stop before the maximum."""
     data = _toy_data(3)
-    cfg = FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=1, align_lambda=1e30)
-    res = train(cfg, data, [0, 1], max_rounds=6, chunk=3, on_nonfinite="stop")
-    assert len(res) == 2 and all(0 <= r.test_acc <= 1 for r in res)
-    assert all(np.all(np.isfinite(r.history["train_loss"])) for r in res)
-    assert all(r.diverged and len(r.history["train_loss"]) < 6 for r in res)
-    with pytest.raises(FloatingPointError, match="non-finite"):
-        train(cfg, data, 1, max_rounds=6, chunk=3)
-    with pytest.raises(ValueError, match="on_nonfinite"):
-        train(cfg, data, 0, on_nonfinite="ignore")
-    with pytest.raises(ValueError, match="method: unknown value"):
-        FedHGNConfig(method="fedsgd")
-    with pytest.raises(ValueError, match="client_fraction"):
-        FedHGNConfig(client_fraction=0.0)
-    with pytest.raises(ValueError, match="round1_align"):
-        FedHGNConfig(round1_align="ones")
+    cfg = FedHGNConfig(method=method, num_bases=3, hidden=8, lr=0.5, patience=3, rounds=60)
+    p = program(cfg, data)
+    res = run(p.algorithm, p.data, jax.random.key(5), p.num_rounds, hooks=p.hooks)
+    ref = _early_stopping_reference(cfg, p.algorithm, data, jax.random.key(5), cfg.max_rounds)
+    assert res.best["best_test"] == pytest.approx(ref, abs=1e-6)
+    assert res.rounds_run == res.best["stop_round"] < 60
+    assert (res.best["best_round"] == -1) == (method == "local")
+
+
+def test_nonfinite_stop_scores_the_finite_rounds():
+    """A NaN training loss: the engine raises by default; with on_nonfinite="stop" the run ends on
+    its finite rounds, which early stopping scores (the λ = 50 point of Fig. 4 diverges at lr 0.1)."""
+    data = _toy_data(3)
+    cfg = FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=1, align_lambda=1e30, rounds=6)
+    p = program(cfg, data)
+    for seed in (0, 1):
+        res = run(p.algorithm, p.data, jax.random.key(seed), p.num_rounds, hooks=p.hooks, on_nonfinite="stop")
+        assert res.diverged and 1 <= res.rounds_run < 6 and np.all(np.isfinite(res.history["train_loss"]))
+        assert 0 <= res.best["best_test"] <= 1 and res.best["stop_round"] <= res.rounds_run
+    with pytest.raises(NonFiniteError, match="train_loss"):
+        run(p.algorithm, p.data, jax.random.key(1), p.num_rounds, hooks=p.hooks)
 
 
 def test_round1_pool_modes():
@@ -224,8 +264,9 @@ def test_flat_all_clients_path_equals_per_client_path():
     """The fast path (all clients in one flat graph, layer 2 on (target, relation) pairs) gives the
     per-client backbone's logits (local and union relation slots) and the same FedHGN client
     update (CE + alignment), with a padding client."""
-    from fgl_jax.nn.rgcn import init_backbone
-    from fgl_jax.systems.fedhgn import _client_update, _clients_update_flat, flat_logits, flatten_blocks
+    from fgl_jax.systems.fedhgn.rgcn import init_backbone
+    from fgl_jax.systems.fedhgn.algorithm import _client_update, _clients_update_flat
+    from fgl_jax.systems.fedhgn.model import flat_logits, flatten_blocks
     g = toy_hetero(1, n=(24, 15, 12), edges_per_type=30)
     blocks, _ = build_hetero_blocks(list(random_edge_type_split(g, 3, seed=3).clients), num_clients=4)
     fb = flatten_blocks(blocks)

@@ -35,10 +35,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from experiments.fedhgn.reproduce import PAPER  # noqa: E402
 from fgl_jax.data.hetero_dglbin import load_official_split  # noqa: E402
 from fgl_jax.data.safe_pickle import safe_load  # noqa: E402
-from fgl_jax.systems.fedhgn import FedHGNConfig, early_stop, fedhgn, hetero_fed_data  # noqa: E402
+from fgl_jax.federated import run  # noqa: E402
+from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, program  # noqa: E402
+from fgl_jax.systems.fedhgn.paper import PAPER  # noqa: E402
 
 GROUPS = {"all": {"V", "dec", "beta", "emb"}, "none": set(), "emb": {"emb"}, "beta": {"beta"}, "V,dec": {"V", "dec"}}
 
@@ -48,7 +49,7 @@ def official_params(init: dict, graphs, alg, data):
     se, sd = init["server_enc"], init["server_dec"]
     server = {"b1": se["model.layers.0.h_bias"], "b2": se["model.layers.1.h_bias"], "V": se["model.layers.1.bases"],
               "W_out": sd["linear.weight"].T, "b_out": sd["linear.bias"]}
-    st0 = alg.init(jax.random.PRNGKey(0), data)
+    st0 = alg.init(jax.random.key(0), data)
     if set(server) != set(st0.server):
         raise ValueError(f"official server parameters {sorted(server)} do not map onto ours {sorted(st0.server)}")
     beta, emb = np.array(st0.coeffs["beta"]), np.array(st0.private["emb"])
@@ -88,9 +89,9 @@ def main(argv=None):
     ap.add_argument("--official-logs", default=None)
     ap.add_argument("--groups", default="all;none;emb;beta;V,dec")
     ap.add_argument("--setting", default="RE", choices=("RE", "RET"))
-    ap.add_argument("--clients", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=FedHGNConfig().clients)
     ap.add_argument("--max-rounds", type=int, default=150)
-    ap.add_argument("--patience", type=int, default=10)
+    ap.add_argument("--patience", type=int, default=FedHGNConfig().patience)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     groups = args.groups.split(";")
@@ -101,19 +102,16 @@ def main(argv=None):
     K = args.clients
     graphs = load_official_split(Path(args.bin_dir) / f"aifb-hetero_random-{tag}_{K}.bin")
     data = hetero_fed_data(graphs)
-    cfg = FedHGNConfig(round1_align="code_quirk")
-    alg = fedhgn(cfg)
+    cfg = FedHGNConfig(round1_align="code_quirk", rounds=args.max_rounds, patience=args.patience)
+    prog = program(cfg, data)
+    alg = prog.algorithm
     C = len(graphs)
-    step = jax.jit(lambda s, k: alg.round(s, data, k))
 
     def train(state):
-        key, vals, tests = jax.random.PRNGKey(1), [], []
-        for r in range(args.max_rounds):
-            state, m = step(state, jax.random.fold_in(key, r))
-            vals.append(float(m["val_acc"]))
-            tests.append(float(m["test_acc"]))
-        best, _ = early_stop(np.array(vals), args.patience)
-        return tests[best]
+        # the engine from a given initial state (round keys from key 1, as for every seed before;
+        # with C = 1 they only shuffle the coefficient pool, whose nearest-vector min ignores order)
+        res = run(alg, data, jax.random.key(1), prog.num_rounds, state=state, hooks=prog.hooks)
+        return res.best["best_test"]
 
     files = glob.glob(str(Path(args.init_dir) / f"official_init_{tag}{K}_*.pkl"))
     if not files:
@@ -128,7 +126,7 @@ def main(argv=None):
     for seed in seeds:
         init = safe_load(Path(args.init_dir) / f"official_init_{tag}{K}_{seed}.pkl")["init"]
         server, beta, emb = official_params(init, graphs, alg, data)
-        own = alg.init(jax.random.split(jax.random.PRNGKey(seed))[0], data)
+        own = alg.init(jax.random.split(jax.random.key(seed))[0], data)   # the engine's init key of seed
         row = {"seed": seed, "official_code": logs.get(seed)}
         for name in groups:
             use = GROUPS[name]

@@ -7,7 +7,7 @@
 Why: results.md runs on splits regenerated with NumPy (the official split code draws with Python's
 `random`, seed 12345, over DGL's node order, which cannot be replayed here). This script reads the
 official split files (fgl_jax.data.hetero_dglbin, no DGL needed) and runs the same protocol as
-reproduce.py (d = 64, B = 20, lambda = 0.5, E = 3 SGD steps at lr 0.1, patience 10, seeds
+paper.py (d = 64, B = 20, lambda = 0.5, E = 3 SGD steps at lr 0.1, patience 10, seeds
 1000..5000; Local one step per epoch, max 6000), so any remaining gap is not the split. Variants
 re-run FedHGN with one config field changed (FedHGNConfig field=value) on --variant-settings.
 Writes experiments/results/fedhgn/results_official_split.{md,json} (paper numbers beside).
@@ -15,7 +15,6 @@ Writes experiments/results/fedhgn/results_official_split.{md,json} (paper number
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -24,9 +23,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from experiments.fedhgn.reproduce import PAPER, SEEDS  # noqa: E402
+from fgl_jax import experiment, schema  # noqa: E402
 from fgl_jax.data.hetero_dglbin import load_official_split  # noqa: E402
-from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, majority_accuracy, train  # noqa: E402
+from fgl_jax.federated import run as run_rounds  # noqa: E402
+from fgl_jax.systems.fedhgn import FedHGNConfig, early_stop, fedhgn, hetero_fed_data, majority_accuracy, program  # noqa: E402
+from fgl_jax.systems.fedhgn.paper import PAPER, SEEDS  # noqa: E402
 
 OUT = RESULTS / "fedhgn"
 FILES = {"RE": "random-edges", "RET": "random-etypes"}
@@ -40,37 +41,35 @@ def _parse_setting(s: str) -> tuple[str, int]:
 
 
 def _parse_variants(text: str) -> dict[str, dict]:
+    """name:field=value,...;... -> {name: checked FedHGNConfig changes} (the schema checks each value)."""
     out = {}
-    fields = {f.name: f.type for f in dataclasses.fields(FedHGNConfig)}
     for item in filter(None, text.split(";")):
         name, _, assigns = item.partition(":")
-        over = {}
-        for a in filter(None, assigns.split(",")):
-            k, _, v = a.partition("=")
-            if k not in fields:
-                raise ValueError(f"variant {name!r}: unknown FedHGNConfig field {k!r}")
-            over[k] = v if k in ("method", "round1_align") else (int(v) if k in ("num_bases", "local_steps") else float(v))
-        out[name] = over
+        raw = dict(a.partition("=")[::2] for a in filter(None, assigns.split(",")))
+        out[name] = schema.check(FedHGNConfig, raw, f"variant {name!r}")
     return out
 
 
-def run(cfg: FedHGNConfig, data, seeds, max_rounds: int) -> dict:
-    rs = train(cfg, data, seeds, max_rounds=max_rounds, patience=10, chunk=20)
-    acc = 100 * np.array([r.test_acc for r in rs])
+def run(cfg: FedHGNConfig, data, seeds) -> dict:
+    """The paper's protocol on prepared data: one engine run per seed with early stopping."""
+    prog = program(cfg, data)
+    rs = [experiment.execute(prog, s, system="fedhgn") for s in seeds]
+    acc = 100 * np.array([r.best["best_test"] for r in rs])
     return {"mean": float(acc.mean()), "std": float(acc.std()), "per_seed": acc.tolist(),
-            "best_round": [r.best_round for r in rs]}
+            "best_round": [int(r.best["best_round"]) for r in rs]}
 
 
 def es_diagnostic(cfg: FedHGNConfig, data, seeds, rounds: int) -> dict:
     """FedHGN for `rounds` rounds without stopping: weighted test accuracy at the early-stopping
     point for patience 10 / 30, at the best validation round overall, and the best test round
     (an oracle upper bound: how much the 10-round patience on ~28 validation nodes costs)."""
-    from fgl_jax.systems.fedhgn import early_stop
-    rs = train(cfg, data, seeds, max_rounds=rounds, patience=10 ** 9, chunk=50)
+    import jax
+    alg = fedhgn(cfg)
     rows = []
-    for r in rs:
-        va, te = np.asarray(r.history["val_acc"]), 100 * np.asarray(r.history["test_acc"])
-        rows.append([te[early_stop(va, 10)[0]], te[early_stop(va, 30)[0]], te[int(np.argmax(va))], te.max(),
+    for seed in seeds:
+        h = run_rounds(alg, data, jax.random.key(seed), rounds).history   # no hooks: every round
+        va, te = np.asarray(h["val_acc"]), 100 * np.asarray(h["test_acc"])
+        rows.append([te[early_stop(va, cfg.patience)[0]], te[early_stop(va, 30)[0]], te[int(np.argmax(va))], te.max(),
                      te[rounds // 2:].mean()])
     a = np.array(rows)
     keys = ("patience10", "patience30", "best_val_overall", "max_test_oracle", "mean_test_second_half")
@@ -129,9 +128,8 @@ def main(argv=None):
         if setting in vset:
             runs += [(f"fedhgn[{name}]", "fedhgn", over) for name, over in variants.items()]
         for label, method, over in runs:
-            cfg = dataclasses.replace(FedHGNConfig(method=method, local_steps=1 if method in ("local", "central") else 3),
-                                      **over)
-            rec = run(cfg, data, seeds, 6000 if method == "local" else 1000)
+            cfg = FedHGNConfig(method=method, **over)   # E and the maximum rounds follow the method
+            rec = run(cfg, data, seeds)
             rec["config"] = {"method": method, **over}
             results[setting][label] = rec
             print(f"{setting} {label}: {rec['mean']:.2f} ± {rec['std']:.2f}", flush=True)
