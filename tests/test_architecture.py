@@ -194,3 +194,11 @@ def test_the_flat_public_api_resolves_every_name():
     assert fgl_jax.register_dataset is __import__("fgl_jax.data", fromlist=["register"]).register
     with pytest.raises(AttributeError):
         fgl_jax.no_such_name
+
+
+def test_a_second_run_of_the_same_program_reuses_the_compiled_scan():
+    alg = _counter()
+    first = run(alg, None, jax.random.key(0), 6, chunk=3)
+    second = run(alg, None, jax.random.key(1), 6, chunk=3)
+    assert first.compile_seconds > 0 and second.compile_seconds < first.compile_seconds
+    np.testing.assert_array_equal(first.history["val_acc"], second.history["val_acc"])

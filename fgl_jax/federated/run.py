@@ -9,6 +9,7 @@ attacks). Best-validation selection is tracked inside the scan.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -114,6 +115,35 @@ def first_bad_round(metrics: dict) -> Optional[tuple[int, str]]:
                 found.append((int(bad[0]), f"{name} became {v[bad[0]]}: training diverged "
                                            "(lower the learning rate, or check the data for NaN/inf features)"))
     return min(found) if found else None
+
+
+_COMPILED: "collections.OrderedDict[tuple, Callable]" = collections.OrderedDict()
+_COMPILED_MAX = 16
+
+
+def _signature(tree) -> tuple:
+    leaves, treedef = jax.tree.flatten(tree)
+    return (treedef,) + tuple((np.shape(x), str(jnp.asarray(x).dtype) if not hasattr(x, "dtype") else str(x.dtype),
+                               str(getattr(x, "sharding", ""))) for x in leaves)
+
+
+def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args) -> Callable:
+    """`make_scan(algorithm, length)` lowered and compiled for these arguments' shapes, cached per
+    (algorithm, length, shapes), so runs of the same program (seeds of one cell, a resumed run)
+    compile once per process."""
+    key = (algorithm, length, bool(jax.config.jax_enable_x64), _signature(args))
+    try:
+        hit = _COMPILED.get(key)
+    except TypeError:  # an unhashable algorithm: no caching
+        return make_scan(algorithm, length).lower(*args).compile()
+    if hit is None:
+        hit = make_scan(algorithm, length).lower(*args).compile()
+        _COMPILED[key] = hit
+        while len(_COMPILED) > _COMPILED_MAX:
+            _COMPILED.popitem(last=False)
+    else:
+        _COMPILED.move_to_end(key)
+    return hit
 
 
 def _check_finite(metrics: dict, start: int) -> None:
@@ -240,9 +270,8 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             if hooks.every:  # chunk boundaries on multiples of `every`
                 n = min(n, hooks.every - r % hooks.every)
             if n not in scans:
-                scans[n] = make_scan(algorithm, n)
                 t0 = time.perf_counter()
-                scans[n] = scans[n].lower(state, tracker, data, run_key, jnp.int32(r)).compile()
+                scans[n] = compiled_scan(algorithm, n, state, tracker, data, run_key, jnp.int32(r))
                 compile_s += time.perf_counter() - t0
             t0 = time.perf_counter()
             state, tracker, metrics = scans[n](state, tracker, data, run_key, jnp.int32(r))
