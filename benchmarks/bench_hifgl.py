@@ -24,13 +24,13 @@ sys.path.insert(0, str(ROOT))
 from fgl_jax.data import load  # noqa: E402
 from fgl_jax.federated.algorithm import x64_scope  # noqa: E402
 from fgl_jax.federated.run import Tracker, make_scan  # noqa: E402
-from fgl_jax.partition import random_partition  # noqa: E402
-from fgl_jax.systems.hifgl import HiFGLConfig, hifgl, hifgl_split, make_hifgl_data  # noqa: E402
+from fgl_jax.systems.hifgl import HiFGLConfig, hifgl, prepare  # noqa: E402
 
 
 def time_config(graph, silos, rounds, repeats, **cfg_kwargs) -> dict:
-    data = make_hifgl_data(graph, random_partition(graph, silos, seed=0).assignment, silos)
-    alg = hifgl(HiFGLConfig(**cfg_kwargs), graph.num_features, graph.num_classes)
+    cfg = HiFGLConfig(dataset="citeseer", clients=silos, **cfg_kwargs)
+    _, _, data = prepare(cfg, graph)  # the paper's split and random silos (seed 0)
+    alg = hifgl(cfg, graph.num_features, graph.num_classes)
     with x64_scope(alg):
         t0 = time.perf_counter()
         state = jax.jit(alg.init)(jax.random.key(0), data)
@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    graph = hifgl_split(load("citeseer", data_dir=args.data_dir))
+    graph = load("citeseer", data_dir=args.data_dir)
     rows = []
     plan = [dict(silos=5, mode="plain", T=1), dict(silos=5, mode="field", T=1), dict(silos=5, mode="real", T=1)]
     plan += [dict(silos=5, mode="field", T=t) for t in (2, 4, 8)]

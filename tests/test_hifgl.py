@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from fgl_jax.batch import build_client_batch, full_graph_batch
-from fgl_jax.federated import FedConfig, NonFiniteError, OptimConfig, baseline, make_fed_data, run
+from fgl_jax.federated import FedConfig, NonFiniteError, baseline, make_fed_data, run
 from fgl_jax.federated.algorithm import x64_scope
+from fgl_jax import schema
 from fgl_jax.nn import make_model
 from fgl_jax.systems import hifgl as H
 from tests.helpers import dense_adj, toy_graph
@@ -65,7 +66,8 @@ def test_secure_sum_is_exact_up_to_quantisation():
     msgs = jnp.asarray(rng.normal(size=(g.num_nodes, 5)), jnp.float32)
     with x64_scope(alg):
         state = alg.init(jax.random.key(0), data)
-        sec, flag = jax.jit(lambda m, k: H.secure_neighbour_sum(m, data, state.codes, cfg, k))(msgs, jax.random.key(3))
+        sec, flag = jax.jit(lambda m, k: H.secure_neighbour_sum(m, data.senders, data.receivers, data.edge_mask,
+                                                                data.silo, state.codes, cfg, k))(msgs, jax.random.key(3))
     ref = dense_adj(g) @ np.asarray(msgs, np.float64)
     deg = dense_adj(g).sum(1)
     bound = (deg + 1)[:, None] * 2.0 ** -(cfg.frac_bits + 1) + 1e-6  # per-message rounding, float32 output
@@ -91,12 +93,11 @@ def test_one_silo_equals_global_training(mode):
     """S = 1: HiFGL is centralised full-graph training (spec test 8), step for step."""
     g = toy_graph(n=50, seed=3)
     data = H.make_hifgl_data(g, np.zeros(g.num_nodes, np.int32), 1)
-    optim = OptimConfig(lr=0.02, gamma=0.9, decay_every=2)
-    cfg = H.HiFGLConfig(model="gcn", hidden=8, mode=mode, optim=optim)
+    cfg = H.HiFGLConfig(model="gcn", hidden=8, mode=mode, lr=0.02, lr_gamma=0.9, lr_decay_every=2)
     alg = H.hifgl(cfg, g.num_features, g.num_classes)
     res = run(alg, data, jax.random.key(4), 5)
     model = make_model("gcn", g.num_features, g.num_classes, hidden=8)
-    glob = run(baseline(model, FedConfig("fedavg", local_steps=1, optim=optim)), make_fed_data(full_graph_batch(g)),
+    glob = run(baseline(model, FedConfig("fedavg", local_steps=1, optim=cfg.optim)), make_fed_data(full_graph_batch(g)),
                jax.random.key(4), 5)
     tol = 1e-5 if mode == "plain" else 2e-3
     for a, b in zip(jax.tree.leaves(res.state.params), jax.tree.leaves(glob.state.server)):
@@ -125,16 +126,18 @@ def test_without_cross_edges_forward_equals_fedavg_baseline_forward():
 def test_silo_decode_sees_only_per_target_aggregates(monkeypatch):
     g, _, data, cfg, alg = _setup(mode="field", T=2)
     seen = []
-    original = H.silo_decode
+    from fgl_jax.systems.hifgl import secmp
+    original = secmp.silo_decode
 
     def spy(coded_aggregate, lam, p):
         seen.append((tuple(coded_aggregate.shape), tuple(lam.shape)))
         return original(coded_aggregate, lam, p)
 
-    monkeypatch.setattr(H, "silo_decode", spy)
+    monkeypatch.setattr(secmp, "silo_decode", spy)
     with x64_scope(alg):
         state = alg.init(jax.random.key(0), data)
-        H.secure_neighbour_sum(jnp.ones((g.num_nodes, 4)), data, state.codes, cfg, jax.random.key(1))
+        H.secure_neighbour_sum(jnp.ones((g.num_nodes, 4)), data.senders, data.receivers, data.edge_mask, data.silo,
+                               state.codes, cfg, jax.random.key(1))
     # one call per target (vmapped): T+1 aggregated shares of width d, and that silo's T+1 weights only
     assert seen == [((cfg.T + 1, 4), (cfg.T + 1,))]
 
@@ -160,6 +163,80 @@ def test_field_overflow_stops_the_run():
 def test_bad_config(kwargs, message):
     with pytest.raises(ValueError, match=message):
         H.HiFGLConfig(**kwargs)
+
+
+@pytest.mark.parametrize("flags, field", [({"clients": "0"}, "clients"), ({"mode": "fhe"}, "mode"),
+                                          ({"lr": "-1"}, "lr"), ({"num_layers": "two"}, "num_layers"),
+                                          ({"silos": "5"}, "silos"), ({"p": "12"}, "prime")])
+def test_bad_value_is_one_line_naming_the_field(flags, field):
+    """Flags, YAML and Python share one set of rules: a one-line ValueError that names the field."""
+    with pytest.raises(ValueError) as e:
+        schema.resolve(H.HiFGLConfig, flags=flags)
+    msg = str(e.value)
+    assert "\n" not in msg and field in msg
+
+
+def test_defaults_are_the_papers_setting():
+    """HiFGL §6.1 / Table 2 and the spec's [DECIDE] choices (specs/hifgl.md §4, §5.2), written out here."""
+    cfg = H.HiFGLConfig()
+    assert (cfg.dataset, cfg.clients, cfg.rounds, cfg.model) == ("cora", 5, 50, "gcn")  # 5 silos, <= 50 epochs
+    assert (cfg.hidden, cfg.num_layers) == (64, 2)
+    assert (cfg.lr, cfg.lr_gamma, cfg.lr_decay_every, cfg.weight_decay) == (0.01, 0.9, 4, 0.0)  # Adam, StepLR(4, 0.9)
+    assert cfg.T == 1 and cfg.p == 2**31 - 1 and cfg.frac_bits == 16 and cfg.mode == "field"
+    assert (cfg.norm, cfg.z_mode) == ("gcn_selfloop", "fresh")
+    assert (cfg.split_seed, cfg.partition_seed, cfg.seed) == (0, 0, 0)
+    # FederatedScope's random Planetoid split (6/2/2): 232/332/3943 per class, 542/665/3943 validation
+    assert H.split_sizes(H.HiFGLConfig(dataset="cora"), 2708, 7) == (232, 542)
+    assert H.split_sizes(H.HiFGLConfig(dataset="citeseer"), 3327, 6) == (332, 665)
+    assert H.split_sizes(H.HiFGLConfig(dataset="pubmed"), 19717, 3) == (3943, 3943)
+    assert H.split_sizes(H.HiFGLConfig(dataset="citeseer", train_per_class=10, num_val=20), 3327, 6) == (10, 20)
+    assert schema.traced_names(H.HiFGLConfig) == ["lr"]
+
+
+def test_registered_with_its_config():
+    from fgl_jax import registry
+    e = registry.entry("system", "hifgl")
+    assert e.info["config"] is H.HiFGLConfig and e.obj is H.build
+
+
+SMALL = dict(dataset="csbm", clients=3, hidden=8, num_layers=1, rounds=4)
+
+
+def test_run_config_writes_the_four_outputs_and_resumes(tmp_path):
+    import json
+    from fgl_jax.experiment import run_config
+    cfg = H.HiFGLConfig(**SMALL)
+    full = run_config(cfg, out=str(tmp_path / "full"), chunk=2)
+    for name in ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints"):
+        assert (tmp_path / "full" / name).exists(), name
+    assert schema.resolve(H.HiFGLConfig, tmp_path / "full" / "config.yaml", system="hifgl") == cfg  # replayable
+    summary = json.loads((tmp_path / "full" / "summary.json").read_text())
+    assert summary["system"] == "hifgl" and summary["rounds_run"] == 4
+    assert len((tmp_path / "full" / "metrics.jsonl").read_text().splitlines()) == 4
+    # interrupted after 2 rounds, then resumed: the same numbers as the uninterrupted run
+    part = tmp_path / "part"
+    run_config(H.HiFGLConfig(**{**SMALL, "rounds": 2}), out=str(part), chunk=2)
+    resumed = run_config(cfg, out=str(part), resume=True, chunk=2)
+    for k in ("test_acc", "train_loss", "val_acc"):
+        np.testing.assert_array_equal(resumed.history[k], full.history[k])
+    assert resumed.best == full.best
+    for a, b in zip(jax.tree.leaves(resumed.state.params), jax.tree.leaves(full.state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert len((part / "metrics.jsonl").read_text().splitlines()) == 4
+
+
+def test_build_matches_the_hand_built_pipeline():
+    """build(cfg) = split (FederatedScope sizes, split_seed) + random silos (partition_seed) + hifgl(cfg)."""
+    from fgl_jax.data import load, per_class_split
+    from fgl_jax.partition import random_partition
+    cfg = H.HiFGLConfig(**{**SMALL, "partition_seed": 3, "split_seed": 2})
+    prog = H.build(cfg)
+    g = load("csbm")
+    g = per_class_split(g, int(round(0.6 * g.num_nodes / g.num_classes)), int(round(0.2 * g.num_nodes)), seed=2)
+    data = H.make_hifgl_data(g, random_partition(g, 3, seed=3).assignment, 3)
+    for a, b in zip(jax.tree.leaves(prog.data), jax.tree.leaves(data)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert prog.num_rounds == 4 and prog.describe["clients"] == 3
 
 
 def test_empty_silo_is_rejected():

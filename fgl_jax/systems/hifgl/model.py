@@ -1,0 +1,53 @@
+"""HiFGL's network: the shared `nn.GCN` / `nn.SAGE` with SecMP as their neighbour sum.
+
+The source-side projection, Eq. 2 (m_v = h_v W / sqrt(deg_v)), Eq. 3 (agg_u / sqrt(deg_u) [+ self
+term]) and the bias after decoding are the shared layers' own (spec 5.2.2-5.2.4); only the neighbour
+sum goes through `SecureSum`. GraphSAGE's source side is degree-free and its target divides by the
+degree after decoding (spec 5.2.11).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+
+from fgl_jax import ops
+from fgl_jax.nn.models import GCN, SAGE
+from fgl_jax.systems.hifgl.config import HiFGLConfig
+from fgl_jax.systems.hifgl.data import HiFGLData
+from fgl_jax.systems.hifgl.secmp import SecureSum, SiloCodes
+
+PyTree = Any
+
+
+def network(cfg: HiFGLConfig, in_dim: int, num_classes: int, aggregate: Optional[Callable] = None):
+    """The flax module; aggregate None = the plain neighbour sum (`ops.neighbour_sum`)."""
+    agg = aggregate or ops.neighbour_sum
+    if cfg.model == "gcn":
+        return GCN(in_dim=in_dim, hidden=cfg.hidden, num_classes=num_classes, num_layers=cfg.num_layers,
+                   aggregate=agg, self_loop=cfg.norm == "gcn_selfloop")
+    return SAGE(in_dim=in_dim, hidden=cfg.hidden, num_classes=num_classes, num_layers=cfg.num_layers, aggregate=agg)
+
+
+def _dims(params: PyTree, num_layers: int) -> tuple[int, int]:
+    p = params["params"]
+    return int(p["layer_0"]["kernel"].shape[0]), int(p[f"bias_{num_layers - 1}"].shape[0])
+
+
+def forward(params: PyTree, data: HiFGLData, codes: SiloCodes, cfg: HiFGLConfig, key: jax.Array,
+            secure: bool = True) -> tuple[jax.Array, jax.Array]:
+    """Logits [N, C] of the GCN/SAGE over the whole federated graph, and the field-overflow flag.
+
+    Forward values are the SecMP computation (every layer's neighbour sums through the LCC
+    pipeline); the backward pass is the plain network's VJP exactly (spec 5.2.7, straight-through:
+    out = plain + stop_gradient(secmp - plain)), since backpropagation across devices is unspecified.
+    """
+    in_dim, num_classes = _dims(params, cfg.num_layers)
+    batch = data.batch()
+    plain = network(cfg, in_dim, num_classes).apply(params, batch)
+    if not secure or cfg.mode == "plain":
+        return plain, jnp.array(False)
+    secure_sum = SecureSum(data.silo, codes, cfg, key)
+    sec = network(cfg, in_dim, num_classes, aggregate=secure_sum).apply(jax.lax.stop_gradient(params), batch)
+    return plain + jax.lax.stop_gradient(sec - plain), secure_sum.overflow()

@@ -1,0 +1,23 @@
+"""`fgl-jax hifgl`: a HiFGLConfig -> a Program (host preparation once) for the one engine."""
+from __future__ import annotations
+
+from fgl_jax.federated.algorithm import Program
+from fgl_jax.registry import register
+from fgl_jax.systems.hifgl.algorithm import hifgl
+from fgl_jax.systems.hifgl.config import HiFGLConfig, split_sizes
+from fgl_jax.systems.hifgl.data import prepare
+
+
+@register("system", "hifgl", config=HiFGLConfig,
+          help="HiFGL (KDD'24): secret message passing over silos of devices")
+def build(cfg: HiFGLConfig) -> Program:
+    """Split, silos and HiFGLData built once; the run reports test accuracy at the best pooled
+    validation round (the engine's default selection, spec 5.2.9); `state.hp` holds `lr`."""
+    prep = prepare(cfg)
+    g = prep.graph
+    per_class, num_val = split_sizes(cfg, g.num_nodes, g.num_classes)
+    describe = {"method": f"HiFGL-{cfg.model}", "dataset": cfg.dataset, "clients": cfg.clients, "mode": cfg.mode,
+                "T": cfg.T, "nodes": g.num_nodes, "train_per_class": per_class, "num_val": num_val,
+                "train_nodes": int(g.train_mask.sum()), "val_nodes": int(g.val_mask.sum()),
+                "test_nodes": int(g.test_mask.sum())}
+    return Program(hifgl(cfg, g.num_features, g.num_classes), prep.data, cfg.rounds, describe)
