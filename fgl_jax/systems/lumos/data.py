@@ -9,6 +9,7 @@ as in the paper). Splits (paper §VIII): 50/25/25 random nodes, 80/5/15 random e
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import Optional
@@ -245,8 +246,10 @@ def message_counts(es: wlmod.EdgeSet, keep: np.ndarray, task: str) -> dict:
             "saving_vs_untrimmed": 1.0 - (fwd + extra) / max(1, full + extra_full)}
 
 
+@functools.lru_cache(maxsize=2)
 def load_features(dataset: str, data_dir: Optional[str] = None) -> tuple[Graph, np.ndarray]:
-    """(graph, features in [0, 1]) as the paper's cells use them.
+    """(graph, features in [0, 1]) as the paper's cells use them (cached: the cells of one
+    dataset load it once; callers must not modify the arrays).
 
     facebook: the 128 most frequent binary MUSAE features (PyG's 128-dim features are not available
     offline); lastfm_asia: the loader's features, min-max scaled; any other registered dataset: its

@@ -39,8 +39,12 @@ def describe(cfg: LumosConfig, g, prep: Prepared) -> dict:
             "tree_nodes": prep.info["tree_nodes"], "prepare_seconds": prep.info["prepare_seconds"]}
 
 
+def program(cfg: LumosConfig, g, prep: Prepared) -> Program:
+    """The Program of a prepared config."""
+    return Program(lumos_algorithm(cfg, g.num_classes), prep.data, cfg.rounds, describe(cfg, g, prep))
+
+
 @register("system", "lumos", config=LumosConfig,
           help="Lumos: federated GNN over devices (workload-balanced trees, one-bit LDP, tree GNN)")
 def build(cfg: LumosConfig) -> Program:
-    g, prep = prepare_config(cfg)
-    return Program(lumos_algorithm(cfg, g.num_classes), prep.data, cfg.rounds, describe(cfg, g, prep))
+    return program(cfg, *prepare_config(cfg))
