@@ -47,3 +47,20 @@ def test_files_are_the_reproduction_cells():
     cells = {c.key: c.configs[0] for c in paper.cells(False, paper.Options(no_gat_on=())) if c.method == "lumos"}
     files = {schema.resolve(LumosConfig, p, system="lumos") for p in FILES}
     assert files <= set(cells.values())
+
+
+def test_paper_cells_share_programs_only_across_seed_and_eps():
+    """A program label groups runs that differ only in the run seed and the traced eps (what run_sweep varies)."""
+    import dataclasses
+    quick = paper.cells(True)
+    assert len(quick) == 32 and all(len(c.configs) == 2 for c in quick)          # --quick: LastFM, GCN, 2 seeds
+    assert {r.rounds for c in quick for r in c.configs} == {40}
+    groups: dict = {}
+    for c in quick:
+        for r in c.configs:
+            assert r.data_seed == 0 and r.dataset == "lastfm_asia" and r.mcmc_iters == 2000
+            if c.method == "lumos":
+                groups.setdefault(c.program, set()).add(dataclasses.replace(r, seed=0, epsilon=1.0))
+    assert all(len(v) == 1 for v in groups.values())
+    eps = [r.epsilon for c in quick if c.program == "LFM/node/gcn/eps" for r in c.configs]
+    assert sorted(set(eps)) == [0.5, 1.0, 2.0, 4.0]                               # Fig. 5's budgets
