@@ -40,7 +40,8 @@ from fgl_jax.schema import option
 from fgl_jax.systems.lumos import workload as W
 from fgl_jax.systems.lumos.baselines import train_central, train_naive_fedgnn
 from fgl_jax.systems.lumos.config import LumosConfig
-from fgl_jax.systems.lumos.program import prepare_config
+from fgl_jax.systems.lumos.data import load_features, split
+from fgl_jax.systems.lumos.program import prepare_config, program
 
 DS_SHORT = {"facebook": "FB", "lastfm_asia": "LFM"}
 PAPER_T = {"facebook": 1000, "lastfm_asia": 300}        # the paper's MCMC iterations (spec §3.4)
@@ -217,7 +218,6 @@ class Runner:
         t = time.perf_counter()
         cfg = todo[0].configs[0]
         g, prep = prepare_config(cfg)
-        from fgl_jax.systems.lumos.program import program
         prog = program(cfg, g, prep)
         members = [(c.key, run) for c in todo for run in c.configs]
         sw = run_sweep(prog.algorithm, prog.data, [r.seed for _, r in members], prog.num_rounds,
@@ -286,7 +286,6 @@ def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, op
     """Run the paper's cells (`cells`) through the engine and write out/results.{md,json}
     (quick: LastFM only, 40 epochs, GCN, 2 seeds, short chain: results_quick.*). resume: keep the
     finished runs of an earlier results file."""
-    from fgl_jax.systems.lumos.data import load_features, split
     opts = options or Options()
     s = settings(quick, opts)
     s["data_dir"] = data_dir
