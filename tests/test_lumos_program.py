@@ -50,9 +50,9 @@ def test_sweep_member_equals_single_run():
     split = random_edge_split(g.senders, g.receivers, g.num_nodes, seed=0)
     cfg = LumosConfig(task="link", rounds=6, mcmc_iters=20)
     alg, prep = _prog(cfg, g, split)
-    assert traced_hparams(type("P", (), {"algorithm": alg, "data": prep.data})) == ["eps", "lr"]
+    assert traced_hparams(type("P", (), {"algorithm": alg, "data": prep.data})) == ["epsilon", "lr"]
     assert sorted(schema.traced_names(LumosConfig)) == ["epsilon", "lr"]
-    sw = run_sweep(alg, prep.data, [1, 2], 6, hparams={"eps": [0.5, 4.0], "lr": [0.01, 0.03]}, mode="sequential")
+    sw = run_sweep(alg, prep.data, [1, 2], 6, hparams={"epsilon": [0.5, 4.0], "lr": [0.01, 0.03]}, mode="sequential")
     for i, (seed, eps, lr) in [(1, (2, 4.0, 0.03))]:
         c = dataclasses.replace(cfg, epsilon=eps, lr=lr)
         single = run(lumos_algorithm(c, g.num_classes), prep.data, jax.random.key(seed), 6)
@@ -133,7 +133,8 @@ def test_run_config_outputs_and_resume(tmp_path):
     assert summary["rounds_run"] == 6
     assert len((tmp_path / "full" / "metrics.jsonl").read_text().splitlines()) == 6
     st = jax.jit(build(cfg).algorithm.init)(jax.random.key(0), build(cfg).data)
-    assert float(st.hp["eps"]) == 1.5 and sorted(st.hp) == ["eps", "lr"]
+    assert float(st.hp["epsilon"]) == 1.5 and sorted(st.hp) == ["epsilon", "lr"]
+    assert sorted(st.hp) == sorted(schema.traced_names(LumosConfig))    # traced options = state.hp keys
     # interrupted after 3 rounds (same config, 3 rounds), then resumed to 6 = the uninterrupted run
     part = tmp_path / "part"
     experiment.run_config(dataclasses.replace(cfg, rounds=3), out=str(part), chunk=3)

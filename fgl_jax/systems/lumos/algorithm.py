@@ -14,8 +14,8 @@ Losses: supervised CE on LINEAR(h_u) (Eq. 32); unsupervised Eq. 33 corrected
 epoch; mean BCE). Negatives are uniform vertices != u and are not filtered against the
 (few, <= max_deg/N) true neighbours inside the jitted step.
 
-state.hp = {"lr", "eps"} (traced, so `run_sweep` runs seeds x lr x eps as one program); the
-one-bit LDP table is drawn inside the program from the state's key and hp["eps"].
+state.hp = {"lr", "epsilon"} (traced, so `run_sweep` runs seeds x lr x epsilon as one program); the
+one-bit LDP table is drawn inside the program from the state's key and hp["epsilon"].
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class TrainState:
     ldp_key: jax.Array
     # the LDP feature table drawn in the program, cached with the eps it was drawn for (None when
     # the table was encoded on the host). Re-drawing it every epoch costs ~3x an epoch on Facebook
-    # (XLA does not hoist the draw out of the scan); the cache is refreshed only when hp["eps"]
+    # (XLA does not hoist the draw out of the scan); the cache is refreshed only when hp["epsilon"]
     # differs from table_eps, i.e. once, in the first round of a sweep member whose eps was set
     # after init. The draw is deterministic in (ldp_key, eps), so caching changes no number.
     table: Optional[jax.Array] = None
@@ -123,7 +123,7 @@ def make_algorithm(forward, init_params, task: str, lr: float, inputs=None, hp_e
     followed by a step of -hp["lr"], i.e. optax.adam(lr) with a traced (sweepable) lr.
     hp_extra(data) -> {name: value}: further traced hyperparameters.
     inputs(state, data) -> (state, data): per-round view of the data, with any cache it keeps in the
-    state (Lumos: the LDP table drawn from state.ldp_key and the traced hp["eps"]); identity by default.
+    state (Lumos: the LDP table drawn from state.ldp_key and the traced hp["epsilon"]); identity by default.
     Metrics: train_loss, val_acc/test_acc (accuracy; in the link task these hold ROC-AUC so that
     run()'s best-validation tracker works), plus val_auc/test_auc in the link task.
     """
@@ -170,10 +170,10 @@ def make_algorithm(forward, init_params, task: str, lr: float, inputs=None, hp_e
 
 def _with_table(state, data):
     """Lumos' per-round inputs: the LDP table drawn in the program when data.ldp is set, cached in
-    the state and re-drawn only when hp["eps"] changed since the cached draw (see TrainState)."""
+    the state and re-drawn only when hp["epsilon"] changed since the cached draw (see TrainState)."""
     if data.ldp is None:
         return state, data
-    eps = jnp.asarray(state.hp["eps"], jnp.float32)
+    eps = jnp.asarray(state.hp["epsilon"], jnp.float32)
     if state.table is None:                                  # init: draw for the configured eps
         table = ldp_table(data.ldp, state.ldp_key, eps)
     else:
@@ -185,7 +185,7 @@ def _with_table(state, data):
 
 
 def lumos_algorithm(cfg: LumosConfig, num_classes: int) -> FederatedAlgorithm:
-    """state.hp = {"lr"} (+ "eps" -- used when the data was prepared with encode="program")."""
+    """state.hp = {"lr"} (+ "epsilon" -- used when the data was prepared with encode="program")."""
     model = lumos_model(cfg, num_classes)
 
     def forward(params, data, train, key):
@@ -197,4 +197,4 @@ def lumos_algorithm(cfg: LumosConfig, num_classes: int) -> FederatedAlgorithm:
     # eps is a traced hyperparameter only when the table is drawn in the program (else sweeping it
     # would silently change nothing)
     return make_algorithm(forward, init_params, cfg.task, cfg.lr, inputs=_with_table,
-                          hp_extra=lambda data: {"eps": cfg.epsilon} if data.ldp is not None else {})
+                          hp_extra=lambda data: {"epsilon": cfg.epsilon} if data.ldp is not None else {})

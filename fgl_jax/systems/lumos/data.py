@@ -37,7 +37,7 @@ class LumosData:
     """Everything the jitted epoch needs (device arrays).
 
     table: float32 [N + P + 1, d] feature table (trees.py), or None when `ldp` is set (the table
-    is then encoded inside the program from the traced state.hp["eps"], see `ldp_table`).
+    is then encoded inside the program from the traced state.hp["epsilon"], see `ldp_table`).
     trees: TreeBatch.
     y: int32 [N] labels for training/validation; y_test: int32 [N] labels for test.
     train/val/test_mask: bool [N]. pos: int32 [Q, 2] training pairs (u, v in N_u) for the link loss.
@@ -162,7 +162,7 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
     trees, degrees and MCMC then use training edges only, spec A16). x_scaled: features already
     in [0, 1] (skips `minmax_scale`). encode="host": the LDP table is drawn here once with key
     fold_in(key(cfg.seed), 1); encode="program": data.ldp holds the encoder inputs and the
-    algorithm draws the table from its own key and the traced state.hp["eps"] (sweepable).
+    algorithm draws the table from its own key and the traced state.hp["epsilon"] (sweepable).
     """
     if encode not in ("host", "program"):
         raise ValueError(f"prepare: encode must be 'host' or 'program', got {encode!r}")

@@ -221,7 +221,7 @@ class Runner:
         prog = program(cfg, g, prep)
         members = [(c.key, run) for c in todo for run in c.configs]
         sw = run_sweep(prog.algorithm, prog.data, [r.seed for _, r in members], prog.num_rounds,
-                       hparams={"eps": [r.epsilon for _, r in members]})
+                       hparams={"epsilon": [r.epsilon for _, r in members]})
         info = {k: v for k, v in prep.info.items() if k != "f_history"}
         per_member = sw.run_seconds / max(1, len(members)) / prog.num_rounds
         wall = time.perf_counter() - t

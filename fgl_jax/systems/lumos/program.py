@@ -3,7 +3,7 @@
 Host side, once: load the features (data.load_features), split (50/25/25 vertices; 80/5/15 edges
 for the link task) with `cfg.split_seed`, trim workloads (greedy + MCMC with the same seed), build
 the trees. In the program: the one-bit LDP table is drawn from the state's key and the traced
-`state.hp["eps"]`, Adam uses the traced `state.hp["lr"]`, so `fgl_jax.federated.run_sweep` runs
+`state.hp["epsilon"]`, Adam uses the traced `state.hp["lr"]`, so `fgl_jax.federated.run_sweep` runs
 seeds x eps x lr with one compile (a sweep seed changes the initialisation, dropout, negatives and
 the LDP draw; the split and the trees are those of `data_seed`).
 
