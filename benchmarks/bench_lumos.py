@@ -36,7 +36,8 @@ def worker(args) -> None:
     sys.path.insert(0, str(ROOT))
     from fgl_jax.data.musae import load_facebook
     from fgl_jax.data.splits import random_split
-    from fgl_jax.systems.lumos.trainer import LumosConfig, lumos_algorithm, minmax_scale, prepare, top_frequent_features
+    from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, prepare
+    from fgl_jax.systems.lumos.data import minmax_scale, top_frequent_features
 
     g = load_facebook(args.data_dir)
     x = minmax_scale(top_frequent_features(g.x, 128))
@@ -45,7 +46,7 @@ def worker(args) -> None:
         g = g.subgraph(nodes)
         x = x[nodes]
     g = random_split(g, 0.5, 0.25, 0.25, seed=0)
-    cfg = LumosConfig(backbone=args.backbone, trim=args.trim, mcmc_iters=args.mcmc_iters,
+    cfg = LumosConfig(model=args.backbone, trim=args.trim, mcmc_iters=args.mcmc_iters,
                       mcmc_argmax="direct" if args.mcmc_iters > 2000 else "alg3")
     t0 = time.perf_counter()
     prep = prepare(g, cfg, x_scaled=x, encode=args.encode)
@@ -54,7 +55,8 @@ def worker(args) -> None:
     data = prep.data
     state = jax.jit(alg.init)(jax.random.PRNGKey(0), data)
     import optax
-    from fgl_jax.systems.lumos.trainer import _with_table, lumos_model, node_loss
+    from fgl_jax.systems.lumos.algorithm import _with_table, node_loss
+    from fgl_jax.systems.lumos.model import lumos_model
     model = lumos_model(cfg, g.num_classes)
     opt = optax.scale_by_adam()
 

@@ -7,7 +7,9 @@ import pytest
 
 from fgl_jax.systems.lumos import workload as W
 from fgl_jax.systems.lumos.model import Lumos, TreeEncoder
-from fgl_jax.systems.lumos.trainer import (LumosConfig, link_loss, node_loss, prepare, roc_auc, train)
+from fgl_jax.federated import run
+from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, prepare
+from fgl_jax.systems.lumos.algorithm import link_loss, node_loss, roc_auc
 from fgl_jax.systems.lumos.trees import build_trees
 from tests.helpers import toy_graph
 
@@ -93,7 +95,7 @@ def setup(backbone, n=30, seed=0):
     g = toy_graph(n, num_features=6, seed=seed, isolated=2)
     es = W.EdgeSet.from_graph(g)
     keep, _ = W.greedy_init(es)
-    cfg = LumosConfig(backbone=backbone, trim="greedy", epsilon=2.0, epochs=1)
+    cfg = LumosConfig(model=backbone, trim="greedy", epsilon=2.0, rounds=1)
     prep = prepare(g, cfg)
     model = Lumos(backbone=backbone, num_classes=g.num_classes)
     params = model.init(jax.random.PRNGKey(seed), prep.data.table, prep.data.trees, False)
@@ -182,10 +184,10 @@ def test_losses_match_optax_and_auc_bruteforce():
 
 def test_training_smoke_beats_chance():
     g = toy_graph(120, num_features=8, seed=4)
-    cfg = LumosConfig(epochs=40, epsilon=float("inf"), trim="greedy")
-    out = train(prepare(g, cfg), cfg, g.num_classes)
-    assert out["best"]["best_val"] > 1.0 / g.num_classes + 0.1
-    assert np.isfinite(out["history"]["train_loss"]).all()
+    cfg = LumosConfig(rounds=40, epsilon=float("inf"), trim="greedy")
+    res = run(lumos_algorithm(cfg, g.num_classes), prepare(g, cfg).data, jax.random.key(cfg.seed), cfg.rounds)
+    assert res.best["best_val"] > 1.0 / g.num_classes + 0.1
+    assert np.isfinite(res.history["train_loss"]).all()
 
 
 def test_auc_large_counts_no_overflow():

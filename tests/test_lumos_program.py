@@ -1,15 +1,20 @@
-"""Lumos through the shared Program interface: in-program LDP encoding from a traced eps, sweeps
-(a member equals the single run) and checkpoint/resume (equals an uninterrupted run)."""
+"""Lumos through the engine: in-program LDP encoding from a traced eps, sweeps (a member equals the
+single run), `run_config` outputs and resume (equals an uninterrupted run), the config schema."""
+import dataclasses
+import json
+import math
+
 import jax
 import numpy as np
 import pytest
 
+from fgl_jax import experiment, schema
 from fgl_jax.federated import run
 from fgl_jax.federated.sweep import run_sweep, traced_hparams
 from fgl_jax.partition.edges import random_edge_split
-from fgl_jax.systems.lumos import build_program
-from fgl_jax.systems.lumos.trainer import LumosConfig, TrainState, ldp_table, lumos_algorithm, prepare
 from fgl_jax.privacy import onebit
+from fgl_jax.systems.lumos import LumosConfig, build, lumos_algorithm, prepare
+from fgl_jax.systems.lumos.algorithm import TrainState, ldp_table
 from tests.helpers import toy_graph
 
 
@@ -21,7 +26,7 @@ def _prog(cfg, g, split=None):
 def test_program_table_equals_host_encoder_and_inf_is_raw():
     """ldp_table (traced eps) draws exactly what the host encoder draws with the same key."""
     g = toy_graph(50, seed=3)
-    cfg = LumosConfig(epochs=2, mcmc_iters=20)
+    cfg = LumosConfig(rounds=2, mcmc_iters=20)
     prep = prepare(g, cfg, encode="program")
     ldp = prep.data.ldp
     key = jax.random.PRNGKey(7)
@@ -43,12 +48,12 @@ def test_sweep_member_equals_single_run():
     """Link task (its loss draws negatives from the round key too); member 1 = (seed 2, eps 4, lr 0.03)."""
     g = toy_graph(60, seed=4)
     split = random_edge_split(g.senders, g.receivers, g.num_nodes, seed=0)
-    cfg = LumosConfig(task="link", epochs=6, mcmc_iters=20)
+    cfg = LumosConfig(task="link", rounds=6, mcmc_iters=20)
     alg, prep = _prog(cfg, g, split)
-    assert traced_hparams(type("P", (), {"algorithm": alg, "data": prep.data})) == ["eps", "lr"]
-    sw = run_sweep(alg, prep.data, [1, 2], 6, hparams={"eps": [0.5, 4.0], "lr": [0.01, 0.03]}, mode="sequential")
+    assert traced_hparams(type("P", (), {"algorithm": alg, "data": prep.data})) == ["epsilon", "lr"]
+    assert sorted(schema.traced_names(LumosConfig)) == ["epsilon", "lr"]
+    sw = run_sweep(alg, prep.data, [1, 2], 6, hparams={"epsilon": [0.5, 4.0], "lr": [0.01, 0.03]}, mode="sequential")
     for i, (seed, eps, lr) in [(1, (2, 4.0, 0.03))]:
-        import dataclasses
         c = dataclasses.replace(cfg, epsilon=eps, lr=lr)
         single = run(lumos_algorithm(c, g.num_classes), prep.data, jax.random.key(seed), 6)
         np.testing.assert_allclose(sw.history["train_loss"][i], single.history["train_loss"], rtol=2e-5)
@@ -59,7 +64,7 @@ def test_sweep_member_equals_single_run():
 
 def test_resume_equals_uninterrupted(tmp_path):
     g = toy_graph(50, seed=6)
-    cfg = LumosConfig(epochs=8, mcmc_iters=20)
+    cfg = LumosConfig(rounds=8, mcmc_iters=20)
     alg, prep = _prog(cfg, g)
     full = run(alg, prep.data, jax.random.key(3), 8)
     run(alg, prep.data, jax.random.key(3), 4, out_dir=tmp_path, chunk=2)
@@ -71,14 +76,69 @@ def test_resume_equals_uninterrupted(tmp_path):
     assert resumed.best["best_test"] == pytest.approx(full.best["best_test"])
 
 
-def test_build_program_options_and_bad_input():
-    prog = build_program({"dataset": "csbm", "epochs": 3, "mcmc_iters": 10, "epsilon": "1.5", "no_progress": True})
-    assert prog.num_rounds == 3 and prog.describe["method"] == "Lumos-gcn"
-    st = jax.jit(prog.algorithm.init)(jax.random.key(0), prog.data)
-    assert float(st.hp["eps"]) == 1.5 and sorted(st.hp) == ["eps", "lr"]
-    with pytest.raises(ValueError, match="unknown key"):
-        build_program({"dataset": "csbm", "rounds": 3})
-    with pytest.raises(ValueError, match="epsilon"):
-        build_program({"dataset": "csbm", "epsilon": "0"})
-    with pytest.raises(ValueError, match="epsilon"):
-        build_program({"dataset": "csbm", "epsilon": "abc"})
+def test_defaults_are_the_papers_headline_setting():
+    """Paper §VIII / spec §4.4: Facebook, GCN, 2 layers, hidden = output = 16, GAT 4 heads, dropout 0.01,
+    Adam lr 0.01, 300 epochs, eps = 2; trees with virtual nodes after greedy + MCMC trimming; spec A3/A5
+    defaults (bins = recipients, no rescale), paper-literal decoding."""
+    c = LumosConfig()
+    assert (c.dataset, c.task, c.model) == ("facebook", "node", "gcn")
+    assert (c.num_layers, c.hidden, c.heads) == (2, 16, 4)
+    assert c.dropout == 0.01 and c.lr == 0.01 and c.rounds == 300 and c.epsilon == 2.0
+    assert (c.trim, c.tree, c.bins, c.rescale, c.strict, c.denoise) == ("mcmc", "tree", "recipients", False, False,
+                                                                         "none")
+    # the paper's T is 1000 (FB) / 300 (LastFM); the default chain is at least that long (it is the
+    # length that reaches the paper's reported max workload, see experiments/results/lumos)
+    assert c.chain_length >= 1000
+    assert dataclasses.replace(c, dataset="lastfm_asia").chain_length >= 300
+    assert c.split_seed == c.seed == 0 and LumosConfig(seed=3).split_seed == 3
+    assert LumosConfig(seed=3, data_seed=0).split_seed == 0
+    assert "clients" not in schema.fields(LumosConfig)     # every vertex is a device
+
+
+@pytest.mark.parametrize("values,field", [({"epsilon": 0}, "epsilon"), ({"epsilon": "abc"}, "epsilon"),
+                                          ({"task": "graph"}, "task"), ({"trim": "x"}, "trim"),
+                                          ({"model": "sage"}, "model"), ({"dropout": 1.0}, "dropout"),
+                                          ({"rounds": 0}, "rounds"), ({"mcmc_iters": -1}, "mcmc_iters")])
+def test_bad_value_is_one_line_error_naming_the_field(values, field):
+    with pytest.raises(ValueError) as e:
+        schema.make(LumosConfig, values)
+    msg = str(e.value)
+    assert "\n" not in msg and field in msg
+    with pytest.raises(ValueError, match=field):
+        LumosConfig(**values)                               # direct construction is checked the same way
+    with pytest.raises(ValueError, match="unknown key 'epochs'"):
+        schema.make(LumosConfig, {"epochs": 3})
+
+
+def test_epsilon_inf_from_yaml_and_flags(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("system: lumos\nepsilon: inf\nrounds: 5\n")
+    cfg = schema.resolve(LumosConfig, p, {"lr": "0.05"}, system="lumos")
+    assert math.isinf(cfg.epsilon) and cfg.rounds == 5 and cfg.lr == 0.05
+    assert schema.resolve(LumosConfig, None, {"epsilon": "inf"}).epsilon == math.inf
+    # the dumped YAML replays
+    q = tmp_path / "d.yaml"
+    schema.dump(cfg, "lumos", q)
+    assert schema.resolve(LumosConfig, q, system="lumos") == cfg
+
+
+def test_run_config_outputs_and_resume(tmp_path):
+    cfg = LumosConfig(dataset="csbm", rounds=6, mcmc_iters=10, epsilon=1.5, seed=2)
+    full = experiment.run_config(cfg, out=str(tmp_path / "full"), chunk=3)
+    for name in ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints"):
+        assert (tmp_path / "full" / name).exists(), name
+    assert schema.resolve(LumosConfig, tmp_path / "full" / "config.yaml", system="lumos") == cfg
+    summary = json.loads((tmp_path / "full" / "summary.json").read_text())
+    assert summary["system"] == "lumos" and summary["describe"]["method"] == "Lumos-gcn"
+    assert summary["rounds_run"] == 6
+    assert len((tmp_path / "full" / "metrics.jsonl").read_text().splitlines()) == 6
+    st = jax.jit(build(cfg).algorithm.init)(jax.random.key(0), build(cfg).data)
+    assert float(st.hp["epsilon"]) == 1.5 and sorted(st.hp) == ["epsilon", "lr"]
+    assert sorted(st.hp) == sorted(schema.traced_names(LumosConfig))    # traced options = state.hp keys
+    # interrupted after 3 rounds (same config, 3 rounds), then resumed to 6 = the uninterrupted run
+    part = tmp_path / "part"
+    experiment.run_config(dataclasses.replace(cfg, rounds=3), out=str(part), chunk=3)
+    resumed = experiment.run_config(cfg, out=str(part), chunk=3, resume=True)
+    np.testing.assert_allclose(resumed.history["train_loss"], full.history["train_loss"], rtol=1e-6)
+    assert resumed.best == pytest.approx(full.best)
+    assert len((part / "metrics.jsonl").read_text().splitlines()) == 6

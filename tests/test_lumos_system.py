@@ -1,21 +1,22 @@
-"""Lumos system level: config validation, baselines' mechanisms, CLI, real-data workload check."""
-import argparse
+"""Lumos system level: config validation, baselines' mechanisms, real-data workload check, determinism."""
 import math
 
+import jax
 import numpy as np
 import pytest
 from scipy.stats import norm
 
-from fgl_jax.systems.lumos import register_cli
 from fgl_jax.systems.lumos import workload as W
 from fgl_jax.systems.lumos.baselines import analytic_gaussian_sigma, rr_adjacency, rr_labels
-from fgl_jax.systems.lumos.trainer import LumosConfig, message_counts, minmax_scale, prepare
+from fgl_jax.federated import run
+from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, prepare
+from fgl_jax.systems.lumos.data import message_counts, minmax_scale
 from tests.helpers import toy_graph
 
 
 def test_config_rejects_bad_values():
     for kw, msg in ((dict(epsilon=0.0), "epsilon"), (dict(epsilon=-1.0), "epsilon"), (dict(task="x"), "task"),
-                    (dict(trim="x"), "trim"), (dict(backbone="sage"), "backbone"), (dict(dropout=1.0), "dropout")):
+                    (dict(trim="x"), "trim"), (dict(model="sage"), "model"), (dict(dropout=1.0), "dropout")):
         with pytest.raises(ValueError, match=msg):
             LumosConfig(**kw)
     with pytest.raises(ValueError, match="edge_split"):
@@ -29,7 +30,7 @@ def test_minmax_constant_dimension_rule():
 
 def test_isolated_devices_get_fallback_and_defined_embedding():
     g = toy_graph(40, isolated=3, seed=2)
-    prep = prepare(g, LumosConfig(trim="greedy", epochs=1))
+    prep = prepare(g, LumosConfig(trim="greedy", rounds=1))
     deg = np.bincount(g.receivers, minlength=40)
     assert np.all(prep.meta.fallback == (deg == 0)) and prep.meta.fallback[-3:].all()
     assert np.all(np.asarray(prep.data.trees.leaf_count) >= 1)
@@ -66,19 +67,6 @@ def test_randomized_response_rates():
     assert np.all(s != r)
 
 
-def test_cli_registers():
-    ap = argparse.ArgumentParser()
-    sub = ap.add_subparsers()
-    register_cli(sub)
-    a = ap.parse_args(["lumos", "--dataset", "lastfm_asia", "--model", "gat", "--epsilon", "inf"])
-    assert a.model == "gat" and a.func is not None
-    # every CLI option is a build_program key (one YAML file = one run)
-    from fgl_jax.sysconfig import CONTROL
-    from fgl_jax.systems.lumos import DEFAULTS
-    assert set(vars(a)) - {"func"} <= set(DEFAULTS) | set(CONTROL)
-    assert set(DEFAULTS) <= set(vars(a))
-
-
 @pytest.mark.data
 def test_lastfm_workload_real_data(data_dir):
     from fgl_jax.data.musae import load_lastfm_asia
@@ -93,13 +81,14 @@ def test_lastfm_workload_real_data(data_dir):
 
 
 def test_determinism_same_seed_same_everything():
-    from fgl_jax.systems.lumos.trainer import train
     g = toy_graph(60, seed=5)
-    cfg = LumosConfig(epochs=5, mcmc_iters=40)
+    cfg = LumosConfig(rounds=5, mcmc_iters=40)
     a, b = prepare(g, cfg), prepare(g, cfg)
     np.testing.assert_array_equal(a.keep, b.keep)
     np.testing.assert_array_equal(np.asarray(a.data.table), np.asarray(b.data.table))
-    ra, rb = train(a, cfg, g.num_classes), train(b, cfg, g.num_classes)
-    assert ra["history"] == rb["history"]
-    c = prepare(g, LumosConfig(epochs=5, mcmc_iters=40, seed=1))
+    alg = lumos_algorithm(cfg, g.num_classes)
+    ra, rb = (run(alg, p.data, jax.random.key(cfg.seed), cfg.rounds) for p in (a, b))
+    for k in ra.history:
+        np.testing.assert_array_equal(ra.history[k], rb.history[k])
+    c = prepare(g, LumosConfig(rounds=5, mcmc_iters=40, seed=1))
     assert not np.array_equal(np.asarray(a.data.table), np.asarray(c.data.table))

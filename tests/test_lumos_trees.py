@@ -4,7 +4,7 @@ import pytest
 
 from fgl_jax.partition.edges import random_edge_split
 from fgl_jax.systems.lumos import workload as W
-from fgl_jax.systems.lumos.trainer import LumosConfig, prepare
+from fgl_jax.systems.lumos import LumosConfig, prepare
 from fgl_jax.systems.lumos.trees import NBR, PARENT, ROOT, SELF, build_trees
 from tests.helpers import toy_graph
 
@@ -79,7 +79,7 @@ def test_recipient_bins():
 def test_no_heldout_link_edge_in_any_tree():
     g = toy_graph(150, seed=2)
     split = random_edge_split(g.senders, g.receivers, g.num_nodes, seed=0)
-    prep = prepare(g, LumosConfig(task="link", mcmc_iters=30, epochs=1), split)
+    prep = prepare(g, LumosConfig(task="link", mcmc_iters=30, rounds=1), split)
     tree_pairs = {(min(a, b), max(a, b)) for a, b in zip(prep.meta.pair_dst, prep.meta.pair_src)}
     held = {tuple(p) for p in np.concatenate([split.val_pos, split.test_pos]).tolist()}
     train = {tuple(p) for p in split.train.tolist()}

@@ -17,7 +17,10 @@ cells = [
              "from fgl_jax.data.splits import random_split\n"
              "from fgl_jax.systems.lumos import workload as W\n"
              "from fgl_jax.systems.lumos.trees import build_trees\n"
-             "from fgl_jax.systems.lumos.trainer import LumosConfig, prepare, train, minmax_scale\n"
+             "import jax\n"
+             "from fgl_jax.federated import run\n"
+             "from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, prepare\n"
+             "from fgl_jax.systems.lumos.data import minmax_scale\n"
              "from fgl_jax.systems.lumos.baselines import train_central"),
     ("code", "if QUICK:\n"
              "    # power-law graph with class-informative features (stand-in when no data is present)\n"
@@ -74,9 +77,10 @@ cells = [
              "plt.title(f'tree of device {v}: {m} nodes = 3*{meta.workload[v]}+1'); plt.show()"),
     ("md", "## Training: Lumos (ε = 2) vs centralised GCN\nOne shared parameter set; per epoch one full-batch Adam "
            "step on the mean loss over all devices (one jitted program over every device's tree)."),
-    ("code", "cfg = LumosConfig(backbone='gcn', epochs=epochs, mcmc_iters=iters)\n"
+    ("code", "cfg = LumosConfig(model='gcn', rounds=epochs, mcmc_iters=iters)\n"
              "prep = prepare(g, cfg)\n"
-             "out = train(prep, cfg, g.num_classes)\n"
+             "res = run(lumos_algorithm(cfg, g.num_classes), prep.data, jax.random.key(cfg.seed), cfg.rounds)\n"
+             "out = {'best': res.best, 'history': res.history}\n"
              "cen = train_central(g, minmax_scale(g.x), cfg)\n"
              "print('Lumos best', out['best'], '| centralised best', cen['best'])\n"
              "fig, ax = plt.subplots(1, 2, figsize=(10, 3.5))\n"

@@ -1,6 +1,6 @@
 """Baselines of the Lumos paper (§VIII): centralised GCN/GAT and the naive federated GNN.
 
-Both reuse the generic full-batch trainer (`trainer.make_algorithm`) and the foundation models
+Both reuse the generic full-batch trainer (`algorithm.make_algorithm`) and the foundation models
 (`fgl_jax.nn.make_model`), so they share Lumos' optimiser, epochs and best-val selection.
 
 Naive FedGNN (paper baseline 3; parameters unspecified, spec A14): every device perturbs its ego
@@ -31,8 +31,9 @@ from fgl_jax.batch import full_graph_batch, unstack
 from fgl_jax.graph import Graph, symmetrize
 from fgl_jax.nn import make_model
 from fgl_jax.partition.edges import EdgeSplit
-from fgl_jax.systems.lumos.trainer import LumosConfig, make_algorithm
-from fgl_jax.federated import run
+from fgl_jax.federated import Program, run
+from fgl_jax.systems.lumos.algorithm import make_algorithm
+from fgl_jax.systems.lumos.config import LumosConfig
 
 
 @jax.tree_util.register_dataclass
@@ -123,12 +124,12 @@ class MeanFieldGCN(nn.Module):
 def central_algorithm(cfg: LumosConfig, in_dim: int, num_classes: int, mean_field: bool = False,
                       backbone: Optional[str] = None):
     """Centralised GCN/GAT (fgl_jax.nn) with Lumos' hidden size, dropout and optimiser.
-    backbone: override cfg.backbone (e.g. "mlp": own features only, the reference for what a
+    backbone: override cfg.model (e.g. "mlp": own features only, the reference for what a
     device can learn without any neighbour information)."""
-    backbone = backbone or cfg.backbone
+    backbone = backbone or cfg.model
     out = num_classes if cfg.task == "node" else cfg.hidden
     if mean_field:
-        if cfg.backbone != "gcn":
+        if cfg.model != "gcn":
             raise ValueError("central_algorithm: the mean-field (expected RR adjacency) baseline supports gcn only")
         model = MeanFieldGCN(in_dim, cfg.hidden, out, cfg.num_layers, cfg.dropout)
     else:
@@ -235,14 +236,25 @@ def naive_fedgnn_graph(graph: Graph, x: np.ndarray, eps_x: float = 2.0, delta: f
     return xn, s, r, y_noisy, sigma
 
 
-def train_central(graph: Graph, x: np.ndarray, cfg: LumosConfig, split: Optional[EdgeSplit] = None,
-                  y_train=None, mean_field_q: float = 0.0, backbone: Optional[str] = None) -> dict:
-    """Train the centralised model (or the naive FedGNN server model) with best-val selection."""
+def central_program(graph: Graph, x: np.ndarray, cfg: LumosConfig, split: Optional[EdgeSplit] = None,
+                    y_train=None, mean_field_q: float = 0.0, backbone: Optional[str] = None) -> Program:
+    """The centralised model (or the naive FedGNN server model) as a Program for the engine: one
+    full-batch Adam step per round, cfg.rounds rounds, best-validation selection."""
     data = central_data(graph, x, split, y_train, mean_field_q)
     alg = central_algorithm(cfg, x.shape[1], graph.num_classes, mean_field=mean_field_q > 0, backbone=backbone)
-    res = run(alg, data, jax.random.PRNGKey(cfg.seed), cfg.epochs)
+    method = "naive-fedgnn" if y_train is not None or mean_field_q > 0 else "central"
+    return Program(alg, data, cfg.rounds, {"method": f"{method}-{backbone or cfg.model}", "dataset": graph.name,
+                                           "task": cfg.task})
+
+
+def train_central(graph: Graph, x: np.ndarray, cfg: LumosConfig, split: Optional[EdgeSplit] = None,
+                  y_train=None, mean_field_q: float = 0.0, backbone: Optional[str] = None) -> dict:
+    """Train the centralised model (or the naive FedGNN server model) through the engine with key
+    jax.random.key(cfg.seed); best-val metrics, history and timings."""
+    prog = central_program(graph, x, cfg, split, y_train, mean_field_q, backbone)
+    res = run(prog.algorithm, prog.data, jax.random.key(cfg.seed), prog.num_rounds)
     return {"best": res.best, "history": {k: np.asarray(v).tolist() for k, v in res.history.items()},
-            "compile_seconds": res.compile_seconds, "epoch_seconds": res.run_seconds / cfg.epochs}
+            "compile_seconds": res.compile_seconds, "epoch_seconds": res.run_seconds / cfg.rounds}
 
 
 def train_naive_fedgnn(graph: Graph, x: np.ndarray, cfg: LumosConfig, split: Optional[EdgeSplit] = None,

@@ -112,3 +112,9 @@ class Lumos(nn.Module):
         h = pool_mean(h_tree, trees)
         logits = nn.Dense(self.num_classes, name="head")(h) if self.num_classes > 0 else None
         return h, logits
+
+
+def lumos_model(cfg, num_classes: int) -> Lumos:
+    """The model of a LumosConfig (no head in the link task)."""
+    return Lumos(backbone=cfg.model, hidden=cfg.hidden, num_layers=cfg.num_layers, heads=cfg.heads,
+                 dropout=cfg.dropout, num_classes=num_classes if cfg.task == "node" else 0)
