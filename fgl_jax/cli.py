@@ -159,7 +159,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = _parse_grid(args.grid, cls)
     options = schema.to_dict(cfg)
     build = lambda o: entry.obj(schema.make(cls, o, source="sweep"))
-    res = run_grid(build, options, seeds, grid, mode=args.mode)
+    res = run_grid(build, options, seeds, grid, mode=args.sweep_mode)
     keys = [k for k in res.axes if k != "seed"]
     print(" | ".join(["seed"] + keys) + " | best_round | best val_acc | test_acc at best val")
     for r in res.rows:
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--grid", action="append", metavar="NAME=V1,V2",
                         help="a grid axis (repeatable): a traced option (lr, eps, prox_mu, ...) is vectorised in "
                              "one program; any other option runs as separate programs")
-        sp.add_argument("--mode", default="auto", choices=["auto", "vmap", "sequential"],
+        sp.add_argument("--sweep-mode", default="auto", choices=["auto", "vmap", "sequential"],
                         help="vmap = one program over all members; sequential = compiled once, called per member; "
                              "auto = vmap on GPU/TPU, sequential on CPU")
         sp.add_argument("--out", default=None, metavar="DIR",

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import yaml
 
-from fgl_jax.cli import _subparsers, build_parser, main
-from fgl_jax import sysconfig
+from fgl_jax import experiment, registry, schema
+from fgl_jax.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 # HiFGL in plain mode on the embedded CSBM graph: small, no data files, no x64 field program
-SMALL_HIFGL = {"system": "hifgl", "dataset": "csbm", "silos": 3, "rounds": 2, "hidden": 8, "layers": 1, "mode": "plain"}
+SMALL_HIFGL = {"system": "hifgl", "dataset": "csbm", "clients": 3, "rounds": 2, "hidden": 8, "num_layers": 1,
+               "mode": "plain"}
 
 
 def _write(path, values):
@@ -28,16 +29,15 @@ def test_system_config_replay_gives_identical_metrics(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["hifgl", "--config", cfg, "--lr", "0.05", "--out", str(a), "--no-progress"]) == 0
     resolved = yaml.safe_load((a / "config.yaml").read_text())
-    assert resolved["system"] == "hifgl" and resolved["lr"] == 0.05 and resolved["silos"] == 3
+    assert resolved["system"] == "hifgl" and resolved["lr"] == 0.05 and resolved["clients"] == 3
     assert len((a / "metrics.jsonl").read_text().splitlines()) == 2
     assert main(["hifgl", "--config", str(a / "config.yaml"), "--out", str(b), "--no-progress"]) == 0
     assert yaml.safe_load((b / "config.yaml").read_text()) == resolved
     sa, sb = _summary(a), _summary(b)
     assert sa["best"] == sb["best"] and sa["final"] == sb["final"]
-    # the generic runner and the system's own command compute the same run
-    capsys.readouterr()
-    assert main(["hifgl", "--config", str(a / "config.yaml"), "--runner", "native", "--no-progress"]) == 0
-    assert f"test_acc={sa['best']['best_test']:.4f}" in capsys.readouterr().out
+    # the Python API with the same config computes the same run
+    res = experiment.run_config(schema.resolve(registry.entry("system", "hifgl").info["config"], a / "config.yaml"))
+    assert res.best == sa["best"]
 
 
 def test_command_line_overrides_config_and_config_overrides_defaults(tmp_path, capsys):
@@ -53,8 +53,8 @@ def test_command_line_overrides_config_and_config_overrides_defaults(tmp_path, c
 
 @pytest.mark.parametrize("values, message", [
     ({"learning_rate": 0.1}, "unknown key 'learning_rate'"),
-    ({"silos": "two"}, "'silos'"),
-    ({"silos": 2.5}, "must be an integer"),
+    ({"clients": "two"}, "clients must be an integer"),
+    ({"clients": 2.5}, "must be an integer"),
     ({"mode": "secret"}, "must be one of"),
     ({"system": "lumos"}, "is for system 'lumos'"),
 ])
@@ -64,23 +64,13 @@ def test_bad_system_config_is_a_clear_error(tmp_path, capsys, values, message):
     err = capsys.readouterr().err
     assert err.startswith("fgl-jax: error:") and message in err and "bad.yaml" in err
     if "unknown key" in message:
-        assert "valid keys" in err and "frac_bits" in err
-
-
-def test_coerce_follows_argparse_types():
-    sp = _subparsers(build_parser())["hifgl"]
-    assert sysconfig.coerce(sp, "lr", 1, "t") == 1.0 and isinstance(sysconfig.coerce(sp, "lr", 1, "t"), float)
-    with pytest.raises(ValueError, match="unknown key"):
-        sysconfig.coerce(sp, "no_such", 1, "src")
-    assert sysconfig.parse_assignment("lr=0.01,0.1", "--grid") == ("lr", [0.01, 0.1])
-    with pytest.raises(ValueError, match="name=value"):
-        sysconfig.parse_assignment("lr", "--grid")
+        assert "Valid keys" in err and "frac_bits" in err
 
 
 def test_hifgl_sweep_member_equals_single_run_and_writes_table_and_plot(tmp_path, capsys):
     cfg = _write(tmp_path / "h.yaml", SMALL_HIFGL)
     out = tmp_path / "sweep"
-    assert main(["sweep", "--config", cfg, "--seeds", "0,1", "--grid", "lr=0.01,0.05", "--out", str(out)]) == 0
+    assert main(["sweep", "hifgl", "--config", cfg, "--seeds", "0,1", "--grid", "lr=0.01,0.05", "--out", str(out)]) == 0
     for name in ("sweep.md", "sweep.json", "sweep.png", "config.yaml"):
         assert (out / name).stat().st_size > 0
     payload = json.loads((out / "sweep.json").read_text())
@@ -95,69 +85,39 @@ def test_hifgl_sweep_member_equals_single_run_and_writes_table_and_plot(tmp_path
     np.testing.assert_allclose(member["best_val"], best["best_val"], atol=1e-6)
 
 
-def test_baseline_sweep_shape_changing_axis_runs_separate_programs(tmp_path, capsys):
-    out = tmp_path / "s"
-    args = ["sweep", "--system", "baseline", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "3", "--num-layers", "1",
-            "--seeds", "0,1", "--grid", "lr=0.01,0.1", "--grid", "hidden=4,8", "--out", str(out)]
-    assert main(args) == 0
-    printed = capsys.readouterr().out
-    assert "'hidden' changes array shapes" in printed and "separate programs" in printed
-    payload = json.loads((out / "sweep.json").read_text())
-    assert payload["program_axes"] == ["hidden"] and payload["programs"] == 2 and len(payload["rows"]) == 8
-    assert {(r["lr"], r["hidden"]) for r in payload["rows"]} == {(a, b) for a in (0.01, 0.1) for b in (4, 8)}
-
-
 @pytest.mark.parametrize("grid, message", [
-    ("nosuch=1,2", "cannot sweep over 'nosuch'"),
-    ("lr=-1,0.1", "positive"),
+    ("nosuch=1,2", "unknown option 'nosuch'"),
+    ("lr=-1,0.1", "lr must be > 0"),
     ("lr", "name=value"),
 ])
 def test_bad_sweep_is_a_clear_error(grid, message, capsys):
-    args = ["sweep", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "2", "--grid", grid]
+    args = ["sweep", "run", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "2", "--grid", grid]
     assert main(args) == 2
     assert message in capsys.readouterr().err
 
 
-def test_reproduce_out_never_writes_into_experiments(tmp_path, monkeypatch, capsys):
-    """--out: a script with --out gets it; one without runs from a staged copy; both land in OUT/<system>."""
-    exp = tmp_path / "repo" / "experiments"
-    (exp / "results").mkdir(parents=True)
-    (exp / "hifgl").mkdir()
-    (exp / "hifgl" / "reproduce.py").write_text(
-        "import argparse, pathlib\nap = argparse.ArgumentParser()\nap.add_argument('--quick', action='store_true')\n"
-        "ap.add_argument('--out', default=str(pathlib.Path(__file__).parents[1] / 'results' / 'hifgl'))\n"
-        "a = ap.parse_args()\np = pathlib.Path(a.out); p.mkdir(parents=True, exist_ok=True)\n"
-        "(p / 'results_quick.json').write_text('{}')\n")
-    (exp / "fedgc").mkdir()
-    (exp / "fedgc" / "reproduce.py").write_text(
-        "import pathlib, sys\nassert sys.argv[1:] == ['--quick'], sys.argv\n"
-        "p = pathlib.Path(__file__).resolve().parents[1] / 'results' / 'fedgc'\np.mkdir(parents=True, exist_ok=True)\n"
-        "(p / 'results_quick.json').write_text('{}')\n")
-    monkeypatch.setattr("fgl_jax.cli.experiments_dir", lambda: exp)
+def test_reproduce_runs_the_paper_module_in_process_into_out(tmp_path, monkeypatch, capsys):
+    """`reproduce` calls the system's paper.reproduce(out, quick, data_dir) and writes nothing else."""
+    import fgl_jax.systems.hifgl.paper as paper
+    calls = []
+    monkeypatch.setattr(paper, "reproduce", lambda out, quick=False, data_dir=None: (
+        calls.append((out, quick, data_dir)), (out / "results_quick.json").write_text("{}")))
     out = tmp_path / "out"
-    for system in ("hifgl", "fedgc"):
-        assert main(["reproduce", system, "--quick", "--out", str(out)]) == 0
-        assert (out / system / "results_quick.json").exists()
-    assert list((exp / "results").iterdir()) == []
+    assert main(["reproduce", "hifgl", "--quick", "--data-dir", "D", "--out", str(out)]) == 0
+    assert calls == [(out / "hifgl", True, "D")] and (out / "hifgl" / "results_quick.json").exists()
     assert json.loads((out / "timings.json").read_text())["total"]["wall_s"] >= 0
 
 
 def test_committed_configs_are_valid_for_the_cli():
-    """Every experiments/configs/<system>/*.yaml loads against its subcommand (no unknown key, types, choices)."""
-    subs = _subparsers(build_parser())
+    """Every experiments/configs/<folder>/*.yaml resolves against the config class of its system
+    (its `system:` key; the baselines' files have none): no unknown key, types, choices, ranges."""
     files = sorted((ROOT / "experiments" / "configs").glob("*/*.yaml"))
     assert files
-    checked = 0
     for path in files:
-        system = path.parent.name
-        if system not in subs:
-            continue
-        head = yaml.safe_load(path.read_text())
-        if head.get("system") != system:  # the baselines' RunConfig files in configs/hifgl
-            continue
-        sysconfig.read_options(path, subs[system], system)
-        checked += 1
-    assert checked > 0
+        system = yaml.safe_load(path.read_text()).get("system", "baseline")
+        cls = registry.entry("system", system).info["config"]
+        schema.resolve(cls, path, system=system)
+    assert {yaml.safe_load(p.read_text()).get("system", "baseline") for p in files} >= {"baseline", "hifgl"}
 
 
 def _make_index_module():
