@@ -11,7 +11,7 @@ a single node u (Theorem 1) — is the perturbed vector P(d_u^{-1/2} x_u) instea
 `hc_propagate` computes exactly this, keeping X sparse (Facebook: 314k non-zeros of 22,470 × 4,714)
 as long as the intermediate stays sparse (one hop: 7 % dense) and switching to dense when it fills
 in (two hops: 47 % dense, so X^{(2)} itself is dense whatever the method). It is tested equal to the
-explicit message-passing protocol `fedhgl.hyperedge_completion` (which keeps the per-client
+explicit message-passing protocol `completion.hyperedge_completion` (which keeps the per-client
 uploads and the id-only server) with the same noise, and to the dense centralised L^N X.
 
 The noise is drawn per node with key fold_in(key, global node id) (`node_noise`), so both
@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from fgl_jax.privacy.ldp import laplace, randomized_response
 
 __all__ = ["PropagationOperator", "global_operator", "basic_operator", "propagate_sparse", "node_noise",
-           "client_attribute_ranges", "hc_propagate", "DENSE_SWITCH"]
+           "client_attribute_ranges", "hc_propagate", "unsafe_noise_term", "DENSE_SWITCH"]
 
 # Intermediates denser than this are kept as dense arrays (a CSR product filling in is slower
 # than a CSR x dense product at that point).
@@ -191,7 +191,7 @@ def hc_propagate(split, n_hops: int = 2, key=None, mechanism: str = "none", eps:
                  dtype=np.float32) -> np.ndarray:
     """HC's X^{(N)} for all nodes, in global node order: dense [N, F] (see the module docstring).
 
-    Equal to `fedhgl.hyperedge_completion` (noise_propagation="paper") for the same key.
+    Equal to `completion.hyperedge_completion` (noise_propagation="paper") for the same key.
     """
     hg = split.hypergraph
     op = global_operator(hg, dtype)
