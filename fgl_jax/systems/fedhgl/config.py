@@ -19,6 +19,7 @@ from typing import Optional
 
 from fgl_jax.data.hypergraph import HYPERGRAPH_DATASETS
 from fgl_jax.privacy.ldp import RR_VARIANTS, check_epsilon
+from fgl_jax import schema
 from fgl_jax.schema import RunSpec, option
 
 # row of the paper -> (pre-propagation, training mode)
@@ -72,6 +73,8 @@ class FedHGLConfig(RunSpec):
     feature_chunk: Optional[int] = option(512, "feature columns per block in the explicit protocol (none: all)", low=1)
 
     def __post_init__(self):
+        # a direct FedHGLConfig(...) is checked like YAML and flags (types, choices, ranges)
+        schema.check(type(self), schema.to_dict(self), type(self).__name__)
         if self.method == "global" and self.clients != 1:
             raise ValueError(f"clients must be 1 with method='global' (one client holds the whole hypergraph), "
                              f"got {self.clients}")
