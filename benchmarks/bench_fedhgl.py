@@ -42,7 +42,7 @@ def stage(fn, repeats: int, **extra) -> dict:
 
 
 def bench(name, k, data_dir, repeats, round_repeats):
-    out = {"dataset": name, "num_clients": k}
+    out = {"dataset": name, "clients": k}
     t = time.perf_counter()
     hg = load_hypergraph(name, data_dir)
     out["load_seconds"] = time.perf_counter() - t

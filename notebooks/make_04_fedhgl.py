@@ -44,7 +44,7 @@ def planted_hypergraph(seed=0, n=300, k=3, f=16, m=200):
 hg = planted_hypergraph()
 print(hg.num_nodes, "nodes,", hg.num_edges, "hyperedges,", hg.num_features, "binary features")""")
 md("## HC on a small hypergraph equals centralised propagation, for any K")
-code("""ref = global_propagation(hg, n_hops=2, chunk=None)
+code("""ref = global_propagation(hg, hops=2, chunk=None)
 for K in (1, 2, 4, 8):
     assign = np.random.default_rng(K).integers(0, K, hg.num_nodes); assign[:K] = np.arange(K)
     split = split_hypergraph(hg, assign, K)

@@ -44,7 +44,7 @@ class HypergraphSplit:
 
     hypergraph: Hypergraph
     assignment: np.ndarray
-    num_clients: int
+    clients: int
     client_nodes: list
     local_index: np.ndarray
     edge_clients: np.ndarray
@@ -81,8 +81,8 @@ class HypergraphSplit:
     def stats(self) -> dict:
         """Table II / IV quantities and communication counters (Table I)."""
         hg = self.hypergraph
-        per_client_cross = [len(self.client_cross_edges(k)) for k in range(self.num_clients)]
-        return {"num_clients": self.num_clients, "client_sizes": np.bincount(self.assignment, minlength=self.num_clients).tolist(),
+        per_client_cross = [len(self.client_cross_edges(k)) for k in range(self.clients)]
+        return {"clients": self.clients, "client_sizes": np.bincount(self.assignment, minlength=self.clients).tolist(),
                 "cross_edges": int(self.is_cross.sum()), "internal_edges": int((~self.is_cross).sum()),
                 "unsafe_nodes": int(self.unsafe_nodes().sum()), "border_nodes": int(self.border_nodes().sum()),
                 "unsafe_uploads": int(self.unsafe_pairs().sum()),
@@ -90,14 +90,14 @@ class HypergraphSplit:
                 "upload_floats_per_hop": int(sum(per_client_cross)) * hg.num_features}
 
 
-def split_hypergraph(hg: Hypergraph, assignment: np.ndarray, num_clients: int) -> HypergraphSplit:
+def split_hypergraph(hg: Hypergraph, assignment: np.ndarray, clients: int) -> HypergraphSplit:
     """Classify hyperedges given a node assignment int [N] in 0..K-1."""
     a = np.asarray(assignment, np.int64)
     if a.shape != (hg.num_nodes,):
         raise HypergraphError(f"assignment has shape {a.shape}, expected ({hg.num_nodes},)")
-    if a.size and (a.min() < 0 or a.max() >= num_clients):
-        raise HypergraphError(f"assignment has client ids outside 0..{num_clients - 1}")
-    k = int(num_clients)
+    if a.size and (a.min() < 0 or a.max() >= clients):
+        raise HypergraphError(f"assignment has client ids outside 0..{clients - 1}")
+    k = int(clients)
     pc = a[hg.he_nodes]                                         # client of each pair's node
     key = hg.he_ids.astype(np.int64) * k + pc                   # (edge, client) group
     uniq, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
@@ -115,12 +115,12 @@ def split_hypergraph(hg: Hypergraph, assignment: np.ndarray, num_clients: int) -
                            cross_index, cnt[inv])
 
 
-def partition_hypergraph(hg: Hypergraph, num_clients: int, beta: float = 1e4, seed: int = 0,
+def partition_hypergraph(hg: Hypergraph, clients: int, beta: float = 1e4, seed: int = 0,
                          min_size: int = 10) -> HypergraphSplit:
     """Label-Dirichlet node partition (fgl_jax.partition) + hyperedge classification."""
-    part = label_dirichlet_partition(hg.as_graph(), num_clients, beta, seed=seed,
-                                     min_size=min(min_size, hg.num_nodes // num_clients))
-    return split_hypergraph(hg, part.assignment, num_clients)
+    part = label_dirichlet_partition(hg.as_graph(), clients, beta, seed=seed,
+                                     min_size=min(min_size, hg.num_nodes // clients))
+    return split_hypergraph(hg, part.assignment, clients)
 
 
 @flax.struct.dataclass
@@ -167,7 +167,7 @@ def _stack_incidences(pairs, n_max, s_max, degs, scales, p_max) -> Incidence:
 def build_hc_clients(split: HypergraphSplit, pad: int = PAD) -> HCClients:
     """Host-side: the padded per-client arrays of Algorithm 2 (global degrees, Eq. 9)."""
     hg = split.hypergraph
-    k = split.num_clients
+    k = split.clients
     dv_global = hg.node_degrees()
     de = hg.edge_sizes().astype(np.float64)
     w = hg.edge_weight.astype(np.float64)
@@ -228,7 +228,7 @@ def build_hc_clients(split: HypergraphSplit, pad: int = PAD) -> HCClients:
 def build_basic_clients(split: HypergraphSplit, pad: int = PAD) -> Incidence:
     """Host-side: per-client local hypergraphs E_k ∪ Trim(E*_k) (parts with ≥ 2 nodes), local degrees."""
     hg = split.hypergraph
-    k = split.num_clients
+    k = split.clients
     pclient = split.assignment[hg.he_nodes]
     keep_pair = ~split.is_cross[hg.he_ids] | (split.pair_count >= 2)
     n_max = _round_up(max(len(x) for x in split.client_nodes), pad)
@@ -258,7 +258,7 @@ def client_features(split: HypergraphSplit, n_max: Optional[int] = None) -> np.n
     """float32 [C, n_max, F]: each client's raw node features in local order (zero padded)."""
     hg = split.hypergraph
     n_max = n_max or _round_up(max(len(x) for x in split.client_nodes))
-    out = np.zeros((split.num_clients, n_max, hg.num_features), np.float32)
+    out = np.zeros((split.clients, n_max, hg.num_features), np.float32)
     for c, nodes in enumerate(split.client_nodes):
         xc = hg.x[nodes]
         out[c, :nodes.size] = xc.toarray() if sp.issparse(xc) else xc

@@ -69,7 +69,7 @@ def _exchange(uploads: Array, hc: HCClients) -> tuple[Array, Array]:
     return totals[hc.cross_ids] * hc.cross_valid[..., None], uploads
 
 
-def _hc_columns(x: Array, hc: HCClients, noisy: Optional[Array], n_hops: int, mechanism: str,
+def _hc_columns(x: Array, hc: HCClients, noisy: Optional[Array], hops: int, mechanism: str,
                 noise_propagation: str = "paper") -> Array:
     """HC on one block of feature columns for all clients (column-separable).  x [C, n, f].
 
@@ -80,7 +80,7 @@ def _hc_columns(x: Array, hc: HCClients, noisy: Optional[Array], n_hops: int, me
     """
     i_max = hc.internal_slots
     x_clean = x
-    for n in range(n_hops):
+    for n in range(hops):
         delta = jax.vmap(_client_gather)(x, hc)                           # Eq. 7, [C, S, f]
         uploads = delta[:, i_max:]                                          # cross slots
         if n == 0 and mechanism != "none":
@@ -102,8 +102,8 @@ def _hc_columns(x: Array, hc: HCClients, noisy: Optional[Array], n_hops: int, me
     return x
 
 
-@partial(jax.jit, static_argnames=("n_hops", "mechanism", "rr_variant", "sensitivity", "chunk", "noise_propagation"))
-def hyperedge_completion(x: Array, hc: HCClients, key: Array, n_hops: int = 2, mechanism: str = "none",
+@partial(jax.jit, static_argnames=("hops", "mechanism", "rr_variant", "sensitivity", "chunk", "noise_propagation"))
+def hyperedge_completion(x: Array, hc: HCClients, key: Array, hops: int = 2, mechanism: str = "none",
                          eps: float = 10.0, rr_variant: str = "paper", sensitivity: str = "paper",
                          public_range: float = 1.0, chunk: Optional[int] = None,
                          noise_propagation: str = "paper") -> Array:
@@ -121,28 +121,28 @@ def hyperedge_completion(x: Array, hc: HCClients, key: Array, n_hops: int = 2, m
                                                                 sensitivity, public_range))(
             x, hc.node_ids, hc.inc.inv_sqrt_dv, hc.border)
     if chunk is None or chunk >= f:
-        return _hc_columns(x, hc, noisy, n_hops, mechanism, noise_propagation)
+        return _hc_columns(x, hc, noisy, hops, mechanism, noise_propagation)
     nb = -(-f // chunk)
     to_blocks = lambda a: jnp.moveaxis(jnp.pad(a, ((0, 0), (0, 0), (0, nb * chunk - f))).reshape(
         a.shape[0], a.shape[1], nb, chunk), 2, 0)
     if noisy is None:
-        out = jax.lax.map(lambda a: _hc_columns(a, hc, None, n_hops, mechanism, noise_propagation), to_blocks(x))
+        out = jax.lax.map(lambda a: _hc_columns(a, hc, None, hops, mechanism, noise_propagation), to_blocks(x))
     else:
-        out = jax.lax.map(lambda a: _hc_columns(a[0], hc, a[1], n_hops, mechanism, noise_propagation),
+        out = jax.lax.map(lambda a: _hc_columns(a[0], hc, a[1], hops, mechanism, noise_propagation),
                           (to_blocks(x), to_blocks(noisy)))
     return jnp.moveaxis(out, 0, 2).reshape(x.shape[0], x.shape[1], nb * chunk)[..., :f]
 
 
-@partial(jax.jit, static_argnames=("n_hops", "chunk"))
-def basic_propagation(x: Array, inc: Incidence, n_hops: int = 2, chunk: Optional[int] = None) -> Array:
+@partial(jax.jit, static_argnames=("hops", "chunk"))
+def basic_propagation(x: Array, inc: Incidence, hops: int = 2, chunk: Optional[int] = None) -> Array:
     """Basic FedHGL: L_k^N X_k on each client's trimmed local hypergraph.  [C, n, F] -> [C, n, F]."""
-    return jax.vmap(lambda a, i: hgnn_smooth(a, i, n_hops, chunk))(x, inc)
+    return jax.vmap(lambda a, i: hgnn_smooth(a, i, hops, chunk))(x, inc)
 
 
-def global_propagation(hg: Hypergraph, n_hops: int = 2, chunk: Optional[int] = 512) -> np.ndarray:
+def global_propagation(hg: Hypergraph, hops: int = 2, chunk: Optional[int] = 512) -> np.ndarray:
     """Centralised L^N X [N, F] (the reference HC must equal)."""
     inc = make_incidence(hg.he_nodes, hg.he_ids, hg.num_nodes, hg.num_edges, hg.edge_weight)
-    return np.asarray(jax.jit(hgnn_smooth, static_argnums=(2, 3))(jnp.asarray(hg.dense_x()), inc, n_hops, chunk))
+    return np.asarray(jax.jit(hgnn_smooth, static_argnums=(2, 3))(jnp.asarray(hg.dense_x()), inc, hops, chunk))
 
 
 def auto_chunk(chunk: Optional[int], total_pairs: int, num_features: int, budget_floats: float = 3.2e7) -> Optional[int]:

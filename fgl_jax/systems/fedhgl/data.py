@@ -82,7 +82,7 @@ def propagate(split: HypergraphSplit, cfg: FedHGLConfig, key: Array, impl: str =
         xs = sp.csr_matrix(hg.x, dtype=np.float32) if sp.issparse(hg.x) else np.asarray(hg.x, np.float32)
         out = P.propagate_sparse(P.basic_operator(split), xs, cfg.hops)
     else:
-        if split.num_clients != 1:
+        if split.clients != 1:
             raise ValueError("propagation='global' needs a one-client split")
         xs = sp.csr_matrix(hg.x, dtype=np.float32) if sp.issparse(hg.x) else np.asarray(hg.x, np.float32)
         out = P.propagate_sparse(P.global_operator(hg), xs, cfg.hops)

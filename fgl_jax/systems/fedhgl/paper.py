@@ -294,15 +294,15 @@ def render(res: dict, ks) -> str:
         lines += [f"## {title}", "", report.table(body, cols), ""]
     if res.get("stats"):
         cols = ["dataset", "hyperedges (cleaned) / paper"] + [c for k in ks for c in
-                                                              (f"K={k} |E*| ours / paper", f"K={k} |v*| ours / paper")]
+                                                              (f"K={k} \\|E*\\| ours / paper", f"K={k} \\|v*\\| ours / paper")]
         body = []
         for n, st in res["stats"].items():
             line = {"dataset": n, "hyperedges (cleaned) / paper": f"{res['hyperedges'][n]} / {PAPER_HYPEREDGES.get(n, '–')}"}
             for k in ks:
                 s = st.get(str(k))
                 p = PAPER_STATS.get(n, {}).get(k, ("–", "–"))
-                line[f"K={k} |E*| ours / paper"] = f"{s['cross_edges']:.0f} / {p[0]}" if s else "–"
-                line[f"K={k} |v*| ours / paper"] = f"{s['unsafe_nodes']:.0f} / {p[1]}" if s else "–"
+                line[f"K={k} \\|E*\\| ours / paper"] = f"{s['cross_edges']:.0f} / {p[0]}" if s else "–"
+                line[f"K={k} \\|v*\\| ours / paper"] = f"{s['unsafe_nodes']:.0f} / {p[1]}" if s else "–"
             body.append(line)
         lines += ["## Tables II / IV: cross-client hyperedges |E*| and unsafe nodes |v*| (mean over runs) vs paper", "",
                   report.table(body, cols), ""]

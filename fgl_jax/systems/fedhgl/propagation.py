@@ -98,22 +98,22 @@ def basic_operator(split, dtype=np.float32) -> PropagationOperator:
     hg = split.hypergraph
     keep = ~split.is_cross[hg.he_ids] | (split.pair_count >= 2)
     nodes = hg.he_nodes[keep].astype(np.int64)
-    key = hg.he_ids[keep].astype(np.int64) * split.num_clients + split.assignment[nodes]
+    key = hg.he_ids[keep].astype(np.int64) * split.clients + split.assignment[nodes]
     uniq, slots = np.unique(key, return_inverse=True)
-    w = hg.edge_weight.astype(np.float64)[uniq // split.num_clients]
+    w = hg.edge_weight.astype(np.float64)[uniq // split.clients]
     de = np.bincount(slots, minlength=uniq.size).astype(np.float64)
     dv = np.bincount(nodes, weights=w[slots], minlength=hg.num_nodes)
     return _operator(nodes, slots, hg.num_nodes, uniq.size, dv, de, w, dtype)
 
 
-def propagate_sparse(op: PropagationOperator, x, n_hops: int, hop0_extra=None) -> np.ndarray:
+def propagate_sparse(op: PropagationOperator, x, hops: int, hop0_extra=None) -> np.ndarray:
     """L^n x with an optional dense addition to the round-0 hyperedge totals.  -> dense [N, F].
 
     hop0_extra: None or (A CSR [S, U], D dense [U, F]): Δ^{(0)} += A @ D (the unsafe uploads'
     noise, `hc_propagate`).
     """
     cur = sp.csr_matrix(x) if sp.issparse(x) else np.asarray(x)
-    for n in range(n_hops):
+    for n in range(hops):
         e = op.gather(cur)
         if n == 0 and hop0_extra is not None:
             a, d = hop0_extra
@@ -146,7 +146,7 @@ def client_attribute_ranges(split, x, public_range: Optional[float] = None) -> n
     """float32 [C, F]: per client, max − min of every attribute over its border nodes (Eq. 16's range;
     0 for a client with no border node), or `public_range` everywhere (sensitivity="public")."""
     f = x.shape[1]
-    out = np.zeros((split.num_clients, f), np.float32)
+    out = np.zeros((split.clients, f), np.float32)
     if public_range is not None:
         out[:] = public_range
         return out
@@ -186,7 +186,7 @@ def unsafe_noise_term(split, x, op: PropagationOperator, key, mechanism: str, ep
     return a, d
 
 
-def hc_propagate(split, n_hops: int = 2, key=None, mechanism: str = "none", eps: float = 10.0,
+def hc_propagate(split, hops: int = 2, key=None, mechanism: str = "none", eps: float = 10.0,
                  rr_variant: str = "paper", sensitivity: str = "paper", public_range: float = 1.0,
                  dtype=np.float32) -> np.ndarray:
     """HC's X^{(N)} for all nodes, in global node order: dense [N, F] (see the module docstring).
@@ -200,4 +200,4 @@ def hc_propagate(split, n_hops: int = 2, key=None, mechanism: str = "none", eps:
     if mechanism != "none" and split.unsafe_pairs().any():
         a, d = unsafe_noise_term(split, hg.x, op, key, mechanism, eps, rr_variant, sensitivity, public_range)
         extra = (a.astype(dtype), d.astype(dtype))
-    return propagate_sparse(op, x, n_hops, extra)
+    return propagate_sparse(op, x, hops, extra)
