@@ -20,34 +20,35 @@ OUT = RESULTS / "fedhgl"
 
 
 def main(argv=None) -> int:
+    """Flags map 1:1 to `paper.reproduce`'s keyword arguments; a flag not given keeps its default there."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="CoraCA + Cora, K=3, 1 run, 3-point sweep (a few minutes)")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--runs", type=int, default=paper.RUNS)
-    ap.add_argument("--runs-facebook", type=int, default=None, help="default: --runs")
-    ap.add_argument("--datasets", default=",".join(paper.HYPER + paper.SIMPLE))
-    ap.add_argument("--ks", default=",".join(map(str, paper.KS)))
-    ap.add_argument("--parts", default="main,sweep")
-    ap.add_argument("--rounds", type=int, default=200)
-    ap.add_argument("--sweep-datasets", default="coraca,dblp4k,cora,facebook")
+    ap.add_argument("--runs", type=int, help="runs per cell (seed = run index)")
+    ap.add_argument("--runs-facebook", type=int, help="runs per Facebook cell (default: --runs)")
+    ap.add_argument("--datasets", help="comma-separated datasets of Tables III / V")
+    ap.add_argument("--ks", help="comma-separated client counts K")
+    ap.add_argument("--parts", help="comma-separated parts: main (tables), sweep (Figure 3)")
+    ap.add_argument("--rounds", type=int, help="federated rounds T (Global: 3 T)")
+    ap.add_argument("--sweep-datasets", help="comma-separated datasets of Figure 3")
     ap.add_argument("--swap-val-test", action="store_true",
                     help="authors' code compat: select on 40 %% and test on 20 %% (writes results_swapvaltest.*)")
     ap.add_argument("--noise-first-hop", action="store_true",
                     help="ablation: LDP noise reaches only the first hop, as in the authors' code (spec §9)")
-    ap.add_argument("--stem", default=None, help="output file stem (default results / results_quick)")
-    ap.add_argument("--combine", default=None,
-                    help="comma-separated stems of earlier runs (e.g. a main and a sweep run) to merge into --stem "
-                         "(default results); runs nothing else")
+    ap.add_argument("--stem", help="output file stem (default results / results_quick)")
+    ap.add_argument("--combine", help="comma-separated stems of earlier runs (e.g. a main and a sweep run) to merge "
+                                      "into --stem (default results); runs nothing else")
     a = ap.parse_args(argv)
-    ks = [int(k) for k in a.ks.split(",")]
+    lists = {"datasets": str, "ks": int, "parts": str, "sweep_datasets": str}
+    kw = {k: ([t(x) for x in getattr(a, k).split(",") if x] if k in lists and (t := lists[k]) else getattr(a, k))
+          for k in ("runs", "runs_facebook", "datasets", "ks", "parts", "rounds", "sweep_datasets", "stem")
+          if getattr(a, k) is not None}
     if a.combine:
-        print(f"wrote {paper.combine(Path(a.out), a.combine.split(','), a.stem or 'results', ks)}")
+        print(f"wrote {paper.combine(Path(a.out), a.combine.split(','), a.stem or 'results', kw.get('ks', paper.KS))}")
         return 0
-    paper.reproduce(Path(a.out), a.quick, a.data_dir, runs=a.runs, runs_facebook=a.runs_facebook,
-                    datasets=a.datasets.split(","), ks=ks, parts=a.parts.split(","), rounds=a.rounds,
-                    sweep_datasets=[s for s in a.sweep_datasets.split(",") if s], swap_val_test=a.swap_val_test,
-                    noise_first_hop=a.noise_first_hop, stem=a.stem)
+    paper.reproduce(Path(a.out), a.quick, a.data_dir, swap_val_test=a.swap_val_test, noise_first_hop=a.noise_first_hop,
+                    **kw)
     return 0
 
 
