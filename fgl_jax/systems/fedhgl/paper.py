@@ -339,7 +339,7 @@ def render(res: dict, ks) -> str:
                 pv = paper.get(float(e), paper.get(int(float(e)), None) if float(e).is_integer() else None)
                 body.append({"ε": e, "ours": fmt(v["mean"], v["std"]), "paper": pv if pv is not None else "–"})
             lines += [f"**{n}** ({d['mechanism']}): no-noise HC ours {fmt(d['no_noise']['mean'], d['no_noise']['std'])}, "
-                      f"paper line {PAPER_FIG3[n][2]:.4f}", "", report.table(body, ["ε", "ours", "paper"]), ""]
+                      f"paper line {PAPER_FIG3[n][2]:.4f}", "", report.table(body, ["ε", "ours", "paper"], floatfmt=("g", ".4f", ".4f")), ""]
     return "\n".join(lines)
 
 
