@@ -4,7 +4,7 @@
 
 For each dataset: label-Dirichlet partition (β = 1e4, seed 0), then
   * hc:     HC pre-propagation X^{(2)} = `propagate(split, cfg)` (fast sparse path of
-            fgl_jax/systems/fedhgl_prop.py, equal to the protocol; no noise) — first call
+            fgl_jax/systems/fedhgl/propagation.py, equal to the protocol; no noise) — first call
             separately from the median of `repeats` timed calls;
   * hc_ldp: the same with the dataset's LDP mechanism (ε = 1; noise drawn by the jitted mechanisms);
   * basic:  trimmed local propagation (Basic FedHGL);
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
 from harness import RESULTS, command, machine, peak_rss_mb, timed, write_json  # noqa: E402
 from fgl_jax.data.hypergraph import load_hypergraph  # noqa: E402
-from fgl_jax.systems.fedhgl import (TRAIN_RATIO, FedHGLConfig, client_splits, init_state, make_data,  # noqa: E402
-                                    make_model, make_round, partition_hypergraph, propagate, resolve_mechanism)
+from fgl_jax.systems.fedhgl import (FedHGLConfig, client_splits, init_state, make_data, make_model,  # noqa: E402
+                                    make_round, partition_hypergraph, preparation_key, propagate, resolve_mechanism)
 
 OUT = RESULTS / "fedhgl.json"
 
@@ -42,31 +42,31 @@ def stage(fn, repeats: int, **extra) -> dict:
 
 
 def bench(name, k, data_dir, repeats, round_repeats):
-    out = {"dataset": name, "num_clients": k}
+    out = {"dataset": name, "clients": k}
     t = time.perf_counter()
     hg = load_hypergraph(name, data_dir)
     out["load_seconds"] = time.perf_counter() - t
     out.update(nodes=hg.num_nodes, hyperedges=hg.num_edges, features=hg.num_features, incidences=hg.nnz,
                feature_nnz=int(hg.x.nnz) if hasattr(hg.x, "nnz") else None)
-    cfg = FedHGLConfig(num_clients=k, train_ratio=TRAIN_RATIO[name])
+    cfg = FedHGLConfig(dataset=name, clients=k)
     t = time.perf_counter()
     split = partition_hypergraph(hg, k, cfg.beta, seed=0)
     out["host_prep_seconds"] = time.perf_counter() - t
     out["split_stats"] = split.stats()
-    key = jax.random.PRNGKey(0)
+    key = preparation_key(cfg.seed)
     out["hc"] = stage(lambda: propagate(split, cfg, key)[0], repeats)
     mech = resolve_mechanism(dataclasses.replace(cfg, mechanism="auto"), hg)
     ldp = dataclasses.replace(cfg, mechanism=mech, eps=1.0)
     out["hc_ldp"] = stage(lambda: propagate(split, ldp, key)[0], repeats, mechanism=mech)
-    basic = dataclasses.replace(cfg, propagation="basic")
+    basic = dataclasses.replace(cfg, method="fedhgl")
     out["basic"] = stage(lambda: propagate(split, basic, key)[0], repeats)
     xn, _ = propagate(split, cfg, key)
-    data = make_data(xn, split, client_splits(split, cfg, 0))
+    data = make_data(xn, split, client_splits(split, cfg.ratio_for(name), cfg.val_ratio, cfg.test_ratio, 0))
     del xn
     out["train_rows_per_client"] = {s: int(getattr(data, f"x_{s}").shape[1]) for s in ("train", "val", "test")}
     for tag, c in (("round", cfg), ("round_eval_once", dataclasses.replace(cfg, eval_every_step=False))):
         model = make_model(hg.num_classes, c)
-        state = init_state(model, c, data, jax.random.PRNGKey(1))
+        state = init_state(model, c, data, jax.random.split(jax.random.key(cfg.seed))[0])
         rnd = jax.jit(make_round(model, c), donate_argnums=(0,))
         # the warm-up round (which compiles) uses `key`, timed round i uses fold_in(key, i)
         keys = iter([key, *(jax.random.fold_in(key, i) for i in range(round_repeats))])

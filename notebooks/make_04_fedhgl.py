@@ -22,8 +22,10 @@ code("""import time
 import numpy as np, jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 from fgl_jax.data.hypergraph import Hypergraph
-from fgl_jax.systems.fedhgl import (FedHGLConfig, split_hypergraph, build_hc_clients, client_features,
-                                    hyperedge_completion, global_propagation, server_aggregate, run_fedhgl)
+import dataclasses
+from fgl_jax.experiment import execute
+from fgl_jax.systems.fedhgl import (FedHGLConfig, build, split_hypergraph, build_hc_clients, client_features,
+                                    hyperedge_completion, global_propagation, server_aggregate)
 
 def planted_hypergraph(seed=0, n=300, k=3, f=16, m=200):
     rng = np.random.default_rng(seed)
@@ -42,7 +44,7 @@ def planted_hypergraph(seed=0, n=300, k=3, f=16, m=200):
 hg = planted_hypergraph()
 print(hg.num_nodes, "nodes,", hg.num_edges, "hyperedges,", hg.num_features, "binary features")""")
 md("## HC on a small hypergraph equals centralised propagation, for any K")
-code("""ref = global_propagation(hg, n_hops=2, chunk=None)
+code("""ref = global_propagation(hg, hops=2, chunk=None)
 for K in (1, 2, 4, 8):
     assign = np.random.default_rng(K).integers(0, K, hg.num_nodes); assign[:K] = np.arange(K)
     split = split_hypergraph(hg, assign, K)
@@ -83,13 +85,17 @@ code("""if QUICK:
 else:
     from fgl_jax.data.hypergraph import load_hypergraph
     data, ratio, eps_list, runs, rounds, K = load_hypergraph("coraca", DATA_DIR), 0.1, [0.1, 0.3, 0.5, 1, 2, 5], 3, 200, 6
-base = FedHGLConfig(num_clients=K, train_ratio=ratio, rounds=rounds)
+base = FedHGLConfig(clients=K, train_ratio=ratio, rounds=rounds)
+
+def accuracy(cfg):
+    # mean over runs (seed = run) of the paper's number: the per-client best models' test accuracy
+    return np.mean([execute(build(dataclasses.replace(cfg, seed=s), hypergraph=data), s).best["best_test"]
+                    for s in range(runs)])
+
 t = time.time()
-acc = {e: np.mean([run_fedhgl(data, FedHGLConfig(**{**base.__dict__, "mechanism": "auto", "eps": e}), seed=s)["test_acc"]
-                   for s in range(runs)]) for e in eps_list}
-hc_line = np.mean([run_fedhgl(data, base, seed=s)["test_acc"] for s in range(runs)])
-basic_line = np.mean([run_fedhgl(data, FedHGLConfig(**{**base.__dict__, "propagation": "basic"}), seed=s)["test_acc"]
-                      for s in range(runs)])
+acc = {e: accuracy(dataclasses.replace(base, mechanism="auto", eps=e)) for e in eps_list}
+hc_line = accuracy(base)
+basic_line = accuracy(dataclasses.replace(base, method="fedhgl"))
 print(f"{time.time() - t:.1f}s", acc, hc_line, basic_line)
 plt.figure(figsize=(5, 3.2))
 plt.semilogx(list(acc), list(acc.values()), "o-", label="FedHGL w/ HC + LDP")

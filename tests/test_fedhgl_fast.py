@@ -1,4 +1,4 @@
-"""FedHGL fast pre-propagation (fedhgl_prop): equals the dense centralised L^N X without noise (any K),
+"""FedHGL fast pre-propagation (fgl_jax.systems.fedhgl.propagation): equals the dense centralised L^N X without noise (any K),
 equals the explicit message-passing protocol with the same noise, keeps sparse inputs sparse."""
 import dataclasses
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fgl_jax.systems import fedhgl_prop as fp
+from fgl_jax.systems.fedhgl import propagation as fp
 from fgl_jax.systems.fedhgl import FedHGLConfig, propagate, split_hypergraph
 from tests.test_fedhgl_hc import dense_L, random_hypergraph
 
@@ -40,7 +40,7 @@ def test_fast_hc_equals_protocol_with_noise(mech, binary, sens):
     split = split_hypergraph(hg, _assign(hg, k, 1), k)
     assert split.unsafe_pairs().any()
     for hops in (1, 2):
-        cfg = FedHGLConfig(num_clients=k, n_hops=hops, mechanism=mech, eps=0.7, sensitivity=sens, public_range=2.0)
+        cfg = FedHGLConfig(clients=k, hops=hops, mechanism=mech, eps=0.7, sensitivity=sens, public_range=2.0)
         key = jax.random.PRNGKey(11)
         fast, _ = propagate(split, cfg, key, impl="fast")
         slow, _ = propagate(split, cfg, key, impl="protocol")
@@ -54,7 +54,7 @@ def test_fast_basic_equals_protocol_trimmed():
     hg = random_hypergraph(8)
     k = 3
     split = split_hypergraph(hg, _assign(hg, k, 2), k)
-    cfg = FedHGLConfig(num_clients=k, propagation="basic")
+    cfg = FedHGLConfig(clients=k, method="fedhgl")
     fast, _ = propagate(split, cfg, jax.random.PRNGKey(0), impl="fast")
     slow, _ = propagate(split, cfg, jax.random.PRNGKey(0), impl="protocol")
     np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6)

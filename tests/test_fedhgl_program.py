@@ -1,53 +1,93 @@
-"""FedHGL through the shared engine: build_program -> fgl_jax.federated.run (orbax checkpoints, resume)
-and run_sweep (seeds x lr, traced Laplace ε); per-client best-validation selection lives in the state."""
+"""FedHGL through the one engine: build(cfg) -> fgl_jax.federated.run / run_sweep, and
+fgl_jax.experiment.run_config (config.yaml, metrics.jsonl, summary.json, checkpoints/, resume).
+The per-client best-validation models live in the state, so resume restores them."""
 import dataclasses
+import json
 
 import jax
 import numpy as np
 import pytest
+import yaml
 
+from fgl_jax import experiment, schema
 from fgl_jax.federated import run
 from fgl_jax.federated.sweep import run_sweep
-from fgl_jax.systems.fedhgl import FedHGLConfig, build_program, evaluate, prepare, train
+from fgl_jax.systems.fedhgl import FedHGLConfig, build, evaluate, preparation_key, prepare
+from fgl_jax.systems.fedhgl import program as fedhgl_program
 from tests.test_fedhgl_train import planted_hypergraph
 
-OPTS = {"clients": 3, "rounds": 6, "local_steps": 2, "train_ratio": 0.3, "seed": 0}
+CFG = FedHGLConfig(clients=3, rounds=6, local_steps=2, train_ratio=0.3, seed=0)
 
 
-def _hist_close(a, b, names=("train_loss", "val_acc", "test_acc")):
+def _hist_close(a, b, names=("train_loss", "val_acc", "test_acc", "best_val_acc")):
     for n in names:
         np.testing.assert_allclose(np.asarray(a[n]), np.asarray(b[n]), rtol=1e-5, atol=1e-6, err_msg=n)
 
 
-def test_resume_equals_uninterrupted(tmp_path):
+@pytest.fixture
+def planted(monkeypatch):
+    """run_config loads cfg.dataset by name: serve the small planted hypergraph instead."""
     hg = planted_hypergraph()
-    prog = build_program(OPTS, hypergraph=hg)
-    key = jax.random.key(3)
-    full = run(prog.algorithm, prog.data, key, 6, chunk=2, out_dir=tmp_path / "a")
-    run(prog.algorithm, prog.data, key, 4, chunk=2, out_dir=tmp_path / "b")          # "interrupted" after 4
+    monkeypatch.setattr(fedhgl_program, "load_hypergraph", lambda name, data_dir=None: hg)
+    return hg
+
+
+def test_run_config_writes_outputs_and_resume_equals_uninterrupted(tmp_path, planted):
+    full = experiment.run_config(CFG, out=str(tmp_path / "a"))
+    for f in ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints"):
+        assert (tmp_path / "a" / f).exists(), f
+    text = (tmp_path / "a" / "config.yaml").read_text()
+    assert yaml.safe_load(text)["system"] == "fedhgl"
+    assert schema.resolve(FedHGLConfig, tmp_path / "a" / "config.yaml", system="fedhgl") == CFG  # replayable
+    rows = [json.loads(l) for l in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in rows] == list(range(1, 7))
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["system"] == "fedhgl" and summary["rounds_run"] == 6
+    assert summary["best"]["best_test"] == pytest.approx(full.history["test_acc"][-1])   # the paper's number
+    assert summary["extras"]["test_acc"] == pytest.approx(full.history["test_acc"][-1], abs=1e-6)
+    # "interrupted" after 4 rounds, then resumed to 6
+    experiment.run_config(dataclasses.replace(CFG, rounds=4), out=str(tmp_path / "b"))
     assert (tmp_path / "b" / "checkpoints" / "round_000004").exists()
-    resumed = run(prog.algorithm, prog.data, key, 6, chunk=2, out_dir=tmp_path / "b", resume=True)
+    resumed = experiment.run_config(CFG, out=str(tmp_path / "b"), resume=True)
     _hist_close(full.history, resumed.history)
     for u, v in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-5, atol=1e-6)
-    # the per-client best-validation checkpoints are part of the restored state
-    e1, e2 = evaluate(full.state, prog.data), evaluate(resumed.state, prog.data)
-    assert float(e1["test_acc"]) == pytest.approx(float(e2["test_acc"]))
-    assert float(e1["test_acc"]) == pytest.approx(full.history["test_acc"][-1], abs=1e-6)
-    # `train` (cached scan, no out_dir) uses the same keys as `run`: identical histories
-    cfg = FedHGLConfig(num_clients=3, rounds=6, local_steps=2, train_ratio=0.3)
-    data, _ = prepare(hg, cfg, seed=0)
-    _hist_close(train(data, hg.num_classes, cfg, key)["history"], full.history)
+    assert resumed.best["best_test"] == pytest.approx(full.best["best_test"])
+    assert resumed.extras["global_test_acc"] == pytest.approx(full.extras["global_test_acc"], abs=1e-6)
+
+
+def test_one_seed_one_key(planted):
+    """run_config uses jax.random.key(cfg.seed) for the rounds (= a direct engine run with that key);
+    the LDP noise uses a stream of the same key that the engine's init/round keys never equal."""
+    cfg = dataclasses.replace(CFG, seed=3, mechanism="rr", eps=1.0)
+    via_config = experiment.run_config(cfg)
+    prog = build(cfg, hypergraph=planted)
+    direct = run(prog.algorithm, prog.data, jax.random.key(3), cfg.rounds)
+    _hist_close(via_config.history, direct.history)
+    k = jax.random.key(3)
+    prep = jax.random.key_data(preparation_key(3))
+    for child in jax.random.split(k):
+        assert not np.array_equal(jax.random.key_data(child), prep)
+    other = run(prog.algorithm, prog.data, jax.random.key(4), cfg.rounds)
+    assert not np.allclose(other.history["train_loss"], direct.history["train_loss"])
+
+
+def test_global_method_rounds_mean_rounds(planted):
+    """Global (one client, whole hypergraph) runs exactly cfg.rounds rounds (no hidden x3)."""
+    cfg = FedHGLConfig(method="global", clients=1, rounds=7, train_ratio=0.3)
+    prog = build(cfg, hypergraph=planted)
+    assert prog.num_rounds == 7 and prog.data.x_train.shape[0] == 1
+    assert experiment.run_config(cfg).rounds_run == 7
 
 
 def test_sweep_member_equals_single_run():
-    """seeds x lr vectorised (run_sweep) == separate single runs with that lr in the options."""
+    """seeds x lr vectorised (run_sweep) == separate single runs with that lr in the config."""
     hg = planted_hypergraph()
-    prog = build_program(OPTS, hypergraph=hg)
+    prog = build(CFG, hypergraph=hg)
     seeds, lrs = [0, 1], [0.01, 0.05]
     sw = run_sweep(prog.algorithm, prog.data, seeds, 6, {"lr": lrs}, mode="vmap")
     for i, (seed, lr) in enumerate(zip(seeds, lrs)):
-        single = build_program({**OPTS, "lr": lr}, hypergraph=hg)
+        single = build(dataclasses.replace(CFG, lr=lr), hypergraph=hg)
         r = run(single.algorithm, single.data, jax.random.key(seed), 6)
         for n in ("train_loss", "test_acc", "val_acc"):
             np.testing.assert_allclose(sw.history[n][i], r.history[n], rtol=1e-4, atol=1e-5, err_msg=n)
@@ -59,30 +99,29 @@ def test_traced_laplace_eps_equals_direct_noise_and_sweeps():
     so ε can be a traced hyperparameter; RR is refused with the reason."""
     hg = planted_hypergraph()
     hg = dataclasses.replace(hg, x=hg.x * 0.5, feature_kind="numeric")
-    opts = {**OPTS, "mechanism": "laplace", "eps": 0.8}
-    cfg = FedHGLConfig(num_clients=3, mechanism="laplace", eps=0.8, train_ratio=0.3)
-    traced, _ = prepare(hg, cfg, seed=0, traced_eps=True)
-    direct, _ = prepare(hg, cfg, seed=0)
+    cfg = dataclasses.replace(CFG, mechanism="laplace", eps=0.8)
+    traced, _ = prepare(hg, dataclasses.replace(cfg, traced_eps=True))
+    direct, _ = prepare(hg, cfg)
     for s in ("train", "val", "test"):
         x = np.asarray(getattr(traced, f"x_{s}")) + np.asarray(getattr(traced, f"g_{s}")) / 0.8
         np.testing.assert_allclose(x, np.asarray(getattr(direct, f"x_{s}")), rtol=1e-4, atol=1e-5)
     assert np.abs(np.asarray(traced.g_val)).max() > 1e-3
-    prog = build_program({**opts, "traced_eps": True}, hypergraph=hg)
+    prog = build(dataclasses.replace(cfg, traced_eps=True), hypergraph=hg)
     sw = run_sweep(prog.algorithm, prog.data, [0, 0], 4, {"eps": [0.8, 1e6]}, mode="sequential")
-    clean = build_program({**opts, "mechanism": "none"}, hypergraph=hg)
+    clean = build(dataclasses.replace(cfg, mechanism="none", rounds=4), hypergraph=hg)
     r = run(clean.algorithm, clean.data, jax.random.key(0), 4)
     np.testing.assert_allclose(sw.history["train_loss"][1], r.history["train_loss"], rtol=1e-3, atol=1e-4)
     with pytest.raises(ValueError, match="not linear"):
-        build_program({**OPTS, "mechanism": "rr", "eps": 1.0, "traced_eps": True}, hypergraph=planted_hypergraph())
+        dataclasses.replace(CFG, mechanism="rr", eps=1.0, traced_eps=True)
+    with pytest.raises(ValueError, match="not linear"):          # auto on binary features is RR
+        build(dataclasses.replace(CFG, mechanism="auto", eps=1.0, traced_eps=True), hypergraph=planted_hypergraph())
 
 
-def test_unknown_option_rejected():
-    with pytest.raises(ValueError, match="unknown key"):
-        build_program({**OPTS, "epsilon": 1.0}, hypergraph=planted_hypergraph())
-
-
-@pytest.mark.parametrize("eps", [0.0, -1.0])
-def test_program_rejects_nonpositive_eps(eps):
-    from fgl_jax.privacy.ldp import LDPError
-    with pytest.raises(LDPError, match="eps"):
-        build_program({**OPTS, "mechanism": "laplace", "eps": eps}, hypergraph=planted_hypergraph())
+def test_final_evaluation_matches_metrics():
+    hg = planted_hypergraph()
+    prog = build(CFG, hypergraph=hg)
+    res = run(prog.algorithm, prog.data, jax.random.key(0), 6, hooks=prog.hooks)
+    e = evaluate(res.state, prog.data)
+    assert float(e["test_acc"]) == pytest.approx(res.history["test_acc"][-1], abs=1e-6)
+    assert float(e["best_val_acc"]) == pytest.approx(res.history["best_val_acc"][-1], abs=1e-6)
+    assert res.best["best_round"] == 6 and res.extras["test_acc"] == pytest.approx(res.best["best_test"], abs=1e-6)

@@ -11,7 +11,7 @@ a single node u (Theorem 1) — is the perturbed vector P(d_u^{-1/2} x_u) instea
 `hc_propagate` computes exactly this, keeping X sparse (Facebook: 314k non-zeros of 22,470 × 4,714)
 as long as the intermediate stays sparse (one hop: 7 % dense) and switching to dense when it fills
 in (two hops: 47 % dense, so X^{(2)} itself is dense whatever the method). It is tested equal to the
-explicit message-passing protocol `fedhgl.hyperedge_completion` (which keeps the per-client
+explicit message-passing protocol `completion.hyperedge_completion` (which keeps the per-client
 uploads and the id-only server) with the same noise, and to the dense centralised L^N X.
 
 The noise is drawn per node with key fold_in(key, global node id) (`node_noise`), so both
@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from fgl_jax.privacy.ldp import laplace, randomized_response
 
 __all__ = ["PropagationOperator", "global_operator", "basic_operator", "propagate_sparse", "node_noise",
-           "client_attribute_ranges", "hc_propagate", "DENSE_SWITCH"]
+           "client_attribute_ranges", "hc_propagate", "unsafe_noise_term", "DENSE_SWITCH"]
 
 # Intermediates denser than this are kept as dense arrays (a CSR product filling in is slower
 # than a CSR x dense product at that point).
@@ -98,22 +98,22 @@ def basic_operator(split, dtype=np.float32) -> PropagationOperator:
     hg = split.hypergraph
     keep = ~split.is_cross[hg.he_ids] | (split.pair_count >= 2)
     nodes = hg.he_nodes[keep].astype(np.int64)
-    key = hg.he_ids[keep].astype(np.int64) * split.num_clients + split.assignment[nodes]
+    key = hg.he_ids[keep].astype(np.int64) * split.clients + split.assignment[nodes]
     uniq, slots = np.unique(key, return_inverse=True)
-    w = hg.edge_weight.astype(np.float64)[uniq // split.num_clients]
+    w = hg.edge_weight.astype(np.float64)[uniq // split.clients]
     de = np.bincount(slots, minlength=uniq.size).astype(np.float64)
     dv = np.bincount(nodes, weights=w[slots], minlength=hg.num_nodes)
     return _operator(nodes, slots, hg.num_nodes, uniq.size, dv, de, w, dtype)
 
 
-def propagate_sparse(op: PropagationOperator, x, n_hops: int, hop0_extra=None) -> np.ndarray:
+def propagate_sparse(op: PropagationOperator, x, hops: int, hop0_extra=None) -> np.ndarray:
     """L^n x with an optional dense addition to the round-0 hyperedge totals.  -> dense [N, F].
 
     hop0_extra: None or (A CSR [S, U], D dense [U, F]): Δ^{(0)} += A @ D (the unsafe uploads'
     noise, `hc_propagate`).
     """
     cur = sp.csr_matrix(x) if sp.issparse(x) else np.asarray(x)
-    for n in range(n_hops):
+    for n in range(hops):
         e = op.gather(cur)
         if n == 0 and hop0_extra is not None:
             a, d = hop0_extra
@@ -146,7 +146,7 @@ def client_attribute_ranges(split, x, public_range: Optional[float] = None) -> n
     """float32 [C, F]: per client, max − min of every attribute over its border nodes (Eq. 16's range;
     0 for a client with no border node), or `public_range` everywhere (sensitivity="public")."""
     f = x.shape[1]
-    out = np.zeros((split.num_clients, f), np.float32)
+    out = np.zeros((split.clients, f), np.float32)
     if public_range is not None:
         out[:] = public_range
         return out
@@ -186,12 +186,12 @@ def unsafe_noise_term(split, x, op: PropagationOperator, key, mechanism: str, ep
     return a, d
 
 
-def hc_propagate(split, n_hops: int = 2, key=None, mechanism: str = "none", eps: float = 10.0,
+def hc_propagate(split, hops: int = 2, key=None, mechanism: str = "none", eps: float = 10.0,
                  rr_variant: str = "paper", sensitivity: str = "paper", public_range: float = 1.0,
                  dtype=np.float32) -> np.ndarray:
     """HC's X^{(N)} for all nodes, in global node order: dense [N, F] (see the module docstring).
 
-    Equal to `fedhgl.hyperedge_completion` (noise_propagation="paper") for the same key.
+    Equal to `completion.hyperedge_completion` (noise_propagation="paper") for the same key.
     """
     hg = split.hypergraph
     op = global_operator(hg, dtype)
@@ -200,4 +200,4 @@ def hc_propagate(split, n_hops: int = 2, key=None, mechanism: str = "none", eps:
     if mechanism != "none" and split.unsafe_pairs().any():
         a, d = unsafe_noise_term(split, hg.x, op, key, mechanism, eps, rr_variant, sensitivity, public_range)
         extra = (a.astype(dtype), d.astype(dtype))
-    return propagate_sparse(op, x, n_hops, extra)
+    return propagate_sparse(op, x, hops, extra)
