@@ -21,15 +21,15 @@ from fgl_jax.experiment import _jsonable, environment
 
 
 def table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None, floatfmt: str = ".4f",
-          headers: Optional[Sequence[str]] = None) -> str:
+          headers: Optional[Sequence[str]] = None, disable_numparse: bool = False) -> str:
     """Rows of dicts as a GitHub markdown table (columns default to the first row's keys; a missing
-    value is blank)."""
+    value is blank). disable_numparse: print text cells ("+7.2", "0.80 ± 0.01") exactly as given."""
     from tabulate import tabulate
     rows = list(rows)
     cols = list(columns) if columns is not None else (list(rows[0]) if rows else [])
     body = [[r.get(c, "") if r.get(c) is not None else "" for c in cols] for r in rows]
     return tabulate(body, headers=list(headers) if headers is not None else cols, tablefmt="github",
-                    floatfmt=floatfmt, missingval="")
+                    floatfmt=floatfmt, missingval="", disable_numparse=disable_numparse)
 
 
 def provenance(t_start: float, config: Any, command: Optional[Sequence[str]] = None) -> dict:

@@ -336,5 +336,7 @@ def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None) ->
     The baseline rows (Local, FedAvg, FedProx, FedPer, Global) are the baselines' own reproduction;
     Table 3's gains read them from `out/baselines.json` when it exists.
     """
+    from fgl_jax.systems.hifgl import baselines
+    baselines.reproduce(out, quick, data_dir)
     reproduce_main(out, quick, data_dir)
     reproduce_table6(out, quick, data_dir)
