@@ -333,3 +333,7 @@ class RunSpec:
     data_dir: Optional[str] = option(None, "directory holding the dataset files (else $FGL_JAX_DATA)")
     rounds: int = option(50, "number of federated rounds", low=1)
     seed: int = option(0, "seed of the run's PRNG key (initialisation, sampling, noise)")
+
+    def __post_init__(self):
+        # a config built in Python is checked by the same rules as YAML and flags
+        check(type(self), to_dict(self), type(self).__name__)

@@ -55,6 +55,7 @@ class BaselineFields(RunSpec):
                                          low=1)
 
     def __post_init__(self):
+        super().__post_init__()
         owner = _owner_of_hparams()
         for name, algo in owner.items():
             default = _hparam_default(name)
