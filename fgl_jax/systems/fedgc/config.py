@@ -17,6 +17,7 @@ import math
 from functools import reduce
 from typing import Optional
 
+from fgl_jax import schema
 from fgl_jax.schema import RunSpec, option
 from fgl_jax.systems.fedgc.attack import TARGET_GRAPHS, MIAConfig
 from fgl_jax.systems.fedgc.condense.aggregation import AGGREGATIONS
@@ -125,6 +126,8 @@ class FedGCConfig(RunSpec):
                                 choices=ARCH_PROTOCOLS)
 
     def __post_init__(self):
+        # every field against its option() (type, choices, range), also for direct construction
+        schema.check(type(self), schema.to_dict(self), "FedGCConfig")
         if self.adj_steps > self.adj_period:
             raise ValueError(f"adj_steps must be <= adj_period ({self.adj_period}), got {self.adj_steps}")
         if self.eval_iters % self.eval_check_every:
