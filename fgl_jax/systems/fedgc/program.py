@@ -187,20 +187,20 @@ class FedGCRun:
                            pseudo_labels=None if prep.labels is None else
                            np.where(np.asarray(prep.label_mask), np.asarray(prep.labels), -1).astype(np.int32))
 
-    def shadow(self, seed: Optional[int] = None):
-        """The attack's shadow model and attack MLP in the server's raw-X view (memoised in the cache)."""
-        seed = self.cfg.seed if seed is None else seed
-        k = ("shadow", id(self.raw_graph), self.cfg.feature_norm, seed)
+    def shadow(self, mia: Optional[MIAConfig] = None):
+        """The attack's shadow model and attack MLP in the server's raw-X view (memoised in the cache;
+        they do not depend on G', so every cell on the same graph, features and seed shares them)."""
+        seed, m = self.cfg.seed, dataclasses.replace(mia or MIAConfig(), target_graph="last")
+        k = ("shadow", id(self.raw_graph), self.cfg.feature_norm, seed, m)
         if k not in self.cache:
-            self.cache[k] = prepare_shadow(jax.random.PRNGKey(seed + 10), self.prep.graph, MIAConfig(), seed=seed)
+            self.cache[k] = prepare_shadow(jax.random.PRNGKey(seed + 10), self.prep.graph, m, seed=seed)
         return self.cache[k]
 
     def attack(self, fr: FedGCResult, mia: Optional[MIAConfig] = None) -> dict:
         """The membership attack on G' (spec §5.16): the raw-X query sees the features as FedGC
         normalised them (`cfg.feature_norm`), the owner query the clients' features (Z under IB)."""
-        seed = self.cfg.seed
-        return fedgc_attack(jax.random.PRNGKey(seed + 11), self.prep.graph, fr, mia or self.cfg.mia_config,
-                            seed=seed, shadow=self.shadow())
+        seed, mia = self.cfg.seed, mia or self.cfg.mia_config
+        return fedgc_attack(jax.random.PRNGKey(seed + 11), self.prep.graph, fr, mia, seed=seed, shadow=self.shadow(mia))
 
     def architectures(self, fr: FedGCResult, protocol: str = "gcond", archs=None) -> dict:
         """FedGC Table 3: every architecture of `protocol` (or `archs`) trained on the G' of the reported
