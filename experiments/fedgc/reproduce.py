@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from fgl_jax.systems.fedgc import paper
+from fgl_jax.systems.fedgc.paper_cells import PAPER_T1, PAPER_T2  # noqa: F401 (experiments/make_index.py reads them here)
 from fgl_jax.systems.fedgc.paper_cells import BASES, DEFAULT_BASE, GAMMA_GRID, VARIANTS
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "fedgc"
