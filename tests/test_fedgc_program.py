@@ -60,6 +60,7 @@ def test_program_rounds_equal_a_plain_fed_round_loop(tiny):
     res = run(p.algorithm, p.data, jax.random.key(cfg.seed), p.num_rounds)
     cond = make_condenser(cfg.condense_config, r.in_dim, r.num_classes)
     state = cond.init(p.data.key, r.syn_counts)
+    np.testing.assert_array_equal(np.asarray(state.x_syn), np.asarray(p.data.start.x_syn))
     step = jax.jit(lambda s, k: fed_round(cond, s, p.data.client, k))
     losses = []
     for i in range(cfg.rounds):

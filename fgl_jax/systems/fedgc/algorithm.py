@@ -1,6 +1,6 @@
 """Federated condensation as a `fgl_jax.federated.FederatedAlgorithm` (one round = one condensation round).
 
-    init(key, data)         -> CondenseRunState (server state X', Φ, Adam states; hp)
+    init(key, data)         -> CondenseRunState (server state X', Φ, Adam states from data.start; hp)
     round(state, data, key) -> (state, metrics)
 
 The round is `condense.round.fed_round` (fresh θ, the clients' per-class gradients, aggregation, one
@@ -36,10 +36,12 @@ ROUND_SALT = 7  # round keys: fold_in(fold_in(condensation key, 7), round)
 
 @flax.struct.dataclass
 class CondenseData:
-    """client: what the clients hold for matching (blocks, counts); key: the condensation stage key."""
+    """client: what the clients hold for matching (blocks, counts); key: the condensation stage key;
+    start: the server's initial state (X' ~ N(0, std²), Φ), made once on the host from `key`."""
 
     client: ClientData
     key: Array
+    start: CondenseState
 
 
 @flax.struct.dataclass
@@ -53,15 +55,20 @@ def round_key(data: CondenseData, r) -> Array:
     return jax.random.fold_in(jax.random.fold_in(data.key, ROUND_SALT), r)
 
 
-def condense_algorithm(condenser: Condenser, syn_counts: np.ndarray) -> FederatedAlgorithm:
-    """condenser: `make_condenser(...)`; syn_counts: N'_c [C] (host, fixes the static shape of X')."""
-    syn_counts = np.asarray(syn_counts)
+def condense_data(condenser: Condenser, client: ClientData, key: Array, syn_counts: np.ndarray) -> CondenseData:
+    """The round's data; the initial X' and Φ are drawn from `key` outside jit (op by op, as the
+    paper-protocol runs always drew them: a fused draw differs in the last float bits)."""
+    return CondenseData(client=client, key=key, start=condenser.init(key, np.asarray(syn_counts)))
+
+
+def condense_algorithm(condenser: Condenser) -> FederatedAlgorithm:
+    """condenser: `make_condenser(...)`; the initial state travels in `CondenseData.start`."""
     cfg = condenser.config
 
     def init(key: Array, data: CondenseData) -> CondenseRunState:
         del key  # the condensation stage key travels in data (see the module docstring)
-        cond = condenser.init(data.key, syn_counts)
-        return CondenseRunState(cond=cond, hp={"lr_feat": jnp.float32(cfg.lr_feat), "lr_adj": jnp.float32(cfg.lr_adj)})
+        return CondenseRunState(cond=data.start, hp={"lr_feat": jnp.float32(cfg.lr_feat),
+                                                     "lr_adj": jnp.float32(cfg.lr_adj)})
 
     def round_fn(state: CondenseRunState, data: CondenseData, key: Array):
         del key

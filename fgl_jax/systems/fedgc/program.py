@@ -24,7 +24,7 @@ from fgl_jax.batch import ClientBatch, stack_graphs
 from fgl_jax.federated.algorithm import Hooks, Program
 from fgl_jax.graph import Graph
 from fgl_jax.registry import register
-from fgl_jax.systems.fedgc.algorithm import CondenseData, condense_algorithm
+from fgl_jax.systems.fedgc.algorithm import condense_algorithm, condense_data
 from fgl_jax.systems.fedgc.attack import MIAConfig, fedgc_attack, prepare_shadow
 from fgl_jax.systems.fedgc.condense.labels import synthetic_class_counts
 from fgl_jax.systems.fedgc.condense.server import condensed_graph, make_condenser
@@ -79,7 +79,10 @@ def select_result(history: list, protocol: str = "val") -> dict:
     return out
 
 
-_condensed = jax.jit(condensed_graph)
+def _condensed(cond):
+    """G' of a server state, op by op (a jitted PGE differs in the last float bits from the
+    paper-protocol runs, which always read G' this way)."""
+    return condensed_graph(cond)
 
 
 class FedGCRun:
@@ -110,8 +113,8 @@ class FedGCRun:
         self.clients = stack_graphs(prep.eval_graphs, prep.ids)
         self.evaluator = make_evaluator(cfg.eval_config, d, c)
         _, _, k_cond, self.k_eval = stage_keys(cfg.seed)
-        self.data = CondenseData(client=client, key=k_cond)
-        self.algorithm = condense_algorithm(condenser, self.syn_counts)
+        self.data = condense_data(condenser, client, k_cond, self.syn_counts)
+        self.algorithm = condense_algorithm(condenser)
         self.timings.update(blocks_s=time.perf_counter() - t, build_s=time.perf_counter() - t0)
         self.eval_rounds = set(cfg.evaluation_rounds)
         self.kept: dict[int, tuple] = {}    # G' at the evaluation rounds of this process
