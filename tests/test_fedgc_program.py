@@ -121,9 +121,10 @@ def test_pge_init_bias_reaches_the_condenser(tiny):
 def test_ib_lr_and_epochs_reach_the_encoder():
     """`ib_lr` / `ib_epochs` set the IB encoder's Adam lr and step count: the code's values given
     explicitly equal the component defaults (bit-identical Z), and another lr gives another Z."""
-    g = small_graph(n=120, f=8)
-    z = lambda **kw: np.asarray(FedGCRun(small_config(rounds=2, eval_rounds=(2,), ib_dim=4, ib_hidden=4, st_rounds=2,
-                                                      **kw), graph=g).clients.features)
+    from fgl_jax.data.synthetic import csbm
+    g = csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, homophily=0.8, feature_signal=2.0, seed=4)
+    z = lambda **kw: np.asarray(FedGCRun(FedGCConfig(dataset="csbm", clients=2, rate=0.2, rounds=2, st_rounds=2,
+                                                     ib_dim=4, ib_hidden=4, **kw), graph=g).clients.features)
     default = z(ib_lr=2e-3, ib_epochs=100)
     from fgl_jax.systems.fedgc import IBConfig
     assert (IBConfig().lr, IBConfig().epochs) == (2e-3, 100)
