@@ -436,9 +436,9 @@ def open_knob_summary(runs: dict, tag: str) -> list:
     return ["## Knobs the paper leaves open, against the defaults on the same seeds", "",
             "The rows of each default (FedGC, FedGC†) and its variants share their seeds (partition, self-training, "
             "θ draws); only the named knob differs. "
-            "Sparse A' init: `CondenseConfig.pge_init_bias` = −4.6 (CLI `--pge-init-bias`); the paper leaves Φ's "
+            "Sparse A' init: `FedGCConfig.pge_init_bias` = −4.6 (CLI `--pge-init-bias`); the paper leaves Φ's "
             "init open and the code uses torch's default, under which every A'_ij starts near 0.5. IB encoder lr "
-            f"{IB_FAST_LR:g}: `IBConfig.lr` (CLI `--ib-lr`; code 2e-3, the paper gives none), same 100 epochs; our "
+            f"{IB_FAST_LR:g}: `FedGCConfig.ib_lr` (CLI `--ib-lr`; code 2e-3, the paper gives none), same 100 epochs; our "
             "encoder is 128 wide instead of d and at 2e-3 its Z fits the labels less. val ACC: the pooled validation "
             "accuracy at the selected checkpoint, the protocol's own criterion for choosing among settings; the IB "
             "setting with the highest mean val ACC: " + ", ".join(f"{ds} `{v}`" for ds, v in best.items()) +
@@ -644,7 +644,7 @@ def write_md(store, tag):
                   f"{_fmt(r.get('mia_auc_z'))}; this configuration's accuracy is {_fmt(r.get('test_acc'))} ({vs})."]
     L += ["", "Reg is Nasr et al.'s (2018) adversarial regularisation in every client's local loss (λ = 1; each client's "
           "inference model MLP [p ‖ onehot y] → 64 → 1 is trained for 50 Adam steps per round at that round's θ, on "
-          "its own training nodes against its own validation nodes; `fgl_jax/condense/reg.py`). LDP is the spec's literal mechanism (every uploaded gradient coordinate clipped to "
+          "its own training nodes against its own validation nodes; `fgl_jax/systems/fedgc/condense/reg.py`). LDP is the spec's literal mechanism (every uploaded gradient coordinate clipped to "
           "±0.1, then Laplace(0, 0.2), ε = 1 per coordinate).", ""]
     gc = EvalConfig()
     L += ["## Table 3: architectures trained on the same G' (FedGC, rate 0.5), test accuracy (%) after ft", "",
