@@ -41,7 +41,7 @@ def check_defended_round(cfg, data, in_dim: int, num_classes: int, defended_aggr
     import jax
     import pytest
 
-    from fgl_jax.condense import fed_round, make_condenser
+    from fgl_jax.systems.fedgc.condense import fed_round, make_condenser
     cond = make_condenser(cfg, in_dim, num_classes)
     st0 = cond.init(jax.random.PRNGKey(0), np.full(num_classes, 3))
     k0 = jax.random.PRNGKey(3)

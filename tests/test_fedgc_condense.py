@@ -10,10 +10,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from helpers import dense_adj, toy_graph  # noqa: E402
-from fgl_jax.condense import (CondenseConfig, aggregate, aggregated_client_grads,
-                              build_client_data, condense_scan, dist_gcond, dist_mse, init_pge, init_relay,
+from fgl_jax.systems.fedgc.condense import (CondenseConfig, aggregate, aggregated_client_grads,
+                              build_client_data, dist_gcond, dist_mse, init_pge, init_relay,
                               make_condenser, matching_loss, normalize_dense, pge_adjacency, relay_dense,
-                              synthetic_class_counts, synthetic_labels, class_coefficients)
+                              synthetic_class_counts, synthetic_labels, class_coefficients, fed_round)
 from fgl_jax.systems.fedgc import expand_clients
 
 
@@ -97,7 +97,12 @@ def test_one_client_equals_centralised_one_step_gcond():
     state0 = cond.init(jax.random.PRNGKey(5), syn_counts)
     key = jax.random.PRNGKey(9)
     rounds = 7
-    state, losses = condense_scan(cond, state0, data, key, rounds)
+    step = jax.jit(lambda s, k: fed_round(cond, s, data, k))   # the round the engine scans
+    state, losses = state0, []
+    for r in range(rounds):
+        state, loss = step(state, jax.random.fold_in(key, r))
+        losses.append(loss)
+    losses = jnp.stack(losses)
 
     # --- standalone reference (dense, per-class jax.grad, explicit alternation) ---
     x, pge = state0.x_syn, state0.pge

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fgl_jax.batch import full_graph_batch
-from fgl_jax.condense.evaluate import (GCOND_ARCHS, RECIPE_ARCHS, EvalConfig, arch_configs, dense_graph_batch,
+from fgl_jax.systems.fedgc.evaluate import (GCOND_ARCHS, RECIPE_ARCHS, EvalConfig, arch_configs, dense_graph_batch,
                                       gcond_arch_configs, make_evaluator)
 from tests.helpers import toy_graph
 
@@ -87,18 +87,17 @@ def test_arch_configs_reject_unknown_names():
     assert arch_configs("gcond", CFG, []) == {} == arch_configs("recipe", CFG, [])   # an empty list is no column
 
 
-def test_cli_archs_evaluate_the_condensed_graph_with_each_architecture(capsys):
-    """`fgl-jax fedgc --archs` runs the native command and reports one accuracy per requested column
-    (SAGE is trained once and shares GCN's numbers under GCond's protocol); an unknown name fails
-    before condensing."""
-    from fgl_jax.cli import main
-    tiny = ["fedgc", "--dataset", "csbm", "--clients", "2", "--rounds", "4", "--eval-rounds", "4", "--st-rounds", "2",
-            "--ib-epochs", "2", "--ib-dim", "8", "--ib-hidden", "8", "--seed", "0"]
-    res = main(tiny + ["--archs", "sage,gcn"])
-    assert list(res["archs"]) == ["sage", "sage_noft", "gcn", "gcn_noft"]
-    assert all(0.0 <= v <= 1.0 for v in res["archs"].values())
-    assert res["archs"]["sage"] == res["archs"]["gcn"]
-    assert capsys.readouterr().out.count("[gcond] ") == 2
-    assert main(tiny + ["--archs", "gat"]) == 2
-    err = capsys.readouterr()
-    assert "not in GCond's protocol" in err.err and "test_acc" not in err.out   # nothing was run
+def test_archs_evaluate_the_condensed_graph_with_each_architecture():
+    """`archs` (Hooks.finalize) reports one accuracy per requested column in RunResult.extras (SAGE is
+    trained once and shares GCN's numbers under GCond's protocol); an unknown name fails in the config,
+    before anything runs."""
+    from fgl_jax.systems.fedgc import FedGCConfig
+    from tests.fedgc_small import run_small, small_config
+    _, res, _ = run_small(small_config(rounds=4, eval_rounds=(4,), st_rounds=2, ib_epochs=2, archs=("sage", "gcn")))
+    archs = res.extras["archs"]
+    assert list(archs) == ["sage", "sage_noft", "gcn", "gcn_noft"]
+    assert all(0.0 <= v <= 1.0 for v in archs.values())
+    assert archs["sage"] == archs["gcn"]
+    assert res.summary["extras"]["archs"] == archs    # summary.json carries them
+    with pytest.raises(ValueError, match="not in GCond's protocol"):
+        FedGCConfig(archs=("gat",))

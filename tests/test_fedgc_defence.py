@@ -9,13 +9,13 @@ import pytest
 from scipy import stats
 
 from fgl_jax.batch import stack_graphs
-from fgl_jax.condense import (CondenseConfig, aggregate, aggregated_client_grads, all_client_grads,
+from fgl_jax.systems.fedgc.condense import (CondenseConfig, aggregate, aggregated_client_grads, all_client_grads,
                               build_client_data, init_relay)
-from fgl_jax.condense.blocks import ldp_upload, private_aggregated_client_grads, private_client_uploads
+from fgl_jax.systems.fedgc.condense.ldp import ldp_upload, private_aggregated_client_grads, private_client_uploads
 from fgl_jax.data.synthetic import csbm
 from tests.helpers import check_defended_round
-from fgl_jax.systems.fedgc import (FedGCConfig, IBConfig, expand_clients, normalize_features, prepare,
-                                   prepare_clients, self_train, build_program)
+from fgl_jax.systems.fedgc import (FedGCConfig, FedGCRun, expand_clients, normalize_features, prepare,
+                                   prepare_clients, self_train)
 
 CLIP, B = 0.1, 0.2
 
@@ -89,8 +89,8 @@ def test_ldp_round_privatises_each_upload(client_data):
 
 def test_bad_ldp_parameters(client_data):
     data, theta = client_data
-    for kw, match in (({"ldp_clip": 0.0}, "clip"), ({"ldp_scale": -0.2}, "noise scale"),
-                      ({"ldp_scale": float("nan")}, "noise scale"), ({"defence": "dp"}, "defence")):
+    for kw, match in (({"ldp_clip": 0.0}, "ldp_clip"), ({"ldp_scale": -0.2}, "ldp_scale"),
+                      ({"ldp_scale": float("nan")}, "ldp_scale"), ({"defence": "dp"}, "defence")):
         with pytest.raises(ValueError, match=match):
             FedGCConfig(**kw)
     with pytest.raises(ValueError, match="needs ldp_clip"):
@@ -99,22 +99,19 @@ def test_bad_ldp_parameters(client_data):
         CondenseConfig(ldp_clip=-1.0)
     with pytest.raises(ValueError, match="noise scale"):
         ldp_upload(jax.random.PRNGKey(0), {"w": jnp.ones(3)}, 0.1, 0.0)
-    with pytest.raises(ValueError, match="defence='ldp'"):
-        FedGCConfig(condense=CondenseConfig(ldp_clip=0.1))
 
 
 def test_defence_selection_and_defaults():
-    assert FedGCConfig().method == "ib" and FedGCConfig().condense_config is FedGCConfig().condense
-    assert FedGCConfig(use_ib=False).method == "none" == FedGCConfig(defence="none").method
+    assert FedGCConfig().method == "ib" and not FedGCConfig().condense_config.ldp
+    assert FedGCConfig(defence="none").method == "none" and not FedGCConfig(defence="none").condense_config.reg
     assert FedGCConfig(defence="pl").condense_config.ldp_clip is None
     c = FedGCConfig(defence="ldp").condense_config
     assert (c.ldp_clip, c.ldp_noise) == (0.1, 0.2)                     # ε = 2·0.1/0.2 = 1
-    # the Program / CLI options map onto the same fields
+    assert FedGCConfig(defence="ldp", ldp_scale=0.3).condense_config.ldp_noise == 0.3
+    # the program reports its defence
     g = csbm(num_nodes=60, num_classes=2, num_features=4, seed=0)
-    prog = build_program({"clients": 2, "rate": 0.2, "rounds": 2, "defence": "ldp", "ldp_scale": 0.3}, graph=g)
+    prog = FedGCRun(FedGCConfig(clients=2, rate=0.2, rounds=2, defence="ldp", ldp_scale=0.3), graph=g).program
     assert prog.describe["method"] == "FedGC-LDP" and prog.describe["defence"] == "ldp"
-    with pytest.raises(ValueError, match="clip"):
-        build_program({"defence": "ldp", "ldp_clip": 0.0}, graph=g)
 
 
 def _pl_graph():
@@ -129,8 +126,8 @@ def _pl_graph():
 
 def test_pl_condenses_pseudo_labels_on_raw_features():
     g = _pl_graph()
-    cfg = FedGCConfig(num_clients=3, defence="pl", st_rounds=15, st_hidden=16, feature_norm="row",
-                      ib=IBConfig(hidden=8, epochs=2, decoder_hidden=16))
+    cfg = FedGCConfig(clients=3, defence="pl", st_rounds=15, st_hidden=16, feature_norm="row", st_optimizer="sgd",
+                      st_lr=1.0, st_weight_decay=0.0, ib_hidden=8, ib_epochs=2, ib_decoder_hidden=16)
     p = prepare(g, cfg, seed=0, log=lambda m: None)
     # independent self-training with prepare's key (split(PRNGKey(seed), 4)[0])
     raw = stack_graphs(p.eval_graphs, p.ids)

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from fgl_jax.attacks.membership import (MIAConfig, attack_auc, auc, posteriors, train_attack,
+from fgl_jax.systems.fedgc.attack import (MIAConfig, attack_auc, auc, posteriors, train_attack,
                                         train_gcn)
 from fgl_jax.batch import full_graph_batch
 from fgl_jax.data.synthetic import csbm
@@ -84,7 +84,7 @@ def test_attack_detects_overfit_model():
         return posteriors(model, params, batch)
 
     ps = fit(shadow_in, jax.random.PRNGKey(1))
-    from fgl_jax.attacks.membership import attack_features
+    from fgl_jax.systems.fedgc.attack import attack_features
     feats = attack_features(jnp.concatenate([ps[shadow_in], ps[shadow_out]]))
     predict = train_attack(jax.random.PRNGKey(2), feats, jnp.concatenate([jnp.ones(100), jnp.zeros(100)]), cfg)
     pt = fit(target_in, jax.random.PRNGKey(3))
@@ -93,7 +93,7 @@ def test_attack_detects_overfit_model():
 
 def test_query_accuracy_counts_argmax_hits():
     """The target-accuracy diagnostic beside the AUC: argmax hits over hand-made posteriors."""
-    from fgl_jax.attacks.membership import query_accuracy
+    from fgl_jax.systems.fedgc.attack import query_accuracy
     post_mem = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.5, 0.1, 0.4]])
     post_non = np.array([[0.2, 0.2, 0.6], [0.9, 0.05, 0.05]])
     out = query_accuracy(post_mem, [0, 1, 0, 0], post_non, [1, 1], "_z")
@@ -104,7 +104,7 @@ def test_owner_feature_graph_takes_each_nodes_owner_features():
     """Client j's features are j·1000 + global id, so each row names where it came from: an owned
     node (in a split) must carry its owner's row, any other node a holder's row."""
     import dataclasses
-    from fgl_jax.attacks.membership import owner_feature_graph
+    from fgl_jax.systems.fedgc.attack import owner_feature_graph
     from fgl_jax.batch import stack_graphs
     from fgl_jax.systems.fedgc import expand_clients
     g = csbm(num_nodes=90, num_classes=3, num_features=4, avg_degree=3.0, seed=2)
@@ -220,24 +220,19 @@ def test_ib_posterior_belongs_to_the_kept_draw_and_resample_has_its_moments():
 @pytest.fixture(scope="module")
 def tiny_ib_attack():
     """A small FedGC run with IB and self-training on a CSBM, the attack's graph and its config."""
-    from fgl_jax.condense import CondenseConfig
-    from fgl_jax.condense.evaluate import EvalConfig
-    from fgl_jax.systems.fedgc import normalize_features, run_fedgc
-    g = csbm(num_nodes=240, num_classes=3, num_features=12, avg_degree=5.0, homophily=0.8, feature_signal=2.0, seed=1)
-    cfg = FedGCConfig(num_clients=3, rate=0.2, rounds=6, eval_rounds=(6,), st_rounds=20, st_hidden=16,
-                      condense=CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=6, adj_steps=2),
-                      ib=IBConfig(hidden=8, epochs=5, decoder_hidden=16, dim=6),
-                      eval=EvalConfig(hidden=16, lr=0.05, iters=20, decay_at=10, eval_every=10, finetune_steps=5,
-                                      ft_eval_every=5))
-    res = run_fedgc(g, cfg, seed=0, log=lambda m: None)
-    return res, normalize_features(g, cfg.feature_norm), MIAConfig(hidden=16, iters=30, attack_epochs=30)
+    from fgl_jax.systems.fedgc import normalize_features
+    from tests.fedgc_small import run_small, small_config, small_graph
+    cfg = small_config(rounds=6, eval_rounds=(6,), ib_dim=6, eval_iters=20, eval_decay_at=10, eval_check_every=10,
+                       finetune_steps=5)
+    _, _, res = run_small(cfg)
+    return res, normalize_features(small_graph(), cfg.feature_norm), MIAConfig(hidden=16, iters=30, attack_epochs=30)
 
 
 def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query(tiny_ib_attack):
     """Exact identity: with μ = Z, σ = 0 and the identity scaler the fresh draw IS Z, so the fresh
     query's AUC, its null and its target accuracies equal the same-sample ones."""
     import dataclasses
-    from fgl_jax.attacks.membership import fedgc_attack
+    from fgl_jax.systems.fedgc.attack import fedgc_attack
     from fgl_jax.systems.fedgc import IBPosterior
     res, gn, mia = tiny_ib_attack
     assert res.ib_posterior is not None and res.ib_posterior.mu.shape == res.clients.features.shape
@@ -262,7 +257,7 @@ def test_pseudo_label_split_of_nonmembers(tiny_ib_attack):
     non-members is the size-weighted mean of the AUCs against the two groups; and with labels on the
     training nodes only (no self-training) nothing is split."""
     import dataclasses
-    from fgl_jax.attacks.membership import fedgc_attack, pools
+    from fgl_jax.systems.fedgc.attack import fedgc_attack, pools
     res, gn, mia = tiny_ib_attack
     pl, c = res.pseudo_labels, res.clients
     assert pl is not None and pl.shape == c.y.shape
@@ -295,7 +290,7 @@ def test_attack_target_graph_last_or_selected(tiny_ib_attack):
     round's G' both choices give identical outputs (bar the reported round); a different selected G'
     changes the target model; a result without a selected checkpoint and an unknown choice are errors."""
     import dataclasses
-    from fgl_jax.attacks.membership import MIAConfig, fedgc_attack
+    from fgl_jax.systems.fedgc.attack import MIAConfig, fedgc_attack
     res, gn, mia = tiny_ib_attack
     sel = dataclasses.replace(mia, target_graph="selected")
     last = fedgc_attack(jax.random.PRNGKey(0), gn, dataclasses.replace(res, selected=res.condensed), mia)
@@ -312,21 +307,21 @@ def test_attack_target_graph_last_or_selected(tiny_ib_attack):
         MIAConfig(target_graph="best")
 
 
-def test_cli_mia_queries_the_features_fedgc_condensed(monkeypatch):
-    """`fgl-jax fedgc --mia`: the attack's raw-X query sees the features as FedGC normalised them
+def test_mia_queries_the_features_fedgc_condensed(monkeypatch):
+    """`mia` (Hooks.finalize): the attack's raw-X query sees the features as FedGC normalised them
     (row-normalised by default: every non-zero row has unit L1 norm), not the file's raw features, and
-    --mia-target reaches the attack's config."""
-    import fgl_jax.attacks.membership as M
-    from fgl_jax.cli import main
+    `mia_target` reaches the attack's config; the result is in RunResult.extras."""
+    import fgl_jax.systems.fedgc.program as P
+    from tests.fedgc_small import run_small, small_config
     seen = {}
 
-    def spy(key, graph, result, cfg=M.MIAConfig(), **kw):
+    def spy(key, graph, result, cfg=MIAConfig(), **kw):
         seen.update(graph=graph, cfg=cfg)
         return {"mia_auc": 0.5}
-    monkeypatch.setattr(M, "fedgc_attack", spy)
-    out = main(["fedgc", "--dataset", "csbm", "--clients", "2", "--rounds", "2", "--eval-rounds", "2",
-                "--st-rounds", "2", "--no-ib", "--seed", "0", "--mia", "--mia-target", "selected"])
-    assert out["mia_auc"] == 0.5 and seen["cfg"].target_graph == "selected"
+    monkeypatch.setattr(P, "fedgc_attack", spy)
+    _, res, _ = run_small(small_config(rounds=2, eval_rounds=(2,), st_rounds=2, defence="none", mia=True,
+                                       mia_target="selected"))
+    assert res.extras["mia_auc"] == 0.5 and seen["cfg"].target_graph == "selected"
     rows = np.abs(seen["graph"].dense_x()).sum(1)
     assert rows.max() > 0
     np.testing.assert_allclose(rows[rows > 0], 1.0, rtol=1e-4)

@@ -1,117 +1,148 @@
-"""FedGC's condensation loop through the shared interface: build_program -> run / resume / run_sweep."""
-import dataclasses
+"""FedGC through the one engine: the schema (paper defaults, bad values), build -> Program rounds equal a
+plain loop of `fed_round`, run_config's four outputs and resume, the traced-lr sweep, the config files."""
+import json
+from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
-from fgl_jax.condense import CondenseConfig, condense_scan
-from fgl_jax.condense.evaluate import EvalConfig
-from fgl_jax.data.synthetic import csbm
+from fgl_jax import experiment, schema
 from fgl_jax.federated import run, run_sweep
-from fgl_jax.systems.fedgc import build_program
+from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun
+from fgl_jax.systems.fedgc.algorithm import round_key
+from fgl_jax.systems.fedgc.condense import fed_round, make_condenser
+from tests.fedgc_small import small_config, small_graph
 
-SMALL = dict(condense=CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=4, adj_steps=1),
-             eval=EvalConfig(hidden=16, lr=0.05, iters=20, decay_at=10, eval_every=10, finetune_steps=4,
-                             ft_eval_every=2))
+CONFIGS = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "fedgc"
+
+
+def test_defaults_are_the_papers_headline_cell():
+    """FedGCConfig() is Table 1's Cora cell at rate 0.5 as spec §4 / experiments/fedgc run it."""
+    c = FedGCConfig()
+    assert (c.dataset, c.clients, c.beta, c.rate, c.l_hop) == ("cora", 10, 1.0, 0.5, 2)   # spec §3: 10 clients, β 1
+    assert c.defence == "ib" and c.gamma == 5e-4                                          # FedGC, γ (code gib_beta)
+    assert c.rounds == 2000 and c.evaluation_rounds == tuple(range(250, 2001, 250))
+    assert (c.relay, c.dist, c.agg, c.relay_hidden, c.pge_hidden, c.pge_layers) == ("gcn", "mse", "weighted", 256, 128, 3)
+    assert (c.adj_period, c.adj_steps, c.outer, c.cap) == (50, 10, 1, 256)
+    assert (c.eval_hidden, c.eval_dropout, c.eval_lr, c.eval_weight_decay) == (256, 0.5, 5e-3, 5e-4)  # spec §2.6
+    assert (c.eval_iters, c.eval_decay_at, c.finetune_steps) == (600, 300, 30)
+    assert (c.st_optimizer, c.st_lr, c.st_rounds, c.st_weight_decay) == ("adam", 0.01, 200, 5e-4)
+    assert (c.ib_epochs, c.ib_lr, c.ib_hidden, c.ib_dim) == (100, 2e-3, 128, 128)
+    assert (c.lr_feat, c.lr_adj, c.feature_norm, c.protocol) == (1e-2, 1e-3, "row", "val")
+    assert (c.ldp_clip, c.ldp_scale) == (0.1, 0.2)   # ε = 2·0.1/0.2 = 1, the code's clip / laplace_lambda
+    assert not c.mia and c.archs == ()
+
+
+@pytest.mark.parametrize("key,value,field", [("rate", 1.5, "rate"), ("defence", "dp", "defence"),
+                                             ("gamma", -1.0, "gamma"), ("ldp_scale", "nan", "ldp_scale"),
+                                             ("adj_steps", 60, "adj_steps"), ("archs", ["gat"], "archs"),
+                                             ("eval_iters", 610, "eval_iters"), ("bogus", 1, "bogus")])
+def test_bad_value_is_one_line_error_naming_the_field(key, value, field):
+    with pytest.raises(ValueError) as e:
+        schema.make(FedGCConfig, {key: value})
+    assert field in str(e.value) and "\n" not in str(e.value)
+    if key != "bogus":
+        with pytest.raises(ValueError, match=field):
+            FedGCConfig(**{key: value})
 
 
 @pytest.fixture(scope="module")
-def program():
-    g = csbm(num_nodes=150, num_classes=3, num_features=8, avg_degree=4.0, homophily=0.8, feature_signal=2.0, seed=3)
-    opts = {"clients": 3, "rate": 0.2, "rounds": 6, "eval_every": 3, "no_ib": True}
-    return build_program(opts, graph=g, config=SMALL)
+def tiny():
+    cfg = small_config(defence="none", rounds=6, eval_rounds=(3, 6), eval_iters=20, eval_check_every=10,
+                       finetune_steps=0)
+    return cfg, FedGCRun(cfg, graph=small_graph(n=150, f=8))
 
 
-def test_program_equals_condense_scan(program):
-    res = run(program.algorithm, program.data, jax.random.key(0), program.num_rounds)
-    h = res.history
-    assert set(("train_loss", "val_acc", "test_acc")) <= set(h)
-    assert h["evaluated"].tolist() == [0, 0, 1, 0, 0, 1]
-    # metrics between evaluations repeat the last evaluation
-    assert h["val_acc"][0] == 0 and h["val_acc"][3] == h["val_acc"][2]
-    assert res.best["best_val"] == pytest.approx(h["val_acc"].max())
-    # the same rounds through the plain condensation scan give the same X' and losses
-    init_key, run_key = jax.random.split(jax.random.key(0))
-    st0 = jax.jit(program.algorithm.init)(init_key, program.data)
-    cond, losses = condense_scan(_condenser(program), st0.cond, program.data.client, run_key, 6)
-    np.testing.assert_allclose(np.asarray(res.state.cond.x_syn), np.asarray(cond.x_syn), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(h["train_loss"], np.asarray(losses), rtol=1e-5)
+def test_program_rounds_equal_a_plain_fed_round_loop(tiny):
+    cfg, r = tiny
+    p = r.program
+    res = run(p.algorithm, p.data, jax.random.key(cfg.seed), p.num_rounds)
+    cond = make_condenser(cfg.condense_config, r.in_dim, r.num_classes)
+    state = cond.init(p.data.key, r.syn_counts)
+    np.testing.assert_array_equal(np.asarray(state.x_syn), np.asarray(p.data.start.x_syn))
+    step = jax.jit(lambda s, k: fed_round(cond, s, p.data.client, k))
+    losses = []
+    for i in range(cfg.rounds):
+        state, loss = step(state, round_key(p.data, i))
+        losses.append(float(loss))
+    np.testing.assert_allclose(np.asarray(res.state.cond.x_syn), np.asarray(state.x_syn), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(res.history["train_loss"], losses, rtol=1e-5)
+    # chunking does not change the rounds
+    res2 = run(p.algorithm, p.data, jax.random.key(cfg.seed), p.num_rounds, chunk=2)
+    np.testing.assert_array_equal(res2.history["train_loss"], res.history["train_loss"])
 
 
-def _condenser(program):
-    # the condenser is closed over by the algorithm; rebuild an identical one
-    from fgl_jax.condense import make_condenser
-    cfg = dataclasses.replace(CondenseConfig(), **dataclasses.asdict(SMALL["condense"]))
-    d = program.data.client.inputs.shape[-1]
-    return make_condenser(cfg, d, program.data.client.counts.shape[1])
-
-
-@pytest.mark.slow  # three compiled runs (~60 s CPU); run with -m slow
-def test_checkpoint_resume_gives_same_result(program, tmp_path):
-    """Interrupted after 3 rounds (orbax checkpoint) and resumed = uninterrupted (6 rounds)."""
-    full = run(program.algorithm, program.data, jax.random.key(1), 6, chunk=3)
-    run(program.algorithm, program.data, jax.random.key(1), 3, out_dir=tmp_path, chunk=3)
-    resumed = run(program.algorithm, program.data, jax.random.key(1), 6, out_dir=tmp_path, chunk=3, resume=True)
-    np.testing.assert_allclose(np.asarray(resumed.state.cond.x_syn), np.asarray(full.state.cond.x_syn), rtol=1e-6)
-    np.testing.assert_allclose(resumed.history["test_acc"][-3:], full.history["test_acc"][-3:])
-    assert (tmp_path / "metrics.jsonl").exists()
+def test_run_config_writes_four_outputs_and_resume_equals_uninterrupted(tmp_path):
+    base = dict(dataset="csbm", clients=2, rate=0.1, defence="none", relay_hidden=8, pge_hidden=8, eval_hidden=8,
+                eval_iters=20, eval_check_every=10, finetune_steps=0, adj_period=4, adj_steps=1)
+    full = experiment.run_config(FedGCConfig(rounds=8, eval_rounds=(2, 4, 6, 8), **base), out=str(tmp_path / "full"))
+    for f in ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints"):
+        assert (tmp_path / "full" / f).exists(), f
+    summary = json.loads((tmp_path / "full" / "summary.json").read_text())
+    assert summary["system"] == "fedgc" and summary["best"]["best_round"] in (2, 4, 6, 8)
+    assert [e["round"] for e in summary["evaluations"]] == [2, 4, 6, 8]
+    rows = [json.loads(l) for l in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 8 and [r["round"] for r in rows if "eval" in r] == [2, 4, 6, 8]
+    # config.yaml replays through the schema
+    assert schema.resolve(FedGCConfig, tmp_path / "full" / "config.yaml", system="fedgc") == \
+        FedGCConfig(rounds=8, eval_rounds=(2, 4, 6, 8), **base)
+    # interrupted after 4 rounds, resumed to 8 = uninterrupted
+    experiment.run_config(FedGCConfig(rounds=4, eval_rounds=(2, 4), **base), out=str(tmp_path / "part"))
+    resumed = experiment.run_config(FedGCConfig(rounds=8, eval_rounds=(2, 4, 6, 8), **base),
+                                    out=str(tmp_path / "part"), resume=True)
+    np.testing.assert_array_equal(np.asarray(resumed.state.cond.x_syn), np.asarray(full.state.cond.x_syn))
+    np.testing.assert_array_equal(resumed.history["train_loss"], full.history["train_loss"])
+    assert resumed.evaluations == full.evaluations and resumed.best == full.best
 
 
 @pytest.mark.slow  # two compiled programs; run with -m slow
-def test_lr_sweep_member_equals_single_run(program):
-    sw = run_sweep(program.algorithm, program.data, [0, 0], 3, hparams={"lr_feat": [1e-2, 5e-2]})
-    single = run(program.algorithm, program.data, jax.random.key(0), 3)
+def test_lr_sweep_member_equals_single_run(tiny):
+    cfg, r = tiny
+    p = r.program
+    sw = run_sweep(p.algorithm, p.data, [0, 0], 3, hparams={"lr_feat": [1e-2, 5e-2]})
+    single = run(p.algorithm, p.data, jax.random.key(0), 3)
     np.testing.assert_allclose(np.asarray(sw.history["train_loss"])[0], single.history["train_loss"], rtol=1e-5)
     assert not np.allclose(np.asarray(sw.history["train_loss"])[1][1:], single.history["train_loss"][1:])
 
 
-def test_bad_program_options():
-    g = csbm(num_nodes=60, num_classes=2, num_features=4, seed=0)
-    with pytest.raises(ValueError, match="unknown key"):
-        build_program({"bogus": 1}, graph=g)
-    with pytest.raises(ValueError, match="rate"):
-        build_program({"rate": 0.0}, graph=g)
-    with pytest.raises(ValueError, match="gamma"):
-        build_program({"gamma": -1.0}, graph=g)
-
-
-def test_pge_init_bias_option_reaches_the_condenser():
-    """The CLI/config option `pge_init_bias` sets Φ's last bias in the program's initial state."""
-    g = csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, homophily=0.8, feature_signal=2.0, seed=4)
-    opts = {"clients": 2, "rate": 0.2, "rounds": 2, "eval_every": 2, "no_ib": True, "st_rounds": 2}
+def test_pge_init_bias_reaches_the_condenser(tiny):
+    cfg, r = tiny
     for bias in (None, -4.6):
-        prog = build_program({**opts, "pge_init_bias": bias}, graph=g)
-        b = np.asarray(jax.jit(prog.algorithm.init)(jax.random.key(0), prog.data).cond.pge["b2"])
+        p = FedGCRun(small_config(defence="none", pge_init_bias=bias, rounds=2, eval_rounds=(2,)),
+                     graph=small_graph(n=150, f=8)).program
+        b = np.asarray(jax.jit(p.algorithm.init)(jax.random.key(0), p.data).cond.pge["b2"])
         if bias is None:
-            assert abs(float(b[0])) <= 1 / np.sqrt(128)  # torch default U(±1/sqrt(h))
+            assert abs(float(b[0])) <= 1 / np.sqrt(8)  # torch default U(±1/sqrt(h)), pge_hidden 8
         else:
             np.testing.assert_array_equal(b, np.float32(bias))
 
 
-def test_ib_lr_and_epochs_options_reach_the_encoder():
-    """`ib_lr` / `ib_epochs` set the IB encoder's Adam lr and step count: the defaults equal the
-    code's values given explicitly (bit-identical Z), and another lr gives another Z."""
+def test_ib_lr_and_epochs_reach_the_encoder():
+    """`ib_lr` / `ib_epochs` set the IB encoder's Adam lr and step count: the code's values given
+    explicitly equal the component defaults (bit-identical Z), and another lr gives another Z."""
+    from fgl_jax.data.synthetic import csbm
     g = csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, homophily=0.8, feature_signal=2.0, seed=4)
-    opts = {"clients": 2, "rate": 0.2, "rounds": 2, "eval_every": 2, "st_rounds": 2, "ib_dim": 4, "ib_hidden": 4}
-    z = lambda **kw: np.asarray(build_program({**opts, **kw}, graph=g).data.eval.features)
-    default = z()
-    np.testing.assert_array_equal(default, z(ib_lr=2e-3, ib_epochs=100))
-    assert not np.allclose(default, z(ib_lr=5e-2))
-    assert not np.allclose(default, z(ib_epochs=3))
-    with pytest.raises(ValueError, match="lr"):
-        z(ib_lr=0.0)
+    z = lambda **kw: np.asarray(FedGCRun(FedGCConfig(dataset="csbm", clients=2, rate=0.2, rounds=2, st_rounds=2,
+                                                     ib_dim=4, ib_hidden=4, **kw), graph=g).clients.features)
+    default = z(ib_lr=2e-3, ib_epochs=100)
+    from fgl_jax.systems.fedgc import IBConfig
+    assert (IBConfig().lr, IBConfig().epochs) == (2e-3, 100)
+    assert not np.allclose(default, z(ib_lr=5e-2, ib_epochs=100))
+    assert not np.allclose(default, z(ib_lr=2e-3, ib_epochs=3))
 
 
-def test_cli_defaults_equal_program_defaults():
-    """`fgl-jax fedgc` and build_program both turn options into a config with config_from_options, so a
-    run must not depend on which entry point read the options: every PROGRAM_DEFAULTS key is a CLI option
-    with the same default."""
-    import argparse
-
-    from fgl_jax.systems.fedgc import PROGRAM_DEFAULTS, register_cli
-    parser = argparse.ArgumentParser()
-    register_cli(parser.add_subparsers())
-    args = vars(parser.parse_args(["fedgc"]))
-    assert set(PROGRAM_DEFAULTS) <= set(args), sorted(set(PROGRAM_DEFAULTS) - set(args))
-    assert {k: args[k] for k in PROGRAM_DEFAULTS} == PROGRAM_DEFAULTS
+def test_every_config_file_resolves_and_names_its_cell():
+    files = sorted(CONFIGS.glob("*.yaml"))
+    assert len(files) >= 30
+    cfgs = {f.stem: schema.resolve(FedGCConfig, f, system="fedgc") for f in files}
+    c = cfgs["table1_cora_rate0.5"]
+    assert c == FedGCConfig(dataset="cora")          # the headline cell is the defaults
+    assert cfgs["table1_citeseer_rate0.25"].rate == 0.25 and cfgs["table1_citeseer_rate0.25"].dataset == "citeseer"
+    ibfs = cfgs["table1_cora_rate1.0_ibfs"]
+    assert (ibfs.rate, ibfs.ib_lr, ibfs.pge_init_bias) == (1.0, 1e-2, -4.6)
+    ldp = cfgs["table2_cora_ldp_mia"]
+    assert (ldp.defence, ldp.ldp_clip, ldp.ldp_scale, ldp.feature_norm, ldp.mia) == ("ldp", 0.1, 0.2, "none", True)
+    assert cfgs["table2_citeseer_noib_mia"].defence == "none" and cfgs["table2_citeseer_ibd_mia"].ib_dim is None
+    for name, cfg in cfgs.items():
+        assert cfg.rounds == 2000 and cfg.eval_iters == 600, name

@@ -11,12 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fgl_jax.condense import CondenseConfig, aggregated_client_grads, build_client_data, init_relay
-from fgl_jax.condense.reg import (attack_logit, attack_loss, attack_models, reg_aggregated_client_grads, train_attack,
+from fgl_jax.systems.fedgc.condense import CondenseConfig, aggregated_client_grads, build_client_data, init_relay
+from fgl_jax.systems.fedgc.condense.reg import (attack_logit, attack_loss, attack_models, reg_aggregated_client_grads, train_attack,
                                   with_reference)
-from fgl_jax.condense.relay import relay_block
+from fgl_jax.systems.fedgc.condense.relay import relay_block
 from fgl_jax.data.synthetic import csbm
-from fgl_jax.systems.fedgc import FedGCConfig, build_program, expand_clients
+from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun, expand_clients
 from tests.helpers import check_defended_round
 
 M, C, D = 3, 3, 8
@@ -117,8 +117,6 @@ def test_reg_round_and_configuration(reg_data):
             CondenseConfig(**kw)
     with pytest.raises(ValueError, match="reg_lambda"):
         FedGCConfig(defence="reg", reg_lambda=-1.0)
-    with pytest.raises(ValueError, match="defence='reg'"):
-        FedGCConfig(condense=CondenseConfig(reg_lambda=1.0))
     with pytest.raises(ValueError, match="reference"):
         attack_models(init_relay(jax.random.PRNGKey(0), D, 16, C), data.replace(reference=()), jnp.int32(0),
                       jax.random.PRNGKey(0), 2, LR, HID)
@@ -127,8 +125,8 @@ def test_reg_round_and_configuration(reg_data):
 
 def test_reg_program_builds_reference_from_own_validation_nodes():
     g = csbm(num_nodes=120, num_classes=2, num_features=6, avg_degree=4.0, seed=3)
-    prog = build_program({"clients": 2, "rate": 0.2, "rounds": 2, "defence": "reg", "reg_lambda": 0.5}, graph=g,
-                         config={"condense": CondenseConfig(hidden=8, pge_hidden=8, reg_steps=3)})
+    prog = FedGCRun(FedGCConfig(clients=2, rate=0.2, rounds=2, defence="reg", reg_lambda=0.5, relay_hidden=8,
+                                pge_hidden=8, reg_steps=3), graph=g).program
     assert prog.describe["method"] == "FedGC-Reg"
     ref = prog.data.client.reference
     assert len(ref) == 2

@@ -1,40 +1,36 @@
-"""FedGC end to end on a small synthetic graph: partition, expansion, self-training, IB, condensation,
-evaluation; plus bad-input errors."""
+"""FedGC end to end on a small synthetic graph through the engine: partition, expansion, self-training,
+IB, condensation, evaluation at the evaluation rounds, the reported checkpoint; bad-input errors."""
 import dataclasses
 
 import numpy as np
 import pytest
 
-from fgl_jax.condense import CondenseConfig
-from fgl_jax.condense.evaluate import EvalConfig
 from fgl_jax.data.synthetic import csbm
-from fgl_jax.systems.fedgc import FedGCConfig, IBConfig, expand_nodes, run_fedgc, select_result
+from fgl_jax.systems.fedgc import FedGCRun, expand_nodes, select_result
+from tests.fedgc_small import run_small, small_config, small_graph
 
 
-def small_config(**kw):
-    cfg = FedGCConfig(num_clients=3, rate=0.2, rounds=12, eval_rounds=(6, 12), st_rounds=20,
-                      condense=CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=6, adj_steps=2),
-                      ib=IBConfig(hidden=8, epochs=5, decoder_hidden=16),
-                      eval=EvalConfig(hidden=16, lr=0.05, iters=40, decay_at=20, eval_every=20, finetune_steps=10,
-                                      ft_eval_every=5),
-                      st_hidden=16)
-    return dataclasses.replace(cfg, **kw)
+@pytest.fixture(scope="module")
+def small_run():
+    return run_small(small_config())
 
 
-def test_end_to_end_smoke():
-    g = csbm(num_nodes=240, num_classes=3, num_features=12, avg_degree=5.0, homophily=0.8,
-             feature_signal=2.0, seed=1)
-    for use_ib in (True,):  # the no-IB path is the IB path minus `ib_transform` (condense tests cover it)
-        res = run_fedgc(g, small_config(use_ib=use_ib), seed=0, log=lambda m: None)
-        assert np.all(np.isfinite(res.losses)) and res.losses.shape == (12,)
-        a, x, y = res.condensed
-        n_syn = int(np.floor(g.train_mask.sum() * 0.2))
-        assert x.shape == (n_syn, 12) and a.shape == (n_syn, n_syn) and np.allclose(a, a.T, atol=1e-6)
-        assert res.final["test_acc"] > 1.0 / 3 + 0.15, res.final  # well above chance (3 classes)
-        assert [h["round"] for h in res.history] == [6, 12]
-        # `selected` is G' at the reported checkpoint: the last round's only if that round was chosen
-        assert res.selected is not None and all(u.shape == v.shape for u, v in zip(res.selected, res.condensed))
-        assert all(np.array_equal(u, v) for u, v in zip(res.selected, res.condensed)) == (res.final["round"] == 12)
+def test_end_to_end_smoke(small_run):
+    g = small_graph()
+    run, res, fr = small_run
+    assert np.all(np.isfinite(fr.losses)) and fr.losses.shape == (12,)
+    assert res.history["train_loss"].shape == (12,)
+    a, x, y = fr.condensed
+    n_syn = int(np.floor(g.train_mask.sum() * 0.2))
+    assert x.shape == (n_syn, 12) and a.shape == (n_syn, n_syn) and np.allclose(a, a.T, atol=1e-6)
+    assert res.best["test_acc"] > 1.0 / 3 + 0.15, res.best  # well above chance (3 classes)
+    assert [e["round"] for e in res.evaluations] == [6, 12] == [h["round"] for h in fr.history]
+    # the reported checkpoint is the evaluation round with the best pooled validation accuracy
+    assert res.best == select_result(res.evaluations, "val")
+    assert res.best["best_round"] == res.best["round"] in (6, 12)
+    # `selected` is G' at the reported checkpoint: the last round's only if that round was chosen
+    assert fr.selected is not None and all(u.shape == v.shape for u, v in zip(fr.selected, fr.condensed))
+    assert all(np.array_equal(u, v) for u, v in zip(fr.selected, fr.condensed)) == (res.best["round"] == 12)
 
 
 def test_expansion_and_protocols():
@@ -44,18 +40,24 @@ def test_expansion_and_protocols():
     assert set(one) == {0} | set(g.senders[g.receivers == 0])
     hist = [{"round": 1, "val_acc": 0.9, "test_acc": 0.5, "val_acc_noft": 0.1, "test_acc_noft": 0.2},
             {"round": 2, "val_acc": 0.8, "test_acc": 0.7, "val_acc_noft": 0.3, "test_acc_noft": 0.1}]
-    assert select_result(hist, "val")["test_acc"] == 0.5
-    assert select_result(hist, "paper")["test_acc"] == 0.7
+    assert select_result(hist, "val")["test_acc"] == 0.5 == select_result(hist, "val")["best_test"]
+    assert select_result(hist, "paper")["test_acc"] == 0.7 and select_result(hist, "paper")["best_round"] == 2
 
 
 def test_bad_inputs():
     with pytest.raises(ValueError, match="rate"):
         small_config(rate=1.5)
     with pytest.raises(ValueError, match="gamma"):
-        small_config(ib=IBConfig(gamma=-1.0))
+        small_config(gamma=-1.0)
     with pytest.raises(ValueError, match="eval_rounds"):
-        small_config(eval_rounds=(50,))
+        small_config(eval_rounds=(0,))
     g = csbm(num_nodes=120, num_classes=3, num_features=6, seed=2)
     g = dataclasses.replace(g, train_mask=g.train_mask & (g.y != 2))  # class 2 has no training node
     with pytest.raises(ValueError, match="no training node"):
-        run_fedgc(g, small_config(use_ib=False), log=lambda m: None)
+        FedGCRun(small_config(defence="none"), graph=g)
+
+
+def test_evaluation_rounds_above_rounds_are_skipped():
+    assert small_config(rounds=8).evaluation_rounds == (6,)
+    assert small_config(rounds=5).evaluation_rounds == (5,)
+    assert small_config(eval_rounds=(4, 6, 12)).eval_period == 2

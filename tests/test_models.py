@@ -158,7 +158,7 @@ _CHEB = lambda p, x, a: ref_cheb(p, x, a)
 ])
 def test_appnp_cheb_match_dense_numpy(name, kw, ref, weighted):
     import jax.numpy as jnp
-    from fgl_jax.condense.evaluate import dense_graph_batch
+    from fgl_jax.systems.fedgc.evaluate import dense_graph_batch
     if weighted:  # the condensed-graph path: all ordered pairs, A'_ij carried as edge weight
         a, x, y = _weighted_graph()
         batch = dense_graph_batch(jnp.asarray(a, jnp.float32), jnp.asarray(x), jnp.asarray(y))
@@ -179,7 +179,7 @@ def test_appnp_cheb_weights_matter():
     """Scaling one edge's weight changes the output (the weight is not read as a 0/1 mask), and
     gradients w.r.t. parameters and edge weights stay finite with isolated (degree-0) nodes."""
     import jax.numpy as jnp
-    from fgl_jax.condense.evaluate import dense_graph_batch
+    from fgl_jax.systems.fedgc.evaluate import dense_graph_batch
     a, x, y = _weighted_graph(seed=1)
     for name in ("appnp", "cheb"):
         model = make_model(name, x.shape[1], 3, hidden=8)
@@ -269,7 +269,7 @@ def test_gcond_protocol_models_match_dense_numpy(col, weighted):
     """Every Table 3 column of the GCond protocol, built as the protocol builds it (on G' with its
     G'-only arguments), against GCond's formula."""
     import jax.numpy as jnp
-    from fgl_jax.condense.evaluate import GCOND_ARCHS, dense_graph_batch
+    from fgl_jax.systems.fedgc.evaluate import GCOND_ARCHS, dense_graph_batch
     arch, kw, _, syn_kw = GCOND_ARCHS[col]
     ref = GCOND_REFS[col]
     if weighted:  # G': all ordered pairs, zero diagonal

@@ -24,8 +24,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from fgl_jax.condense.blocks import ClientData, fused_client_grads
-from fgl_jax.condense.relay import Params, relay_block
+from fgl_jax.systems.fedgc.condense.aggregation import aggregation_weights
+from fgl_jax.systems.fedgc.condense.blocks import ClientData, fused_client_grads
+from fgl_jax.systems.fedgc.condense.relay import Params, relay_block
 
 Array = jax.Array
 
@@ -116,7 +117,6 @@ def reg_aggregated_client_grads(theta: Params, data: ClientData, pool: Array, ke
                                 agg: str = "weighted") -> Params:
     """Σ_j w_jc ∇_θ [NLL_jc + λ · mean log σ(h_j(p_θ, e_c))] (leaves [C, ...]): what the server
     receives under the Reg defence. λ = 0 gives exactly the undefended fused aggregate."""
-    from fgl_jax.condense.server import aggregation_weights
     h = attack_models(theta, data, pool, key, steps, lr, hidden, relay)
     h = jax.lax.stop_gradient(h)  # h is fixed during the classifier's step
     return fused_client_grads(theta, data, pool, aggregation_weights(data.counts, agg), relay,

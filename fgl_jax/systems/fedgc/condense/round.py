@@ -1,4 +1,5 @@
-"""Federated decoupling of gradient matching (FedGC Eq. 3, Algorithm 1 lines 7-14) as a lax.scan.
+"""One round of federated gradient matching (FedGC Eq. 3, Algorithm 1 lines 7-14); the rounds run in
+`fgl_jax.federated.run` (`systems.fedgc.algorithm`).
 
 Per round: the server draws a fresh θ ~ P_θ; every client computes its per-class gradients at θ
 (vmapped over clients, `blocks.all_client_grads`); the server aggregates them with n_j(c)/n(c)
@@ -6,14 +7,13 @@ and takes one matching step (`server.Condenser.step`), which sees only the aggre
 """
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.condense.blocks import ClientData, aggregated_client_grads, private_aggregated_client_grads
-from fgl_jax.condense.reg import reg_aggregated_client_grads
-from fgl_jax.condense.server import CondenseState, Condenser
+from fgl_jax.systems.fedgc.condense.blocks import ClientData, aggregated_client_grads
+from fgl_jax.systems.fedgc.condense.ldp import private_aggregated_client_grads
+from fgl_jax.systems.fedgc.condense.reg import reg_aggregated_client_grads
+from fgl_jax.systems.fedgc.condense.server import CondenseState, Condenser
 
 Array = jax.Array
 
@@ -41,13 +41,3 @@ def fed_round(condenser: Condenser, state: CondenseState, data: ClientData, key:
         state, loss = condenser.step(state, g_real, theta, lr_feat, lr_adj)         # server: aggregate only
         losses.append(loss)
     return state.replace(round=state.round + 1), jnp.mean(jnp.stack(losses))
-
-
-@functools.partial(jax.jit, static_argnums=(0, 4))
-def condense_scan(condenser: Condenser, state: CondenseState, data: ClientData, key: Array, length: int):
-    """`length` rounds as one lax.scan; round r uses fold_in(key, r), so chunking does not matter.
-    Returns (state, losses [length])."""
-    def body(st, _):
-        return fed_round(condenser, st, data, jax.random.fold_in(key, st.round))
-
-    return jax.lax.scan(body, state, None, length=length)

@@ -11,8 +11,8 @@ from typing import Dict
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.condense.relay import normalize_dense, relay_dense
-from fgl_jax.condense.pge import pge_adjacency
+from fgl_jax.systems.fedgc.condense.relay import normalize_dense, relay_dense
+from fgl_jax.systems.fedgc.condense.pge import pge_adjacency
 
 Array = jax.Array
 Params = Dict[str, Array]

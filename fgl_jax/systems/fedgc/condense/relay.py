@@ -2,7 +2,7 @@
 
 * dense form (server side): the synthetic graph is a dense weighted adjacency A' [N', N'].
 * block form (client side): the real graph is reached through host-built "class blocks"
-  (fgl_jax.condense.blocks): for every target node a padded list of weighted sources, so the
+  (fgl_jax.systems.fedgc.condense.blocks): for every target node a padded list of weighted sources, so the
   same parameters give the same logits as the dense form on the full normalised adjacency.
 
 Relays (FedGC §3.2 / spec §2.1, PyTorch-default init U(±1/sqrt(fan_in)) for weights AND biases):

@@ -14,14 +14,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.condense.labels import synthetic_labels
-from fgl_jax.condense.match import DISTANCES, class_coefficients, matching_loss
-from fgl_jax.condense.pge import init_pge, pge_adjacency
-from fgl_jax.condense.relay import Params, check_relay, init_relay, normalize_dense
+from fgl_jax.systems.fedgc.condense.aggregation import AGGREGATIONS, aggregate, aggregation_weights  # noqa: F401 (re-export)
+from fgl_jax.systems.fedgc.condense.labels import synthetic_labels
+from fgl_jax.systems.fedgc.condense.ldp import check_ldp
+from fgl_jax.systems.fedgc.condense.match import DISTANCES, class_coefficients, matching_loss
+from fgl_jax.systems.fedgc.condense.pge import init_pge, pge_adjacency
+from fgl_jax.systems.fedgc.condense.relay import Params, check_relay, init_relay, normalize_dense
 from fgl_jax import validate as V
 
 Array = jax.Array
-AGGREGATIONS = ("weighted", "uniform")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +78,6 @@ class CondenseConfig:
         V.one_of(own, "client_axis", self.client_axis, ("fused", "scan", "vmap"))
         V.in_interval(own, "adj_steps", self.adj_steps, 0, self.adj_period, closed="both")
         if self.ldp_clip is not None or self.ldp_noise is not None:
-            from fgl_jax.condense.blocks import check_ldp
             if self.ldp_clip is None:
                 raise ValueError(f"CondenseConfig.ldp_noise={self.ldp_noise!r} needs ldp_clip (bounded sensitivity)")
             check_ldp(self.ldp_clip, self.ldp_noise)
@@ -111,26 +111,6 @@ class CondenseState:
     y_syn: Array
     coeff: Array
     round: Array
-
-
-def aggregate(grads: Params, counts: Array, mode: str = "weighted") -> Params:
-    """∇_θ L^G_c = Σ_j w_jc g_jc (Eq. 3). grads leaves [M, C, ...]; counts n_j(c) [M, C].
-
-    weighted: w_jc = n_j(c) / n(c); uniform: w_jc = 1/|{j : n_j(c) > 0}| over holders of c.
-    """
-    w = aggregation_weights(counts, mode)
-    return jax.tree.map(lambda g: jnp.einsum("mc,mc...->c...", w, g), grads)
-
-
-def aggregation_weights(counts: Array, mode: str = "weighted") -> Array:
-    """w_jc [M, C]: n_j(c)/n(c) ("weighted", Eq. 3) or 1/|{j : n_j(c) > 0}| ("uniform", code)."""
-    counts = jnp.asarray(counts, jnp.float32)
-    if mode == "weighted":
-        return counts / jnp.maximum(counts.sum(0, keepdims=True), 1.0)
-    if mode == "uniform":
-        has = (counts > 0).astype(jnp.float32)
-        return has / jnp.maximum(has.sum(0, keepdims=True), 1.0)
-    raise ValueError(f"agg must be one of {AGGREGATIONS}, got {mode!r}")
 
 
 class Condenser(NamedTuple):

@@ -21,6 +21,8 @@ from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
 from fgl_jax.ops import SparseFeatures
 from fgl_jax.nn import make_model
+from fgl_jax.systems.fedgc.evaluate import dense_graph_batch
+from fgl_jax.systems.fedgc.ib import ib_resample
 from fgl_jax import validate as V
 
 Array = jax.Array
@@ -192,7 +194,7 @@ def prepare_shadow(key: Array, graph: Graph, cfg: MIAConfig = MIAConfig(), seed:
 
 def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(), seed: int = 0,
                  shadow=None) -> dict:
-    """Full attack on a FedGC result (fgl_jax.systems.fedgc.FedGCResult).
+    """Full attack on a FedGC result (`fgl_jax.systems.fedgc.program.FedGCResult`).
 
     graph: the global graph with the SAME feature preprocessing as FedGC's raw features.
     Reports mia_auc (query with raw X, the server's view: it never sees Z), mia_auc_z (stress test:
@@ -210,8 +212,6 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
     would publish; which of the two leaks more varies by run (experiments/results/fedgc, `attacksel`).
     `mia_target_round` says which was used.
     """
-    from fgl_jax.condense.evaluate import dense_graph_batch
-
     k_sh, k_t = jax.random.split(key)
     pool, predict, shadow_auc = shadow if shadow is not None else prepare_shadow(k_sh, graph, cfg, seed)
     if cfg.target_graph == "selected" and getattr(result, "selected", None) is None:
@@ -282,7 +282,6 @@ def fedgc_attack(key: Array, graph: Graph, result, cfg: MIAConfig = MIAConfig(),
         # matched to that draw. Querying with a new draw ε' (same posterior, same scaler) separates
         # what G' memorised of the noise (lost here) from what it learnt of q(z|x) (kept); the null
         # model, queried with the same fresh draw, is its control.
-        from fgl_jax.systems.fedgc import ib_resample
         fresh = result.clients.replace(features=ib_resample(jax.random.fold_in(key, 3), post,
                                                             result.clients.node_mask))
         post_f = client_posteriors(fresh)
