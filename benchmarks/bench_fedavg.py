@@ -102,7 +102,7 @@ def main() -> None:
                   args.partition, "--rounds", str(args.rounds), "--local-steps", "3", "--no-progress"]
         if args.data_dir:
             common += ["--data-dir", args.data_dir]
-        one_wall, _ = run([py, "-m", "fgl_jax.cli", "sweep", "run", *[c for c in common if c != "--no-progress"],
+        one_wall, _ = run([py, "-m", "fgl_jax.cli", "sweep", *[c for c in common if c != "--no-progress"],
                            "--seeds", ",".join(seeds), "--grid", "lr=" + ",".join(lrs)])
         sep_wall = 0.0
         for s in seeds:

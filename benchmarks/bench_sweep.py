@@ -2,7 +2,7 @@
 
     python benchmarks/bench_sweep.py [--data-dir ../shared/data] [--rounds 50] [--quick]
 
-A: `fgl-jax sweep hifgl --config C --seeds 0,1 --grid lr=0.005,0.01,0.02,0.05 --out experiments/results/sweeps/hifgl_cora_lr`
+A: `fgl-jax sweep --config C --seeds 0,1 --grid lr=0.005,0.01,0.02,0.05 --out experiments/results/sweeps/hifgl_cora_lr`
    (one process; traced lr, the program compiled once; writes the table and plot the index links);
 B: the same 8 members as 8 `fgl-jax hifgl --config C --seed S --lr V` processes, one after the other.
 Both wall times include process start, data loading and compilation: what a user waits for. The
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "hifgl.yaml"
         cfg.write_text(config_text)
-        sweep_cmd = ["sweep", "hifgl", "--config", str(cfg), "--seeds", ",".join(map(str, SEEDS)),
+        sweep_cmd = ["sweep", "--config", str(cfg), "--seeds", ",".join(map(str, SEEDS)),
                      "--grid", "lr=" + ",".join(map(str, LRS)), "--out", args.sweep_out]
         t_sweep, _ = _fgl(*sweep_cmd)
         swept = json.loads((Path(args.sweep_out) / "sweep.json").read_text())

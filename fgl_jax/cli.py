@@ -6,7 +6,7 @@
     fgl-jax run --config runs/cora_fedavg/config.yaml --out runs/replay
     fgl-jax run ... --out runs/x --resume           # continue an interrupted run
     fgl-jax hifgl --dataset cora --out runs/h        # any registered system; flags = its config's fields
-    fgl-jax sweep hifgl --config c.yaml --seeds 0,1,2,3 --grid lr=0.01,0.05 --out runs/sweep
+    fgl-jax sweep --system hifgl --config c.yaml --seeds 0,1,2,3 --grid lr=0.01,0.05 --out runs/sweep
     fgl-jax datasets --data-dir ../shared/data
     fgl-jax reproduce all --quick --out /tmp/repro   # every paper's quick tables
 
@@ -226,7 +226,23 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _sweep_system(argv: Sequence[str]) -> str:
+    """The system a `fgl-jax sweep ...` command line sweeps: --system, else the config's `system:`."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--system", default=None)
+    pre.add_argument("--config", default=None)
+    known, _ = pre.parse_known_args(list(argv))
+    if known.system:
+        return known.system
+    if known.config and Path(known.config).is_file():
+        try:
+            return str(schema.read_yaml_text(Path(known.config).read_text(), known.config).get("system", "run"))
+        except ValueError:
+            return "run"
+    return "run"
+
+
+def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fgl-jax", description="Federated graph learning in JAX")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     systems = registry.entries("system")
@@ -237,23 +253,26 @@ def build_parser() -> argparse.ArgumentParser:
         _add_run_controls(p, name)
         p.set_defaults(func=cmd_system, system=e.name)
 
-    p = sub.add_parser("sweep", help="seeds x option grid of any system (traced values in one program)")
-    ssub = p.add_subparsers(dest="sweep_system", required=True, metavar="SYSTEM")
-    for e in systems:
-        name = _command_name(e)
-        sp = ssub.add_parser(name, help=f"sweep {name}: {e.help}")
-        schema.add_flags(sp, e.info["config"], title=f"{name} options (the sweep's base config)")
-        _add_config_source(sp, name)
-        sp.add_argument("--seeds", default="0", help="comma-separated seeds (each a run key)")
-        sp.add_argument("--grid", action="append", metavar="NAME=V1,V2",
-                        help="a grid axis (repeatable): a traced option (lr, eps, prox_mu, ...) is vectorised in "
-                             "one program; any other option runs as separate programs")
-        sp.add_argument("--sweep-mode", default="auto", choices=["auto", "vmap", "sequential"],
-                        help="vmap = one program over all members; sequential = compiled once, called per member; "
-                             "auto = vmap on GPU/TPU, sequential on CPU")
-        sp.add_argument("--out", default=None, metavar="DIR",
-                        help="write sweep.md, sweep.json, sweep.png and config.yaml here")
-        sp.set_defaults(func=cmd_sweep, system=e.name)
+    # sweep: the flags of one system (chosen with --system, default run) + seeds and grid
+    e = _system_for_command(sweep_system)
+    name = _command_name(e)
+    p = sub.add_parser("sweep", help="seeds x option grid of any system (traced values in one program)",
+                       description=f"Sweep {name} ({e.help}). `fgl-jax sweep --system S --help` lists S's options.")
+    p.add_argument("--system", default=name, choices=[_command_name(x) for x in systems],
+                   help="which system to sweep (default: the config file's system, else run); its options "
+                        "become this command's options")
+    schema.add_flags(p, e.info["config"], title=f"{name} options (the sweep's base config)")
+    _add_config_source(p, name)
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (each a run key)")
+    p.add_argument("--grid", action="append", metavar="NAME=V1,V2",
+                   help="a grid axis (repeatable): a traced option (lr, epsilon, prox_mu, ...) is vectorised in "
+                        "one program; any other option runs as separate programs")
+    p.add_argument("--sweep-mode", default="auto", choices=["auto", "vmap", "sequential"],
+                   help="vmap = one program over all members; sequential = compiled once, called per member; "
+                        "auto = vmap on GPU/TPU, sequential on CPU")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write sweep.md, sweep.json, sweep.png and config.yaml here")
+    p.set_defaults(func=cmd_sweep, system=e.name)
 
     p = sub.add_parser("demo", help="FedAvg-GCN on the embedded synthetic graph (no downloads)")
     p.add_argument("--rounds", type=int, default=100, help="number of federated rounds (default: 100)")
@@ -277,7 +296,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sweep_system = "run"
+    if argv[:1] == ["sweep"]:
+        sweep_system = _sweep_system(argv[1:])
+        if sweep_system not in [_command_name(e) for e in registry.entries("system")] + registry.names("system"):
+            print(f"fgl-jax: error: --system must be one of "
+                  f"{', '.join(_command_name(e) for e in registry.entries('system'))}, got {sweep_system!r}",
+                  file=sys.stderr)
+            return 2
+    parser = build_parser(sweep_system)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

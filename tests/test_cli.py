@@ -49,9 +49,9 @@ def test_flags_override_the_file_and_the_file_overrides_defaults(tmp_path, capsy
     (["run", "--dataset", "csbm", "--split", "keep", "--clients", "5000"], "more than"),
     (["run", "--dataset", "aifb"], "hetero dataset"),
     (["run", "--resume"], "--resume needs --out"),
-    (["sweep", "run", "--dataset", "csbm", "--split", "keep", "--seeds", "a,b"], "seeds"),
-    (["sweep", "run", "--grid", "hiden=8,16"], "unknown option 'hiden'"),
-    (["sweep", "run", "--grid", "lr=0.1,-1"], "lr must be > 0"),
+    (["sweep", "--dataset", "csbm", "--split", "keep", "--seeds", "a,b"], "seeds"),
+    (["sweep", "--grid", "hiden=8,16"], "unknown option 'hiden'"),
+    (["sweep", "--grid", "lr=0.1,-1"], "lr must be > 0"),
 ])
 def test_bad_input_is_a_clear_one_line_error(args, message, capsys):
     assert main(args) == 2
@@ -77,11 +77,11 @@ def test_bad_config_file_names_the_file_and_key(tmp_path, capsys, text, message)
 
 def test_every_option_of_every_command_has_help_and_valid_values():
     parser = build_parser()
-    subs = next(a for a in parser._actions if a.dest == "command").choices
-    commands = {name: p for name, p in subs.items() if name != "sweep"}
-    sweep = next(a for a in subs["sweep"]._actions if a.dest == "sweep_system").choices
-    commands.update({f"sweep {n}": p for n, p in sweep.items()})
-    assert {"run", "demo", "datasets", "reproduce", "sweep run"} <= set(commands)
+    commands = dict(next(a for a in parser._actions if a.dest == "command").choices)
+    for name in registry.names("system"):
+        sweep = next(a for a in build_parser(name)._actions if a.dest == "command").choices["sweep"]
+        commands[f"sweep --system {name}"] = sweep
+    assert {"run", "demo", "datasets", "reproduce", "sweep", "sweep --system fedgc"} <= set(commands)
     for name, p in commands.items():
         for action in p._actions:
             if action.dest in ("help",):
@@ -114,7 +114,7 @@ def test_datasets_command_lists_every_kind(capsys, tmp_path, monkeypatch):
 
 def test_baseline_sweep_member_equals_the_single_run(tmp_path, capsys):
     out = tmp_path / "sw"
-    assert main(["sweep", "run", *[a for a in TINY if a != "--no-progress"], "--seeds", "0,1",
+    assert main(["sweep", *[a for a in TINY if a != "--no-progress"], "--seeds", "0,1",
                  "--grid", "lr=0.01,0.05", "--grid", "hidden=8,16", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "separate programs" in text

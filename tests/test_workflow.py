@@ -70,7 +70,7 @@ def test_bad_system_config_is_a_clear_error(tmp_path, capsys, values, message):
 def test_hifgl_sweep_member_equals_single_run_and_writes_table_and_plot(tmp_path, capsys):
     cfg = _write(tmp_path / "h.yaml", SMALL_HIFGL)
     out = tmp_path / "sweep"
-    assert main(["sweep", "hifgl", "--config", cfg, "--seeds", "0,1", "--grid", "lr=0.01,0.05", "--out", str(out)]) == 0
+    assert main(["sweep", "--config", cfg, "--seeds", "0,1", "--grid", "lr=0.01,0.05", "--out", str(out)]) == 0
     for name in ("sweep.md", "sweep.json", "sweep.png", "config.yaml"):
         assert (out / name).stat().st_size > 0
     payload = json.loads((out / "sweep.json").read_text())
@@ -91,7 +91,7 @@ def test_hifgl_sweep_member_equals_single_run_and_writes_table_and_plot(tmp_path
     ("lr", "name=value"),
 ])
 def test_bad_sweep_is_a_clear_error(grid, message, capsys):
-    args = ["sweep", "run", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "2", "--grid", grid]
+    args = ["sweep", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "2", "--grid", grid]
     assert main(args) == 2
     assert message in capsys.readouterr().err
 

@@ -79,7 +79,14 @@ class RunResult:
 
     @property
     def final(self) -> dict:
-        return {k: float(np.asarray(v)[-1]) for k, v in self.history.items() if np.asarray(v).ndim == 1 and len(v)}
+        """Each scalar metric's last finite value (metrics a system only fills at evaluation rounds,
+        NaN elsewhere, report their last evaluation; all-NaN metrics are left out)."""
+        out = {}
+        for k, v in self.history.items():
+            v = np.asarray(v, dtype=float)
+            if v.ndim == 1 and np.isfinite(v).any():
+                out[k] = float(v[np.flatnonzero(np.isfinite(v))[-1]])
+        return out
 
 
 def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
