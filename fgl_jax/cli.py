@@ -151,7 +151,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     other options as separate programs (with a message)."""
     import dataclasses
     from fgl_jax import experiment
-    from fgl_jax.federated.sweep import run_grid, write_grid_report
+    from fgl_jax.federated.sweep import merge_grids, run_grid, write_grid_report
     entry = registry.entry("system", args.system)
     cls = entry.info["config"]
     cfg = _resolve(entry, args)
@@ -159,7 +159,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = _parse_grid(args.grid, cls)
     options = schema.to_dict(cfg)
     build = lambda o: entry.obj(schema.make(cls, o, source="sweep"))
-    res = run_grid(build, options, seeds, grid, mode=args.sweep_mode)
+    if entry.info.get("seeds") == "build":
+        # this system draws its randomness from the seed while building (host-side stages), not from the
+        # run key: one program per seed, so the members really differ
+        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode) for s in seeds])
+        res.messages.append(f"{entry.name} draws its randomness at build time: one program per seed")
+    else:
+        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode)
     keys = [k for k in res.axes if k != "seed"]
     print(" | ".join(["seed"] + keys) + " | best_round | best val_acc | test_acc at best val")
     for r in res.rows:

@@ -155,3 +155,19 @@ def test_index_reads_both_fedgc_schemas_and_links_sweeps(tmp_path, monkeypatch):
         "summary": [{"lr": 0.1, "best_test_mean": 0.5, "best_test_std": 0.0}]}))
     text = "\n".join(mi.sweep_lines())
     assert "sweeps/s1/sweep.png" in text and "lr=0.1: 50.00" in text
+
+
+def test_fedgc_sweep_members_of_different_seeds_differ(tmp_path, capsys):
+    """FedGC draws its randomness from the seed at build time: a seed sweep must build per seed (not
+    vectorise over a run key FedGC ignores) and equal the single runs."""
+    small = {"system": "fedgc", "dataset": "csbm", "clients": 2, "rounds": 4, "eval_rounds": [4], "st_rounds": 5,
+             "ib_epochs": 3, "eval_iters": 20, "eval_check_every": 10, "rate": 0.5}
+    cfg = _write(tmp_path / "g.yaml", small)
+    out = tmp_path / "sw"
+    assert main(["sweep", "--config", cfg, "--seeds", "0,1", "--out", str(out)]) == 0
+    rows = json.loads((out / "sweep.json").read_text())["rows"]
+    assert [r["seed"] for r in rows] == [0, 1]
+    for seed in (0, 1):
+        single = tmp_path / f"single{seed}"
+        assert main(["fedgc", "--config", cfg, "--seed", str(seed), "--out", str(single), "--no-progress"]) == 0
+        assert rows[seed]["best_test"] == pytest.approx(_summary(single)["best"]["best_test"], abs=1e-6)

@@ -185,10 +185,16 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             program = build({**options, **first, **prog_vals})
         members = list(itertools.product(seeds, *[grid[k] for k in vector]))
         hp = {k: [float(m[1 + i]) for m in members] for i, k in enumerate(vector)}
-        res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp, mode=mode)
+        if any(h is not None for h in program.hooks):
+            # the program's hooks (evaluation, early stopping, its own selection, finaliser) decide what
+            # a run reports: members go through the engine one by one (compiled once, see run.compiled_scan)
+            res = _run_members_with_hooks(program, members, vector)
+        else:
+            res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
+                            mode=mode)
         compile_s += res.compile_seconds
         run_s += res.run_seconds
-        for i, m in enumerate(members):  # run_sweep keeps the member order
+        for i, m in enumerate(members):  # both paths keep the member order
             row = {"seed": m[0], **{k: m[1 + j] for j, k in enumerate(vector)}, **prog_vals, "rounds": int(program.num_rounds),
                    "best_val": float(res.best["best_val"][i]), "best_test": float(res.best["best_test"][i]),
                    "best_round": int(res.best["best_round"][i])}
@@ -208,6 +214,54 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         history[n] = arr
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
+
+def _run_members_with_hooks(program, members: list, vector: list) -> SweepResult:
+    """Each member (seed, traced values) through `fgl_jax.federated.run` with the program's hooks; the
+    traced values are set in `state.hp` after init, exactly as run_sweep sets them."""
+    from fgl_jax.federated.run import run
+    results = []
+    for m in members:
+        key = jax.random.key(int(m[0]))
+        with x64_scope(program.algorithm):
+            state = jax.jit(program.algorithm.init)(jax.random.split(key)[0], program.data)
+            if vector:
+                state = state.replace(hp={**state.hp, **{k: jnp.asarray(m[1 + i], state.hp[k].dtype)
+                                                          for i, k in enumerate(vector)}})
+        results.append(run(program.algorithm, program.data, key, program.num_rounds, state=state,
+                           hooks=program.hooks))
+    longest = max(r.rounds_run for r in results)
+    names = sorted(set().union(*[r.history.keys() for r in results]))
+    history = {}
+    for n in names:
+        arr = np.full((len(results), longest), np.nan)
+        for i, r in enumerate(results):
+            h = np.asarray(r.history.get(n, []), np.float64)
+            if h.ndim == 1:
+                arr[i, :len(h)] = h
+        history[n] = arr
+    best = {k: np.asarray([r.best[k] for r in results]) for k in ("best_val", "best_test", "best_round")}
+    return SweepResult(history, best, [{"seed": m[0]} for m in members],
+                       sum(r.compile_seconds for r in results), sum(r.run_seconds for r in results))
+
+
+def merge_grids(results: Sequence[GridResult]) -> GridResult:
+    """One GridResult of several (e.g. one per seed for systems whose randomness is drawn at build time)."""
+    first = results[0]
+    seeds = [s for r in results for s in r.axes["seed"]]
+    names = sorted(set().union(*[r.history.keys() for r in results]))
+    longest = max(next(iter(r.history.values())).shape[1] for r in results if r.history)
+    history = {}
+    for n in names:
+        parts = []
+        for r in results:
+            h = r.history.get(n, np.full((len(r.rows), longest), np.nan))
+            parts.append(np.pad(h, ((0, 0), (0, longest - h.shape[1])), constant_values=np.nan))
+        history[n] = np.concatenate(parts)
+    return GridResult({**first.axes, "seed": seeds}, first.vector_axes, first.program_axes,
+                      [row for r in results for row in r.rows], history, sum(r.compile_seconds for r in results),
+                      sum(r.run_seconds for r in results), sum(r.programs for r in results),
+                      list(dict.fromkeys(m for r in results for m in r.messages)))
 
 
 def summarize_grid(result: GridResult) -> list[dict]:

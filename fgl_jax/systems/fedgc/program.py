@@ -222,7 +222,7 @@ def architecture_accuracies(res: FedGCResult, configs: dict[str, EvalConfig], nu
                                   x.shape[1], num_classes, log=log)
 
 
-@register("system", "fedgc", config=FedGCConfig,
+@register("system", "fedgc", config=FedGCConfig, seeds="build",
           help="FedGC: federated graph condensation with the IB defence and a membership attack")
 def build(cfg: FedGCConfig) -> Program:
     """The Program of a FedGC config (host preparation once; rounds through `fgl_jax.federated.run`)."""
