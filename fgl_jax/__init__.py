@@ -39,8 +39,10 @@ _EXPORTS = {
     "random_partition": "fgl_jax.partition", "partition_stats": "fgl_jax.partition",
     "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
     "make_model": "fgl_jax.nn",
-    # the baseline system's config
-    "RunConfig": "fgl_jax.systems.baseline",
+    # each system's config (its one schema)
+    "RunConfig": "fgl_jax.systems.baseline", "HiFGLConfig": "fgl_jax.systems.hifgl.config",
+    "LumosConfig": "fgl_jax.systems.lumos.config", "FedHGNConfig": "fgl_jax.systems.fedhgn.config",
+    "FedGCConfig": "fgl_jax.systems.fedgc.config", "FedHGLConfig": "fgl_jax.systems.fedhgl.config",
     # result files
     "table": "fgl_jax.report", "write_results": "fgl_jax.report", "provenance": "fgl_jax.report",
 }
