@@ -16,7 +16,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from fgl_jax import ops
+from fgl_jax import ops, registry
 
 
 class InputDense(nn.Module):
@@ -341,17 +341,21 @@ MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphs
                                                "cheb_gcond": GCondCheby}
 
 
+for _name, _cls in MODELS.items():  # the one registry (kind "model") holds them too
+    registry.add("model", _name, _cls, help=(_cls.__doc__ or _name).strip().splitlines()[0])
+
+
 def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 2,
                dropout: float = 0.0, **kwargs) -> nn.Module:
     """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb")."""
     key = name.lower()
-    if key not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {sorted(set(MODELS))}")
+    if not registry.has("model", key):
+        raise ValueError(f"unknown model {name!r}; choose one of {registry.names('model')}")
     for field, value in (("in_dim", in_dim), ("num_classes", num_classes), ("hidden", hidden),
                          ("num_layers", num_layers)):
         if int(value) <= 0:
             raise ValueError(f"model {name!r}: {field} must be positive, got {value}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"model {name!r}: dropout must be in [0, 1), got {dropout}")
-    return MODELS[key](in_dim=in_dim, hidden=hidden, num_classes=num_classes, num_layers=num_layers,
+    return registry.get("model", key)(in_dim=in_dim, hidden=hidden, num_classes=num_classes, num_layers=num_layers,
                        dropout=dropout, **kwargs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from fgl_jax import registry
 from fgl_jax.graph import Graph
 from fgl_jax.partition.base import Partition, PartitionError, validate
 from fgl_jax.partition.dirichlet import label_dirichlet_partition
@@ -20,16 +21,19 @@ PARTITIONERS: dict[str, Callable[..., Partition]] = {
     "louvain": louvain_partition,
     "dirichlet": label_dirichlet_partition,
 }
+for _name, _fn in PARTITIONERS.items():  # the one registry (kind "partition") holds them too
+    registry.add("partition", _name, _fn, help=(_fn.__doc__ or "").strip().splitlines()[0])
 
 
 def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, **kwargs) -> Partition:
-    """Run the partitioner registered as `method` ("random", "louvain", "dirichlet").
+    """Run the partitioner registered as `method` ("random", "louvain", "dirichlet", or one a user
+    registered with `fgl_jax.register("partition", name)`).
 
     kwargs go to the partitioner (e.g. beta=0.5 for "dirichlet", resolution=1.0 for "louvain").
     """
-    if method not in PARTITIONERS:
-        raise PartitionError(f"unknown partition method {method!r}; choose one of {sorted(PARTITIONERS)}")
-    return PARTITIONERS[method](graph, num_clients, seed=seed, **kwargs)
+    if not registry.has("partition", method):
+        raise PartitionError(f"unknown partition method {method!r}; choose one of {registry.names('partition')}")
+    return registry.get("partition", method)(graph, num_clients, seed=seed, **kwargs)
 
 
 __all__ = [

@@ -29,12 +29,13 @@ class BaselineFields(RunSpec):
 
     dataset: str = option("csbm", "dataset name (see `fgl-jax datasets`); csbm is built in")
     algorithm: str = option("fedavg", "FL algorithm", choices=_algorithms)
-    model: str = option("gcn", "GNN model", choices=("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb"))
+    model: str = option("gcn", "GNN model", choices=lambda: registry.names("model"))
     hidden: int = option(64, "hidden width of the model", low=1)
     num_layers: int = option(2, "number of GNN layers", low=1)
     dropout: float = option(0.0, "dropout rate between layers", low=0, high=1, high_open=True)
     clients: int = option(5, "number of clients", low=1)
-    partition: str = option("random", "how nodes are split over clients", choices=PARTITIONS)
+    partition: str = option("random", "how nodes are split over clients",
+                            choices=lambda: registry.names("partition"))
     dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet)", low=0, low_open=True)
     split: str = option("standard", "train/val/test split of the nodes", choices=SPLITS)
     train_frac: float = option(0.6, "training fraction (split random)", low=0, high=1)
