@@ -149,8 +149,6 @@ def _parse_grid(texts: Optional[Sequence[str]], cls: type) -> dict:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Seeds x grid of any system: traced hyperparameters vectorised in one compiled program, the
     other options as separate programs (with a message)."""
-    import dataclasses
-    from fgl_jax import experiment
     from fgl_jax.federated.sweep import merge_grids, run_grid, write_grid_report
     entry = registry.entry("system", args.system)
     cls = entry.info["config"]
@@ -179,7 +177,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{k}={options[k]}" for k in ("dataset", "algorithm", "model", "method") if k in options)
         paths = write_grid_report(res, args.out, title, {"system": entry.name, "options": options})
         print(f"wrote {paths['md']}, {paths['json']}, {paths['png']}, {Path(args.out) / 'config.yaml'}")
-    del dataclasses, experiment
     return 0
 
 

@@ -197,8 +197,14 @@ def test_the_flat_public_api_resolves_every_name():
 
 
 def test_a_second_run_of_the_same_program_reuses_the_compiled_scan():
+    import importlib
+    run_module = importlib.import_module("fgl_jax.federated.run")
     alg = _counter()
     first = run(alg, None, jax.random.key(0), 6, chunk=3)
+    cached = dict(run_module._COMPILED)
+    assert any(k[0] is alg for k in cached), "the first run did not cache its compiled scan"
     second = run(alg, None, jax.random.key(1), 6, chunk=3)
-    assert first.compile_seconds > 0 and second.compile_seconds < first.compile_seconds
+    # the second run found the same compiled executable: no new entry for this algorithm
+    assert [k for k in run_module._COMPILED if k[0] is alg] == [k for k in cached if k[0] is alg]
+    assert all(run_module._COMPILED[k] is cached[k] for k in cached if k[0] is alg)
     np.testing.assert_array_equal(first.history["val_acc"], second.history["val_acc"])

@@ -75,11 +75,8 @@ def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (),
         raise ValueError(f"register({name!r}): files must be a tuple of relative paths, got {files!r}")
     if kind not in DATA_KINDS:
         raise ValueError(f"register({name!r}): kind must be one of {DATA_KINDS}, got {kind!r}")
-    try:
-        registry.add("dataset", name, loader, overwrite=overwrite, files=tuple(files), help=str(description),
-                     data=kind)
-    except ValueError as e:
-        raise ValueError(str(e).replace("register: dataset", "register: dataset")) from None
+    registry.add("dataset", name, loader, overwrite=overwrite, files=tuple(files), help=str(description),
+                 data=kind)
 
 
 def dataset_names(kind: Optional[str] = None) -> list[str]:
