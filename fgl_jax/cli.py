@@ -46,7 +46,14 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
                    help="print the resolved config as YAML (replayable with --config) and exit")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output directory: config.yaml, metrics.jsonl, summary.json, checkpoints/")
-    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its newest intact checkpoint (the options must be the "
+                        "saved ones)")
+    p.add_argument("--resume-with-changes", default=None, metavar="KEYS",
+                   help="with --resume: options allowed to differ from the saved run (comma-separated; "
+                        "valid: rounds, data_dir, chunk)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace whatever --out holds (checkpoints included) instead of refusing a non-empty directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
 
 
@@ -72,7 +79,7 @@ def print_result(system: str, cfg, res) -> None:
     for k, v in res.extras.items():
         if isinstance(v, (int, float, str)):
             print(f"{k}: {_fmt(v)}")
-    s = res.summary
+    s = res.timings
     print(f"build {s['build_seconds']:.2f} s, compile {s['compile_seconds']:.2f} s, run {s['run_seconds']:.2f} s "
           f"({1000 * s['run_seconds'] / max(res.rounds_run, 1):.1f} ms/round)")
 
@@ -85,9 +92,14 @@ def cmd_system(args: argparse.Namespace) -> int:
     if args.print_config:
         print(schema.dump(cfg, entry.name), end="")
         return 0
-    if args.resume and not args.out:
-        raise ValueError(f"--resume needs --out (the directory of the interrupted run)")
-    res = experiment.run_config(cfg, out=args.out, resume=args.resume, progress=not args.no_progress)
+    from fgl_jax import rundir
+    if (args.resume or args.overwrite) and not args.out:
+        raise ValueError(f"--{'resume' if args.resume else 'overwrite'} needs --out (the run's directory)")
+    allowed = rundir.parse_allowed(args.resume_with_changes)
+    if allowed and not args.resume:
+        raise ValueError("--resume-with-changes goes with --resume")
+    res = experiment.run_config(cfg, out=args.out, resume=args.resume, overwrite=args.overwrite,
+                                resume_with_changes=allowed, progress=not args.no_progress)
     print_result(_command_name(entry), cfg, res)
     if args.out:
         print(f"wrote {args.out}/config.yaml, metrics.jsonl, summary.json, checkpoints/")
@@ -99,7 +111,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cfg = experiment.default_config("baseline", dataset="csbm", algorithm="fedavg", model="gcn", clients=5,
                                     partition="louvain", split="keep", rounds=args.rounds, local_steps=3,
                                     lr=0.01, weight_decay=5e-4, seed=0)
-    res = experiment.run_config(cfg, out=args.out, progress=not args.no_progress)
+    res = experiment.run_config(cfg, out=args.out, overwrite=args.overwrite, progress=not args.no_progress)
     print_result("demo", cfg, res)
     return 0
 
@@ -280,6 +292,7 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="FedAvg-GCN on the embedded synthetic graph (no downloads)")
     p.add_argument("--rounds", type=int, default=100, help="number of federated rounds (default: 100)")
     p.add_argument("--out", default=None, metavar="DIR", help="also write the run's outputs here")
+    p.add_argument("--overwrite", action="store_true", help="replace what --out holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     p.set_defaults(func=cmd_demo)
 
@@ -318,10 +331,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"fgl-jax: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        out = getattr(args, "out", None)
-        hint = f"; continue with the same command plus --resume" if out else ""
-        print(f"fgl-jax: interrupted{hint}", file=sys.stderr)
+        print(f"fgl-jax: interrupted{_resume_hint(args, argv)}", file=sys.stderr)
         return 130
+
+
+def _resume_hint(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    """'; resume with: fgl-jax ... --resume' for a run with --out (checkpoints were being written)."""
+    if not getattr(args, "out", None) or args.func is not cmd_system:
+        return ""
+    import shlex
+    again = [a for a in argv if a not in ("--overwrite", "--resume")]
+    return "; resume with: fgl-jax " + " ".join(shlex.quote(a) for a in again + ["--resume"])
 
 
 if __name__ == "__main__":

@@ -10,17 +10,22 @@ the key `jax.random.key(cfg.seed)`, and with `out` writes the four outputs every
 
     config.yaml    the resolved config (`system:` first), replayable with `--config`
     metrics.jsonl  one row per round (+ "eval" rows from the program's evaluation hook)
-    summary.json   system, describe, best, final, rounds_run, extras, timings, environment
-    checkpoints/   orbax checkpoints of the state (what `--resume` restores)
+    summary.json   system, describe, best, final, rounds_run, extras, warnings, environment
+    timings.json   build, compile, run and wall seconds
+    checkpoints/   orbax checkpoints of the state with checksums (what `--resume` restores)
+
+A fresh run refuses a non-empty output directory (`overwrite=True` clears it); a resume checks the
+saved config first (`fgl_jax.rundir`).
 """
 from __future__ import annotations
 
 import json
 import math
 import platform
+import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -79,40 +84,88 @@ def _jsonable(x: Any) -> Any:
     return str(x)
 
 
-def summary_dict(system: str, program, res, timings: dict) -> dict:
+def summary_dict(system: str, program, res) -> dict:
+    """What summary.json holds: results only, so an interrupted and resumed run writes the same bytes
+    as an uninterrupted one (timings go to timings.json)."""
     return _jsonable({"system": system, "describe": dict(program.describe or {}), "best": res.best,
                       "final": res.final, "rounds": int(program.num_rounds), "rounds_run": res.rounds_run,
-                      "diverged": res.diverged, "evaluations": res.evaluations, "extras": res.extras, **timings,
-                      "environment": environment()})
+                      "diverged": res.diverged, "evaluations": res.evaluations, "extras": res.extras,
+                      "warnings": run_warnings(res), "environment": environment()})
+
+
+def run_warnings(res) -> list[str]:
+    """What a reader of the results must know: a loss that ended far above where it started."""
+    out = []
+    loss = res.history.get("train_loss")
+    if loss is not None and len(loss) > 1:
+        first, last = float(np.mean(loss[0])), float(np.mean(loss[-1]))
+        if math.isfinite(first) and first > 0 and last > 1e3 * first:
+            out.append(f"train_loss ended at {last:.3g}, {last / first:.3g} x its first value: training diverged")
+    return out
+
+
+def _finished(out: Path) -> bool:
+    return (out / "summary.json").is_file()
 
 
 def execute(program, seed: int, *, system: str = "custom", config_text: Optional[str] = None,
-            out: Optional[str] = None, resume: bool = False, progress: bool = False, chunk: Optional[int] = None,
-            build_seconds: float = 0.0, on_nonfinite: str = "raise"):
-    """Run a built Program with its hooks; with `out`, write config.yaml, metrics.jsonl, summary.json, checkpoints/."""
+            out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
+            resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
+            build_seconds: float = 0.0, on_nonfinite: str = "raise", loss_guard: float = 0.0):
+    """Run a built Program with its hooks; with `out`, write config.yaml, metrics.jsonl, summary.json,
+    timings.json and checkpoints/.
+
+    A fresh run refuses a non-empty `out` unless `overwrite` (which clears it). `resume` continues
+    the run in `out`: its saved config.yaml must equal `config_text` except in the keys of
+    `resume_with_changes` (see `fgl_jax.rundir.RESUMABLE_CHANGES`), and config.yaml is rewritten
+    only after the checkpoint was restored. A finished run (summary.json) is not resumed unless
+    its rounds grow.
+    """
     import jax
+    from fgl_jax import rundir
     from fgl_jax.federated.run import run
     t0 = time.perf_counter()
+    on_restored = None
     if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        if config_text is not None:
-            (Path(out) / "config.yaml").write_text(config_text)
+        out_path = rundir.prepare(out, resume=resume, overwrite=overwrite)
+        saved = (out_path / "config.yaml").read_text() if (out_path / "config.yaml").is_file() else None
+        if resume and config_text is not None:
+            rundir.check_resume_config(out_path, saved, schema.read_yaml_text(config_text, "this command"),
+                                       allowed=resume_with_changes)
+        if resume and _finished(out_path):
+            done = rundir.read_json(out_path / "summary.json")
+            if int(program.num_rounds) <= int(done.get("rounds", 0)) or done.get("extras", {}).get("stopped_early"):
+                raise ValueError(f"{out_path} holds a finished run (summary.json): nothing to resume; "
+                                 "--overwrite runs it again")
+        if not resume and config_text is not None:
+            rundir.write_atomic(out_path / "config.yaml", config_text)
+        elif config_text is not None and config_text != saved:
+            def on_restored(_start: int) -> None:
+                rundir.write_atomic(out_path / "config.yaml", config_text)
     res = run(program.algorithm, program.data, jax.random.key(int(seed)), program.num_rounds, chunk=chunk,
-              progress=progress, out_dir=out, resume=resume, hooks=program.hooks, on_nonfinite=on_nonfinite)
+              progress=progress, out_dir=out, resume=resume, hooks=program.hooks, on_nonfinite=on_nonfinite,
+              loss_guard=loss_guard, on_restored=on_restored)
     timings = {"build_seconds": build_seconds, "compile_seconds": res.compile_seconds,
                "run_seconds": res.run_seconds, "wall_seconds": build_seconds + time.perf_counter() - t0}
-    res.summary = summary_dict(system, program, res, timings)
+    res.summary = summary_dict(system, program, res)
+    res.timings = timings
+    for w in res.summary["warnings"]:
+        print(f"fgl-jax: warning: {w}", file=sys.stderr)
     if out is not None:
-        (Path(out) / "summary.json").write_text(json.dumps(res.summary, indent=2))
+        rundir.write_atomic(Path(out) / "summary.json", json.dumps(res.summary, indent=2))
+        rundir.write_atomic(Path(out) / "timings.json", json.dumps(_jsonable(timings), indent=2))
     return res
 
 
-def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, progress: bool = False,
-               chunk: Optional[int] = None, on_nonfinite: str = "raise"):
+def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
+               resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
+               on_nonfinite: str = "raise"):
     """Build and run any system's config; the CLI, the experiments and the notebooks all call this."""
     entry = system_of(cfg)
     t0 = time.perf_counter()
     program = entry.obj(cfg)
     t_build = time.perf_counter() - t0
     return execute(program, cfg.seed, system=entry.name, config_text=schema.dump(cfg, entry.name), out=out,
-                   resume=resume, progress=progress, chunk=chunk, build_seconds=t_build, on_nonfinite=on_nonfinite)
+                   resume=resume, overwrite=overwrite, resume_with_changes=resume_with_changes, progress=progress,
+                   chunk=chunk if chunk is not None else getattr(cfg, "chunk", None), build_seconds=t_build, on_nonfinite=on_nonfinite,
+                   loss_guard=float(getattr(cfg, "loss_guard", 0.0)))

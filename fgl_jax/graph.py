@@ -36,6 +36,13 @@ class LabelledNodes:
                 raise error(f"{kind} {self.name!r}: field {field} has shape {shape}, expected ({n},)")
         if self.num_classes <= 0:
             raise error(f"{kind} {self.name!r}: num_classes must be positive, got {self.num_classes}")
+        values = self.x.data if hasattr(self.x, "tocsr") else np.asarray(self.x)
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            # a NaN feature would otherwise vanish in normalisation (the row turns to zeros) or poison training
+            rows = (np.unique(self.x.tocoo().row[~np.isfinite(self.x.tocoo().data)]) if hasattr(self.x, "tocsr")
+                    else np.flatnonzero(~np.isfinite(values).all(axis=1)))
+            raise error(f"{kind} {self.name!r}: field x has NaN/inf features in {len(rows)} node(s), "
+                        f"first node {int(rows[0])}")
 
     @property
     def num_nodes(self) -> int:

@@ -333,6 +333,8 @@ class RunSpec:
     data_dir: Optional[str] = option(None, "directory holding the dataset files (else $FGL_JAX_DATA)")
     rounds: int = option(50, "number of federated rounds", low=1)
     seed: int = option(0, "seed of the run's PRNG key (initialisation, sampling, noise)")
+    loss_guard: float = option(0.0, "stop as diverged when train_loss exceeds this multiple of its first "
+                                    "value (0 = off)", low=0)
 
     def __post_init__(self):
         # a config built in Python is checked by the same rules as YAML and flags

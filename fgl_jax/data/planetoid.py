@@ -22,6 +22,8 @@ their own; `read_planetoid` reports how many there were.
 """
 from __future__ import annotations
 
+import warnings
+
 import dataclasses
 import logging
 from pathlib import Path
@@ -172,6 +174,9 @@ def read_planetoid(name: str, data_dir: Optional[PathLike] = None, verify: bool 
     root = find_dataset_dir(name, rel, data_dir)
     if verify and all(r in PLANETOID_SHA256 for r in rel):
         verify_files(name, root, {r: PLANETOID_SHA256[r] for r in rel})
+    elif verify:
+        warnings.warn(f"dataset {name!r}: no published checksum is known for its files; only their structure "
+                      "is checked", stacklevel=2)
     p = {s: root / r for s, r in zip(_SUFFIXES, rel)}
 
     x, tx, allx = (_as_csr(safe_load(p[s]), p[s]) for s in ("x", "tx", "allx"))
@@ -201,6 +206,10 @@ def read_planetoid(name: str, data_dir: Optional[PathLike] = None, verify: bool 
         raise DataFormatError(
             f"{p['test.index']}: test id {int(test_index.min())} collides with the {n_allx} rows of {p['allx']} "
             "(Planetoid numbers test nodes after allx)")
+    if test_index.max() >= num_graph:
+        # the adjacency lists every node (PubMed, which has no checksum here, relies on this check)
+        raise DataFormatError(f"{p['test.index']}: test id {int(test_index.max())} is beyond the {num_graph} nodes "
+                              f"of {p['graph']}")
     n = int(max(n_allx, test_index.max() + 1))
     if num_graph > n:
         raise DataFormatError(f"{p['graph']}: node id {num_graph - 1} outside the {n} nodes implied by "

@@ -72,6 +72,7 @@ class RunResult:
     extras: dict = dataclasses.field(default_factory=dict)
     diverged: bool = False   # stopped at a non-finite round (on_nonfinite="stop"); history ends before it
     summary: dict = dataclasses.field(default_factory=dict)  # what summary.json holds (fgl_jax.experiment)
+    timings: dict = dataclasses.field(default_factory=dict)  # what timings.json holds (fgl_jax.experiment)
 
     @property
     def rounds_run(self) -> int:
@@ -177,58 +178,66 @@ class _Progress:
             self.bar.close()
 
 
-def _checkpointer():
-    import orbax.checkpoint as ocp
-    return ocp.StandardCheckpointer()
-
-
-def save_checkpoint(directory: Path, rounds_done: int, state: PyTree, tracker: Tracker) -> Path:
-    path = (directory / f"round_{rounds_done:06d}").absolute()
-    ckpt = _checkpointer()
-    ckpt.save(path, {"state": state, "tracker": tracker}, force=True)
-    ckpt.wait_until_finished()
-    return path
-
-
-def latest_checkpoint(directory: Path) -> Optional[tuple[int, Path]]:
-    if not directory.is_dir():
-        return None
-    found = sorted((int(p.name.split("_")[1]), p) for p in directory.glob("round_*")
-                   if p.name.split("_")[1].isdigit())
-    return found[-1] if found else None
-
-
-def restore_checkpoint(path: Path, state_like: PyTree) -> tuple[PyTree, Tracker]:
-    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.asarray(a).dtype),
-                          {"state": state_like, "tracker": Tracker.empty()})
-    out = _checkpointer().restore(path.absolute(), target)
-    return out["state"], out["tracker"]
-
-
 def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: int, *,
         chunk: Optional[int] = None, progress: bool = False, out_dir: Optional[os.PathLike] = None,
         resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None,
-        hooks: Optional[Hooks] = None, on_nonfinite: str = "raise") -> RunResult:
+        hooks: Optional[Hooks] = None, on_nonfinite: str = "raise", loss_guard: float = 0.0,
+        on_restored: Optional[Callable[[int], None]] = None) -> RunResult:
     """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints and hooks.
 
     chunk: rounds per compiled scan (default: all rounds at once, or ~20 chunks when
     out_dir/progress ask for intermediate reports; with `hooks.every`, at most `every`).
-    out_dir: writes metrics.jsonl and checkpoints/round_<6-digit round> (orbax). resume: continue
-    from the newest checkpoint in out_dir; the final numbers equal an uninterrupted run's.
+    out_dir: writes metrics.jsonl (rewritten whole after each chunk, atomically) and
+    checkpoints/ (`fgl_jax.federated.checkpoint`); the caller checks the directory
+    (`fgl_jax.rundir.prepare`). resume: continue from the newest intact checkpoint in out_dir
+    (none: start at round 1 and drop old rows); metrics rows after it are dropped, so the
+    final numbers and files equal an uninterrupted run's. on_restored(rounds_done) is called once
+    the restore succeeded (or when there was nothing to restore).
     on_nonfinite: "raise" (NonFiniteError naming the first bad round, after writing the rounds
     before it) or "stop" (end there; `RunResult.diverged`, history = the finite rounds).
+    loss_guard: > 0 treats a round whose train_loss exceeds loss_guard x the first round's as
+    diverged (like a NaN), so an exploding run stops instead of finishing with a huge loss.
     """
     if num_rounds <= 0:
         raise ValueError(f"num_rounds must be positive, got {num_rounds}")
     if on_nonfinite not in ("raise", "stop"):
         raise ValueError(f"on_nonfinite must be 'raise' or 'stop', got {on_nonfinite!r}")
+    if loss_guard < 0:
+        raise ValueError(f"loss_guard must be >= 0 (0 = off), got {loss_guard}")
     with x64_scope(algorithm):
         return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
-                    state, hooks or Hooks(), on_nonfinite)
+                    state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored)
+
+
+def _rows_to_history(rows: list[dict]) -> tuple[dict, list]:
+    history: dict[str, list] = {}
+    evaluations: list = []
+    for row in rows:
+        for k, v in row.items():
+            if k == "eval":
+                evaluations.append({"round": row["round"], **v})
+            elif k != "round":
+                history.setdefault(k, []).append(v)
+    return history, evaluations
+
+
+def _guard_round(metrics: dict, first_loss: Optional[float], guard: float) -> Optional[tuple[int, str]]:
+    """(index, message) of the first round whose train_loss exceeds guard x the first round's."""
+    if not guard or first_loss is None or "train_loss" not in metrics or not np.isfinite(first_loss):
+        return None
+    loss = np.asarray(metrics["train_loss"], dtype=np.float64).reshape(len(metrics["train_loss"]), -1).mean(1)
+    bad = np.flatnonzero(loss > guard * max(abs(first_loss), 1e-12))
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    return i, (f"train_loss {loss[i]:.3g} is over {guard:g} x the first round's ({first_loss:.3g}): training "
+               "diverged; lower the learning rate (or raise loss_guard, 0 = off)")
 
 
 def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
-         state, hooks: Hooks, on_nonfinite: str) -> RunResult:
+         state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored) -> RunResult:
+    from fgl_jax import rundir
+    from fgl_jax.federated import checkpoint
     if chunk is None:
         chunk = num_rounds if (out_dir is None and not progress) else max(1, math.ceil(num_rounds / 20))
         if hooks.every:
@@ -240,28 +249,26 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
         state = jax.jit(algorithm.init)(init_key, data)
     tracker = Tracker.empty()
     start = 0
-    history: dict[str, list] = {}
-    evaluations: list = []
+    rows: list[dict] = []
     out = Path(out_dir) if out_dir is not None else None
     log_path = out / "metrics.jsonl" if out else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         if resume:
-            found = latest_checkpoint(out / "checkpoints")
+            found = checkpoint.restore(out / "checkpoints", state, tracker)
             if found is not None:
-                start, path = found
-                state, tracker = restore_checkpoint(path, state)
-                rows = [json.loads(l) for l in log_path.read_text().splitlines()] if log_path.exists() else []
-                rows = [r for r in rows if r["round"] <= start]
-                for row in rows:
-                    for k, v in row.items():
-                        if k == "eval":
-                            evaluations.append({"round": row["round"], **v})
-                        elif k != "round":
-                            history.setdefault(k, []).append(v)
-                log_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        elif log_path.exists():
-            log_path.unlink()
+                start, state, tracker = found
+                rows = [r for r in rundir.read_rows(log_path) if r["round"] <= start]
+                if [r["round"] for r in rows] != list(range(1, start + 1)):
+                    raise ValueError(f"{log_path} holds {len(rows)} of the {start} rounds the checkpoint has done: "
+                                     "cannot resume without them; start again with --overwrite")
+            elif log_path.exists() or (out / "checkpoints").exists():
+                print(f"fgl-jax: no checkpoint in {out / 'checkpoints'}: starting at round 1", file=sys.stderr)
+        rundir.write_rows(log_path, rows)
+    if on_restored is not None:
+        on_restored(start)
+    history, evaluations = _rows_to_history(rows)
+    first_loss = float(np.mean(history["train_loss"][0])) if history.get("train_loss") else None
     if start >= num_rounds:
         return _finish(state, history, evaluations, tracker, 0.0, 0.0, hooks, False)
 
@@ -285,7 +292,10 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             metrics = jax.device_get(metrics)
             t_run += time.perf_counter() - t0
             metrics = {k: np.asarray(v) for k, v in metrics.items()}
-            bad = first_bad_round(metrics)
+            if first_loss is None and "train_loss" in metrics:
+                first_loss = float(np.mean(metrics["train_loss"][0]))
+            bad = min([b for b in (first_bad_round(metrics), _guard_round(metrics, first_loss, loss_guard))
+                       if b is not None], default=None)
             keep = n if bad is None else bad[0]
             for k, v in metrics.items():
                 history.setdefault(k, []).extend(v[:keep].tolist())
@@ -293,13 +303,13 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             due = not hooks.every or (r + n) % hooks.every == 0 or r + n == num_rounds
             if bad is None and hooks.on_chunk is not None and due:
                 evaluation = hooks.on_chunk(r + n, state, {k: np.asarray(v) for k, v in history.items()})
+            for i in range(keep):
+                row = {"round": r + i + 1, **{k: v[i].tolist() for k, v in metrics.items()}}
+                if evaluation is not None and i == n - 1:
+                    row["eval"] = evaluation
+                rows.append(row)
             if log_path is not None:
-                with log_path.open("a") as f:
-                    for i in range(keep):
-                        row = {"round": r + i + 1, **{k: v[i].tolist() for k, v in metrics.items()}}
-                        if evaluation is not None and i == n - 1:
-                            row["eval"] = evaluation
-                        f.write(json.dumps(row) + "\n")
+                rundir.write_rows(log_path, rows)
             if evaluation is not None:
                 evaluations.append({"round": r + n, **evaluation})
             if bad is not None:
@@ -311,21 +321,53 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
                 break
             r += n
             bar.update(n, metrics)
-            if out is not None and checkpoint_every_chunk:
-                save_checkpoint(out / "checkpoints", r, state, tracker)
             if hooks.stop is not None:
+                # decided before the chunk's checkpoint, which a stopping chunk never gets: a resume
+                # after a kill here redoes this chunk and stops at the same round
                 stop_at = hooks.stop({k: np.asarray(v) for k, v in history.items()})
                 if stop_at is not None:
-                    stop_at = int(stop_at)
-                    history = {k: v[:stop_at] for k, v in history.items()}
-                    evaluations = [e for e in evaluations if e["round"] <= stop_at]
-                    if log_path is not None:
-                        rows = log_path.read_text().splitlines()
-                        log_path.write_text("".join(row + "\n" for row in rows if json.loads(row)["round"] <= stop_at))
-                    break
+                    return _stop(int(stop_at), state, history, evaluations, rows, log_path, tracker, compile_s,
+                                 t_run, hooks, bar)
+            if out is not None and checkpoint_every_chunk:
+                checkpoint.save(out / "checkpoints", r, state, tracker, before_commit=_fault("checkpoint"))
+            _fault("chunk")()
     finally:
         bar.close()
     return _finish(state, history, evaluations, tracker, compile_s, t_run, hooks, diverged)
+
+
+def _stop(stop_at: int, state, history, evaluations, rows, log_path, tracker, compile_s, t_run, hooks, bar=None
+          ) -> RunResult:
+    """End the run at round `stop_at` (a `Hooks.stop` decision): history and rows cut there."""
+    from fgl_jax import rundir
+    history = {k: v[:stop_at] for k, v in history.items()}
+    evaluations = [e for e in evaluations if e["round"] <= stop_at]
+    if log_path is not None:
+        rundir.write_rows(log_path, [row for row in rows if row["round"] <= stop_at])
+    if bar is not None:
+        bar.close()
+    return _finish(state, history, evaluations, tracker, compile_s, t_run, hooks, False)
+
+
+def _fault(stage: str) -> Callable[[], None]:
+    """Fault injection for the reliability tests: FGL_JAX_FAULT="<stage>:<n>" kills the process
+    (os._exit) the n-th time `stage` is reached ("checkpoint": a save written but not committed;
+    "chunk": after a chunk's rows and checkpoint). Unset: a no-op."""
+    spec = os.environ.get("FGL_JAX_FAULT", "")
+    if not spec.startswith(stage + ":"):
+        return _noop
+    def hit():
+        _FAULT_COUNTS[stage] = _FAULT_COUNTS.get(stage, 0) + 1
+        if _FAULT_COUNTS[stage] >= int(spec.split(":", 1)[1]):
+            os._exit(17)
+    return hit
+
+
+_FAULT_COUNTS: dict = {}
+
+
+def _noop() -> None:
+    return None
 
 
 def _finish(state, history, evaluations, tracker, compile_s, t_run, hooks: Hooks, diverged: bool) -> RunResult:

@@ -51,6 +51,8 @@ class BaselineFields(RunSpec):
     weight_decay: float = option(0.0, "L2 weight decay added to the gradient", low=0)
     lr_gamma: float = option(1.0, "staircase decay factor of the lr", low=0, high=1, low_open=True)
     lr_decay_every: int = option(0, "decay the lr every this many rounds (0 = constant)", low=0)
+    loss_guard: float = option(1e6, "stop as diverged when train_loss exceeds this multiple of its first "
+                                    "value (0 = off)", low=0)
     chunk: Optional[int] = option(None, "rounds per compiled scan (progress/checkpoint granularity)", low=1)
     client_chunk: Optional[int] = option(None, "train/evaluate clients in blocks of this size (memory bound)",
                                          low=1)

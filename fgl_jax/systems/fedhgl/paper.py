@@ -203,7 +203,7 @@ def run_main(hg: Hypergraph, name: str, ks, runs: int, changes: dict, res: dict,
                 accs[row].append(r.best["best_test"])
                 log(f"{name} K={k} run={run} {row}: test {r.best['best_test']:.4f} (global model "
                     f"{r.extras['global_test_acc']:.4f}), prop {r.summary['describe']['propagation_seconds']:.1f}s "
-                    f"train {r.summary['wall_seconds']:.1f}s")
+                    f"train {r.timings['wall_seconds']:.1f}s")
         for row in accs:
             cell_res.setdefault(row, {})[str(k)] = {"runs": accs[row], "mean": ms(accs[row])[0], "std": ms(accs[row])[1]}
         stats[str(k)] = {"cross_edges": ms([s["cross_edges"] for s in st])[0],

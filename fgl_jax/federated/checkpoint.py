@@ -1,0 +1,133 @@
+"""Checkpoints a resume can trust: orbax saves, a sha256 manifest per checkpoint, fallback, retention.
+
+Layout under `directory` (the run's `checkpoints/`):
+
+    round_000040/          orbax checkpoint of {"state", "tracker"} after 40 rounds
+    round_000040.sha256    manifest: sha256 of every file of that checkpoint (JSON), written last
+
+A checkpoint counts only once its manifest exists (a kill during a save leaves an uncommitted
+directory that is ignored and later removed). On restore the newest committed checkpoint whose
+files still match their manifest is used; a corrupt or unreadable one is reported with the
+checkpoint it falls back to. Only the newest `keep` committed checkpoints are kept.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgl_jax.rundir import write_atomic
+
+PyTree = Any
+KEEP = 3
+
+
+def _checkpointer():
+    import orbax.checkpoint as ocp
+    return ocp.StandardCheckpointer()
+
+
+def _digest(path: Path) -> dict:
+    """{relative file path: sha256} of every file under a checkpoint directory."""
+    out = {}
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        h = hashlib.sha256()
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        out[str(f.relative_to(path))] = h.hexdigest()
+    return out
+
+
+def _manifest(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _round_of(path: Path) -> Optional[int]:
+    tail = path.name.split("_", 1)[-1]
+    return int(tail) if path.name.startswith("round_") and tail.isdigit() else None
+
+
+def committed(directory: Path) -> list[tuple[int, Path]]:
+    """(rounds done, path) of the checkpoints with a manifest, oldest first."""
+    if not directory.is_dir():
+        return []
+    found = [(_round_of(p), p) for p in directory.iterdir() if p.is_dir() and _round_of(p) is not None]
+    return sorted((r, p) for r, p in found if _manifest(p).is_file())
+
+
+def save(directory: Path, rounds_done: int, state: PyTree, tracker: PyTree, keep: int = KEEP,
+         before_commit: Optional[Callable[[], None]] = None) -> Path:
+    """Save, then commit (manifest), then drop all but the newest `keep` committed checkpoints."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = (directory / f"round_{rounds_done:06d}").absolute()
+    _manifest(path).unlink(missing_ok=True)
+    ckpt = _checkpointer()
+    ckpt.save(path, {"state": state, "tracker": tracker}, force=True)
+    ckpt.wait_until_finished()
+    if before_commit is not None:  # fault injection for the reliability tests
+        before_commit()
+    write_atomic(_manifest(path), json.dumps({"round": rounds_done, "files": _digest(path)}, indent=1))
+    good = committed(directory)
+    for _, old in good[:-keep] if keep > 0 else []:
+        _manifest(old).unlink(missing_ok=True)
+        shutil.rmtree(old, ignore_errors=True)
+    # uncommitted leftovers of an interrupted save
+    for p in directory.iterdir():
+        if p.is_dir() and _round_of(p) is not None and not _manifest(p).is_file():
+            shutil.rmtree(p, ignore_errors=True)
+    return path
+
+
+def _verify(path: Path) -> Optional[str]:
+    """None if the checkpoint's files match its manifest, else what is wrong."""
+    try:
+        manifest = json.loads(_manifest(path).read_text())
+        expected = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"unreadable manifest {_manifest(path)} ({type(e).__name__})"
+    actual = _digest(path)
+    if actual != expected:
+        changed = sorted(set(expected) ^ set(actual) | {k for k in expected if actual.get(k) != expected[k]})
+        return f"checksum mismatch in {path / changed[0]}" + (f" (+{len(changed) - 1} more files)"
+                                                              if len(changed) > 1 else "")
+    return None
+
+
+def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
+            ) -> Optional[tuple[int, PyTree, PyTree]]:
+    """(rounds done, state, tracker) from the newest intact checkpoint; None if there is none.
+
+    A corrupt or unreadable checkpoint falls back to the previous one, with a line on `log`
+    (default stderr) naming both. A checkpoint that is intact but does not fit `state_like` (a
+    different program) raises ValueError naming it: older ones would not fit either.
+    """
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.asarray(a).dtype),
+                          {"state": state_like, "tracker": tracker_like})
+    candidates = committed(directory)[::-1]
+    problem = None
+    for i, (rounds, path) in enumerate(candidates):
+        problem = _verify(path)
+        if problem is None:
+            try:
+                out = _checkpointer().restore(path, target)
+            except Exception as e:  # noqa: BLE001 - orbax raises many types; one line for the user
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise ValueError(f"checkpoint {path} does not fit this run's state ({first[:200]}); "
+                                 "it was written by a different program") from None
+            return rounds, out["state"], out["tracker"]
+        nxt = candidates[i + 1][1] if i + 1 < len(candidates) else None
+        log(f"fgl-jax: checkpoint {path} is damaged ({problem}); "
+            + (f"falling back to {nxt}" if nxt else "no older checkpoint to fall back to"))
+    if candidates:
+        raise ValueError(f"no intact checkpoint in {directory} (last problem: {problem}); "
+                         "start again with --overwrite")
+    return None

@@ -1,0 +1,223 @@
+"""Runs that never lie (issue 33): output directories, resume checks, checkpoint integrity,
+divergence, and the smaller bad inputs, each with the input that once went wrong.
+
+Reference for "correct": the uninterrupted run of the same config in a fresh directory; files are
+compared byte for byte.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fgl_jax import experiment
+from fgl_jax.cli import main
+
+SMALL = dict(dataset="csbm", split="keep", clients=3, rounds=12, hidden=8, chunk=3, partition="random")
+
+
+def _cfg(**changes):
+    return experiment.default_config("baseline", **{**SMALL, **changes})
+
+
+def _files(d: Path) -> dict:
+    return {name: (d / name).read_bytes() for name in ("metrics.jsonl", "summary.json", "config.yaml")}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict:
+    """The uninterrupted 12-round run's files."""
+    d = tmp_path_factory.mktemp("ref") / "run"
+    experiment.run_config(_cfg(), out=str(d))
+    return _files(d)
+
+
+def _cli(*args) -> int:
+    return main([str(a) for a in args])
+
+
+CLI_SMALL = ["--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "12", "--hidden", "8",
+             "--chunk", "3", "--no-progress"]
+
+
+# ---- output directories -------------------------------------------------------------------------
+
+def test_a_fresh_run_refuses_a_directory_holding_another_run(tmp_path, capsys):
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(rounds=6), out=str(d))
+    before = _files(d)
+    assert _cli("run", *CLI_SMALL, "--lr", "0.05", "--out", d) == 2
+    err = capsys.readouterr().err
+    assert "is not empty" in err and "--resume" in err and "--overwrite" in err
+    assert _files(d) == before  # nothing touched
+
+
+def test_overwrite_clears_the_old_run_checkpoints_included(tmp_path, reference):
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(rounds=30, lr=0.05), out=str(d))
+    experiment.run_config(_cfg(), out=str(d), overwrite=True)
+    assert _files(d) == reference
+    ckpts = sorted(p.name for p in (d / "checkpoints").iterdir() if p.is_dir())
+    assert ckpts == ["round_000006", "round_000009", "round_000012"]  # the 30-round run's are gone
+
+
+def test_out_that_is_a_file_is_one_clear_line(tmp_path, capsys):
+    f = tmp_path / "taken"
+    f.write_text("x")
+    assert _cli("run", *CLI_SMALL, "--out", f) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is an existing file" in err[0]
+
+
+# ---- resume checks --------------------------------------------------------------------------------
+
+def test_resume_with_a_changed_option_is_refused_and_leaves_the_config(tmp_path, capsys):
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(rounds=6), out=str(d))
+    before = _files(d)
+    assert _cli("run", *CLI_SMALL, "--rounds", "6", "--lr", "0.05", "--out", d, "--resume") == 2
+    err = capsys.readouterr().err
+    assert "lr: 0.01 -> 0.05" in err
+    assert _files(d) == before
+
+
+def test_more_rounds_on_resume_need_resume_with_changes(tmp_path, reference, capsys):
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(rounds=6), out=str(d))
+    assert _cli("run", *CLI_SMALL, "--out", d, "--resume") == 2
+    assert "--resume-with-changes rounds" in capsys.readouterr().err
+    assert _cli("run", *CLI_SMALL, "--out", d, "--resume", "--resume-with-changes", "rounds") == 0
+    assert _files(d) == reference  # 6 rounds + 6 more == 12 rounds, config.yaml says 12
+
+
+def test_resuming_a_finished_run_is_refused(tmp_path, capsys):
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(rounds=6), out=str(d))
+    with pytest.raises(ValueError, match="finished run"):
+        experiment.run_config(_cfg(rounds=6), out=str(d), resume=True)
+
+
+def test_resume_without_checkpoints_starts_over_without_duplicating_rows(tmp_path, reference):
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(), out=str(d))
+    (d / "summary.json").unlink()
+    for p in (d / "checkpoints").iterdir():
+        (p.unlink() if p.is_file() else __import__("shutil").rmtree(p))
+    experiment.run_config(_cfg(), out=str(d), resume=True)
+    assert _files(d) == reference
+
+
+# ---- checkpoint integrity -------------------------------------------------------------------------
+
+def _interrupted(tmp_path: Path) -> Path:
+    """A directory as a kill after round 9 leaves it: checkpoints 3..9, rows 1..9, no summary."""
+    from fgl_jax import schema
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(rounds=9), out=str(d))
+    (d / "summary.json").unlink()
+    (d / "timings.json").unlink()
+    # the 12-round run's config: rounds 1..9 do not depend on the total
+    (d / "config.yaml").write_text(schema.dump(_cfg(), "baseline"))
+    return d
+
+
+def _largest_data_file(ckpt: Path) -> Path:
+    files = [p for p in ckpt.rglob("*") if p.is_file() and "METADATA" not in p.name.upper()]
+    return max(files, key=lambda p: p.stat().st_size)
+
+
+@pytest.mark.parametrize("damage", ["flip_byte", "truncate", "metadata"])
+def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, reference, capsys, damage):
+    d = _interrupted(tmp_path)
+    latest = d / "checkpoints" / "round_000009"
+    if damage == "flip_byte":
+        f = _largest_data_file(latest)
+        b = bytearray(f.read_bytes())
+        b[len(b) // 2] ^= 0x01
+        f.write_bytes(bytes(b))
+    elif damage == "truncate":
+        f = _largest_data_file(latest)
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    else:
+        f = next(p for p in latest.rglob("*") if p.is_file() and "METADATA" in p.name.upper())
+        f.write_bytes(f.read_bytes()[:10])
+    experiment.run_config(_cfg(), out=str(d), resume=True)
+    err = capsys.readouterr().err
+    assert "round_000009 is damaged" in err and "falling back to" in err and "round_000006" in err
+    assert _files(d) == reference
+
+
+def test_a_half_written_metrics_line_is_one_line_naming_the_file(tmp_path):
+    d = _interrupted(tmp_path)
+    with (d / "metrics.jsonl").open("a") as f:
+        f.write('{"round": 10, "train_lo')
+    with pytest.raises(ValueError, match=r"metrics.jsonl, line 10: not a metrics row"):
+        experiment.run_config(_cfg(), out=str(d), resume=True)
+
+
+def test_a_checkpoint_of_another_program_is_refused_before_anything_is_rewritten(tmp_path, capsys):
+    d = _interrupted(tmp_path)
+    before = (d / "config.yaml").read_bytes()
+    cfg = _cfg(hidden=16)
+    from fgl_jax import schema
+    (d / "config.yaml").write_text(schema.dump(cfg, "baseline"))  # a config that "matches"
+    with pytest.raises(ValueError, match="does not fit this run's state"):
+        experiment.run_config(cfg, out=str(d), resume=True)
+    assert before  # the config written above stays as it was (no rewrite before the restore)
+
+
+# ---- kills at chosen moments, in a separate process ------------------------------------------------
+
+def _run_cli(args, env_extra=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "fgl_jax.cli", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("fault", ["chunk:1", "checkpoint:1", "checkpoint:3", "chunk:3"])
+def test_kill_and_resume_gives_the_uninterrupted_files(tmp_path, reference, fault):
+    d = tmp_path / "run"
+    killed = _run_cli(["run", *CLI_SMALL, "--out", d], {"FGL_JAX_FAULT": fault})
+    assert killed.returncode == 17, killed.stderr[-500:]
+    assert not (d / "summary.json").exists()
+    resumed = _run_cli(["run", *CLI_SMALL, "--out", d, "--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-500:]
+    assert _files(d) == reference
+
+
+# ---- divergence ----------------------------------------------------------------------------------
+
+def test_an_exploding_loss_stops_with_a_message_naming_the_round(tmp_path):
+    from fgl_jax.federated import NonFiniteError
+    d = tmp_path / "run"
+    with pytest.raises(NonFiniteError, match=r"round \d+: .*(train_loss|diverged).*lower the learning rate"):
+        experiment.run_config(_cfg(lr=1e6, rounds=30), out=str(d))
+    rows = [json.loads(l) for l in (d / "metrics.jsonl").read_text().splitlines()]
+    assert all(np.isfinite(r["train_loss"]) and r["train_loss"] < 1e6 * rows[0]["train_loss"] for r in rows)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 30])
+def test_the_first_bad_round_does_not_depend_on_the_chunking(tmp_path, chunk):
+    from fgl_jax.federated import NonFiniteError
+    with pytest.raises(NonFiniteError) as err:
+        experiment.run_config(_cfg(lr=1e6, rounds=30, chunk=chunk), out=str(tmp_path / "r"))
+    rows = (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()
+    assert str(err.value).startswith(f"round {len(rows) + 1}:")
+    test_the_first_bad_round_does_not_depend_on_the_chunking.seen = getattr(
+        test_the_first_bad_round_does_not_depend_on_the_chunking, "seen", set()) | {len(rows)}
+    assert len(test_the_first_bad_round_does_not_depend_on_the_chunking.seen) == 1
+
+
+def test_ctrl_c_is_one_line_with_the_resume_command(tmp_path, capsys, monkeypatch):
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(experiment, "run_config", interrupt)
+    assert _cli("run", *CLI_SMALL, "--out", tmp_path / "r") == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fgl-jax: interrupted; resume with: fgl-jax run ")
+    assert err[0].endswith("--resume")
