@@ -16,12 +16,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from fgl_jax.data.planetoid import load_planetoid
-from fgl_jax.data.synthetic import csbm
-from fgl_jax.federated import run
-from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun
-from fgl_jax.systems.fedgc.condense import condensed_graph
-from fgl_jax.systems.fedgc.evaluate import dense_graph_batch
+from fgl_jax import csbm, load_planetoid, run
+from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun, condensed_graph, dense_graph_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
 from harness import RESULTS, command, loadavg, machine, peak_rss_mb, write_json  # noqa: E402

@@ -16,8 +16,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from fgl_jax.data.planetoid import load_planetoid
-from fgl_jax.federated import run
+from fgl_jax import load_planetoid, run
 from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere

@@ -27,7 +27,7 @@ import jax
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
 from harness import RESULTS, command, machine, peak_rss_mb, timed, write_json  # noqa: E402
-from fgl_jax.data.hypergraph import load_hypergraph  # noqa: E402
+from fgl_jax import load_hypergraph  # noqa: E402
 from fgl_jax.systems.fedhgl import (FedHGLConfig, client_splits, init_state, make_data, make_model,  # noqa: E402
                                     make_round, partition_hypergraph, preparation_key, propagate, resolve_mechanism)
 

@@ -21,9 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also whe
 from harness import RESULTS, ROOT, command, machine, peak_rss_mb, timed, write_json  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from fgl_jax.data import load  # noqa: E402
-from fgl_jax.federated.algorithm import x64_scope  # noqa: E402
-from fgl_jax.federated.run import Tracker, make_scan  # noqa: E402
+from fgl_jax import Tracker, load, make_scan, x64_scope  # noqa: E402
 from fgl_jax.systems.hifgl import HiFGLConfig, hifgl, prepare  # noqa: E402
 
 

@@ -35,8 +35,8 @@ from harness import RESULTS, loadavg, machine, write_json  # noqa: E402
 
 OUT = RESULTS / "lcc.json"
 
-from fgl_jax.privacy import field as F  # noqa: E402
-from fgl_jax.privacy import lcc as L  # noqa: E402
+from fgl_jax import field as F  # noqa: E402
+from fgl_jax import lcc as L  # noqa: E402
 
 P = F.MERSENNE_31
 N, D, E = 2708, 64, 10556

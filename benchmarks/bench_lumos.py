@@ -34,10 +34,8 @@ def worker(args) -> None:
     import jax
     import numpy as np
     sys.path.insert(0, str(ROOT))
-    from fgl_jax.data.musae import load_facebook
-    from fgl_jax.data.splits import random_split
-    from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, prepare
-    from fgl_jax.systems.lumos.data import minmax_scale, top_frequent_features
+    from fgl_jax import load_facebook, random_split
+    from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, minmax_scale, prepare, top_frequent_features
 
     g = load_facebook(args.data_dir)
     x = minmax_scale(top_frequent_features(g.x, 128))
@@ -55,13 +53,12 @@ def worker(args) -> None:
     data = prep.data
     state = jax.jit(alg.init)(jax.random.PRNGKey(0), data)
     import optax
-    from fgl_jax.systems.lumos.algorithm import _with_table, node_loss
-    from fgl_jax.systems.lumos.model import lumos_model
+    from fgl_jax.systems.lumos import lumos_model, node_loss, with_ldp_table
     model = lumos_model(cfg, g.num_classes)
     opt = optax.scale_by_adam()
 
     def step(state, data, key):
-        state, data = _with_table(state, data)   # identity unless encode=program (then the cached table)
+        state, data = with_ldp_table(state, data)   # identity unless encode=program (then the cached table)
 
         def loss_fn(p):
             _, lg = model.apply(p, data.table, data.trees, train=True, rngs={"dropout": key})

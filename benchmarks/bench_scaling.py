@@ -40,11 +40,8 @@ def worker(args) -> None:
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from fgl_jax.batch import padding_report, stack_partition
-    from fgl_jax.data.synthetic import csbm
-    from fgl_jax.federated import FedConfig, OptimConfig, baseline, make_fed_data
-    from fgl_jax.federated.run import Tracker, make_scan
-    from fgl_jax.nn import make_model
+    from fgl_jax import (FedConfig, OptimConfig, Tracker, baseline, csbm, make_fed_data, make_model, make_scan,
+                         padding_report, stack_partition)
 
     t0 = time.perf_counter()
     g = csbm(num_nodes=args.nodes, num_classes=args.communities, num_features=32, avg_degree=8.0,

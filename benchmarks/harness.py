@@ -70,7 +70,7 @@ def machine() -> dict[str, Any]:
     Initialises jax's default backend (for `devices`): call it where the script may use jax anyway,
     not in a parent process before it starts the workers it measures.
     """
-    from fgl_jax.experiment import environment
+    from fgl_jax import environment
     return {**environment(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "jaxlib": _version("jaxlib"),
             "loadavg": loadavg()}
 

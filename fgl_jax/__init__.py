@@ -9,6 +9,13 @@ needs is importable from here.
     fj.names("algorithm")                             # what the registry knows
 
 Names are loaded on first use, so `import fgl_jax` stays cheap.
+
+What is public: the names in `fgl_jax.__all__` (functions, classes and four namespaces: `schema`
+for config files and flags, `field` / `lcc` for the prime-field and Lagrange-coding primitives,
+`onebit` for the one-bit LDP encoder), and each paper system's package `fgl_jax.systems.<name>`
+through its own documented `__all__`. Everything else (`fgl_jax.federated.run`, ...) is internal
+layout that may move; notebooks, benchmarks and experiments import only public names
+(tests/test_public_api.py checks this).
 """
 from __future__ import annotations
 
@@ -30,14 +37,25 @@ _EXPORTS = {
     "run_sweep": "fgl_jax.federated", "run_sharded": "fgl_jax.federated", "FedConfig": "fgl_jax.federated",
     "OptimConfig": "fgl_jax.federated", "baseline": "fgl_jax.federated", "make_fed_data": "fgl_jax.federated",
     "local_train": "fgl_jax.federated", "make_optimizer": "fgl_jax.federated",
-    "masked_cross_entropy": "fgl_jax.federated",
+    "masked_cross_entropy": "fgl_jax.federated", "client_mesh": "fgl_jax.federated",
+    # the compiled round loop, for timing it without run()'s host work (benchmarks), and the x64 scope
+    # an algorithm that needs 64-bit integers (HiFGL's field arithmetic) runs under
+    "make_scan": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
+    "x64_scope": "fgl_jax.federated.algorithm", "environment": "fgl_jax.experiment",
     # data, partitions, client batches, models
     "Graph": "fgl_jax.graph", "load": "fgl_jax.data", "load_graph": "fgl_jax.data",
     "register_dataset": "fgl_jax.data", "list_datasets": "fgl_jax.data", "csbm": "fgl_jax.data",
-    "random_split": "fgl_jax.data", "per_class_split": "fgl_jax.data",
+    "random_split": "fgl_jax.data", "per_class_split": "fgl_jax.data", "symmetrize": "fgl_jax.graph",
+    "load_planetoid": "fgl_jax.data", "load_facebook": "fgl_jax.data", "load_lastfm_asia": "fgl_jax.data",
+    "load_aifb": "fgl_jax.data.hetero", "load_official_split": "fgl_jax.data.hetero_dglbin",
+    "Hypergraph": "fgl_jax.data.hypergraph", "load_hypergraph": "fgl_jax.data.hypergraph",
+    "safe_load": "fgl_jax.data", "resolve_data_dir": "fgl_jax.data", "DataError": "fgl_jax.data",
+    "DatasetNotFoundError": "fgl_jax.data",
     "make_partition": "fgl_jax.partition", "louvain_partition": "fgl_jax.partition",
     "random_partition": "fgl_jax.partition", "partition_stats": "fgl_jax.partition",
+    "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",
     "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
+    "stack_partition": "fgl_jax.batch", "padding_ratio": "fgl_jax.batch", "padding_report": "fgl_jax.batch",
     "make_model": "fgl_jax.nn",
     # each system's config (its one schema)
     "RunConfig": "fgl_jax.systems.baseline", "HiFGLConfig": "fgl_jax.systems.hifgl.config",
@@ -48,16 +66,24 @@ _EXPORTS = {
 }
 _RENAMED = {"register_dataset": "register"}
 
-__all__ = sorted(_EXPORTS)
+# public namespaces: name -> the module itself (its names without a leading underscore, or its __all__
+# where it has one)
+_MODULES = {"schema": "fgl_jax.schema", "field": "fgl_jax.privacy.field", "lcc": "fgl_jax.privacy.lcc",
+            "onebit": "fgl_jax.privacy.onebit"}
+
+__all__ = sorted({*_EXPORTS, *_MODULES})
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), _RENAMED.get(name, name))
+    else:
         raise AttributeError(f"module 'fgl_jax' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), _RENAMED.get(name, name))
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(__all__))

@@ -21,9 +21,8 @@ L = D_v^{-1/2} H W D_e^{-1} Hᵀ D_v^{-1/2}.""")
 code("""import time
 import numpy as np, jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
-from fgl_jax.data.hypergraph import Hypergraph
 import dataclasses
-from fgl_jax.experiment import execute
+from fgl_jax import Hypergraph, execute
 from fgl_jax.systems.fedhgl import (FedHGLConfig, build, split_hypergraph, build_hc_clients, client_features,
                                     hyperedge_completion, global_propagation, server_aggregate)
 
@@ -83,7 +82,7 @@ md("## Accuracy vs ε (FedHGL w/ HC + LDP)")
 code("""if QUICK:
     data, ratio, eps_list, runs, rounds, K = hg, 0.3, [0.25, 1.0, 4.0], 1, 60, 4
 else:
-    from fgl_jax.data.hypergraph import load_hypergraph
+    from fgl_jax import load_hypergraph
     data, ratio, eps_list, runs, rounds, K = load_hypergraph("coraca", DATA_DIR), 0.1, [0.1, 0.3, 0.5, 1, 2, 5], 3, 200, 6
 base = FedHGLConfig(clients=K, train_ratio=ratio, rounds=rounds)
 

@@ -17,12 +17,8 @@ schema, what the server sees, the learned coefficients and the effect of the ali
 import numpy as np
 import jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
-from fgl_jax.data.hetero import load_aifb
-from fgl_jax.data.paths import DataError, resolve_data_dir
-from fgl_jax.partition.hetero import random_edge_type_split
-from fgl_jax.systems.fedhgn.rgcn import build_hetero_blocks
-from fgl_jax.federated import run
-from fgl_jax.systems.fedhgn import FedHGNConfig, make_fed_data, majority_accuracy, program
+from fgl_jax import DataError, load_aifb, random_edge_type_split, resolve_data_dir, run
+from fgl_jax.systems.fedhgn import FedHGNConfig, build_hetero_blocks, make_fed_data, majority_accuracy, program
 
 import fgl_jax
 from pathlib import Path

@@ -11,9 +11,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from fgl_jax.systems.fedgc import paper
-from fgl_jax.systems.fedgc.paper_cells import PAPER_T1, PAPER_T2  # noqa: F401 (experiments/make_index.py reads them here)
-from fgl_jax.systems.fedgc.paper_cells import BASES, DEFAULT_BASE, GAMMA_GRID, VARIANTS
+from fgl_jax.systems.fedgc import BASES, DEFAULT_BASE, GAMMA_GRID, VARIANTS, paper
+from fgl_jax.systems.fedgc import PAPER_T1, PAPER_T2  # noqa: F401 (experiments/make_index.py reads them here)
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "fedgc"
 

@@ -35,11 +35,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from fgl_jax.data.hetero_dglbin import load_official_split  # noqa: E402
-from fgl_jax.data.safe_pickle import safe_load  # noqa: E402
-from fgl_jax.federated import run  # noqa: E402
-from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, program  # noqa: E402
-from fgl_jax.systems.fedhgn.paper import PAPER  # noqa: E402
+from fgl_jax import load_official_split, run, safe_load  # noqa: E402
+from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, paper, program  # noqa: E402
+
+PAPER = paper.PAPER
 
 GROUPS = {"all": {"V", "dec", "beta", "emb"}, "none": set(), "emb": {"emb"}, "beta": {"beta"}, "V,dec": {"V", "dec"}}
 

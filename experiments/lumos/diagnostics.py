@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from fgl_jax.experiment import run_config  # noqa: E402
+from fgl_jax import run_config  # noqa: E402
 from fgl_jax.systems.lumos import LumosConfig  # noqa: E402
 
 

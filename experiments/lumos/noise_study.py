@@ -43,14 +43,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from fgl_jax.federated import run  # noqa: E402
-from fgl_jax.partition.edges import EdgeSplit  # noqa: E402
-from fgl_jax.privacy import onebit  # noqa: E402
-from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, prepare  # noqa: E402
-from fgl_jax.systems.lumos.algorithm import link_logits, roc_auc  # noqa: E402
-from fgl_jax.systems.lumos.baselines import train_central  # noqa: E402
-from fgl_jax.systems.lumos.data import load_features, split as paper_split  # noqa: E402
-from fgl_jax.systems.lumos.model import lumos_model  # noqa: E402
+from fgl_jax import EdgeSplit, onebit, run  # noqa: E402
+from fgl_jax.systems.lumos import (LumosConfig, link_logits, load_features, lumos_algorithm, lumos_model,  # noqa: E402
+                                   prepare, roc_auc, train_central)
+from fgl_jax.systems.lumos import split as paper_split  # noqa: E402
 
 VARIANTS = ("mmse", "eps2", "inf", "self_only", "bits", "wl_bins", "dropout0.5", "eps2_rescale", "leak_all_edges",
             "disjoint_sup", "central_mlp", "central_gcn")

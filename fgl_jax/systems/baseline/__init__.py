@@ -1,4 +1,7 @@
-"""Baseline FL frameworks on a graph (`fgl-jax run`): the registered algorithms with a GNN."""
+"""Baseline FL frameworks on a graph (`fgl-jax run`): the registered algorithms with a GNN.
+
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below.
+"""
 from fgl_jax.systems.baseline.config import SPLITS, PARTITIONS, RunConfig
 from fgl_jax.systems.baseline.program import Prepared, algorithm_from_config, build, prepare, split_graph
 

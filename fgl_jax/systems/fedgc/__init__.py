@@ -12,9 +12,14 @@
     program.py    build(cfg) -> Program (registered), its hooks (evaluation, selection, attack, archs)
     paper.py      the paper's cells and tables (`fgl-jax reproduce fedgc`)
 
-    from fgl_jax.experiment import run_config
+    from fgl_jax import run_config
     res = run_config(FedGCConfig(dataset="cora"), out="runs/fedgc")   # Table 1's headline cell
+
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
+(the cells, runs and tables) is imported on first use.
 """
+import importlib
+
 from fgl_jax.systems.fedgc import program
 from fgl_jax.systems.fedgc.attack import MIAConfig, fedgc_attack
 from fgl_jax.systems.fedgc.config import DEFENCES, PROTOCOLS, FedGCConfig
@@ -23,8 +28,19 @@ from fgl_jax.systems.fedgc.data import (expand_clients, expand_nodes, normalize_
 from fgl_jax.systems.fedgc.ib import IBConfig, IBPosterior, ib_resample, ib_transform, kl_analytic, kl_mc
 from fgl_jax.systems.fedgc.program import FedGCResult, FedGCRun, build, select_result
 from fgl_jax.systems.fedgc.selftrain import self_train, self_train_optimizer
+from fgl_jax.systems.fedgc.condense import condensed_graph
+from fgl_jax.systems.fedgc.evaluate import dense_graph_batch
+from fgl_jax.systems.fedgc.paper_cells import BASES, DEFAULT_BASE, GAMMA_GRID, PAPER_T1, PAPER_T2, VARIANTS
 
 __all__ = ["DEFENCES", "PROTOCOLS", "FedGCConfig", "FedGCResult", "FedGCRun", "IBConfig", "IBPosterior", "MIAConfig",
            "build", "expand_clients", "expand_nodes", "fedgc_attack", "ib_resample", "ib_transform", "kl_analytic",
            "kl_mc", "normalize_features", "prepare", "prepare_clients", "program", "select_result", "self_train",
-           "self_train_optimizer", "train_class_counts"]
+           "self_train_optimizer", "train_class_counts", "condensed_graph", "dense_graph_batch", "PAPER_T1", "PAPER_T2",
+           "BASES", "DEFAULT_BASE", "GAMMA_GRID", "VARIANTS", "paper"]
+
+
+def __getattr__(name: str):
+    # loaded on first use: only a reproduction of the paper needs it
+    if name == "paper":
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,12 @@
     paper.py      the paper's cells and reproduce()
 
     fgl-jax fedhgn --dataset aifb --split RE --clients 3
+
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
+(the cells, PAPER numbers, SEEDS, reproduce) is imported on first use.
 """
+import importlib
+
 from fgl_jax.systems.fedhgn.algorithm import (FedHGNState, alignment_loss, fedhgn, server_aggregate,
                                               server_average_coeffs, server_pool)
 from fgl_jax.systems.fedhgn.config import METHODS, FedHGNConfig
@@ -17,8 +22,16 @@ from fgl_jax.systems.fedhgn.data import (HeteroFedData, client_data, hetero_fed_
                                          make_fed_data, prepare_clients)
 from fgl_jax.systems.fedhgn.model import FlatBlocks, flat_logits, flatten_blocks
 from fgl_jax.systems.fedhgn.program import build, early_stop, early_stopping_hooks, program
+from fgl_jax.systems.fedhgn.rgcn import build_hetero_blocks
 
 __all__ = ["FedHGNConfig", "METHODS", "FedHGNState", "HeteroFedData", "FlatBlocks", "alignment_loss", "server_pool",
            "server_aggregate", "server_average_coeffs", "fedhgn", "make_fed_data", "hetero_fed_data",
            "prepare_clients", "client_data", "majority_accuracy", "flatten_blocks", "flat_logits", "early_stop",
-           "early_stopping_hooks", "program", "build"]
+           "early_stopping_hooks", "program", "build", "build_hetero_blocks", "paper"]
+
+
+def __getattr__(name: str):
+    # loaded on first use: only a reproduction of the paper needs it
+    if name == "paper":
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

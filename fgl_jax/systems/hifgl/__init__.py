@@ -18,9 +18,14 @@ the server averages silo models. One layer of SecMP (Fig. 3 / Algorithm 1):
     program.py    build(cfg) -> Program, registered as system "hifgl"
     paper.py      the paper's cells and reproduce(out, quick, data_dir)
 
-    from fgl_jax import experiment
-    res = experiment.run_config(HiFGLConfig(dataset="citeseer"), out="runs/h")
+    import fgl_jax as fj
+    res = fj.run_config(fj.HiFGLConfig(dataset="citeseer"), out="runs/h")
+
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
+(the cells and tables) and `baselines` (Tables 3-4 baseline rows) are imported on first use.
 """
+import importlib
+
 from fgl_jax.systems.hifgl.algorithm import HiFGLState, accuracies, hifgl, silo_train_acc
 from fgl_jax.systems.hifgl.config import MODELS, MODES, NORMS, PAPER_SPLIT, Z_MODES, HiFGLConfig, split_sizes
 from fgl_jax.systems.hifgl.data import HiFGLData, Prepared, make_hifgl_data, prepare, split_graph
@@ -32,4 +37,12 @@ from fgl_jax.systems.hifgl.secmp import (SecureSum, SiloCodes, device_aggregate,
 __all__ = ["HiFGLConfig", "HiFGLData", "HiFGLState", "MODELS", "MODES", "NORMS", "PAPER_SPLIT", "Prepared",
            "SecureSum", "SiloCodes", "Z_MODES", "accuracies", "build", "device_aggregate", "device_encode",
            "forward", "hifgl", "make_hifgl_data", "network", "prepare", "sample_codes", "secure_neighbour_sum",
-           "server_average", "silo_decode", "silo_train_acc", "split_graph", "split_sizes"]
+           "server_average", "silo_decode", "silo_train_acc", "split_graph", "split_sizes", "paper",
+           "baselines"]
+
+
+def __getattr__(name: str):
+    # loaded on first use: only a reproduction of the paper's tables needs them
+    if name in ("paper", "baselines"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

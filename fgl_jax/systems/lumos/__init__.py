@@ -14,16 +14,36 @@ trains one shared tree GNN over all devices with LDP features and mean POOL.
     trees.py      build_trees: every device's tree in one padded disjoint union (TreeBatch)
     baselines.py  centralised GCN/GAT/MLP, naive FedGNN (Gaussian features, RR adjacency and labels)
     paper.py      the paper's cells and `reproduce` (fgl-jax reproduce lumos)
-The one-bit LDP encoder lives in fgl_jax.privacy.onebit.
+The one-bit LDP encoder lives in fgl_jax.privacy.onebit (public as `fgl_jax.onebit`).
 
-Run: `fgl_jax.experiment.run_config(LumosConfig(dataset="facebook"), out=...)` (= `fgl-jax lumos`).
+Run: `fgl_jax.run_config(LumosConfig(dataset="facebook"), out=...)` (= `fgl-jax lumos`).
+
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
+(the cells and reproduce) is imported on first use. `with_ldp_table` is the per-round input step
+(the LDP table drawn in the program and cached in the state; identity without program-side LDP).
 """
-from fgl_jax.systems.lumos.algorithm import lumos_algorithm
+import importlib
+
+from fgl_jax.systems.lumos.algorithm import _with_table as with_ldp_table
+from fgl_jax.systems.lumos.algorithm import link_logits, lumos_algorithm, node_loss, roc_auc
+from fgl_jax.systems.lumos.baselines import train_central
 from fgl_jax.systems.lumos.config import LumosConfig
-from fgl_jax.systems.lumos.data import load_features, prepare
+from fgl_jax.systems.lumos.data import load_features, minmax_scale, prepare, split, top_frequent_features
+from fgl_jax.systems.lumos.model import lumos_model
 from fgl_jax.systems.lumos.program import build
 from fgl_jax.systems.lumos.secure import SecureComparator
-from fgl_jax.systems.lumos.workload import EdgeSet, exact_min_max, greedy_init, mcmc_trim, workload_stats
+from fgl_jax.systems.lumos.trees import build_trees
+from fgl_jax.systems.lumos.workload import (EdgeSet, exact_min_max, greedy_init, is_covered, max_workload, mcmc_trim,
+                                            workload_cdf, workload_stats, workloads)
 
 __all__ = ["LumosConfig", "build", "prepare", "load_features", "lumos_algorithm", "SecureComparator", "EdgeSet",
-           "exact_min_max", "greedy_init", "mcmc_trim", "workload_stats"]
+           "exact_min_max", "greedy_init", "mcmc_trim", "workload_stats", "is_covered", "max_workload",
+           "workload_cdf", "workloads", "build_trees", "minmax_scale", "split", "top_frequent_features",
+           "train_central", "lumos_model", "node_loss", "link_logits", "roc_auc", "with_ldp_table", "paper"]
+
+
+def __getattr__(name: str):
+    # loaded on first use: only a reproduction of the paper needs it
+    if name == "paper":
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
