@@ -221,3 +221,143 @@ def test_ctrl_c_is_one_line_with_the_resume_command(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("fgl-jax: interrupted; resume with: fgl-jax run ")
     assert err[0].endswith("--resume")
+
+
+def test_a_diverging_sweep_member_is_named_and_the_others_kept(capsys):
+    from fgl_jax.federated.sweep import run_grid
+    from fgl_jax.systems.baseline.program import build
+    from fgl_jax import schema
+    from fgl_jax.systems.baseline.config import RunConfig
+    options = schema.to_dict(_cfg(rounds=15))
+    res = run_grid(lambda o: build(schema.make(RunConfig, o)), options, [0], {"lr": [0.01, 1e6]})
+    ok, bad = res.rows
+    assert "diverged" not in ok and np.isfinite(ok["best_test"]) and ok["best_test"] > 0.3
+    assert bad["diverged"].startswith("round ")
+    assert any("lr=1000000.0 diverged at round" in m for m in res.messages)
+    # the kept member equals its single run
+    single = experiment.run_config(_cfg(rounds=15))
+    assert ok["best_test"] == pytest.approx(single.best["best_test"], abs=1e-6)
+
+
+def test_hifgl_field_overflow_from_divergence_blames_the_learning_rate(tmp_path):
+    from fgl_jax.federated import NonFiniteError
+    from fgl_jax.federated.run import first_bad_round
+    sane = {"field_overflow": np.array([0.0, 1.0]), "train_loss": np.array([1.9, 1.8])}
+    wild = {"field_overflow": np.array([0.0, 1.0]), "train_loss": np.array([1.9, 4e9])}
+    assert "frac_bits" in first_bad_round(sane)[1]
+    assert "lower the learning rate" in first_bad_round(wild)[1] and "frac_bits" not in first_bad_round(wild)[1]
+    cfg = experiment.default_config("hifgl", dataset="csbm", clients=3, rounds=4, hidden=8, num_layers=1,
+                                    mode="field", lr=1e30)
+    with pytest.raises(NonFiniteError) as err:
+        experiment.run_config(cfg)
+    assert "lower the learning rate" in str(err.value) and "frac_bits" not in str(err.value)
+
+
+# ---- the smaller ones ----------------------------------------------------------------------------
+
+def test_data_dir_missing_a_file_does_not_fall_back_to_the_environment(tmp_path, monkeypatch):
+    import shutil
+    from fgl_jax.data import DatasetNotFoundError, load
+    src = Path(os.environ.get("FGL_JAX_DATA", "")) / "planetoid"
+    if not (src / "ind.cora.x").is_file():
+        pytest.skip("needs the real Cora files (FGL_JAX_DATA)")
+    (tmp_path / "planetoid").mkdir()
+    for f in src.glob("ind.cora.*"):
+        if not f.name.endswith(".tx"):
+            shutil.copy(f, tmp_path / "planetoid" / f.name)
+    with pytest.raises(DatasetNotFoundError, match="ind.cora.tx"):
+        load("cora", data_dir=tmp_path)
+
+
+def test_a_test_id_beyond_the_graph_is_refused(tmp_path):
+    import pickle
+    import scipy.sparse as sp
+    from fgl_jax.data import DataError
+    from fgl_jax.data.planetoid import read_planetoid
+    d = tmp_path / "planetoid"
+    d.mkdir()
+    # a 6-node Planetoid-format graph: nodes 0-3 in allx (0-1 also x), test nodes 4, 5; one test id corrupted
+    feats = lambda n: sp.csr_matrix(np.eye(n, 3, dtype=np.float32))
+    onehot = lambda n: np.eye(n, 2, dtype=np.int64)[[i % 2 for i in range(n)]]
+    objs = {"x": feats(2), "y": onehot(2), "allx": feats(4), "ally": onehot(4), "tx": feats(2), "ty": onehot(2),
+            "graph": {i: [(i + 1) % 6] for i in range(6)}}
+    for k, v in objs.items():
+        with open(d / f"ind.pubmed.{k}", "wb") as f:
+            pickle.dump(v, f, protocol=2)
+    (d / "ind.pubmed.test.index").write_text("4\n99999\n")
+    with pytest.warns(UserWarning, match="no published checksum"), pytest.raises(DataError, match="beyond the 6 nodes"):
+        read_planetoid("pubmed", data_dir=tmp_path)
+
+
+def test_nan_features_are_refused_naming_the_node():
+    from fgl_jax.data import csbm
+    from fgl_jax.graph import GraphError
+    g = csbm(num_nodes=40, num_classes=2, num_features=4, avg_degree=3.0)
+    x = np.array(g.x)
+    x[7, 2] = np.nan
+    with pytest.raises(GraphError, match=r"NaN/inf features in 1 node\(s\), first node 7"):
+        g.replace(x=x) if hasattr(g, "replace") else __import__("dataclasses").replace(g, x=x)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("rounds: 2.5", "rounds must be an integer, got 2.5"),
+    ("hidden: 16.5", "hidden must be an integer"),
+    ("lr: -0.1", "lr must be > 0"),
+    ("rounds: [1", "is not valid YAML"),
+])
+def test_bad_yaml_values_are_one_line(tmp_path, capsys, text, message):
+    f = tmp_path / "c.yaml"
+    f.write_text("dataset: csbm\n" + text + "\n")
+    assert _cli("run", "--config", f, "--print-config") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and str(f) in err[0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["lumos", "--lr", "0"], "lr must be > 0"),
+    (["fedhgl", "--lr", "-0.1"], "lr must be > 0"),
+    (["fedhgn", "--rounds", "0"], "rounds must be >= 1"),
+])
+def test_bad_values_on_the_command_line_are_one_line(capsys, argv, message):
+    assert _cli(*argv, "--print-config") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_a_split_that_leaves_no_test_nodes_is_refused():
+    with pytest.raises(ValueError, match="leaves no test nodes"):
+        experiment.run_config(_cfg(split="per_class", num_val=100000, rounds=1))
+
+
+def test_a_sweep_grid_of_floats_in_e_notation_is_accepted():
+    from fgl_jax.cli import _parse_grid
+    from fgl_jax.systems.baseline.config import RunConfig
+    assert _parse_grid(["lr=1e-3,1e-2"], RunConfig) == {"lr": [0.001, 0.01]}
+
+
+def test_sweep_with_a_broken_config_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "bad.yaml"
+    f.write_text("dataset: [csbm\n")
+    assert _cli("sweep", "--config", f) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not valid YAML" in err[0]
+
+
+def test_laplace_noise_is_laplace_and_its_tail_is_not_cut_at_16_6():
+    """Statistical: 2^21 draws; mean 0 +- 5 se, variance 2 +- 5 se, the exponential CDF of |noise| at
+    1, 3, 6 within 5 binomial se; and the sampler's largest possible |noise| (hi = 0, lo = 0) is
+    64 ln 2 = 44.4, beyond float32 inversion's 16.6."""
+    import jax
+    import jax.numpy as jnp
+    from fgl_jax.privacy.ldp import standard_laplace
+    n = 1 << 21
+    z = np.asarray(standard_laplace(jax.random.key(3), (n,)), np.float64)
+    assert abs(z.mean()) < 5 * np.sqrt(2 / n)
+    assert abs(z.var() - 2) < 5 * np.sqrt(20 / n)  # Var(z^2) = E z^4 - 4 = 24 - 4
+    for t in (1.0, 3.0, 6.0):
+        p = 1 - np.exp(-t)
+        assert abs(np.mean(np.abs(z) <= t) - p) < 5 * np.sqrt(p * (1 - p) / n)
+    # the extreme words, through the same formula
+    hi, lo = jnp.uint32(0), jnp.uint32(0)
+    e = 64 * np.log(2.0) - np.log(float(lo) + 1.0)
+    assert e > 44.3 and float(jnp.max(jnp.abs(standard_laplace(jax.random.key(0), (n,))))) > 10

@@ -107,14 +107,31 @@ def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
     return scan
 
 
-def first_bad_round(metrics: dict) -> Optional[tuple[int, str]]:
-    """(index within the chunk, message tail) of the first round with field overflow or a non-finite loss."""
+def first_bad_round(metrics: dict, first_loss: Optional[float] = None) -> Optional[tuple[int, str]]:
+    """(index within the chunk, message tail) of the first round with field overflow or a non-finite loss.
+
+    A field overflow is blamed on the fixed-point range only when training was sane: if the
+    training or validation loss at that round is non-finite or over 1e6 x the run's first loss
+    (`first_loss`, else the chunk's first), the parameters diverged and the overflow is a symptom,
+    so the message says so.
+    """
     found = []
     if "field_overflow" in metrics:
         bad = np.flatnonzero(np.asarray(metrics["field_overflow"]) > 0)
         if bad.size:
-            found.append((int(bad[0]), "a secure aggregate left the finite field's fixed-point range: "
-                                        "use fewer fractional bits (frac_bits) or a larger prime"))
+            i = int(bad[0])
+            losses = [np.asarray(metrics[k], np.float64).reshape(len(metrics[k]), -1).mean(1)
+                      for k in ("train_loss", "val_loss") if k in metrics]
+            ref = first_loss if first_loss is not None else (float(losses[0][0]) if losses else np.nan)
+            # a too-fine fixed point wraps values to at most ~the field's range (losses up to ~1e4-1e5);
+            # diverged parameters give astronomically larger (or non-finite) losses
+            worst = max((float(v[i]) if np.isfinite(v[i]) else np.inf for v in losses), default=0.0)
+            exploded = np.isfinite(ref) and worst > 1e6 * max(abs(ref), 1e-12)
+            found.append((i, (f"training diverged (loss {worst:.3g} against {ref:.3g} at the start) and the "
+                              "secure aggregates left the finite field's range: lower the learning rate")
+                          if exploded else
+                          "a secure aggregate left the finite field's fixed-point range: "
+                          "use fewer fractional bits (frac_bits) or a larger prime"))
     for name in ("train_loss", "val_loss"):
         if name in metrics:
             v = np.asarray(metrics[name])
@@ -152,12 +169,6 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args) -> Callable
     else:
         _COMPILED.move_to_end(key)
     return hit
-
-
-def _check_finite(metrics: dict, start: int) -> None:
-    bad = first_bad_round(metrics)
-    if bad is not None:
-        raise NonFiniteError(f"round {start + bad[0] + 1}: {bad[1]}")
 
 
 class _Progress:
@@ -294,7 +305,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             metrics = {k: np.asarray(v) for k, v in metrics.items()}
             if first_loss is None and "train_loss" in metrics:
                 first_loss = float(np.mean(metrics["train_loss"][0]))
-            bad = min([b for b in (first_bad_round(metrics), _guard_round(metrics, first_loss, loss_guard))
+            bad = min([b for b in (first_bad_round(metrics, first_loss), _guard_round(metrics, first_loss, loss_guard))
                        if b is not None], default=None)
             keep = n if bad is None else bad[0]
             for k, v in metrics.items():

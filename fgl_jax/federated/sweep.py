@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
-from fgl_jax.federated.run import Tracker, _check_finite
+from fgl_jax.federated.run import Tracker, _guard_round, best_by_validation, first_bad_round
 
 SHAPE_CHANGING = ("hidden", "num_layers", "clients", "local_steps", "rounds", "model", "dataset",
                   "partition", "algorithm", "heads")
@@ -29,6 +29,7 @@ class SweepResult:
     members: list          # one dict per member: seed + hyperparameter values
     compile_seconds: float
     run_seconds: float
+    diverged: list = dataclasses.field(default_factory=list)  # per member: None or "round r: why"
 
 
 def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
@@ -42,7 +43,8 @@ def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
 
 
 def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
-              hparams: Optional[Mapping[str, Sequence[float]]] = None, mode: str = "auto") -> SweepResult:
+              hparams: Optional[Mapping[str, Sequence[float]]] = None, mode: str = "auto",
+              loss_guard: float = 0.0) -> SweepResult:
     """Run S = len(seeds) members; hparams maps a name in state.hp to S values.
 
     mode: "vmap" = one program over all members at once (the win on accelerators);
@@ -50,13 +52,15 @@ def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], nu
     which has no idle parallel hardware, this is faster: see benchmarks/results/fedavg.json);
     "auto" = vmap on GPU/TPU, sequential on CPU. Both give the same numbers.
     Member i uses key jax.random.key(seeds[i]) exactly as `run(..., key(seeds[i]))` does, so a
-    member equals the corresponding single run (tested).
+    member equals the corresponding single run (tested). A member whose metrics turn non-finite
+    (or whose loss passes `loss_guard` x its first, see `fgl_jax.federated.run`) is reported on
+    its rounds before that, with `SweepResult.diverged` saying where; the others are unaffected.
     """
     with x64_scope(algorithm):
-        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode)
+        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard)
 
 
-def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode) -> SweepResult:
+def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0) -> SweepResult:
     if mode == "auto":
         mode = "sequential" if jax.default_backend() == "cpu" else "vmap"
     if mode not in ("vmap", "sequential"):
@@ -104,12 +108,27 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode) -> SweepResult
         t2 = time.perf_counter()
         tracker, metrics = jax.tree.map(lambda *xs: np.stack(xs), *outs)
     history = {k: np.asarray(v) for k, v in metrics.items()}
-    for i in range(s):
-        _check_finite({k: v[i] for k, v in history.items()}, 0)
     members = [{"seed": seeds[i], **{k: float(v[i]) for k, v in hparams.items()}} for i in range(s)]
-    best = {"best_val": np.asarray(tracker.best_val), "best_test": np.asarray(tracker.best_test),
-            "best_round": np.asarray(tracker.best_round) + 1}
-    return SweepResult(history, best, members, t1 - t0, t2 - t1)
+    best = {"best_val": np.array(tracker.best_val), "best_test": np.array(tracker.best_test),
+            "best_round": np.array(tracker.best_round) + 1}
+    diverged = []
+    for i in range(s):
+        # a diverged member is reported on its finite rounds (its later rounds become NaN), the others stand
+        mine = {k: v[i] for k, v in history.items()}
+        first = float(np.mean(mine["train_loss"][0])) if "train_loss" in mine else None
+        bad = min([b for b in (first_bad_round(mine, first), _guard_round(mine, first, loss_guard)) if b is not None],
+                  default=None)
+        diverged.append(None if bad is None else f"round {bad[0] + 1}: {bad[1]}")
+        if bad is not None:
+            for k in history:
+                if np.issubdtype(history[k].dtype, np.floating):
+                    history[k][i, bad[0]:] = np.nan
+            ok = {k: v[i, :bad[0]] for k, v in history.items() if k in ("val_acc", "test_acc")}
+            b = best_by_validation(ok) if bad[0] > 0 and "val_acc" in ok else \
+                {"best_val": np.nan, "best_test": np.nan, "best_round": 0}
+            for k in best:
+                best[k][i] = b[k]
+    return SweepResult(history, best, members, t1 - t0, t2 - t1, diverged)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -177,6 +196,7 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         messages.append(f"{k!r} {why} (traced: {hp_keys}): running {len(grid[k])} separate programs, one per value")
         log(messages[-1])
     combos = list(itertools.product(*[grid[k] for k in other])) or [()]
+    guard = float(options.get("loss_guard", 0.0) or 0.0)
     rows, hists = [], []
     compile_s = run_s = 0.0
     for ci, combo in enumerate(combos):
@@ -188,16 +208,22 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         if any(h is not None for h in program.hooks):
             # the program's hooks (evaluation, early stopping, its own selection, finaliser) decide what
             # a run reports: members go through the engine one by one (compiled once, see run.compiled_scan)
-            res = _run_members_with_hooks(program, members, vector)
+            res = _run_members_with_hooks(program, members, vector, guard)
         else:
             res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
-                            mode=mode)
+                            mode=mode, loss_guard=guard)
         compile_s += res.compile_seconds
         run_s += res.run_seconds
         for i, m in enumerate(members):  # both paths keep the member order
             row = {"seed": m[0], **{k: m[1 + j] for j, k in enumerate(vector)}, **prog_vals, "rounds": int(program.num_rounds),
                    "best_val": float(res.best["best_val"][i]), "best_test": float(res.best["best_test"][i]),
                    "best_round": int(res.best["best_round"][i])}
+            why = res.diverged[i] if i < len(res.diverged) else None
+            if why is not None:
+                row["diverged"] = why
+                named = ", ".join(f"{k}={v}" for k, v in row.items() if k in ["seed", *vector, *prog_vals])
+                messages.append(f"member {named} diverged at {why} (its finite rounds are reported)")
+                log(messages[-1])
             for name, hist in res.history.items():  # every metric's last round (e.g. FedHGL's sel_test_acc)
                 if hist.ndim == 2:
                     row[f"final_{name}"] = float(hist[i, -1])
@@ -216,7 +242,7 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
 
 
-def _run_members_with_hooks(program, members: list, vector: list) -> SweepResult:
+def _run_members_with_hooks(program, members: list, vector: list, loss_guard: float = 0.0) -> SweepResult:
     """Each member (seed, traced values) through `fgl_jax.federated.run` with the program's hooks; the
     traced values are set in `state.hp` after init, exactly as run_sweep sets them."""
     from fgl_jax.federated.run import run
@@ -229,7 +255,7 @@ def _run_members_with_hooks(program, members: list, vector: list) -> SweepResult
                 state = state.replace(hp={**state.hp, **{k: jnp.asarray(m[1 + i], state.hp[k].dtype)
                                                           for i, k in enumerate(vector)}})
         results.append(run(program.algorithm, program.data, key, program.num_rounds, state=state,
-                           hooks=program.hooks))
+                           hooks=program.hooks, on_nonfinite="stop", loss_guard=loss_guard))
     longest = max(r.rounds_run for r in results)
     names = sorted(set().union(*[r.history.keys() for r in results]))
     history = {}
@@ -242,7 +268,8 @@ def _run_members_with_hooks(program, members: list, vector: list) -> SweepResult
         history[n] = arr
     best = {k: np.asarray([r.best[k] for r in results]) for k in ("best_val", "best_test", "best_round")}
     return SweepResult(history, best, [{"seed": m[0]} for m in members],
-                       sum(r.compile_seconds for r in results), sum(r.run_seconds for r in results))
+                       sum(r.compile_seconds for r in results), sum(r.run_seconds for r in results),
+                       [f"round {r.rounds_run + 1}: non-finite metrics" if r.diverged else None for r in results])
 
 
 def merge_grids(results: Sequence[GridResult]) -> GridResult:

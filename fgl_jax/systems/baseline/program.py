@@ -27,12 +27,19 @@ class Prepared:
 
 def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
     if cfg.split == "random":
-        return random_split(graph, cfg.train_frac, cfg.val_frac, cfg.test_frac, seed=cfg.split_seed)
-    if cfg.split == "per_class":
-        return per_class_split(graph, cfg.num_train_per_class, cfg.num_val, seed=cfg.split_seed)
-    if cfg.split == "standard" and not graph.train_mask.any():
+        out = random_split(graph, cfg.train_frac, cfg.val_frac, cfg.test_frac, seed=cfg.split_seed)
+    elif cfg.split == "per_class":
+        out = per_class_split(graph, cfg.num_train_per_class, cfg.num_val, seed=cfg.split_seed)
+    elif cfg.split == "standard" and not graph.train_mask.any():
         raise ValueError(f"dataset {graph.name!r} has no standard split; use split='random' or 'per_class'")
-    return graph
+    else:
+        out = graph
+    # an empty mask would report accuracy 0 (or the loss of nothing) as if it were a result
+    for name in ("train", "val", "test"):
+        if not getattr(out, f"{name}_mask").any():
+            raise ValueError(f"split {cfg.split!r} leaves no {name} nodes on {graph.name!r} "
+                             f"({graph.num_nodes} nodes; check num_val / the fractions)")
+    return out
 
 
 def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
