@@ -45,7 +45,11 @@ def test_search_falls_through_to_a_directory_with_all_files(clean_env, monkeypat
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text("x")
     monkeypatch.setenv("FGL_JAX_DATA", str(full))
-    assert find_dataset_dir("d", ["d/a.txt", "d/b.txt"], partial) == full
+    assert find_dataset_dir("d", ["d/a.txt", "d/b.txt"], tmp_path / "empty") == full
+    # a --data-dir holding part of the dataset is an error, not a silent switch to the other copy
+    with pytest.raises(DatasetNotFoundError, match="d/b.txt") as exc:
+        find_dataset_dir("d", ["d/a.txt", "d/b.txt"], partial)
+    assert str(full) not in str(exc.value)
 
 
 def test_not_found_error_names_file_places_and_remedy(clean_env, monkeypatch, tmp_path):

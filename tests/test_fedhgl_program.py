@@ -48,7 +48,7 @@ def test_run_config_writes_outputs_and_resume_equals_uninterrupted(tmp_path, pla
     # "interrupted" after 4 rounds, then resumed to 6
     experiment.run_config(dataclasses.replace(CFG, rounds=4), out=str(tmp_path / "b"))
     assert (tmp_path / "b" / "checkpoints" / "round_000004").exists()
-    resumed = experiment.run_config(CFG, out=str(tmp_path / "b"), resume=True)
+    resumed = experiment.run_config(CFG, out=str(tmp_path / "b"), resume=True, resume_with_changes=("rounds",))
     _hist_close(full.history, resumed.history)
     for u, v in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-5, atol=1e-6)

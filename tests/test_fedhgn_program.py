@@ -151,7 +151,7 @@ def test_run_config_writes_the_four_outputs_and_resumes(tmp_path, data_dir):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["system"] == "fedhgn" and summary["best"]["best_test"] == pytest.approx(full.best["best_test"])
     experiment.run_config(FedHGNConfig(rounds=4, **small), out=str(tmp_path / "part"))      # "interrupted"
-    resumed = experiment.run_config(cfg, out=str(tmp_path / "part"), resume=True)
+    resumed = experiment.run_config(cfg, out=str(tmp_path / "part"), resume=True, resume_with_changes=("rounds",))
     np.testing.assert_allclose(resumed.history["train_loss"], full.history["train_loss"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(resumed.history["val_acc"], full.history["val_acc"])
     assert resumed.best == full.best

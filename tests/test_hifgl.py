@@ -216,7 +216,7 @@ def test_run_config_writes_the_four_outputs_and_resumes(tmp_path):
     # interrupted after 2 rounds, then resumed: the same numbers as the uninterrupted run
     part = tmp_path / "part"
     run_config(H.HiFGLConfig(**{**SMALL, "rounds": 2}), out=str(part), chunk=2)
-    resumed = run_config(cfg, out=str(part), resume=True, chunk=2)
+    resumed = run_config(cfg, out=str(part), resume=True, chunk=2, resume_with_changes=("rounds",))
     for k in ("test_acc", "train_loss", "val_acc"):
         np.testing.assert_array_equal(resumed.history[k], full.history[k])
     assert resumed.best == full.best

@@ -138,7 +138,7 @@ def test_run_config_outputs_and_resume(tmp_path):
     # interrupted after 3 rounds (same config, 3 rounds), then resumed to 6 = the uninterrupted run
     part = tmp_path / "part"
     experiment.run_config(dataclasses.replace(cfg, rounds=3), out=str(part), chunk=3)
-    resumed = experiment.run_config(cfg, out=str(part), chunk=3, resume=True)
+    resumed = experiment.run_config(cfg, out=str(part), chunk=3, resume=True, resume_with_changes=("rounds",))
     np.testing.assert_allclose(resumed.history["train_loss"], full.history["train_loss"], rtol=1e-6)
     assert resumed.best == pytest.approx(full.best)
     assert len((part / "metrics.jsonl").read_text().splitlines()) == 6

@@ -103,12 +103,15 @@ def find_dataset_dir(dataset: str, relpaths: Sequence[str], data_dir: Optional[P
     """The first candidate directory that holds every file in `relpaths`.
 
     Raises DatasetNotFoundError listing the missing files (relative to the highest-priority
-    directory that has the most of them) and every place searched. An explicit `data_dir` is the
-    only place searched: a file missing there is an error, never a silent switch to another copy.
+    directory that has the most of them) and every place searched. An explicit `data_dir` that
+    holds some of the files but not all is an error naming the missing ones, never a silent switch
+    to another copy of the dataset (it falls through only when it holds none of them).
     """
     searched = candidate_dirs(data_dir)
     if data_dir is not None and str(data_dir) != "":
-        searched = searched[:1]
+        miss = missing_files(searched[0][0], relpaths)
+        if miss and len(miss) < len(relpaths):
+            raise DatasetNotFoundError(dataset, miss, searched[:1])
     best_missing: Optional[list[str]] = None
     for folder, _origin in searched:
         miss = missing_files(folder, relpaths)
