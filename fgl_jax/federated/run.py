@@ -182,8 +182,19 @@ def _checkpointer():
     return ocp.StandardCheckpointer()
 
 
-def save_checkpoint(directory: Path, rounds_done: int, state: PyTree, tracker: Tracker) -> Path:
+def hook_state_path(directory: Path, rounds_done: int) -> Path:
+    """Where the hooks' host state (`Hooks.save_state`) of the checkpoint at `rounds_done` is kept."""
+    return directory / f"hooks_{rounds_done:06d}.npz"
+
+
+def save_checkpoint(directory: Path, rounds_done: int, state: PyTree, tracker: Tracker,
+                    hook_state: Optional[dict] = None) -> Path:
     path = (directory / f"round_{rounds_done:06d}").absolute()
+    if hook_state is not None:  # written (atomically) before the checkpoint, so a checkpoint never lacks it
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = hook_state_path(directory, rounds_done).with_suffix(".tmp.npz")
+        np.savez(tmp, **{k: np.asarray(v) for k, v in hook_state.items()})
+        os.replace(tmp, hook_state_path(directory, rounds_done))
     ckpt = _checkpointer()
     ckpt.save(path, {"state": state, "tracker": tracker}, force=True)
     ckpt.wait_until_finished()
@@ -251,6 +262,10 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             if found is not None:
                 start, path = found
                 state, tracker = restore_checkpoint(path, state)
+                saved = hook_state_path(out / "checkpoints", start)
+                if hooks.load_state is not None and saved.exists():
+                    with np.load(saved) as z:
+                        hooks.load_state({k: z[k] for k in z.files})
                 rows = [json.loads(l) for l in log_path.read_text().splitlines()] if log_path.exists() else []
                 rows = [r for r in rows if r["round"] <= start]
                 for row in rows:
@@ -312,7 +327,8 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             r += n
             bar.update(n, metrics)
             if out is not None and checkpoint_every_chunk:
-                save_checkpoint(out / "checkpoints", r, state, tracker)
+                save_checkpoint(out / "checkpoints", r, state, tracker,
+                                hooks.save_state() if hooks.save_state is not None else None)
             if hooks.stop is not None:
                 stop_at = hooks.stop({k: np.asarray(v) for k, v in history.items()})
                 if stop_at is not None:
