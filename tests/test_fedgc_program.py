@@ -88,7 +88,7 @@ def test_run_config_writes_four_outputs_and_resume_equals_uninterrupted(tmp_path
     assert schema.resolve(FedGCConfig, tmp_path / "full" / "config.yaml", system="fedgc") == \
         FedGCConfig(rounds=8, eval_rounds=(2, 4, 6, 8), **base)
     # interrupted after 4 rounds, resumed to 8 = uninterrupted
-    experiment.run_config(FedGCConfig(rounds=4, eval_rounds=(2, 4), **base), out=str(tmp_path / "part"))
+    _as_if_killed_after(tmp_path / "full", tmp_path / "part", 4)
     resumed = experiment.run_config(FedGCConfig(rounds=8, eval_rounds=(2, 4, 6, 8), **base),
                                     out=str(tmp_path / "part"), resume=True)
     np.testing.assert_array_equal(np.asarray(resumed.state.cond.x_syn), np.asarray(full.state.cond.x_syn))
@@ -146,3 +146,17 @@ def test_every_config_file_resolves_and_names_its_cell():
     assert cfgs["table2_citeseer_noib_mia"].defence == "none" and cfgs["table2_citeseer_ibd_mia"].ib_dim is None
     for name, cfg in cfgs.items():
         assert cfg.rounds == 2000 and cfg.eval_iters == 600, name
+
+
+def _as_if_killed_after(src, dst, rounds_done: int) -> None:
+    """dst = the directory a kill right after round `rounds_done`'s checkpoint leaves: src's files with
+    the later checkpoints, the later metric rows and the summary removed."""
+    import shutil
+    shutil.copytree(src, dst)
+    for f in ("summary.json", "timings.json"):
+        (dst / f).unlink()
+    for p in (dst / "checkpoints").iterdir():
+        if int(p.name[6:12]) > rounds_done:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    rows = (dst / "metrics.jsonl").read_text().splitlines()[:rounds_done]
+    (dst / "metrics.jsonl").write_text("".join(r + "\n" for r in rows))

@@ -43,6 +43,9 @@ class Hooks(NamedTuple):
     select(history, evaluations) -> dict: the reported round (`best_val`, `best_test`,
         `best_round` 1-based, ...), replacing the in-scan best-validation tracker.
     finalize(result) -> dict: extra results after the last round (stored in `RunResult.extras`).
+    save_state() -> dict[str, array]: host state the hooks keep across chunks (e.g. FedGC's G' at the
+        best evaluation round), written beside each checkpoint; load_state(dict) gets it back on
+        resume, so a resumed run's select/finalize see what the uninterrupted run's saw.
     """
 
     every: Optional[int] = None
@@ -50,6 +53,8 @@ class Hooks(NamedTuple):
     stop: Optional[Callable[[dict], Optional[int]]] = None
     select: Optional[Callable[[dict, list], dict]] = None
     finalize: Optional[Callable[["RunResult"], dict]] = None
+    save_state: Optional[Callable[[], dict]] = None
+    load_state: Optional[Callable[[dict], None]] = None
 
 
 class Program(NamedTuple):

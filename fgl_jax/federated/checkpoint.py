@@ -3,6 +3,7 @@
 Layout under `directory` (the run's `checkpoints/`):
 
     round_000040/          orbax checkpoint of {"state", "tracker"} after 40 rounds
+    round_000040/hooks.npz the hooks' host state (`Hooks.save_state`), when there is one
     round_000040.sha256    manifest: sha256 of every file of that checkpoint (JSON), written last
 
 A checkpoint counts only once its manifest exists (a kill during a save leaves an uncommitted
@@ -27,6 +28,7 @@ from fgl_jax.rundir import write_atomic
 
 PyTree = Any
 KEEP = 3
+EXTRA = "hooks.npz"
 
 
 def _checkpointer():
@@ -64,14 +66,19 @@ def committed(directory: Path) -> list[tuple[int, Path]]:
 
 
 def save(directory: Path, rounds_done: int, state: PyTree, tracker: PyTree, keep: int = KEEP,
-         before_commit: Optional[Callable[[], None]] = None) -> Path:
-    """Save, then commit (manifest), then drop all but the newest `keep` committed checkpoints."""
+         before_commit: Optional[Callable[[], None]] = None, extra: Optional[dict] = None) -> Path:
+    """Save, then commit (manifest), then drop all but the newest `keep` committed checkpoints.
+
+    extra: {name: array} host-side state saved with the checkpoint (inside it, so its checksum
+    covers it) and returned by `restore`."""
     directory.mkdir(parents=True, exist_ok=True)
     path = (directory / f"round_{rounds_done:06d}").absolute()
     _manifest(path).unlink(missing_ok=True)
     ckpt = _checkpointer()
     ckpt.save(path, {"state": state, "tracker": tracker}, force=True)
     ckpt.wait_until_finished()
+    if extra is not None:
+        np.savez(path / EXTRA, **{k: np.asarray(v) for k, v in extra.items()})
     if before_commit is not None:  # fault injection for the reliability tests
         before_commit()
     write_atomic(_manifest(path), json.dumps({"round": rounds_done, "files": _digest(path)}, indent=1))
@@ -102,8 +109,8 @@ def _verify(path: Path) -> Optional[str]:
 
 
 def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
-            ) -> Optional[tuple[int, PyTree, PyTree]]:
-    """(rounds done, state, tracker) from the newest intact checkpoint; None if there is none.
+            ) -> Optional[tuple[int, PyTree, PyTree, Optional[dict]]]:
+    """(rounds done, state, tracker, extra) from the newest intact checkpoint; None if there is none.
 
     A corrupt or unreadable checkpoint falls back to the previous one, with a line on `log`
     (default stderr) naming both. A checkpoint that is intact but does not fit `state_like` (a
@@ -123,7 +130,11 @@ def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0]
                 raise ValueError(f"checkpoint {path} does not fit this run's state ({first[:200]}); "
                                  "it was written by a different program") from None
-            return rounds, out["state"], out["tracker"]
+            extra = None
+            if (path / EXTRA).is_file():
+                with np.load(path / EXTRA, allow_pickle=False) as z:
+                    extra = {k: z[k] for k in z.files}
+            return rounds, out["state"], out["tracker"], extra
         nxt = candidates[i + 1][1] if i + 1 < len(candidates) else None
         log(f"fgl-jax: checkpoint {path} is damaged ({problem}); "
             + (f"falling back to {nxt}" if nxt else "no older checkpoint to fall back to"))

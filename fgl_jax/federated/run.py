@@ -268,7 +268,9 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
         if resume:
             found = checkpoint.restore(out / "checkpoints", state, tracker)
             if found is not None:
-                start, state, tracker = found
+                start, state, tracker, extra = found
+                if hooks.load_state is not None and extra is not None:
+                    hooks.load_state(extra)
                 rows = [r for r in rundir.read_rows(log_path) if r["round"] <= start]
                 if [r["round"] for r in rows] != list(range(1, start + 1)):
                     raise ValueError(f"{log_path} holds {len(rows)} of the {start} rounds the checkpoint has done: "
@@ -340,7 +342,8 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
                     return _stop(int(stop_at), state, history, evaluations, rows, log_path, tracker, compile_s,
                                  t_run, hooks, bar)
             if out is not None and checkpoint_every_chunk:
-                checkpoint.save(out / "checkpoints", r, state, tracker, before_commit=_fault("checkpoint"))
+                checkpoint.save(out / "checkpoints", r, state, tracker, before_commit=_fault("checkpoint"),
+                                extra=hooks.save_state() if hooks.save_state is not None else None)
             _fault("chunk")()
     finally:
         bar.close()

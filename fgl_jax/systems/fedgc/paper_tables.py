@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from fgl_jax import report
 from fgl_jax.systems.fedgc.evaluate import EvalConfig
 from fgl_jax.systems.fedgc.paper_cells import (ARCHS, BASE_NAME, BASES, CEILING_OF, DEFAULT_BASE, IB_FAST_LR, OPEN_KNOBS,
                                                PAPER_PROTOCOL_FILE, PAPER_R, PAPER_ROW, PAPER_T1, PAPER_T2, PAPER_T3,
@@ -24,6 +25,15 @@ SUFFIX = ""
 # flat FedGCConfig key -> where records written before the flat schema keep it
 _NESTED = {"ib_dim": ("ib", "dim"), "ib_hidden": ("ib", "hidden"), "gamma": ("ib", "gamma"), "ib_lr": ("ib", "lr"),
            "lr_feat": ("condense", "lr_feat"), "finetune_steps": ("eval", "finetune_steps")}
+
+
+def md_table(headers: list, rows: list) -> list:
+    """A GitHub markdown table (`fgl_jax.report.table`, tabulate) as a list of lines. rows: one list of
+    cells per row, len(headers) each; cells are printed as given (no number parsing), a '|' inside a
+    cell escaped so it stays one cell."""
+    cell = lambda v: str(v).replace("|", "\\|")
+    return report.table([dict(enumerate(map(cell, r))) for r in rows], columns=range(len(headers)),
+                        headers=[cell(h) for h in headers], disable_numparse=True).split("\n")
 
 
 def conf(r: dict, key: str, default=None):
@@ -63,12 +73,12 @@ def attack_selected_summary(runs: dict) -> list:
         def col(which, k):
             v = [100 * r[which][k] for r in rs if r[which].get(k) is not None]
             return stat(v) if v else "–"
-        rows.append(f"| {head} | {', '.join(str(r['seed']) for r in rs)} | "
-                    f"{', '.join(str(r['round']) for r in rs)} | {rs[0]['last']['mia_target_round']} | "
-                    + " | ".join(col(w, k) for k in ("mia_auc", "mia_auc_z") for w in ("last", "selected"))
-                    + f" | {col('last', 'mia_auc_z_null')} | "
-                    + " | ".join(f"{col(w, 'mia_target_acc_members_z')} / {col(w, 'mia_target_acc_nonmembers_z')}"
-                                 for w in ("last", "selected")) + f" | {drift(rs)} |")
+        rows.append([head, ', '.join(str(r['seed']) for r in rs), ', '.join(str(r['round']) for r in rs),
+                     rs[0]['last']['mia_target_round']]
+                    + [col(w, k) for k in ("mia_auc", "mia_auc_z") for w in ("last", "selected")]
+                    + [col('last', 'mia_auc_z_null')]
+                    + [f"{col(w, 'mia_target_acc_members_z')} / {col(w, 'mia_target_acc_nonmembers_z')}"
+                       for w in ("last", "selected")] + [drift(rs)])
     return ["## Which G' is attacked: the last round's or the reported checkpoint's (`--only attacksel`)", "",
             "Table 2 and the over-seeds table attack the LAST round's G' (the end of the condensation, where the "
             "paper's Fig. 3 has the AUC of FedGC† at its highest). The G' a deployment would publish is the "
@@ -80,10 +90,9 @@ def attack_selected_summary(runs: dict) -> list:
             "ran on another machine than the stored cells (same package versions; each results json records its "
             "machine), and float differences between the two grow over 2000 rounds into different validation "
             "choices.", "",
-            "| run | seeds | reported round | last round | AUC raw X last | AUC raw X reported | AUC Z last | "
-            "AUC Z reported | AUC Z null | target acc Z mem / non, last | target acc Z mem / non, reported | "
-            "re-run vs stored cell |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+            ] + md_table(["run", "seeds", "reported round", "last round", "AUC raw X last", "AUC raw X reported",
+                          "AUC Z last", "AUC Z reported", "AUC Z null", "target acc Z mem / non, last",
+                          "target acc Z mem / non, reported", "re-run vs stored cell"], rows) + [""]
 
 
 
@@ -297,7 +306,7 @@ def seed_summary(runs: dict) -> list:
             cells.append(f"{v.mean():.1f} ± {v.std():.1f}" if v.size else "–")
         z = np.array([r["mia_auc_z"] for r in rs if r.get("mia_auc_z") is not None], float) * 100
         cells.append(f"{np.abs(z - 50).mean():.1f}" if z.size else "–")
-        rows.append(f"| {head} | {len(rs)} | " + " | ".join(cells) + " |")
+        rows.append([head, len(rs)] + cells)
     if not rows:
         return []
     return ["## Over seeds (mean ± std; seed = partition, self-training, IB, condensation and attack)", "",
@@ -306,8 +315,7 @@ def seed_summary(runs: dict) -> list:
             "of the query features themselves. Under IB a member's z was fitted to its true label and a "
             "non-member's to a self-training pseudo-label, so the Z query carries some membership before G' is "
             "involved; AUC Z − null is what the condensed graph adds.", "",
-            "| run | seeds | " + " | ".join(n for _, n in keys) + " | mean abs(AUC Z − 50) |",
-            "|---|---|" + "---|" * (len(keys) + 1)] + rows + [""]
+            ] + md_table(["run", "seeds"] + [n for _, n in keys] + ["mean abs(AUC Z − 50)"], rows) + [""]
 
 
 def is_ablation(name: str) -> bool:
@@ -345,17 +353,17 @@ def ablation_summary(runs: dict, tag: str) -> list:
           else f"Seed {seeds[0]} (the only seed every row has).") + f" Base `ib`: the code's IB lr "
          f"and Φ init; base `ibfs`: both open knobs ({BASE_NAME['ibfs']}, `--base ibfs`); each base's γ = 5e-4 row is "
          "its Table 2 run. -com: no neighbour completion (l_hop 0); -st: no self-training (the IB then fits only the "
-         "training nodes' labels).", "",
-         "| base | run | γ | ACC ft | ACC no ft | AUC Z | AUC Z null | AUC raw X |", "|---|---|---|---|---|---|---|---|"]
+         "training nodes' labels).", ""]
 
     def cell(name, key):
         v = [100 * groups[name][s][key] for s in seeds if groups[name][s].get(key) is not None]
         return stat(v) if v else "–"
+    rows = []
     for name in sorted(groups, key=order):
         base, gamma = row(name)
-        L.append(f"| {base} | {name} | {'–' if gamma is None else f'{gamma:g}'} | {cell(name, 'test_acc')} | "
-                 f"{cell(name, 'test_acc_noft')} | {cell(name, 'mia_auc_z')} | {cell(name, 'mia_auc_z_null')} | "
-                 f"{cell(name, 'mia_auc')} |")
+        rows.append([base, name, '–' if gamma is None else f'{gamma:g}']
+                    + [cell(name, k) for k in ('test_acc', 'test_acc_noft', 'mia_auc_z', 'mia_auc_z_null', 'mia_auc')])
+    L += md_table(["base", "run", "γ", "ACC ft", "ACC no ft", "AUC Z", "AUC Z null", "AUC raw X"], rows)
     return L + ["", "Paper (Fig. 5, 7; no numbers in the text): -com and -st lower accuracy, -ib raises the AUC most; "
                 "AUC falls as γ grows.", ""]
 
@@ -371,16 +379,18 @@ def synthetic_summary(runs: dict, tag: str) -> list:
               f"{r0['dataset']}: 40 classes, 128 features, 5 clients, rate 0.005 (N' = 508 on the full-size graph), GCN relay, fanout 10, "
               f"l_hop 1 (memory), no IB. Beside it: a 2-layer GCN trained centrally on the whole graph's training "
               f"nodes ({r0.get('central_gcn_iters', '?')} Adam steps) gets {_fmt(r0.get('central_gcn_test_acc'))} %; "
-              f"chance is {_fmt(r0.get('chance'))} %. Paper ogbn-arxiv at 0.25 % (real data, with fine-tuning): 75.8.", "",
-              "| run | rounds | ACC no ft | ACC ft | val no ft | chosen round (no ft / ft) | condensation s (s/round incl. compile) "
-              "| blocks s | evaluation s | note |", "|---|---|---|---|---|---|---|---|---|---|"]
+              f"chance is {_fmt(r0.get('chance'))} %. Paper ogbn-arxiv at 0.25 % (real data, with fine-tuning): 75.8.", ""]
+        rows = []
         for sfx, r in rs:
             rounds = r["config"]["rounds"]
             ft = conf(r, "finetune_steps")
-            L.append(f"| csbm{sfx or ' (default init)'} | {rounds} | {_fmt(r.get('test_acc_noft'))} | "
-                     f"{_fmt(r.get('test_acc')) if ft else '–'} | {_fmt(r.get('val_acc_noft'))} | {r.get('round_noft')} / {r.get('round') if ft else '–'} | "
-                     f"{r.get('condense_s', 0):.0f} ({r.get('condense_s', 0) / rounds:.2f}) | {r.get('blocks_s', 0):.0f} | "
-                     f"{r.get('eval_s', 0):.0f} | {r.get('note')} |")
+            rows.append([f"csbm{sfx or ' (default init)'}", rounds, _fmt(r.get('test_acc_noft')),
+                         _fmt(r.get('test_acc')) if ft else '–', _fmt(r.get('val_acc_noft')),
+                         f"{r.get('round_noft')} / {r.get('round') if ft else '–'}",
+                         f"{r.get('condense_s', 0):.0f} ({r.get('condense_s', 0) / rounds:.2f})",
+                         f"{r.get('blocks_s', 0):.0f}", f"{r.get('eval_s', 0):.0f}", r.get('note')])
+        L += md_table(["run", "rounds", "ACC no ft", "ACC ft", "val no ft", "chosen round (no ft / ft)",
+                       "condensation s (s/round incl. compile)", "blocks s", "evaluation s", "note"], rows)
         L.append("")
     init = sorted((rid for rid in runs if rid.startswith(f"{tag}/synthetic-init/")),
                   key=lambda rid: (runs[rid].get("pge_init_bias") is not None, rid))  # default init first
@@ -390,14 +400,15 @@ def synthetic_summary(runs: dict, tag: str) -> list:
               "synthetic nodes and each x'_i receives about 1/N' of the matching gradient. A last-layer bias of "
               "−4.6 starts A' near 0.01. Same 20k-node CSBM generator (40 classes), N' = 200, 200 rounds, no "
               "fine-tuning; class-mean corr = mean over classes of corr(mean of the class's x', mean of its real "
-              "training features).", "",
-              "| Φ last-layer bias | ACC no ft | matching loss first → last | A' off-diagonal mean | std of X' "
-              "| class-mean corr |", "|---|---|---|---|---|---|"]
+              "training features).", ""]
+        rows = []
         for rid in init:
             r = runs[rid]
             bias = "default" if r.get("pge_init_bias") is None else f"{r['pge_init_bias']}"
-            L.append(f"| {bias} | {_fmt(r.get('test_acc_noft'))} | {r['loss_first']:.2f} → {r['loss_last']:.2f} | "
-                     f"{r['a_offdiag_mean']:.4f} | {r['x_syn_std']:.3f} | {r['class_mean_corr']:.3f} |")
+            rows.append([bias, _fmt(r.get('test_acc_noft')), f"{r['loss_first']:.2f} → {r['loss_last']:.2f}",
+                         f"{r['a_offdiag_mean']:.4f}", f"{r['x_syn_std']:.3f}", f"{r['class_mean_corr']:.3f}"])
+        L += md_table(["Φ last-layer bias", "ACC no ft", "matching loss first → last", "A' off-diagonal mean",
+                       "std of X'", "class-mean corr"], rows)
         L.append("")
     return L
 
@@ -425,12 +436,11 @@ def open_knob_summary(runs: dict, tag: str) -> list:
                     col = lambda f: [100 * f(rs[s]) for s in seeds]
                     has = lambda k: all(rs[s].get(k) is not None for s in seeds)   # older records lack some keys
                     null = has("mia_auc_z_null")
-                    rows.append(f"| {ds} | {VARIANTS[var][0]} | {len(seeds)} | {stat(col(lambda r: r['val_acc']))} | "
-                                f"{stat(col(lambda r: r['test_acc']))} | "
-                                f"{stat(col(lambda r: r['mia_auc_z']))} | "
-                                f"{stat(col(lambda r: r['mia_auc_z_null'])) if null else '–'} | "
-                                f"{stat(col(lambda r: r['mia_auc_z'] - r['mia_auc_z_null'])) if null else '–'} | "
-                                f"{stat(col(lambda r: r['mia_auc_z_fresh'])) if has('mia_auc_z_fresh') else '–'} |")
+                    rows.append([ds, VARIANTS[var][0], len(seeds), stat(col(lambda r: r['val_acc'])),
+                                 stat(col(lambda r: r['test_acc'])), stat(col(lambda r: r['mia_auc_z'])),
+                                 stat(col(lambda r: r['mia_auc_z_null'])) if null else '–',
+                                 stat(col(lambda r: r['mia_auc_z'] - r['mia_auc_z_null'])) if null else '–',
+                                 stat(col(lambda r: r['mia_auc_z_fresh'])) if has('mia_auc_z_fresh') else '–'])
     if not rows:
         return []
     return ["## Knobs the paper leaves open, against the defaults on the same seeds", "",
@@ -443,8 +453,8 @@ def open_knob_summary(runs: dict, tag: str) -> list:
             "accuracy at the selected checkpoint, the protocol's own criterion for choosing among settings; the IB "
             "setting with the highest mean val ACC: " + ", ".join(f"{ds} `{v}`" for ds, v in best.items()) +
             f" (`--base` defaults to `{DEFAULT_BASE}` on this criterion, not on test accuracy).", "",
-            "| dataset | variant | seeds | val ACC ft | ACC ft | AUC Z | AUC Z null | AUC Z − null | AUC Z fresh draw |",
-            "|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+            ] + md_table(["dataset", "variant", "seeds", "val ACC ft", "ACC ft", "AUC Z", "AUC Z null", "AUC Z − null",
+                          "AUC Z fresh draw"], rows) + [""]
 
 
 def ceiling_summary(runs: dict, tag: str) -> list:
@@ -466,8 +476,8 @@ def ceiling_summary(runs: dict, tag: str) -> list:
                 cells.append(f"{VARIANTS[var][0]}: {stat([100 * rs[s]['test_acc'] for s in seeds])}{same}"
                              if seeds else "–")
             pl = [100 * r["pseudo_label_test_acc"] for r in ceil.values() if r.get("pseudo_label_test_acc")]
-            rows.append(f"| {ds} | {space} | {len(ceil)} | {stat([100 * r['test_acc'] for r in ceil.values()])} | "
-                        f"{stat(pl) if pl and space != 'raw-x' else '–'} | " + " <br> ".join(cells) + " |")
+            rows.append([ds, space, len(ceil), stat([100 * r['test_acc'] for r in ceil.values()]),
+                         stat(pl) if pl and space != 'raw-x' else '–', " <br> ".join(cells)])
     if not rows:
         return []
     return ["## What Z loses and what condensing loses (`--only zceiling`)", "",
@@ -478,8 +488,8 @@ def ceiling_summary(runs: dict, tag: str) -> list:
             "(not a strict bound: the G' evaluation also fine-tunes locally and selects per client) and the raw-X "
             "reference − the Z reference is what the representation loses. Pseudo-label test: accuracy of "
             "the self-training labels the IB fits on non-training nodes.", "",
-            "| dataset | feature space | seeds | reference test ACC | pseudo-label test | condensed in this space (ACC ft) |",
-            "|---|---|---|---|---|---|"] + rows + [""]
+            ] + md_table(["dataset", "feature space", "seeds", "reference test ACC", "pseudo-label test",
+                          "condensed in this space (ACC ft)"], rows) + [""]
 
 
 def fresh_summary(runs: dict) -> list:
@@ -493,20 +503,20 @@ def fresh_summary(runs: dict) -> list:
     for head in sorted(groups):
         rs = groups[head]
         col = lambda f: [100 * f(r) for r in rs]
-        rows.append(f"| {head} | {len(rs)} | " + " | ".join(stat(col(f)) for f in (
+        rows.append([head, len(rs)] + [stat(col(f)) for f in (
             lambda r: r["mia_auc_z"], lambda r: r["mia_auc_z_fresh"],
             lambda r: r["mia_auc_z"] - r["mia_auc_z_fresh"], lambda r: r["mia_auc_z_fresh_null"],
             lambda r: r["mia_auc_z_fresh"] - r["mia_auc_z_fresh_null"],
-            lambda r: r["mia_target_acc_members_z_fresh"], lambda r: r["mia_target_acc_nonmembers_z_fresh"])) + " |")
+            lambda r: r["mia_target_acc_members_z_fresh"], lambda r: r["mia_target_acc_nonmembers_z_fresh"])])
     return ["## Fresh-draw query under IB", "",
             "Under IB each client's Z is ONE draw z = μ + σε of its encoder's posterior, and G' was matched to "
             "that draw. The fresh-draw query asks the same attacked GCN about each node with a new draw ε' "
             "(same posterior, same per-client scaler): what G' memorised of the particular noise is lost, what "
             "it learnt of q(z|x) is kept. Its null is the null model of the table above queried with the same "
             "fresh draw. Target acc: the attacked GCN's accuracy on the fresh queries (members / non-members).", "",
-            "| run | seeds | AUC Z (same draw) | AUC Z fresh draw | same − fresh (noise memorised) | "
-            "fresh null | fresh − fresh null (what G' adds) | target acc mem | target acc non |",
-            "|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+            ] + md_table(["run", "seeds", "AUC Z (same draw)", "AUC Z fresh draw", "same − fresh (noise memorised)",
+                          "fresh null", "fresh − fresh null (what G' adds)", "target acc mem", "target acc non"],
+                         rows) + [""]
 
 
 def plsplit_summary(runs: dict) -> list:
@@ -520,10 +530,9 @@ def plsplit_summary(runs: dict) -> list:
     for head in sorted(groups):
         rs = sorted(groups[head], key=lambda r: r["seed"])
         col = lambda k: stat([100 * r[k] for r in rs])
-        rows.append(f"| {head} | {', '.join(str(r['seed']) for r in rs)} | {col('mia_nonmember_pl_wrong')} | "
-                    + " | ".join(col(k) for k in ("mia_auc_z", "mia_auc_z_plright", "mia_auc_z_plwrong",
-                                                   "mia_auc_z_null", "mia_auc_z_null_plright",
-                                                   "mia_auc_z_null_plwrong")) + " |")
+        rows.append([head, ', '.join(str(r['seed']) for r in rs), col('mia_nonmember_pl_wrong')]
+                    + [col(k) for k in ("mia_auc_z", "mia_auc_z_plright", "mia_auc_z_plwrong", "mia_auc_z_null",
+                                        "mia_auc_z_null_plright", "mia_auc_z_null_plwrong")])
     return ["## Where the owner-Z membership signal comes from: non-members by pseudo-label", "",
             "Under IB with self-training every member's z was fitted to its true label and every non-member's to "
             "its self-training pseudo-label. The same attack scores as the over-seeds table, with the non-members "
@@ -531,8 +540,8 @@ def plsplit_summary(runs: dict) -> list:
             "non-members = the size-weighted mean of the two). If the signal is the label the z was fitted to, "
             "the AUC against the right-labelled non-members sits near 50 and the one against the wrong-labelled "
             "ones is high, for the attacked GCN and for the null GCN that never saw G' alike.", "",
-            "| run | seeds | non-members with a wrong pseudo-label | AUC Z | AUC Z vs right | AUC Z vs wrong | "
-            "AUC Z null | null vs right | null vs wrong |", "|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+            ] + md_table(["run", "seeds", "non-members with a wrong pseudo-label", "AUC Z", "AUC Z vs right",
+                          "AUC Z vs wrong", "AUC Z null", "null vs right", "null vs wrong"], rows) + [""]
 
 
 def selection_text(runs) -> str:
@@ -589,10 +598,7 @@ def write_md(store, tag):
           "under this file's model selection and, in the last column (when this file is validation-selected), "
           f"under the official code's test-based choices (`--protocol paper`, {PAPER_PROTOCOL_FILE.replace('.json', '.md')}"
           "): self-training, IB's Z* and the reported checkpoint all chosen by test accuracy. The paper's numbers "
-          "come from that code.", "",
-          "| dataset | r (rate) | paper FedGC | " + " | ".join(f"ours, {BASE_NAME[b]}" for b in BASES)
-          + f" | ours, {BASE_NAME[DEFAULT_BASE]}, over seeds | same, paper's test-based selection, over seeds |",
-          "|---|---|---|" + "---|" * (len(BASES) + 2)]
+          "come from that code.", ""]
 
     def t1_cell(r):
         return ("–" if r is None else f"{_fmt(r.get('test_acc'))} / {_fmt(r.get('test_acc_noft'))} "
@@ -605,19 +611,21 @@ def write_md(store, tag):
                 if recs else "–")
     val_store = selection_text(runs) == selection_text({})
     pp_runs = paper_protocol_runs() if val_store else {}
+    rows = []
     for (ds, rate), paper in PAPER_T1.items():
         rs = [runs.get(f"{tag}/{ds}/r{rate}/{b}/s0") for b in BASES]
         if any(rs):
-            L.append(f"| {ds} | {PAPER_R[(ds, rate)]} ({rate}) | {paper} | " + " | ".join(map(t1_cell, rs))
-                     + f" | {t1_seeds(ds, rate)} | {t1_seeds(ds, rate, pp_runs) if val_store else '–'} |")
+            rows.append([ds, f"{PAPER_R[(ds, rate)]} ({rate})", paper] + list(map(t1_cell, rs))
+                        + [t1_seeds(ds, rate), t1_seeds(ds, rate, pp_runs) if val_store else '–'])
+    L += md_table(["dataset", "r (rate)", "paper FedGC"] + [f"ours, {BASE_NAME[b]}" for b in BASES]
+                  + [f"ours, {BASE_NAME[DEFAULT_BASE]}, over seeds", "same, paper's test-based selection, over seeds"],
+                  rows)
     L += ["", "## Table 2: membership inference (ACC ↑ / AUC ↓, %)", "",
           "AUC (raw X) = the server queries with raw features (its view); AUC (Z) = stress test, each node "
           "queried in its owner's graph with the owner's features (Z under IB). Under IB the raw-X query mixes "
           "privacy with a feature-space mismatch; the target columns (accuracy of the attacked GCN on the queried "
-          "members / non-members, where recorded) show whether the target still classifies the query.", "",
-          "| dataset | variant | paper ACC | paper AUC | ours ACC (ft) | ours AUC raw X | ours AUC Z | AUC Z null "
-          "| shadow AUC | target acc mem/non raw X | target acc mem/non Z |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "members / non-members, where recorded) show whether the target still classifies the query.", ""]
+    rows = []
     for ds, p in PAPER_T2.items():
         for var, (name, _) in VARIANTS.items():
             r = runs.get(f"{tag}/{ds}/r0.5/{var}/s0")
@@ -626,9 +634,11 @@ def write_md(store, tag):
                 tgt = lambda sfx: (f"{_fmt(r.get('mia_target_acc_members' + sfx))} / "
                                    f"{_fmt(r.get('mia_target_acc_nonmembers' + sfx))}"
                                    if r.get("mia_target_acc_members" + sfx) is not None else "–")
-                L.append(f"| {ds} | {name} | {p[pv + '_acc']} | {p[pv + '_auc']} | {_fmt(r.get('test_acc'))} | "
-                         f"{_fmt(r.get('mia_auc'))} | {_fmt(r.get('mia_auc_z'))} | {_fmt(r.get('mia_auc_z_null'))} | "
-                         f"{_fmt(r.get('mia_shadow_auc'))} | {tgt('')} | {tgt('_z')} |")
+                rows.append([ds, name, p[pv + '_acc'], p[pv + '_auc']]
+                            + [_fmt(r.get(k)) for k in ('test_acc', 'mia_auc', 'mia_auc_z', 'mia_auc_z_null',
+                                                        'mia_shadow_auc')] + [tgt(''), tgt('_z')])
+    L += md_table(["dataset", "variant", "paper ACC", "paper AUC", "ours ACC (ft)", "ours AUC raw X", "ours AUC Z",
+                   "AUC Z null", "shadow AUC", "target acc mem/non raw X", "target acc mem/non Z"], rows)
     for ds in PAPER_T2:
         r = runs.get(f"{tag}/{ds}/r0.5/ibd/s0")
         base = runs.get(f"{tag}/{ds}/r0.5/ib/s0")
@@ -656,10 +666,10 @@ def write_md(store, tag):
           "none): dropout 0, lr 0.01, L2 5e-4, 600 iterations; its MLP is a GCN trained on X' with A' dropped and "
           "tested on the real graph, its APPNP propagates K=2 steps, its SGC is a 2-layer MLP followed by S², its "
           "Cheby is (H + S H) W with one weight, and its GraphSage (root_weight=False) is the GCN layer, so the "
-          "SAGE column equals the GCN column. Both protocols select on validation and fine-tune locally.", "",
-          "| dataset | | seeds | " + " | ".join(a.upper() for a in ARCHS) + " |", "|---|---|---|" + "---|" * len(ARCHS)]
+          "SAGE column equals the GCN column. Both protocols select on validation and fine-tune locally.", ""]
+    rows = []
     for ds, p in PAPER_T3.items():
-        L.append(f"| {ds} | paper | | " + " | ".join(str(p.get(a, "– (not in paper)")) for a in ARCHS) + " |")
+        rows.append([ds, "paper", ""] + [str(p.get(a, "– (not in paper)")) for a in ARCHS])
         for base in BASES:
             for kind, proto in (("arch", "GCN recipe"), ("arch_gcond", "GCond protocol")):
                 recs = [runs[k] for k in sorted(runs) if k.startswith(f"{tag}/{ds}/r0.5/{base}/s")
@@ -671,21 +681,22 @@ def write_md(store, tag):
                 seeds = ",".join(str(r["seed"]) for r in recs)
                 # records written before Table 3 took the reported checkpoint's G' hold the last round's
                 last = ", G' of the last round" if any("g_round" not in r for r in recs) else ""
-                L.append(f"| {ds} | ours, {BASE_NAME[base]}, {proto}{last} | {seeds} | " + " | ".join(cells) + " |")
+                rows.append([ds, f"ours, {BASE_NAME[base]}, {proto}{last}", seeds] + cells)
                 if kind == "arch_gcond":  # how each architecture does relative to GCN on the same G'
                     rel = lambda get: [f"{round(get(a) - get('gcn'), 1) + 0.0:+.1f}" if get(a) is not None else "–" for a in ARCHS]
                     mean = lambda a: (float(np.mean([100 * r["archs"][a] for r in recs]))
                                       if all(a in r["archs"] for r in recs) else None)
-                    L.append(f"| {ds} | paper, column − GCN | | " + " | ".join(rel(lambda a: p.get(a))) + " |")
-                    L.append(f"| {ds} | ours, GCond protocol, column − GCN | {seeds} | " + " | ".join(rel(mean)) + " |")
+                    rows.append([ds, "paper, column − GCN", ""] + rel(lambda a: p.get(a)))
+                    rows.append([ds, "ours, GCond protocol, column − GCN", seeds] + rel(mean))
                     # the same protocol on the G' the paper's test-based selection reports (results_pp2000.json)
                     pp = [pp_runs[k] for k in sorted(pp_runs) if k.startswith(f"{tag}/{ds}/r0.5/{base}/s")
                           and k.endswith(f"/{kind}")]
                     if pp:
-                        L.append(f"| {ds} | ours, {BASE_NAME[base]}, {proto}, G' and self-training chosen by test "
-                                 f"(paper's protocol) | {','.join(str(r['seed']) for r in pp)} | "
-                                 + " | ".join(stat([100 * r["archs"][a] for r in pp])
-                                              if all(a in r["archs"] for r in pp) else "–" for a in ARCHS) + " |")
+                        rows.append([ds, f"ours, {BASE_NAME[base]}, {proto}, G' and self-training chosen by test "
+                                     "(paper's protocol)", ','.join(str(r['seed']) for r in pp)]
+                                    + [stat([100 * r["archs"][a] for r in pp])
+                                       if all(a in r["archs"] for r in pp) else "–" for a in ARCHS])
+    L += md_table(["dataset", "", "seeds"] + [a.upper() for a in ARCHS], rows)
     L += ["", "Every architecture trains on the G' of the checkpoint Table 1 reports (validation-selected), unless the "
           "row says otherwise. "
           "Cells are mean ± std over the listed seeds (seed = partition, IB, condensation and evaluation). "
@@ -701,11 +712,10 @@ def write_md(store, tag):
     L += synthetic_summary(runs, tag)
     store.data["rows"] = index_rows(runs, tag)
     store.path.write_text(json.dumps(store.data, indent=1, default=float))
-    L += ["## Rows for the results index (paper vs ours, fractions)", "", "| table | setting | paper | ours | reason |",
-          "|---|---|---|---|---|"]
-    for r in store.data["rows"]:
-        paper = "–" if r["paper"] is None else f"{r['paper']:.3f}"
-        L.append(f"| {r['table']} | {r['setting']} | {paper} | {r['ours']:.3f} | {r['reason']} |")
+    L += ["## Rows for the results index (paper vs ours, fractions)", ""]
+    L += md_table(["table", "setting", "paper", "ours", "reason"],
+                  [[r['table'], r['setting'], "–" if r["paper"] is None else f"{r['paper']:.3f}", f"{r['ours']:.3f}",
+                    r['reason']] for r in store.data["rows"]])
     (OUT / (("results_quick" if tag == "quick" else "results") + SUFFIX + ".md")).write_text("\n".join(L) + "\n")
     return "\n".join(L)
 

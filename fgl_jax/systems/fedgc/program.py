@@ -5,6 +5,8 @@
     Hooks.on_chunk           line 15: a GNN trained on G' at the evaluation rounds, tested on the clients
     Hooks.select             the reported checkpoint: best pooled validation (or, protocol paper, test)
     Hooks.finalize           the membership attack (`mia`) and the architectures on G' (`archs`)
+    Hooks.save_state / load_state   the G' of the best checkpoint so far, kept beside the engine's
+                             checkpoints, so a resumed run reports and attacks the same G'
 
 `run_config(FedGCConfig(...), out=D)` runs it; `FedGCRun(cfg, graph=..., cache=...)` is the same
 program for code that brings its own graph or shares host preparation across cells (`paper.py`),
@@ -117,7 +119,9 @@ class FedGCRun:
         self.algorithm = condense_algorithm(condenser)
         self.timings.update(blocks_s=time.perf_counter() - t, build_s=time.perf_counter() - t0)
         self.eval_rounds = set(cfg.evaluation_rounds)
-        self.kept: dict[int, tuple] = {}    # G' at the evaluation rounds of this process
+        # (round, selection score, (A', X', Y')) of the best evaluation so far under `cfg.protocol`: the
+        # checkpoint `select` reports is the first evaluation with the highest score (`select_result`)
+        self.kept: Optional[tuple] = None
         self.eval_s = 0.0
         self.log(f"[fedgc] {graph.name} ({cfg.method}): {cfg.clients} clients, N'={int(self.syn_counts.sum())} "
                  f"({self.syn_counts.tolist()}), d={d}, local nodes {[g.num_nodes for g in prep.eval_graphs]}")
@@ -127,7 +131,8 @@ class FedGCRun:
                          **{k: round(v, 3) for k, v in self.timings.items()}}
         self.program = Program(self.algorithm, self.data, cfg.rounds, self.describe,
                                Hooks(every=cfg.eval_period, on_chunk=self.on_chunk, select=self.select,
-                                     finalize=self.finalize))
+                                     finalize=self.finalize, save_state=self.save_state,
+                                     load_state=self.load_state))
 
     # --- hooks -----------------------------------------------------------------------------------
     def evaluate(self, syn: ClientBatch, mark: int) -> dict:
@@ -147,8 +152,10 @@ class FedGCRun:
             return None
         t = time.perf_counter()
         a, x, y = _condensed(state.cond)
-        self.kept[rounds_done] = tuple(np.asarray(v) for v in (a, x, y))
         rec = self.evaluate(dense_graph_batch(a, x, y), rounds_done)
+        score = rec["val_acc" if self.cfg.protocol == "val" else "test_acc"]
+        if self.kept is None or score > self.kept[1]:   # strictly better: the first of ties stays
+            self.kept = (rounds_done, score, tuple(np.asarray(v) for v in (a, x, y)))
         self.eval_s += time.perf_counter() - t
         self.log(f"[fedgc] round {rounds_done}: val {rec['val_acc']:.4f} test {rec['test_acc']:.4f} "
                  f"(no ft: val {rec['val_acc_noft']:.4f} test {rec['test_acc_noft']:.4f})")
@@ -156,6 +163,22 @@ class FedGCRun:
 
     def select(self, history: dict, evaluations: list) -> dict:
         return select_result(evaluations, self.cfg.protocol)
+
+    def save_state(self) -> dict:
+        """What the hooks hold across chunks (written beside each checkpoint): the kept G' and the
+        evaluation time so far."""
+        out = {"eval_s": np.float64(self.eval_s)}
+        if self.kept is not None:
+            r, score, (a, x, y) = self.kept
+            out.update(kept_round=np.int64(r), kept_score=np.float64(score), kept_a=a, kept_x=x, kept_y=y)
+        return out
+
+    def load_state(self, saved: dict) -> None:
+        """Resume: the state `save_state` wrote at the restored checkpoint."""
+        self.eval_s = float(saved["eval_s"])
+        self.kept = None if "kept_round" not in saved else (
+            int(saved["kept_round"]), float(saved["kept_score"]),
+            tuple(np.asarray(saved[k]) for k in ("kept_a", "kept_x", "kept_y")))
 
     def finalize(self, res) -> dict:
         out = {"eval_seconds": self.eval_s}
@@ -186,7 +209,7 @@ class FedGCRun:
         return FedGCResult(history=evaluations, final=final, condensed=(a, x, y), state=cond, clients=self.clients,
                            client_graphs=prep.eval_graphs, client_ids=prep.ids, losses=losses,
                            condense_graphs=prep.cond_graphs, ib_posterior=prep.ib_posterior,
-                           selected=self.kept.get(final.get("round")),
+                           selected=self.kept[2] if self.kept and self.kept[0] == final.get("round") else None,
                            pseudo_labels=None if prep.labels is None else
                            np.where(np.asarray(prep.label_mask), np.asarray(prep.labels), -1).astype(np.int32))
 
