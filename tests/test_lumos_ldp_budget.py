@@ -124,3 +124,13 @@ def test_run_summary_reports_the_realised_budget():
     assert out["per-coordinate-average"]["recipients_over_eps"] > 0
     with pytest.raises(ValueError, match="budget"):
         LumosConfig(budget="strict")
+
+
+def test_results_state_the_budget_they_used():
+    from fgl_jax.systems.lumos import paper
+    old = {"LFM/node/gcn/lumos": {"test": 0.2, "info": {"epsilon": 2.0}}}
+    assert "predate the per-recipient default" in paper.budget_note(old)
+    acc = {"budget": "per-recipient", "eps_recipient_max_over_eps": 1.0, "eps_recipient_mean_over_eps": 0.9}
+    new = {"LFM/node/gcn/lumos": {"test": 0.2, "info": {"ldp_accounting": acc}}}
+    note = paper.budget_note(new)
+    assert "`per-recipient`" in note and "1.00ε" in note and "0.90ε" in note and "Not the paper's" in note

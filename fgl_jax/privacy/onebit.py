@@ -32,8 +32,9 @@ keeps the shared first-layer weights from being swamped by noise of magnitude C 
 whatever x is, and the bin assignment is independent of x).
 
 Privacy caveats (spec §4.1, documented, not "fixed"): recipients that collude see all d
-coordinates, d * eps' <= eps * B(u) under either budget; the count of non-midpoint entries and the magnitude of C reveal B(u); leaf
-embeddings sent later in POOL are not protected by this mechanism.
+coordinates, d * eps' <= eps * B(u) under either budget; the count of non-midpoint entries and
+the magnitude of C reveal B(u); leaf embeddings sent later in POOL are not protected by this
+mechanism.
 """
 from __future__ import annotations
 
