@@ -58,7 +58,9 @@ def test_binning_partitions_and_outputs():
     rbin = np.concatenate([np.arange(b) for b in np.asarray(num_bins)])
     xx, eps_c = onebit.onebit_ldp(key, x, num_bins, src, rbin, 2.0)
     xx, eps_c = np.asarray(xx), np.asarray(eps_c)
-    np.testing.assert_allclose(eps_c, 2.0 * np.asarray(num_bins) / d, rtol=1e-6)
+    np.testing.assert_allclose(eps_c, 2.0 / np.ceil(d / np.asarray(num_bins)), rtol=1e-6)     # default: per recipient
+    _, eps_avg = onebit.onebit_ldp(key, x, num_bins, src, rbin, 2.0, budget="per-coordinate-average")
+    np.testing.assert_allclose(np.asarray(eps_avg), 2.0 * np.asarray(num_bins) / d, rtol=1e-6)
     c = (np.exp(eps_c) + 1) / (np.exp(eps_c) - 1)
     dev = np.abs(xx - 0.5)
     half_c = 0.5 * c[src][:, None]
@@ -70,13 +72,16 @@ def test_binning_partitions_and_outputs():
     assert np.all((np.abs(rows - 0.5) > 1e-6).sum(0) == 1)
 
 
-def test_strict_budget_per_recipient():
+def test_budget_per_recipient():
     d = 23
     for b in range(1, d + 1):
-        eps_c = float(onebit.coordinate_budget(2.0, jnp.array([b]), d, strict=True)[0])
+        eps_c = float(onebit.coordinate_budget(2.0, jnp.array([b]), d)[0])      # default: per-recipient
         assert -(-d // b) * eps_c <= 2.0 + 1e-6
     # paper-literal budget: (d / B) * eps * B / d = eps when B divides d
-    assert float(onebit.coordinate_budget(2.0, jnp.array([4]), 128)[0]) * 32 == pytest.approx(2.0)
+    avg = float(onebit.coordinate_budget(2.0, jnp.array([4]), 128, budget="per-coordinate-average")[0])
+    assert avg * 32 == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="budget"):
+        onebit.coordinate_budget(2.0, jnp.array([4]), 128, budget="strict")
 
 
 def test_rescale_unbiased_over_bins():

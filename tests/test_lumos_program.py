@@ -79,13 +79,14 @@ def test_resume_equals_uninterrupted(tmp_path):
 def test_defaults_are_the_papers_headline_setting():
     """Paper §VIII / spec §4.4: Facebook, GCN, 2 layers, hidden = output = 16, GAT 4 heads, dropout 0.01,
     Adam lr 0.01, 300 epochs, eps = 2; trees with virtual nodes after greedy + MCMC trimming; spec A3/A5
-    defaults (bins = recipients, no rescale), paper-literal decoding."""
+    defaults (bins = recipients, no rescale), paper-literal decoding; LDP budget per recipient."""
     c = LumosConfig()
     assert (c.dataset, c.task, c.model) == ("facebook", "node", "gcn")
     assert (c.num_layers, c.hidden, c.heads) == (2, 16, 4)
     assert c.dropout == 0.01 and c.lr == 0.01 and c.rounds == 300 and c.epsilon == 2.0
-    assert (c.trim, c.tree, c.bins, c.rescale, c.strict, c.denoise) == ("mcmc", "tree", "recipients", False, False,
-                                                                         "none")
+    assert (c.trim, c.tree, c.bins, c.rescale, c.denoise) == ("mcmc", "tree", "recipients", False, "none")
+    # not the paper's split of eps (eps*B/d, up to ~2 eps for some recipients): each recipient gets <= eps
+    assert c.budget == "per-recipient"
     # the paper's T is 1000 (FB) / 300 (LastFM); the default chain is at least that long (it is the
     # length that reaches the paper's reported max workload, see experiments/results/lumos)
     assert c.chain_length >= 1000

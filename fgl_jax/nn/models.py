@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from fgl_jax import ops, registry
+from fgl_jax.nn import layers
 
 
 class InputDense(nn.Module):
@@ -82,8 +83,8 @@ class GCN(nn.Module):
         def layer(i, h, width, in_dim, n):
             # propagate after the projection: S (X W) == (S X) W, and X W is the small side.
             lin = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")
-            return ops.gcn_propagate(lin(h, n), s, r, m, n, aggregate=self.aggregate, self_loop=self.self_loop,
-                                     layer=i)
+            return layers.gcn_layer(self, i, lin(h, n), s, r, m, n, aggregate=self.aggregate,
+                                    self_loop=self.self_loop, use_bias=False)    # bias_i: _relu_stack
 
         return _relu_stack(self, batch, train, layer)
 
@@ -109,10 +110,7 @@ class SAGE(nn.Module):
         def layer(i, h, width, in_dim, n):
             # one matmul for [W_r | W_n]; the mean commutes with the linear map.
             both = InputDense(2 * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
-            if self.aggregate is None:
-                return both[:, :width] + ops.mean_aggregate(both[:, width:], s, r, m, n)
-            deg = ops.in_degree(r, m, n)
-            return both[:, :width] + self.aggregate(both[:, width:], s, r, m, n, layer=i) / jnp.maximum(deg, 1.0)[:, None]
+            return layers.sage_layer(self, i, both, s, r, m, n, aggregate=self.aggregate, use_bias=False)
 
         return _relu_stack(self, batch, train, layer)
 
@@ -135,10 +133,8 @@ class GAT(nn.Module):
     @nn.compact
     def __call__(self, batch, train: bool = False):
         n = batch.y.shape[-1]
-        loops = jnp.arange(n, dtype=batch.graph.senders.dtype)
-        s = jnp.concatenate([batch.graph.senders, loops])
-        r = jnp.concatenate([batch.graph.receivers, loops])
-        m = jnp.concatenate([batch.edge_mask, batch.node_mask])
+        s, r, m = layers.add_self_loops(batch.graph.senders, batch.graph.receivers, batch.edge_mask, n,
+                                        loop_mask=batch.node_mask)
         h = batch.features
         for i in range(self.num_layers):
             last = i == self.num_layers - 1
@@ -146,19 +142,10 @@ class GAT(nn.Module):
             width = self.num_classes if last else self.hidden
             h = _dropout(h, self.dropout, train, self) if i > 0 else h
             in_dim = self.in_dim if i == 0 else self.hidden * self.heads
-            z = InputDense(k * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n).reshape(n, k, width)
-            a_src = self.param(f"att_src_{i}", nn.initializers.glorot_uniform(), (1, k, width), jnp.float32)
-            a_dst = self.param(f"att_dst_{i}", nn.initializers.glorot_uniform(), (1, k, width), jnp.float32)
-            e_src = (z * a_src).sum(-1)  # [N, K]
-            e_dst = (z * a_dst).sum(-1)
-            logits = nn.leaky_relu(e_src[s] + e_dst[r], self.negative_slope)  # [E+N, K]
-            alpha = ops.segment_softmax(logits, r, m, n)
-            out = jax.ops.segment_sum(z[s] * alpha[..., None], r, num_segments=n)  # [N, K, W]
-            bias = self.param(f"bias_{i}", nn.initializers.zeros, (width,) if last else (k * width,), jnp.float32)
-            if last:
-                h = out.mean(axis=1) + bias
-            else:
-                h = nn.elu(out.reshape(n, k * width) + bias)
+            z = InputDense(k * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
+            h = layers.gat_layer(self, i, z, s, r, m, n, heads=k, concat=not last,
+                                 negative_slope=self.negative_slope)
+            h = h if last else nn.elu(h)
         return h
 
 

@@ -3,8 +3,11 @@
 Device u holds x_u in [a, b]^d and must send a feature to each device w that holds u as a
 leaf. Mechanism (all pure, jittable, vectorised over devices):
 
-1. per-coordinate budget eps' = eps * B(u) / d (paper: B(u) = wl(u)); strict mode
-   eps' = eps / ceil(d / B(u)) so that every recipient's share costs at most eps;
+1. per-coordinate budget eps' (`budget`, see BUDGETS): "per-recipient" (default)
+   eps' = eps / ceil(d / B(u)), so that every recipient's bin costs at most eps in total;
+   "per-coordinate-average" eps' = eps * B(u) / d (the paper's Thm 4, B(u) = wl(u)), which is eps
+   only on average over the bins: when B(u) does not divide d, a recipient of a ceil(d/B)-sized
+   bin spends ceil(d/B) B / d * eps, up to ~2 eps (e.g. B = 127, d = 128: bin of 2 at 127/128 eps each);
 2. encode every coordinate once (Eq. 26):
        Pr[x'_i = 1] = 1/(e^eps' + 1) + (x_i - a)/(b - a) * (e^eps' - 1)/(e^eps' + 1);
 3. bin: a random permutation of the d coordinates split into B(u) near-equal chunks; the k-th
@@ -24,9 +27,14 @@ where s2 is a public prior variance of a feature (dataset-wide, like the public 
 output is eps-LDP; it trades the unbiasedness of Thm 3 for a variance C^2 times smaller, which
 keeps the shared first-layer weights from being swamped by noise of magnitude C >> b - a.
 
-Privacy caveats (spec §4.1, documented, not "fixed"): recipients that collude see up to
-eps * B(u); the count of non-midpoint entries and the magnitude of C reveal B(u); leaf
-embeddings sent later in POOL are not protected by this mechanism.
+`recipient_epsilon` is the accounting: the budget every (sender, recipient) pair realises,
+|bin| * eps' (sequential composition over the bin's coordinates; the other coordinates are 0.5
+whatever x is, and the bin assignment is independent of x).
+
+Privacy caveats (spec §4.1, documented, not "fixed"): recipients that collude see all d
+coordinates, d * eps' <= eps * B(u) under either budget; the count of non-midpoint entries and
+the magnitude of C reveal B(u); leaf embeddings sent later in POOL are not protected by this
+mechanism.
 """
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 Array = jax.Array
 
@@ -50,10 +59,20 @@ def check_params(eps: float, a: float, b: float) -> None:
                          "(a constant feature carries no information: drop it or scale features to [0, 1])")
 
 
-def coordinate_budget(eps: float, num_bins: Array, d: int, strict: bool = False) -> Array:
-    """eps' per device [N]: eps * B / d (paper, Thm 4), or eps / ceil(d / B) in strict mode."""
+BUDGETS = ("per-recipient", "per-coordinate-average")
+
+
+def check_budget(budget: str) -> None:
+    if budget not in BUDGETS:
+        raise ValueError(f"one-bit LDP: budget must be one of {BUDGETS}, got {budget!r}")
+
+
+def coordinate_budget(eps: float, num_bins: Array, d: int, budget: str = "per-recipient") -> Array:
+    """eps' per device [N]: eps / ceil(d / B) ("per-recipient": the largest bin, hence every
+    recipient, costs <= eps) or eps * B / d ("per-coordinate-average": paper, Thm 4)."""
+    check_budget(budget)
     num_bins = jnp.clip(jnp.asarray(num_bins, jnp.float32), 1.0, float(d))
-    if strict:
+    if budget == "per-recipient":
         return eps / jnp.ceil(d / num_bins)
     return eps * num_bins / d
 
@@ -93,6 +112,26 @@ def bin_sizes(num_bins: Array, d: int, k: Array) -> Array:
     return -((-(k + 1) * d) // bins) + ((-k * d) // bins)
 
 
+def recipient_epsilon(eps: float, num_bins, src, recipient_bin, d: int, budget: str = "per-recipient") -> np.ndarray:
+    """Realised budget of every (sender, recipient) pair, float64 [P]: |bin| * eps'(sender).
+
+    The recipient sees |bin| coordinates, each eps'-LDP with independent noise, and 0.5 elsewhere
+    whatever the input; the bins are drawn independently of the input; so its view is
+    (|bin| eps')-LDP by sequential composition, and this is tight (inputs at the two bounds
+    reach it). num_bins: int [N] B(u); src / recipient_bin: int [P] as in `onebit_ldp`.
+    Host-side NumPy (float64), for the run summary and tests.
+    """
+    check_budget(budget)
+    num_bins = np.clip(np.asarray(num_bins, np.int64), 1, d)
+    src, k = np.asarray(src, np.int64), np.asarray(recipient_bin, np.int64)
+    bins = num_bins[src]
+    if np.any((k < 0) | (k >= bins)):
+        raise ValueError("one-bit LDP: recipient_bin must lie in [0, B(sender))")
+    size = -((-(k + 1) * d) // bins) + ((-k * d) // bins)              # ceil((k+1)d/B) - ceil(kd/B)
+    per_coord = (eps / np.ceil(d / bins)) if budget == "per-recipient" else eps * bins / d
+    return size * per_coord
+
+
 def mmse_factor(eps_coord: Array, prior_var: float, a: float = 0.0, b: float = 1.0) -> Array:
     """lam = s2 / (s2 + Var[x'']) with Var[x''] <= (b-a)^2 C^2 / 4, C = (e^eps'+1)/(e^eps'-1)."""
     e = jnp.exp(eps_coord)
@@ -100,10 +139,10 @@ def mmse_factor(eps_coord: Array, prior_var: float, a: float = 0.0, b: float = 1
     return prior_var / (prior_var + 0.25 * (b - a) ** 2 * c ** 2)
 
 
-@partial(jax.jit, static_argnames=("d", "strict", "rescale", "a", "b", "prior_var"))
-def _onebit(key, x, num_bins, src, recipient_bin, eps, d, strict, rescale, a, b, prior_var=None):
+@partial(jax.jit, static_argnames=("d", "budget", "rescale", "a", "b", "prior_var"))
+def _onebit(key, x, num_bins, src, recipient_bin, eps, d, budget, rescale, a, b, prior_var=None):
     k_bits, k_bins = jax.random.split(key)
-    eps_coord = coordinate_budget(eps, num_bins, d, strict)                  # [N]
+    eps_coord = coordinate_budget(eps, num_bins, d, budget)                  # [N]
     bits = encode_bits(k_bits, x, eps_coord, a, b)                           # [N, d], noise drawn once
     bin_of = make_bins(k_bins, num_bins, d)                                  # [N, d]
     rec = recover(bits, eps_coord[:, None], a, b)                            # [N, d]
@@ -119,7 +158,7 @@ def _onebit(key, x, num_bins, src, recipient_bin, eps, d, strict, rescale, a, b,
 
 
 def onebit_ldp(key: Array, x: Array, num_bins: Array, src: Array, recipient_bin: Array, eps: float,
-               a: float = 0.0, b: float = 1.0, strict: bool = False, rescale: bool = False,
+               a: float = 0.0, b: float = 1.0, budget: str = "per-recipient", rescale: bool = False,
                prior_var: float | None = None) -> tuple[Array, Array]:
     """Recovered partial features for every (sender, recipient) pair.
 
@@ -127,8 +166,11 @@ def onebit_ldp(key: Array, x: Array, num_bins: Array, src: Array, recipient_bin:
     src: int [P] sender u of pair p; recipient_bin: int [P] in [0, B(src)) the bin the recipient
     receives. Returns (x'' [P, d] in {mid, (a+b)/2 ± (b-a)C/2}, eps' [N]).
     eps = inf disables noise is NOT supported (use raw features instead); eps must be > 0.
+    budget: "per-recipient" (every recipient's view is eps-LDP) or "per-coordinate-average"
+    (the paper's eps' = eps B / d; up to ~2 eps for some recipients), see the module docstring.
     prior_var: optional MMSE shrinkage (module docstring); None = paper-literal recovery.
     """
+    check_budget(budget)
     if prior_var is not None and not (math.isfinite(prior_var) and prior_var > 0):
         raise ValueError(f"one-bit LDP: prior_var must be a finite number > 0, got {prior_var!r}")
     check_params(float(eps), float(a), float(b))
@@ -136,5 +178,5 @@ def onebit_ldp(key: Array, x: Array, num_bins: Array, src: Array, recipient_bin:
         raise ValueError(f"one-bit LDP: x must be [N, d], got shape {x.shape}")
     return _onebit(key, jnp.asarray(x, jnp.float32), jnp.asarray(num_bins, jnp.int32), jnp.asarray(src, jnp.int32),
                    jnp.asarray(recipient_bin, jnp.int32), jnp.float32(eps), d=int(x.shape[1]),
-                   strict=bool(strict), rescale=bool(rescale), a=float(a), b=float(b),
+                   budget=budget, rescale=bool(rescale), a=float(a), b=float(b),
                    prior_var=None if prior_var is None else float(prior_var))

@@ -43,7 +43,7 @@ def ldp_table(ldp: LdpInputs, key: jax.Array, eps: jax.Array) -> jax.Array:
     eps = jnp.asarray(eps, jnp.float32)
     safe = jnp.where(jnp.isfinite(eps), eps, 1.0)    # keep the unused branch finite
     rec, _ = onebit._onebit(key, ldp.x, ldp.num_bins, ldp.pair_src, ldp.recipient_bin, safe, d=d,
-                            strict=ldp.strict, rescale=ldp.rescale, a=0.0, b=1.0, prior_var=ldp.prior_var)
+                            budget=ldp.budget, rescale=ldp.rescale, a=0.0, b=1.0, prior_var=ldp.prior_var)
     nbr = jnp.where(jnp.isfinite(eps), rec, ldp.x[ldp.pair_src])
     return jnp.concatenate([ldp.x, nbr, jnp.zeros((1, d), ldp.x.dtype)])
 

@@ -2,7 +2,9 @@
 
 Defaults are the paper's headline setting (§VIII, spec §4.4): Facebook, node classification, GCN
 backbone, 2 layers, hidden = output = 16, dropout 0.01, Adam lr 0.01, 300 epochs, eps = 2, trees
-with virtual nodes after greedy + MCMC trimming. Every vertex is a device, so there is no
+with virtual nodes after greedy + MCMC trimming. One exception: the LDP budget is split so that
+every recipient's view is eps-LDP (`budget="per-recipient"`); the paper's split
+(`"per-coordinate-average"`) spends up to ~2 eps on some recipients (fgl_jax/privacy/onebit.py). Every vertex is a device, so there is no
 `clients` knob: the number of devices is the number of vertices of the dataset.
 
 One round of the engine is one Lumos epoch (one full-batch Adam step on the global mean loss).
@@ -13,6 +15,7 @@ import dataclasses
 from typing import Optional
 
 from fgl_jax import schema
+from fgl_jax.privacy.onebit import BUDGETS
 from fgl_jax.schema import RunSpec, option
 from fgl_jax.systems.lumos.workload import GREEDY_RULES
 
@@ -59,7 +62,11 @@ class LumosConfig(RunSpec):
                        choices=("tree", "star"))
     bins: str = option("recipients", "LDP bins: one per recipient (spec A3) or wl(u) (paper-literal)",
                        choices=("recipients", "workload"))
-    strict: bool = option(False, "strict LDP budget per coordinate eps/ceil(d/B) instead of eps*B/d")
+    budget: str = option("per-recipient", "how the LDP budget eps is split over a device's d coordinates: "
+                         "per-recipient eps' = eps/ceil(d/B), so no recipient's bin costs more than eps; "
+                         "per-coordinate-average eps' = eps*B/d (paper Thm 4), eps only on average over the B "
+                         "bins, up to ~2 eps for a recipient of a larger bin when B does not divide d",
+                         choices=BUDGETS)
     rescale: bool = option(False, "rescale recovered features by d/|bin| (unbiased, spec A5)")
     denoise: str = option("none", "receiver-side decoding of LDP features: paper-literal Eq. 27, or MMSE "
                                   "shrinkage (beyond the paper, still eps-LDP)", choices=("none", "mmse"))

@@ -64,14 +64,14 @@ class LdpInputs:
     """What the one-bit encoder needs to build the feature table inside the program.
 
     x: float32 [N, d] own features in [a, b] = [0, 1]; pair_src / recipient_bin: int32 [P]
-    (TreeMeta); num_bins: int32 [N] B(u). strict / rescale: static encoder flags.
+    (TreeMeta); num_bins: int32 [N] B(u). budget / rescale: static encoder options.
     """
 
     x: jax.Array
     pair_src: jax.Array
     recipient_bin: jax.Array
     num_bins: jax.Array
-    strict: bool = flax.struct.field(pytree_node=False, default=False)
+    budget: str = flax.struct.field(pytree_node=False, default="per-recipient")
     rescale: bool = flax.struct.field(pytree_node=False, default=False)
     prior_var: Optional[float] = flax.struct.field(pytree_node=False, default=None)
 
@@ -190,22 +190,23 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
     ldp = None
     if encode == "program":
         ldp = LdpInputs(jnp.asarray(x), jnp.asarray(meta.pair_src, jnp.int32), jnp.asarray(meta.recipient_bin, jnp.int32),
-                        jnp.asarray(np.minimum(meta.num_bins, x.shape[1]), jnp.int32), cfg.strict, cfg.rescale,
+                        jnp.asarray(np.minimum(meta.num_bins, x.shape[1]), jnp.int32), cfg.budget, cfg.rescale,
                         prior_var)
         table = None
         info["eps_coord_mean"] = float(np.mean(onebit.coordinate_budget(cfg.epsilon, meta.num_bins, x.shape[1],
-                                                                        cfg.strict)))
+                                                                        cfg.budget)))
     elif math.isinf(cfg.epsilon):
         nbr_x = jnp.asarray(x)[jnp.asarray(meta.pair_src, jnp.int32)]
         info["eps_coord_mean"] = float("inf")
     else:
         nbr_x, eps_coord = onebit.onebit_ldp(key, x, meta.num_bins, meta.pair_src, meta.recipient_bin, cfg.epsilon,
-                                             0.0, 1.0, strict=cfg.strict, rescale=cfg.rescale, prior_var=prior_var)
+                                             0.0, 1.0, budget=cfg.budget, rescale=cfg.rescale, prior_var=prior_var)
         info["eps_coord_mean"] = float(jnp.mean(eps_coord))
     if encode == "host":
         table = jnp.concatenate([jnp.asarray(x), nbr_x, jnp.zeros((1, x.shape[1]), jnp.float32)])
         table.block_until_ready()
     info["ldp_seconds"] = time.perf_counter() - t2
+    info["ldp_accounting"] = ldp_accounting(meta, x.shape[1], cfg.epsilon, cfg.budget)
     info["prepare_seconds"] = time.perf_counter() - t0
     info["tree_nodes"] = meta.num_real_nodes
     info["tree_nodes_padded"] = trees.num_nodes
@@ -229,6 +230,26 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
                      val_label=jnp.asarray(vl, jnp.float32), test_pairs=jnp.asarray(tp, jnp.int32),
                      test_label=jnp.asarray(tl, jnp.float32), ldp=ldp)
     return Prepared(data, meta, es, keep, info)
+
+
+def ldp_accounting(meta: TreeMeta, d: int, eps: float, budget: str) -> dict:
+    """The budget each recipient of a device's features realises (onebit.recipient_epsilon), over
+    all (sender, recipient) pairs: max and mean, also relative to eps (eps-free: the realised budget
+    is linear in eps, so the ratios hold for every eps of a sweep). Empty pair set: zeros."""
+    num_bins = np.minimum(meta.num_bins, d)
+    rel = onebit.recipient_epsilon(1.0, num_bins, meta.pair_src, meta.recipient_bin, d, budget)
+    if rel.size == 0:
+        rel = np.zeros(1)
+    return {"budget": budget, "pairs": int(len(meta.pair_src)), "eps": float(eps),
+            "eps_recipient_max": float(eps * rel.max()), "eps_recipient_mean": float(eps * rel.mean()),
+            "eps_recipient_max_over_eps": float(rel.max()), "eps_recipient_mean_over_eps": float(rel.mean()),
+            "recipients_over_eps": int(np.sum(rel > 1.0 + 1e-9))}
+
+
+def accounting_at(acc: dict, eps: float) -> dict:
+    """`ldp_accounting` for another eps of a sweep (the realised budget is linear in eps)."""
+    return {**acc, "eps": float(eps), "eps_recipient_max": float(eps * acc["eps_recipient_max_over_eps"]),
+            "eps_recipient_mean": float(eps * acc["eps_recipient_mean_over_eps"])}
 
 
 def message_counts(es: wlmod.EdgeSet, keep: np.ndarray, task: str) -> dict:

@@ -4,7 +4,9 @@ Conventions follow the paper / official code (spec §4.4): 2 layers, hidden = ou
 ReLU after *every* layer (also the last, so pooled embeddings are >= 0), dropout 0.01 after each
 layer; GCN = PyG GCNConv (self-loops, D^-1/2 (A+I) D^-1/2, bias after aggregation); GAT: layer 1
 4 heads concatenated, layer 2 one head (concat=False), LeakyReLU 0.2, self-loops, no attention
-dropout. Node features come from a table gathered by `feat_src` (see trees.py, Eq. 25); the first
+dropout. The layers are the shared `fgl_jax.nn.layers` (GCN / GAT after the projection, bias after
+aggregation); the ReLU after the last layer, the hash dropout, the table gather and POOL are
+Lumos's own. Node features come from a table gathered by `feat_src` (see trees.py, Eq. 25); the first
 projection is applied to the table (N + P + 1 rows) and then gathered: (T W)[src] = T[src] W.
 """
 from __future__ import annotations
@@ -13,7 +15,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from fgl_jax import ops
+from fgl_jax.nn import layers
 from fgl_jax.systems.lumos.trees import TreeBatch
 
 BACKBONES = ("gcn", "gat")
@@ -53,30 +55,19 @@ class TreeEncoder(nn.Module):
         t = trees.num_nodes
         s, r, m = trees.senders, trees.receivers, trees.edge_mask
         if self.backbone == "gat":
-            loops = jnp.arange(t, dtype=s.dtype)
-            s_l, r_l = jnp.concatenate([s, loops]), jnp.concatenate([r, loops])
-            m_l = jnp.concatenate([m, jnp.ones(t, bool)])
+            s, r, m = layers.add_self_loops(s, r, m, t)
         h = None
         for i in range(self.num_layers):
             last = i == self.num_layers - 1
             k = 1 if (self.backbone == "gcn" or last) else self.heads
-            width = k * self.hidden
-            dense = nn.Dense(width, use_bias=False, name=f"layer_{i}")
+            dense = nn.Dense(k * self.hidden, use_bias=False, name=f"layer_{i}")
             z = dense(table)[trees.feat_src] if i == 0 else dense(h)     # Eq. 25 features via the table
             if self.backbone == "gcn":
-                out = ops.gcn_propagate(z, s, r, m, t)
-                out = out + self.param(f"bias_{i}", nn.initializers.zeros, (width,))
+                out = layers.gcn_layer(self, i, z, s, r, m, t)
             else:
-                z = z.reshape(t, k, self.hidden)
-                a_src = self.param(f"att_src_{i}", nn.initializers.glorot_uniform(), (1, k, self.hidden))
-                a_dst = self.param(f"att_dst_{i}", nn.initializers.glorot_uniform(), (1, k, self.hidden))
-                e_src, e_dst = (z * a_src).sum(-1), (z * a_dst).sum(-1)
-                logits = nn.leaky_relu(e_src[s_l] + e_dst[r_l], self.negative_slope)
-                alpha = ops.segment_softmax(logits, r_l, m_l, t)
-                agg = jax.ops.segment_sum(z[s_l] * alpha[..., None], r_l, num_segments=t)
-                out = agg.reshape(t, width) if not last else agg.mean(axis=1)
-                out = out + self.param(f"bias_{i}", nn.initializers.zeros, (out.shape[-1],))
-            h = nn.relu(out)
+                out = layers.gat_layer(self, i, z, s, r, m, t, heads=k, concat=not last,
+                                       negative_slope=self.negative_slope)
+            h = nn.relu(out)                                             # also after the last layer
             if train and self.dropout > 0:
                 h = hash_dropout(h, self.dropout, self.make_rng("dropout"))
         return h

@@ -36,7 +36,8 @@ def describe(cfg: LumosConfig, g, prep: Prepared) -> dict:
             "edges": w["edges"], "max_degree": w["max_degree"], "max_workload": w["max"], "trim": cfg.trim,
             "mcmc_iters": cfg.chain_length if cfg.trim == "mcmc" else 0, "tree": cfg.tree, "epsilon": cfg.epsilon,
             "message_saving": w["message_saving"], "messages": prep.info["messages"], **trim,
-            "tree_nodes": prep.info["tree_nodes"], "prepare_seconds": prep.info["prepare_seconds"]}
+            "tree_nodes": prep.info["tree_nodes"], "prepare_seconds": prep.info["prepare_seconds"],
+            "ldp": prep.info["ldp_accounting"]}
 
 
 def program(cfg: LumosConfig, g, prep: Prepared) -> Program:
