@@ -12,13 +12,13 @@ from .planetoid import load_planetoid, read_planetoid
 from .musae import load_facebook, load_lastfm_asia
 from .registry import UnknownDatasetError, dataset_names, list_datasets, load, load_graph, register
 from .safe_pickle import UnsafePickleError, safe_load
-from .splits import per_class_split, random_split
+from .splits import openfgl_fractions, per_class_split, per_client_split, random_split
 from .synthetic import csbm, edge_homophily
 
 __all__ = [
     "load", "load_graph", "register", "list_datasets", "dataset_names",
     "load_planetoid", "read_planetoid", "load_facebook", "load_lastfm_asia",
-    "csbm", "edge_homophily", "random_split", "per_class_split",
+    "csbm", "edge_homophily", "random_split", "per_class_split", "per_client_split", "openfgl_fractions",
     "safe_load", "resolve_data_dir", "sha256_file", "verify_files",
     "DataError", "DataFormatError", "DataChecksumError", "DatasetNotFoundError", "UnsafePickleError",
     "UnknownDatasetError",

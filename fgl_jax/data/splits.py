@@ -112,3 +112,70 @@ def per_class_split(graph: Graph, num_train_per_class: int, num_val: int, num_te
     test = np.zeros(n, bool)
     test[rest[num_val:] if num_test is None else rest[num_val:num_val + num_test]] = True
     return graph.with_masks(train, val, test)
+
+
+# OpenFGL's default per-client fractions (its NodeClsTask.default_train_val_test_split), by the
+# dataset names fgl_jax loads them under.
+OPENFGL_FRACTIONS = {
+    **{name: (0.2, 0.4, 0.4) for name in ("cora", "citeseer", "pubmed", "cs", "physics", "photo", "computers")},
+    **{name: (0.48, 0.32, 0.2) for name in ("chameleon", "squirrel")},
+    "ogbn-arxiv": (0.6, 0.2, 0.2),
+    "ogbn-products": (0.1, 0.05, 0.85),
+    **{name: (0.5, 0.25, 0.25) for name in ("roman-empire", "amazon-ratings", "tolokers", "actor", "questions",
+                                             "minesweeper")},
+}
+
+
+def openfgl_fractions(dataset: str) -> tuple[float, float, float]:
+    """OpenFGL's default (train, val, test) fractions of each client's nodes for `dataset`."""
+    key = dataset.lower()
+    if key not in OPENFGL_FRACTIONS:
+        raise ValueError(f"OpenFGL has no default split for dataset {dataset!r} (it has one for "
+                         f"{sorted(OPENFGL_FRACTIONS)}); use split='per_client' with train/val/test_frac")
+    return OPENFGL_FRACTIONS[key]
+
+
+def per_client_split(graph: Graph, assignment: np.ndarray, num_clients: int, train: float = 0.2,
+                     val: float = 0.4, test: float = 0.4, seed: int = 0) -> Graph:
+    """OpenFGL's split: each client's nodes, class by class, into train/val/test fractions.
+
+    Done after partitioning, per client k = 0..C-1 and per class c = 0..K-1 in that order: the
+    client's nodes of class c (n of them, ascending global id) are shuffled and cut at
+    int(train * n) and int((train + val) * n); test takes the next ones up to
+    min(n, int((train + val + test) * n)). The products are taken in float32, as OpenFGL's
+    `python float * torch int tensor` does, so the counts equal OpenFGL's for the same n (the node
+    choice differs: OpenFGL shuffles with numpy's global RNG). Flooring per class leaves a few nodes
+    of each class in no split when the fractions sum to < 1, and puts the rounding remainder into
+    test when they sum to 1. Unlabelled nodes (label -1) are in no mask.
+
+    Args:
+      graph: Graph with y int32 [N]; assignment: int [N] client of each node (0..num_clients-1).
+      train, val, test: fractions in [0, 1], train + val + test <= 1.
+      seed: seed of the numpy Generator (one permutation per (client, class), in the order above).
+    Returns:
+      the graph with bool [N] masks replaced (global masks: the union of the clients').
+    """
+    train, val, test = _fraction("train", train), _fraction("val", val), _fraction("test", test)
+    if train + val + test > 1.0 + 1e-9:
+        raise ValueError(f"train + val + test fractions must sum to at most 1, got {train} + {val} + {test}")
+    _count("seed", seed)
+    num_clients = _count("num_clients", num_clients, allow_zero=False)
+    assignment = np.asarray(assignment)
+    if assignment.shape != (graph.num_nodes,):
+        raise ValueError(f"assignment has shape {assignment.shape}, expected ({graph.num_nodes},)")
+    if assignment.size and (assignment.min() < 0 or assignment.max() >= num_clients):
+        raise ValueError(f"assignment holds client ids outside 0..{num_clients - 1}")
+    cut1, cut2, cut3 = (np.float32(f) for f in (train, train + val, train + val + test))
+    rng = np.random.default_rng(seed)
+    masks = [np.zeros(graph.num_nodes, bool) for _ in range(3)]
+    for k in range(num_clients):
+        mine = assignment == k
+        for c in range(graph.num_classes):
+            idx = rng.permutation(np.flatnonzero(mine & (graph.y == c)))
+            n = np.float32(idx.size)
+            a, b = int(cut1 * n), int(cut2 * n)
+            end = min(idx.size, int(cut3 * n))
+            masks[0][idx[:a]] = True
+            masks[1][idx[a:b]] = True
+            masks[2][idx[b:end]] = True
+    return graph.with_masks(*masks)

@@ -86,20 +86,24 @@ class FedData:
     eval: ClientBatch [C, ...]; train: ClientBatch [C_t, ...] (the subset holding >= 1 training
     node, so clients with nothing to learn cost nothing); train_index: int32 [C_t] positions of
     the training clients in `eval`; train_weight: float32 [C_t] training-node counts (FedAvg weights).
+    glob: optional ClientBatch [1, ...]: the whole graph (every edge, masks = union of the clients'),
+    for OpenFGL's evaluation on global data; None when no evaluation mode needs it.
     """
 
     eval: ClientBatch
     train: ClientBatch
     train_index: jax.Array
     train_weight: jax.Array
+    glob: Optional[ClientBatch] = None
 
 
-def make_fed_data(batch: ClientBatch) -> FedData:
-    """Split a ClientBatch into its evaluation view and its trainable clients (host side, once)."""
+def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None) -> FedData:
+    """Split a ClientBatch into its evaluation view and its trainable clients (host side, once);
+    glob: the whole graph as a one-client batch, kept for evaluation on global data."""
     counts = np.asarray(batch.train_mask).sum(axis=1) * np.asarray(batch.client_mask)
     index = np.flatnonzero(counts > 0).astype(np.int32)
     if index.size == 0:
         raise ValueError("no client holds a training node: check the split masks")
     train = batch if index.size == batch.num_clients else select_clients(batch, index)
     return FedData(eval=batch, train=train, train_index=jnp.asarray(index),
-                   train_weight=jnp.asarray(counts[index], jnp.float32))
+                   train_weight=jnp.asarray(counts[index], jnp.float32), glob=glob)

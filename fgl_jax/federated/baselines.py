@@ -22,11 +22,17 @@ import optax
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import check_chunk, map_clients
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn
-from fgl_jax.federated.metrics import client_counts, pool
+from fgl_jax.batch import unstack
+from fgl_jax.federated.metrics import AVERAGES, average_clients, client_class_counts, client_counts, pool, pool_classes
 from fgl_jax import validate as V
 
 PyTree = Any
 ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "global")
+PERSONALISED = ("local", "fedper")
+# OpenFGL's evaluation modes (which model, on which graph); "auto" = fgl_jax's own choice: the
+# global model on each client's subgraph, or each client's model for personalised algorithms.
+EVAL_MODES = ("auto", "global_model_on_local_data", "global_model_on_global_data",
+              "local_model_on_local_data", "local_model_on_global_data")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +48,16 @@ class FedConfig:
     # None: vmap all clients at once; k: local training and evaluation run k clients at a time
     # (lax.map over client blocks): same numbers, peak memory bounded by k clients' work.
     client_chunk: Optional[int] = None
+    eval_mode: str = "auto"         # one of EVAL_MODES (see `evaluate_models`)
+    eval_average: str = "pooled"    # "pooled" counts, or "client_nodes": OpenFGL's node-weighted mean
 
     def __post_init__(self):
         V.one_of("FedConfig", "algorithm", self.algorithm, ALGORITHMS)
+        V.one_of("FedConfig", "eval_mode", self.eval_mode, EVAL_MODES)
+        V.one_of("FedConfig", "eval_average", self.eval_average, AVERAGES)
+        if self.algorithm in PERSONALISED and self.eval_mode.startswith("global_model"):
+            raise ValueError(f"FedConfig: eval_mode={self.eval_mode!r} needs a global model, but algorithm "
+                             f"{self.algorithm!r} keeps personal models; use a local_model_* mode or 'auto'")
         V.at_least("FedConfig", "local_steps", self.local_steps, 1)
         V.non_negative("FedConfig", "prox_mu", self.prox_mu)
         V.non_negative("FedConfig", "personal_layers", self.personal_layers)
@@ -87,12 +100,70 @@ def weighted_mean(tree: PyTree, weight: jax.Array) -> PyTree:
     return jax.tree.map(lambda x: jnp.tensordot(w, x, axes=1), tree)
 
 
-def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int] = None) -> dict:
-    """Pooled accuracies; params [C, ...] if per_client else one model for every client."""
+def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int] = None, *,
+             average: str = "pooled") -> dict:
+    """Metrics of `params` on every client of `batch`; params [C, ...] if per_client else one model.
+
+    Keys: train/val/test_acc and val_loss (as always), and per split precision_macro,
+    recall_macro, f1_macro (+ auc, ap for two classes). average "pooled": counts summed over
+    clients; "client_nodes": OpenFGL's mean of per-client metrics weighted by client node counts.
+    """
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     def one(p, b):
-        return client_counts(model.apply(p, b, train=False), b.y, b)
-    counts = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
-    return pool(counts, batch.client_mask)
+        logits = model.apply(p, b, train=False)
+        return client_counts(logits, b.y, b), client_class_counts(logits, b.y, b)
+    counts, cls = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
+    nodes = batch.node_mask.sum(-1).astype(jnp.float32)
+    res = pool(counts, batch.client_mask) if average == "pooled" else average_clients(counts, batch.client_mask, nodes)
+    res.update(pool_classes(cls, batch.client_mask, average, nodes))
+    return res
+
+
+def resolve_eval_mode(mode: str, algorithm: str) -> str:
+    """'auto' -> the mode fgl_jax uses for `algorithm`; other modes are returned unchanged."""
+    if mode == "auto":
+        return "local_model_on_local_data" if algorithm in PERSONALISED else "global_model_on_local_data"
+    return mode
+
+
+def evaluate_models(model, data: FedData, mode: str, *, server: PyTree = None, local: PyTree = None,
+                    chunk: Optional[int] = None, average: str = "pooled") -> dict:
+    """OpenFGL's four evaluation modes (its `FGLTrainer.evaluate`), inside the jitted round.
+
+    global_model_on_local_data: `server` on each client's subgraph (fgl_jax's FedAvg default).
+    local_model_on_local_data: client c's model `local` [C, ...] on its own subgraph.
+    global_model_on_global_data: `server` once on the whole graph `data.glob` (every edge, the
+        union of the clients' masks).
+    local_model_on_global_data: every client's model on the whole graph; OpenFGL weights the C
+        results equally (each has the global graph's node count), "pooled" sums their counts.
+    """
+    if mode not in EVAL_MODES or mode == "auto":
+        raise ValueError(f"evaluate_models: mode must be one of {EVAL_MODES[1:]}, got {mode!r}")
+    if mode.startswith("global_model") and server is None:
+        raise ValueError(f"evaluate_models: mode {mode!r} needs the global model (server=...)")
+    if mode.startswith("local_model") and local is None:
+        raise ValueError(f"evaluate_models: mode {mode!r} needs the clients' models (local=...)")
+    if mode.endswith("global_data") and data.glob is None:
+        raise ValueError(f"evaluate_models: mode {mode!r} needs the whole graph in FedData.glob "
+                         "(make_fed_data(batch, glob=full_graph_batch(graph)))")
+    if mode == "global_model_on_local_data":
+        return evaluate(model, server, data.eval, per_client=False, chunk=chunk, average=average)
+    if mode == "local_model_on_local_data":
+        return evaluate(model, local, data.eval, per_client=True, chunk=chunk, average=average)
+    if mode == "global_model_on_global_data":
+        return evaluate(model, server, data.glob, per_client=False, chunk=chunk, average=average)
+    # each client's model on the same global graph: a batch of C identical "clients"
+    whole = unstack(data.glob, 0)
+    def one(p):
+        logits = model.apply(p, whole, train=False)
+        return client_counts(logits, whole.y, whole), client_class_counts(logits, whole.y, whole)
+    counts, cls = map_clients(one, chunk)(local)
+    real = data.eval.client_mask
+    equal = jnp.ones(real.shape, jnp.float32)
+    res = pool(counts, real) if average == "pooled" else average_clients(counts, real, equal)
+    res.update(pool_classes(cls, real, average, equal))
+    return res
 
 
 def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTransformation] = None
@@ -110,6 +181,7 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
     loss_fn = node_loss_fn(model)
     num_layers = getattr(model, "num_layers", 2)
     use_prox = cfg.algorithm == "fedprox"
+    eval_mode = resolve_eval_mode(cfg.eval_mode, cfg.algorithm)
 
     def init(key, data: FedData) -> BaselineState:
         one = jax.tree.map(lambda a: a[0], data.eval)
@@ -153,12 +225,21 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
         server = jax.tree.map(lambda m, s, a: s if m else a, mask, state.server, mean)
         if state.personal is None:
             personal = None
-            metrics = evaluate(model, server, data.eval, per_client=False, chunk=cfg.client_chunk)
+            local = None
+            if eval_mode.startswith("local_model"):
+                # a client's model = the one it trained this round (clients without training
+                # nodes: the global model they received)
+                c = data.eval.num_clients
+                local = jax.tree.map(lambda s, n: jnp.broadcast_to(s, (c,) + s.shape).at[data.train_index].set(n),
+                                     state.server, new)
+            metrics = evaluate_models(model, data, eval_mode, server=server, local=local,
+                                      chunk=cfg.client_chunk, average=cfg.eval_average)
         else:
             personal = jax.tree.map(lambda p, n: p.at[data.train_index].set(n), state.personal, new)
             eval_params = jax.tree.map(lambda m, s, p: p if m else jnp.broadcast_to(s, p.shape),
                                        mask, server, personal)
-            metrics = evaluate(model, eval_params, data.eval, per_client=True, chunk=cfg.client_chunk)
+            metrics = evaluate_models(model, data, eval_mode, local=eval_params, chunk=cfg.client_chunk,
+                                      average=cfg.eval_average)
         w = data.train_weight / data.train_weight.sum()
         metrics["train_loss"] = (losses * w).sum()
         metrics["lr"] = scale

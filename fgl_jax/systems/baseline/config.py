@@ -4,7 +4,14 @@ new algorithm's options appear here, on the command line and in YAML without an 
 
 split: "standard" = the dataset's own split (Planetoid public split), "random" = fractions
 train/val/test, "per_class" = FederatedScope's random Planetoid split (num_train_per_class /
-num_val), "keep" = whatever masks the loader set.
+num_val), "per_client" = OpenFGL's split: each client's nodes after partitioning, class by class,
+into train/val/test fractions, "openfgl" = per_client with OpenFGL's default fractions for the
+dataset (20/40/40 on Cora, CiteSeer, PubMed, ...), "keep" = whatever masks the loader set.
+
+eval_mode: OpenFGL's evaluation modes (global or local model, on local subgraphs or the whole
+graph); "auto" = the global model on local data, or each client's own model for personalised
+algorithms (local, fedper). eval_average: "pooled" counts over clients, or "client_nodes" =
+OpenFGL's mean of per-client metrics weighted by the client's node count.
 """
 from __future__ import annotations
 
@@ -13,9 +20,11 @@ import typing
 from typing import Optional
 
 from fgl_jax import registry
+from fgl_jax.federated.baselines import EVAL_MODES
+from fgl_jax.federated.metrics import AVERAGES
 from fgl_jax.schema import RunSpec, option
 
-SPLITS = ("standard", "random", "per_class", "keep")
+SPLITS = ("standard", "random", "per_class", "per_client", "openfgl", "keep")
 PARTITIONS = ("random", "louvain", "dirichlet")
 
 
@@ -38,12 +47,16 @@ class BaselineFields(RunSpec):
                             choices=lambda: registry.names("partition"))
     dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet)", low=0, low_open=True)
     split: str = option("standard", "train/val/test split of the nodes", choices=SPLITS)
-    train_frac: float = option(0.6, "training fraction (split random)", low=0, high=1)
-    val_frac: float = option(0.2, "validation fraction (split random)", low=0, high=1)
-    test_frac: float = option(0.2, "test fraction (split random)", low=0, high=1)
+    train_frac: float = option(0.6, "training fraction (split random / per_client)", low=0, high=1)
+    val_frac: float = option(0.2, "validation fraction (split random / per_client)", low=0, high=1)
+    test_frac: float = option(0.2, "test fraction (split random / per_client)", low=0, high=1)
     num_train_per_class: int = option(20, "training nodes per class (split per_class)", low=1)
     num_val: int = option(500, "validation nodes (split per_class)", low=0)
     split_seed: int = option(0, "seed of the random split")
+    eval_mode: str = option("auto", "which model is evaluated on which graph (OpenFGL's modes; auto = "
+                            "global model on local data, own models for local/fedper)", choices=EVAL_MODES)
+    eval_average: str = option("pooled", "pooled: metrics of all clients' nodes together; client_nodes: "
+                               "OpenFGL's per-client metrics averaged by client node count", choices=AVERAGES)
     partition_seed: int = option(0, "seed of the partition")
     local_steps: int = option(1, "local optimiser steps per round", low=1)
     optimizer: str = option("adam", "client optimiser", choices=("adam", "sgd"))

@@ -10,7 +10,7 @@ from typing import Optional
 
 from fgl_jax import registry
 from fgl_jax.batch import build_client_batch, full_graph_batch
-from fgl_jax.data import load_graph, per_class_split, random_split
+from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
@@ -25,7 +25,13 @@ class Prepared:
     data: object  # FedData
 
 
+PER_CLIENT = ("per_client", "openfgl")
+
+
 def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
+    """The split done before partitioning (per-client splits are done after it: `split_clients`)."""
+    if cfg.split in PER_CLIENT:
+        return graph
     if cfg.split == "random":
         out = random_split(graph, cfg.train_frac, cfg.val_frac, cfg.test_frac, seed=cfg.split_seed)
     elif cfg.split == "per_class":
@@ -42,19 +48,38 @@ def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
     return out
 
 
+def split_clients(graph: Graph, assignment, cfg: RunConfig) -> Graph:
+    """OpenFGL's per-client split of the partitioned graph (split per_client / openfgl)."""
+    fracs = openfgl_fractions(cfg.dataset) if cfg.split == "openfgl" else (cfg.train_frac, cfg.val_frac,
+                                                                           cfg.test_frac)
+    return per_client_split(graph, assignment, cfg.clients, *fracs, seed=cfg.split_seed)
+
+
+def needs_global_graph(cfg: RunConfig) -> bool:
+    return cfg.eval_mode.endswith("global_data")
+
+
 def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     """Host-side preparation (once): the padded client batch of the configured partition."""
     if graph is None:
         graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
     graph = split_graph(graph, cfg)
-    if registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph":
-        return Prepared(graph, None, make_fed_data(full_graph_batch(graph)))
+    full = registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph"
+    if full and cfg.split not in PER_CLIENT:
+        batch = full_graph_batch(graph)
+        return Prepared(graph, None, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
     kwargs = {"beta": cfg.dirichlet_beta} if cfg.partition == "dirichlet" else {}
     part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **kwargs)
+    if cfg.split in PER_CLIENT:
+        graph = split_clients(graph, part.assignment, cfg)
+        if full:  # centralised training on the union of the clients' splits
+            batch = full_graph_batch(graph)
+            return Prepared(graph, part, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
     batch = build_client_batch(graph, part.assignment, cfg.clients)
-    return Prepared(graph, part, make_fed_data(batch))
+    glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
+    return Prepared(graph, part, make_fed_data(batch, glob=glob))
 
 
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
@@ -63,7 +88,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
                        num_layers=cfg.num_layers, dropout=cfg.dropout)
     optim = OptimConfig(name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay, gamma=cfg.lr_gamma,
                         decay_every=cfg.lr_decay_every)
-    common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk)
+    common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
+                       eval_mode=cfg.eval_mode, eval_average=cfg.eval_average)
     return registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
 
 

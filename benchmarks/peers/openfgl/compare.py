@@ -1,0 +1,252 @@
+"""fgl_jax vs OpenFGL 1.1.0, side by side on the same setting (outside CI; never imported by tests).
+
+    bash benchmarks/peers/openfgl/setup.sh           # once: benchmarks/peers/.venv-openfgl
+    FGL_JAX_DATA=/work/shared/data nice python -m benchmarks.peers.openfgl.compare \
+        --datasets cora citeseer --algorithms local fedavg fedprox --seeds 0 1 2 --rounds 100
+
+What is shared, by construction: fgl_jax loads the Planetoid files, partitions them into Louvain
+clients (fgl_jax's partitioner, seed 0, one partition per dataset) and draws OpenFGL's per-client
+20/40/40 split (`split="openfgl"`, split_seed = the run's seed); the features, labels, client
+subgraphs (cross-client edges dropped) and masks are written into OpenFGL's cache layout
+(`run_openfgl.py`), so OpenFGL trains on identical clients and nodes. Model (2-layer GCN, hidden,
+dropout), Adam with coupled L2 weight decay, lr, local epochs (full-batch steps), rounds, FedProx mu,
+evaluation mode (default OpenFGL's: each client's model on its own data) and OpenFGL's
+node-weighted averaging of client metrics are set equal on both sides. The reported accuracy is
+the test accuracy at the round of best validation accuracy (both sides: first maximum).
+
+Time: ms/round = wall time of the training rounds / rounds, within one run, on both sides
+(fgl_jax: the compiled scan, compile time reported apart; OpenFGL: FGLTrainer.train() with its
+printing sent to a buffer). Runs alternate sides (fgl_jax first on even runs, OpenFGL first on odd).
+
+Differences that remain are listed in PROTOCOL_DIFFERENCES and written to the results.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+VENV_PYTHON = HERE.parent / ".venv-openfgl" / "bin" / "python"
+
+# fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
+ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
+              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp"}
+DATASETS = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
+
+PROTOCOL_DIFFERENCES = [
+    "FedAvg/FedProx aggregation weights: OpenFGL weights each client by its node count "
+    "(task.num_samples), fgl_jax by its training-node count (with the 20% per-class split these are "
+    "nearly proportional, not equal).",
+    "Initialisation: both draw Glorot-uniform GCN weights and zero biases, but from different RNGs "
+    "(torch vs JAX), so no run is reproduced bit for bit; for 'local' OpenFGL initialises every "
+    "client independently, fgl_jax starts all clients from one draw.",
+    "Dropout masks come from different RNGs (torch vs JAX).",
+    "GCN normalisation: PyG's GCNConv adds remaining self-loops to the (coalesced, loop-free) client "
+    "edges; fgl_jax adds a self-loop to each node; identical when the graph has no self-loops or "
+    "duplicate edges, which the harness checks (edge_check in the JSON).",
+    "Unlabelled nodes (CiteSeer's 15 featureless test-index gaps): fgl_jax gives them label -1 and "
+    "puts them in no mask; in the exported data they get label 0 but are also in no mask on the "
+    "OpenFGL side, so they only count in node counts (equally on both sides).",
+    "Per-client split: OpenFGL's rule (per client, per class, floor of 20%/60%/100%) is reproduced "
+    "and the masks are exported, so both sides use the same nodes; OpenFGL would otherwise draw its "
+    "own with numpy's global RNG and cache it on disk (the same split for every seed).",
+    "Partition: fgl_jax's Louvain merge rule, not OpenFGL's subgraph_fl_louvain (scikit-network "
+    "Louvain + its own merging); the same assignment is used on both sides.",
+    "Timing: OpenFGL evaluates every client with sklearn on the host each round; fgl_jax's round "
+    "includes its evaluation inside the compiled program. Both timings include evaluation.",
+]
+
+
+def machine_info() -> dict:
+    import jax
+    info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()],
+            "loadavg_start": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
+    try:
+        info["cpu_model"] = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return info
+
+
+def edge_check(graph) -> dict:
+    """Self-loops and duplicate directed edges of the graph (both sides' GCNs agree only without them)."""
+    s, r = np.asarray(graph.senders, np.int64), np.asarray(graph.receivers, np.int64)
+    key = s * graph.num_nodes + r
+    back = np.isin(r * graph.num_nodes + s, key)
+    return {"edges": int(len(s)), "self_loops": int((s == r).sum()),
+            "duplicates": int(len(key) - len(np.unique(key))), "symmetric": bool(back.all())}
+
+
+def export(prep, path: Path) -> None:
+    """The graph, partition and split one run uses, for run_openfgl.py."""
+    g = prep.graph
+    np.savez(path, x=np.asarray(g.dense_x(), np.float32), y=np.asarray(g.y, np.int64),
+             assignment=np.asarray(prep.partition.assignment, np.int64),
+             senders=np.asarray(g.senders, np.int64), receivers=np.asarray(g.receivers, np.int64),
+             train_mask=np.asarray(g.train_mask, bool), val_mask=np.asarray(g.val_mask, bool),
+             test_mask=np.asarray(g.test_mask, bool))
+
+
+def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
+    import jax
+    from fgl_jax.federated import run
+    res = run(algorithm, prep.data, jax.random.key(seed), rounds)
+    return {"best_val": float(res.best["best_val"]), "best_test": float(res.best["best_test"]),
+            "best_round": int(res.best["best_round"]), "final_test": float(res.history["test_acc"][-1]),
+            "rounds": res.rounds_run, "compile_seconds": res.compile_seconds, "train_seconds": res.run_seconds,
+            "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run}
+
+
+def run_openfgl(job: dict, workdir: Path) -> dict:
+    job_path, out_path = workdir / "job.json", workdir / "result.json"
+    job_path.write_text(json.dumps(job))
+    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
+    proc = subprocess.run([str(VENV_PYTHON), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"OpenFGL run failed ({job['openfgl_algorithm']}, {job['openfgl_dataset']}, "
+                           f"seed {job['seed']}):\n{proc.stderr[-3000:]}")
+    return json.loads(out_path.read_text())
+
+
+def mean_sd(values) -> tuple[float, float]:
+    v = np.asarray(values, float)
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    rows = []
+    cells = sorted({(r["dataset"], r["algorithm"]) for r in runs}, key=lambda c: (c[0], list(ALGORITHMS).index(c[1])))
+    for ds, algo in cells:
+        mine = [r for r in runs if (r["dataset"], r["algorithm"]) == (ds, algo)]
+        fa, fs = mean_sd([100 * r["fgl_jax"]["best_test"] for r in mine])
+        oa, os_ = mean_sd([100 * r["openfgl"]["best_test"] for r in mine])
+        ft, _ = mean_sd([r["fgl_jax"]["ms_per_round"] for r in mine])
+        ot, _ = mean_sd([r["openfgl"]["ms_per_round"] for r in mine])
+        rows.append({"dataset": ds, "algorithm": f"{algo} / {ALGORITHMS[algo]}", "seeds": len(mine),
+                     "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}", "OpenFGL acc %": f"{oa:.2f} ± {os_:.2f}",
+                     "diff (pts)": f"{fa - oa:+.2f}", "fgl_jax ms/round": f"{ft:.1f}",
+                     "OpenFGL ms/round": f"{ot:.1f}", "speed-up": f"{ot / ft:.1f}x",
+                     # compiled once per cell (first seed); later seeds reuse it
+                     "fgl_jax compile s": f"{max(r['fgl_jax']['compile_seconds'] for r in mine):.1f}"})
+    return rows
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--datasets", nargs="+", default=["cora", "citeseer"], choices=sorted(DATASETS))
+    p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--rounds", type=int, default=100)
+    p.add_argument("--clients", type=int, default=10)
+    p.add_argument("--local-epochs", type=int, default=3)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--num-layers", type=int, default=2)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--prox-mu", type=float, default=1e-3, help="FedProx mu (OpenFGL's fedprox_config default)")
+    p.add_argument("--eval-mode", default="local_model_on_local_data",
+                   help="OpenFGL evaluation mode, used on both sides (OpenFGL's default)")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads per side: torch.set_num_threads and "
+                   "XLA's intra-op threads (0 = each library's default). 1 by default: on a loaded shared "
+                   "machine torch with 2 threads ran ~10x slower than with 1")
+    p.add_argument("--workdir", default=None, help="keep OpenFGL's data folders here (default: a temp dir)")
+    p.add_argument("--out", default=str(HERE / "results"), help="stem of the .md / .json results")
+    a = p.parse_args(argv)
+    if not VENV_PYTHON.exists():
+        sys.exit(f"OpenFGL venv missing at {VENV_PYTHON}: run benchmarks/peers/openfgl/setup.sh first")
+    if a.threads == 1 and "jax" not in sys.modules:  # before jax is imported
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+
+    from fgl_jax import registry
+    from fgl_jax.data.paths import resolve_data_dir
+    from fgl_jax.report import provenance, table, write_results
+    from fgl_jax.systems.baseline.config import RunConfig
+    from fgl_jax.systems.baseline.program import algorithm_from_config, prepare
+
+    t_start = time.perf_counter()
+    algos = [n for n in a.algorithms if n in ALGORITHMS and registry.has("algorithm", n)]
+    skipped = [n for n in a.algorithms if n not in algos]
+    if skipped:
+        print(f"skipping (not registered in fgl_jax or no OpenFGL counterpart): {skipped}", flush=True)
+    planetoid = Path(resolve_data_dir(None)) / "planetoid"
+    info = machine_info()
+    runs, checks, i = [], {}, 0
+    with tempfile.TemporaryDirectory(prefix="openfgl_cmp_") as tmp:
+        tmp = a.workdir or tmp
+        for ds in a.datasets:
+            for algo in algos:
+                extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else {}
+                cfg = RunConfig(dataset=ds, algorithm=algo, clients=a.clients, partition="louvain",
+                                split="openfgl", model="gcn", hidden=a.hidden, num_layers=a.num_layers,
+                                dropout=a.dropout, local_steps=a.local_epochs, optimizer="adam", lr=a.lr,
+                                weight_decay=a.weight_decay, rounds=a.rounds, eval_mode=a.eval_mode,
+                                eval_average="client_nodes", **extra)
+                algorithm = None
+                for seed in a.seeds:
+                    prep = prepare(cfg.replace(split_seed=seed, seed=seed))
+                    checks.setdefault(ds, edge_check(prep.graph))
+                    if algorithm is None:  # one algorithm object per cell: the compiled scan is reused
+                        algorithm = algorithm_from_config(cfg, prep.graph)
+                    work = Path(tmp) / f"{ds}_{algo}_{seed}"
+                    work.mkdir(parents=True, exist_ok=True)
+                    export(prep, work / "arrays.npz")
+                    job = {"root": str(work / "root"), "planetoid_dir": str(planetoid), "arrays": str(work / "arrays.npz"),
+                           "openfgl_dataset": DATASETS[ds], "openfgl_algorithm": ALGORITHMS[algo],
+                           "clients": a.clients, "rounds": a.rounds, "hidden": a.hidden, "num_layers": a.num_layers,
+                           "dropout": a.dropout, "lr": a.lr, "weight_decay": a.weight_decay,
+                           "local_epochs": a.local_epochs, "eval_mode": a.eval_mode, "seed": seed,
+                           "prox_mu": a.prox_mu, "num_classes": prep.graph.num_classes,
+                           "threads": a.threads}
+                    sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
+                             ("openfgl", lambda: run_openfgl(job, work))]
+                    if i % 2:
+                        sides.reverse()
+                    rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
+                           "loadavg": list(os.getloadavg())}
+                    for name, fn in sides:
+                        rec[name] = fn()
+                    runs.append(rec)
+                    i += 1
+                    print(f"{ds} {algo} seed {seed}: fgl_jax {rec['fgl_jax']['best_test']:.4f} "
+                          f"({rec['fgl_jax']['ms_per_round']:.1f} ms/round), OpenFGL {rec['openfgl']['best_test']:.4f} "
+                          f"({rec['openfgl']['ms_per_round']:.1f} ms/round)", flush=True)
+    info["loadavg_end"] = list(os.getloadavg())
+    info["torch"] = runs[0]["openfgl"].get("torch") if runs else None
+    info["torch_threads"] = runs[0]["openfgl"].get("torch_threads") if runs else None
+    rows = summarise(runs)
+    md = table(rows, disable_numparse=True)
+    notes = ["", f"Setting: {a.clients} Louvain clients, OpenFGL's per-client 20/40/40 split, GCN "
+             f"{a.num_layers} layers x {a.hidden}, dropout {a.dropout}, Adam lr {a.lr}, weight decay {a.weight_decay}, "
+             f"{a.local_epochs} local epochs, {a.rounds} rounds, seeds {a.seeds}, evaluation {a.eval_mode} "
+             "(client metrics weighted by node count), accuracy = test at best validation round.",
+             f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores, load average "
+             f"{info['loadavg_start'][0]:.1f} at start / {info['loadavg_end'][0]:.1f} at end (shared machine); "
+             f"jax {info['jax']} (XLA_FLAGS '{info['XLA_FLAGS']}'), torch {info['torch']} ({info['torch_threads']} threads).",
+             f"Edge checks: {json.dumps(checks)}.", "", "Protocol differences that remain:", ""]
+    notes += [f"- {d}" for d in PROTOCOL_DIFFERENCES]
+    if skipped:
+        notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
+    payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,
+               "protocol_differences": PROTOCOL_DIFFERENCES, "skipped": skipped,
+               "provenance": provenance(t_start, vars(a))}
+    out = Path(a.out)
+    write_results(out.parent, out.name, md + "\n" + "\n".join(notes), payload)
+    print(md)
+    print(f"wrote {out}.md and {out}.json")
+
+
+if __name__ == "__main__":
+    main()

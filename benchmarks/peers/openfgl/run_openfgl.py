@@ -1,0 +1,124 @@
+"""OpenFGL side of the side-by-side harness; runs in benchmarks/peers/.venv-openfgl (never imports
+fgl_jax). `compare.py` writes a job (JSON) and the graph, partition and split it used (NPZ); this
+script lays them out where OpenFGL's loaders look, so OpenFGL trains on exactly the same clients
+and masks, runs FGLTrainer and writes the result (JSON).
+
+    python run_openfgl.py JOB.json RESULT.json
+
+Where OpenFGL reads from (openfgl 1.1.0):
+  <root>/global/subgraph_fl/<Name>/raw/ind.<name>.*   Planetoid raw files (symlinks; no download)
+  <root>/distrib/subgraph_fl_louvain_1_<Name>_client_<C>/data_<i>.pt
+                                                     client subgraphs: FGLDataset skips its own
+                                                     partitioning when these exist
+  .../node_cls/default_split/{train,val,test}_<i>.pt, glb_{train,val,test}_<i>.pkl
+                                                     per-client masks: NodeClsTask skips its own
+                                                     split when these exist
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import pickle
+import sys
+import time
+
+import numpy as np
+
+os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # OpenFGL torch.load()s whole Data objects
+
+import torch  # noqa: E402
+from torch_geometric.data import Data  # noqa: E402
+
+PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+
+
+def lay_out(job: dict, arrays: dict) -> str:
+    """Write the clients and splits of `arrays` into OpenFGL's cache layout; returns the split dir."""
+    root, name, c = job["root"], job["openfgl_dataset"], job["clients"]
+    raw = os.path.join(root, "global", "subgraph_fl", name, "raw")
+    os.makedirs(raw, exist_ok=True)
+    for part in PLANETOID_PARTS:
+        dst = os.path.join(raw, f"ind.{name.lower()}.{part}")
+        if not os.path.exists(dst):
+            os.symlink(os.path.join(job["planetoid_dir"], f"ind.{name.lower()}.{part}"), dst)
+    proc = os.path.join(root, "distrib", f"subgraph_fl_louvain_1_{name}_client_{c}")
+    split_dir = os.path.join(proc, "node_cls", "default_split")
+    os.makedirs(split_dir, exist_ok=True)
+    x, y, assign = arrays["x"], arrays["y"], arrays["assignment"]
+    s, r = arrays["senders"], arrays["receivers"]
+    masks = {k: arrays[f"{k}_mask"] for k in ("train", "val", "test")}
+    for k in range(c):
+        nodes = np.flatnonzero(assign == k)          # ascending global ids, as fgl_jax's client_graphs
+        local = -np.ones(len(assign), np.int64)
+        local[nodes] = np.arange(len(nodes))
+        keep = (assign[s] == k) & (assign[r] == k)
+        edge_index = torch.as_tensor(np.stack([local[s[keep]], local[r[keep]]]), dtype=torch.int64)
+        data = Data(x=torch.as_tensor(x[nodes]), edge_index=edge_index,
+                    y=torch.as_tensor(np.maximum(y[nodes], 0), dtype=torch.int64))  # unlabelled: in no mask
+        data.global_map = {i: int(g) for i, g in enumerate(nodes)}
+        data.num_global_classes = int(job["num_classes"])
+        torch.save(data, os.path.join(proc, f"data_{k}.pt"))
+        for split, m in masks.items():
+            torch.save(torch.as_tensor(m[nodes]), os.path.join(split_dir, f"{split}_{k}.pt"))
+            with open(os.path.join(split_dir, f"glb_{split}_{k}.pkl"), "wb") as f:
+                pickle.dump([int(g) for g in nodes[m[nodes]]], f)
+    return split_dir
+
+
+def make_args(job: dict):
+    from openfgl.config import parser
+    args = parser.parse_args([])
+    args.root = job["root"]
+    args.dataset = [job["openfgl_dataset"]]
+    args.scenario, args.task = "subgraph_fl", "node_cls"
+    args.simulation_mode, args.louvain_resolution = "subgraph_fl_louvain", 1
+    args.num_clients, args.num_rounds = job["clients"], job["rounds"]
+    args.fl_algorithm = job["openfgl_algorithm"]
+    args.model = ["gcn"]
+    args.hid_dim, args.num_layers, args.dropout = job["hidden"], job["num_layers"], job["dropout"]
+    args.lr, args.weight_decay, args.num_epochs, args.optim = job["lr"], job["weight_decay"], job["local_epochs"], "adam"
+    args.metrics = ["accuracy"]
+    args.evaluation_mode = job["eval_mode"]
+    args.use_cuda = False
+    args.seed = job["seed"]
+    args.train_val_test = "default_split"
+    return args
+
+
+def main(job_path: str, result_path: str) -> None:
+    with open(job_path) as f:
+        job = json.load(f)
+    arrays = dict(np.load(job["arrays"]))
+    torch.set_num_threads(job.get("threads") or torch.get_num_threads())
+    lay_out(job, arrays)
+    from openfgl.flcore.trainer import FGLTrainer
+    from openfgl.utils.basic_utils import seed_everything
+    if job["openfgl_algorithm"] == "fedprox":
+        from openfgl.flcore.fedprox.fedprox_config import config
+        config["fedprox_mu"] = job["prox_mu"]
+    args = make_args(job)
+    seed_everything(args.seed)
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        trainer = FGLTrainer(args)
+    rows = []
+    add_log = trainer.logger.add_log
+    trainer.logger.add_log = lambda r: (rows.append(dict(r)), add_log(r))[-1]
+    with contextlib.redirect_stdout(quiet):   # OpenFGL prints every client every round
+        t0 = time.perf_counter()
+        trainer.train()
+        wall = time.perf_counter() - t0
+    best = trainer.evaluation_result
+    out = {"best_val": float(best["best_val_accuracy"]), "best_test": float(best["best_test_accuracy"]),
+           "best_round": int(best["best_round"]) + 1,
+           "final_test": float(rows[-1]["current_test_accuracy"]) if rows else None,
+           "rounds": len(rows), "train_seconds": wall, "ms_per_round": 1000.0 * wall / max(len(rows), 1),
+           "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+    with open(result_path, "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

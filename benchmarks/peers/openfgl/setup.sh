@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Creates benchmarks/peers/.venv-openfgl: OpenFGL 1.1.0 (openfgl-lib on PyPI) with CPU PyTorch, for
+# the side-by-side harness compare.py. Outside CI; the venv is gitignored. Only package registries
+# are used: CPU torch comes from a local wheel if one is found via pip's find-links, else from PyPI
+# (whose Linux wheel is the CUDA build: it works on CPU, only larger).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+venv="$here/../.venv-openfgl"
+python="${PYTHON:-python3}"
+
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+fi
+pip="$venv/bin/python -m pip"
+$pip install --quiet --upgrade pip
+# torch first and alone, so the rest resolves against it and never pulls a second torch. A CPU
+# wheel (torch-*+cpu-*.whl) in one of pip's find-links folders is preferred: PyPI's Linux torch is
+# the CUDA build and drags in several GB of nvidia-* packages.
+cpu_wheel=""
+for dir in ${PIP_FIND_LINKS:-} /opt/wheels; do
+    for whl in "$dir"/torch-*+cpu-*.whl; do
+        [ -f "$whl" ] && cpu_wheel="$whl"
+    done
+done
+if [ -n "$cpu_wheel" ]; then
+    $pip install --quiet "$cpu_wheel"
+else
+    $pip install --quiet torch
+fi
+torch_version="$("$venv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+echo "torch==$torch_version" > "$venv/torch-pin.txt"
+# OpenFGL imports these at module level (data/simulation.py, utils/metrics.py) even for the
+# algorithms compared here: scikit-network (Louvain), pymetis, scikit-learn, munkres.
+$pip install --quiet -c "$venv/torch-pin.txt" "openfgl-lib==1.1.0" torch_geometric scikit-learn scikit-network pymetis munkres tqdm \
+    numpy scipy networkx
+"$venv/bin/python" - <<'PY'
+import torch, torch_geometric, openfgl
+print(f"OpenFGL venv ready: torch {torch.__version__}, torch_geometric {torch_geometric.__version__}, "
+      f"openfgl at {openfgl.__file__}")
+PY
