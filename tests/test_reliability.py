@@ -179,7 +179,8 @@ def _run_cli(args, env_extra=None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("fault", ["chunk:1", "checkpoint:1", "checkpoint:3", "chunk:3"])
+@pytest.mark.parametrize("fault", ["checkpoint:1", "chunk:3", pytest.param("chunk:1", marks=pytest.mark.slow),
+                                   pytest.param("checkpoint:3", marks=pytest.mark.slow)])
 def test_kill_and_resume_gives_the_uninterrupted_files(tmp_path, reference, fault):
     d = tmp_path / "run"
     killed = _run_cli(["run", *CLI_SMALL, "--out", d], {"FGL_JAX_FAULT": fault})
