@@ -67,3 +67,20 @@ def test_scaffold_options():
     assert cfg.hparams().scaffold_server_lr == 0.5
     with pytest.raises(ValueError, match="scaffold_server_lr"):
         schema.make(RunConfig, {"algorithm": "scaffold", "scaffold_server_lr": 0.0})
+
+
+def test_option_one_sets_the_variates_to_the_local_gradients_at_x():
+    data, model, common = toy_setup(model="mlp", local_steps=2, lr=0.1, optimizer="sgd")
+    model = model.clone(num_layers=1)
+    hp = registry.entry("algorithm", "scaffold").info["hparams"](1.0, "I")
+    alg = registry.get("algorithm", "scaffold")(model, common, hp)
+    state = alg.init(jax.random.key(0), data)
+    p = jax.device_get(state.server)["params"]
+    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
+    new, _ = jax.jit(alg.round)(state, data, jax.random.key(1))
+    tr = data.train
+    for i, c in enumerate(np.asarray(data.train_index)):
+        gw, gb = _grad(w, b, np.asarray(tr.features[i], np.float64), np.asarray(tr.y[i]).astype(int),
+                       np.asarray(tr.train_mask[i], np.float64), int(model.num_classes))
+        np.testing.assert_allclose(np.asarray(new.c_client["params"]["layer_0"]["kernel"][c]), gw, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(new.c_client["params"]["bias_0"][c]), gb, rtol=1e-4, atol=1e-6)

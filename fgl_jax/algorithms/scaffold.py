@@ -11,15 +11,19 @@ and the server moves, with global step size eta_g (`scaffold_server_lr`),
 
     x <- x + eta_g sum_i p_i (y_i - x),      c <- c + (1/N) sum_i (c_i+ - c_i),
 
-p_i = training-node shares (the aggregation weights of every algorithm here), N = clients holding
+(option I, `scaffold_variate=I`: c_i+ = the full-batch gradient of the local loss at x), p_i =
+training-node shares (the aggregation weights of every algorithm here), N = clients holding
 training nodes (they all take part every round, so c stays the plain mean of the c_i).
 eta_g = 1 with c = c_i = 0 throughout would be FedAvg.
 
 Differences from OpenFGL (openfgl/flcore/scaffold): none in the arithmetic (it also adds c - c_i to
 the gradient before Adam, uses option II with 1/(epochs * lr) and sets c to the mean of the c_i);
-OpenFGL has no global step size (eta_g = 1). Differences from the paper: the paper averages the
-model updates with 1/|S|, we weight them by training nodes (as OpenFGL); option I (c_i+ = the local
-gradient at x) is not offered.
+OpenFGL has no global step size (eta_g = 1) and no option I. Differences from the paper: the paper
+averages the model updates with 1/|S|, we weight them by training nodes (as OpenFGL).
+
+Option II measures the variates in units of (x - y_i)/(K eta): the gradient for SGD, but for Adam
+(the default client optimiser here and in OpenFGL) a normalised step of size ~1 per coordinate, far
+larger than the gradients it corrects; with Adam prefer option I or `--optimizer sgd`.
 """
 from __future__ import annotations
 
@@ -45,6 +49,9 @@ PyTree = Any
 class ScaffoldHParams:
     scaffold_server_lr: float = option(1.0, "SCAFFOLD global step size eta_g on the averaged update",
                                        low=0, low_open=True, traced=True)
+    scaffold_variate: str = option("II", "control-variate update: II = (x - y_i)/(K lr) - c (the paper's "
+                                   "cheap option), I = the local gradient at x (one extra gradient)",
+                                   choices=("I", "II"))
 
 
 @flax.struct.dataclass
@@ -58,7 +65,7 @@ class ScaffoldState:
 
 
 @register("algorithm", "scaffold", hparams=ScaffoldHParams,
-          help="SCAFFOLD: control variates c, c_i correct the local gradients (option II update)")
+          help="SCAFFOLD: control variates c, c_i correct the local gradients (option II or I)")
 def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)  # lr applied as a traced multiplier
     loss_fn = node_loss_fn(model)
@@ -84,7 +91,10 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
         def client(p, o, b, k, ci):
             shift = jax.tree.map(lambda cg, cl: cg - cl, state.c, ci)   # g - c_i + c
             y, o, loss = local_train(loss_fn, optimizer, steps, p, o, b, k, scale, grad_shift=shift)
-            ci_new = jax.tree.map(lambda cl, cg, xs, ys: cl - cg + (xs - ys) / (steps * scale), ci, state.c, x, y)
+            if hp.scaffold_variate == "I":
+                ci_new = jax.grad(loss_fn)(x, b, k)
+            else:
+                ci_new = jax.tree.map(lambda cl, cg, xs, ys: cl - cg + (xs - ys) / (steps * scale), ci, state.c, x, y)
             return y, o, loss, ci_new
 
         y, opt, losses, c_new = map_clients(client, common.client_chunk)(start, opt, data.train,
