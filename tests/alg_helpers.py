@@ -45,3 +45,12 @@ def assert_trees_close(a, b, rtol=1e-5, atol=1e-6):
     assert len(la) == len(lb)
     for x, y in zip(la, lb):
         np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=rtol, atol=atol)
+
+
+def softmax_regression_grad(w, b, x, y, mask, k):
+    """Gradient of the mean masked softmax cross-entropy of x w + b."""
+    z = x @ w + b
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    d = (p - np.eye(k)[y]) * mask[:, None] / max(mask.sum(), 1.0)
+    return x.T @ d, d.sum(0)

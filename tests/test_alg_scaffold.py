@@ -6,18 +6,9 @@ import pytest
 
 from fgl_jax import registry, schema
 from fgl_jax.systems.baseline import RunConfig
-from tests.alg_helpers import assert_trees_close, toy_setup
+from tests.alg_helpers import assert_trees_close, softmax_regression_grad as _grad, toy_setup
 
 LR, STEPS, ETA_G = 0.3, 3, 0.8
-
-
-def _grad(w, b, x, y, mask, k):
-    """Gradient of the mean masked softmax cross-entropy of x w + b."""
-    z = x @ w + b
-    p = np.exp(z - z.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    d = (p - np.eye(k)[y]) * mask[:, None] / max(mask.sum(), 1.0)
-    return x.T @ d, d.sum(0)
 
 
 def test_scaffold_matches_a_numpy_rederivation():
