@@ -16,11 +16,12 @@ steps, with Delta_i = theta_i - w and eta the client lr (times its schedule):
 q_i = 1/N over the N clients with training nodes (the paper's 1/N; `feddc_weights=nodes`: their
 training-node shares). The global model w is evaluated.
 
-Stability: theta_i + h_i = w + h_i(old) + 2 Delta_i, so unless the penalty has pulled theta_i towards
-w - h_i during local training, w moves every round by the sum of all past updates (an undamped
-momentum). With few local steps and a small alpha this diverges: on Cora (10 Louvain clients, SGD
-lr 0.1, 1 local step, alpha 0.01) the test accuracy peaks at round ~26 and then collapses, while
-10 local steps with alpha 0.1 stay stable for 100 rounds (the paper trains 5 local epochs).
+Stability (measured, not resolved): theta_i + h_i = w + h_i(old) + 2 Delta_i, so unless the penalty
+pulls theta_i towards w - h_i during local training, w moves every round by the accumulated past
+updates. On Cora (10 Louvain clients) this form diverged with the client SGD of this library (momentum
+0.9, lr 0.5 or 0.1, 1 or 10 local steps, alpha 0.01 or 0.1); with Adam it peaks near FedAvg and then
+degrades; `feddc_variant=openfgl` was stable. The official code trains with plain SGD, weight decay
+and (we believe, unverified) gradient clipping.
 
 Differences from the official code (gaoliang13/FedDC): it divides alpha and c by the client's
 relative data size n_i N / sum n (a scaling the paper does not state; not applied here) and adds the
