@@ -69,12 +69,14 @@ def node_loss_fn(model) -> Callable:
 
 def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, steps: int,
                 params: PyTree, opt_state: PyTree, batch, key: jax.Array, scale: jax.Array,
-                prox_mu=None, anchor: Optional[PyTree] = None):
+                prox_mu=None, anchor: Optional[PyTree] = None, grad_shift: Optional[PyTree] = None):
     """`steps` optax steps on one client; returns (params, opt_state, loss at the first step).
 
     scale multiplies every update (the LR when the optimiser was built with lr = 1, times the
     schedule). prox_mu (a float or traced scalar; None = no term) adds FedProx's
-    (mu/2)||w - anchor||^2 with anchor = the round's global model.
+    (mu/2)||w - anchor||^2 with anchor = the round's global model. grad_shift (a pytree like
+    params; None = none) is added to every step's gradient before the optimiser sees it (SCAFFOLD's
+    c - c_i); algorithms with their own loss terms pass them inside `loss_fn`.
     """
 
     def objective(p, k):
@@ -87,6 +89,8 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
     def step(carry, k):
         p, o = carry
         val, g = jax.value_and_grad(objective)(p, k)
+        if grad_shift is not None:
+            g = jax.tree.map(jnp.add, g, grad_shift)
         upd, o = optimizer.update(g, o, p)
         upd = jax.tree.map(lambda u: u * scale, upd)
         return (optax.apply_updates(p, upd), o), val

@@ -42,6 +42,25 @@ def _dropout(x, rate: float, train: bool, module: nn.Module):
     return nn.Dropout(rate, deterministic=False)(x)
 
 
+EMBEDDING = "embedding"
+
+
+def apply_with_embedding(model: nn.Module, params, batch, train: bool = False, rngs=None
+                         ) -> tuple[jax.Array, jax.Array]:
+    """(h, logits): the node embeddings h [N, D] (the input of the last layer, after the ReLU and
+    before dropout) and the usual logits [N, num_classes] of one call.
+
+    The models store h with `sow` (a no-op in ordinary calls, so params and outputs are unchanged);
+    models with a single layer or without a hidden layer (SGC) have no embedding.
+    """
+    logits, state = model.apply(params, batch, train=train, rngs=rngs, mutable=["intermediates"])
+    found = state.get("intermediates", {}).get(EMBEDDING)
+    if not found:
+        raise ValueError(f"model {type(model).__name__} (num_layers={getattr(model, 'num_layers', '?')}) has no "
+                         "hidden node embedding: use a model with >= 2 layers (gcn, sage, gat, mlp, ...)")
+    return found[0], logits
+
+
 def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.Array:
     """The layer skeleton GCN, SAGE and MLP share: dropout before every layer but the first, then
     `layer(i, h, width, in_dim, n)` (linear map + propagation), a bias `bias_i`, ReLU between layers.
@@ -53,6 +72,8 @@ def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.A
     for i in range(module.num_layers):
         last = i == module.num_layers - 1
         width = module.num_classes if last else module.hidden
+        if last and i > 0:  # the node embedding (penultimate representation), see `apply_with_embedding`
+            module.sow("intermediates", EMBEDDING, h)
         h = _dropout(h, module.dropout, train, module) if i > 0 else h
         h = layer(i, h, width, module.in_dim if i == 0 else module.hidden, n)
         h = h + module.param(f"bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
@@ -140,6 +161,8 @@ class GAT(nn.Module):
             last = i == self.num_layers - 1
             k = self.out_heads if last else self.heads
             width = self.num_classes if last else self.hidden
+            if last and i > 0:
+                self.sow("intermediates", EMBEDDING, h)
             h = _dropout(h, self.dropout, train, self) if i > 0 else h
             in_dim = self.in_dim if i == 0 else self.hidden * self.heads
             z = InputDense(k * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)

@@ -1,0 +1,174 @@
+"""FedProto (Tan et al., AAAI 2022, "FedProto: Federated Prototype Learning across Heterogeneous
+Clients").
+
+Clients keep their own models (nothing is averaged) and exchange class prototypes: the mean
+embedding (penultimate layer, `nn.models.apply_with_embedding`) of each class over the client's
+training nodes, C_i^k [K, D], with counts n_ik. The server averages them per class,
+
+    C^k = sum_i n_ik C_i^k / sum_i n_ik          (`proto_weights=class_counts`, the paper's Eq. 6),
+
+and each client's next local objective regularises its embeddings towards them:
+
+    loss = CE + lambda * L_R,   L_R = sum_{v train, C^{y_v} exists} ||z_v - C^{y_v}||^2 / (n_train D),
+
+the mean squared error of the official code (a node whose class has no global prototype yet
+contributes 0). In the first round there are no global prototypes and L_R is 0. Each client is
+evaluated with its own model's logits (as OpenFGL).
+
+Differences from OpenFGL (openfgl/flcore/fedproto): OpenFGL weights client i's prototypes by its
+number of training nodes n_i and sends a zero prototype for a class it lacks, which is then averaged
+in (shrinking the global prototypes of rare classes towards 0): `proto_weights=openfgl`; and its
+L_R is a sum over classes of per-class MSEs, sum_k mean_{v in k}||z_v - C^k||^2 / D
+(`proto_loss=per_class`). The official FedProto code averages the clients holding the class without
+weights (`proto_weights=uniform`). Differences from the paper: inference by the nearest global
+prototype (the paper's test metric) is not offered; the models' logits are used.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Optional
+
+import flax
+import jax
+import jax.numpy as jnp
+
+from fgl_jax.algorithms._common import init_params, scatter_clients, stack, weighted_loss
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+from fgl_jax.federated.baselines import FedConfig, evaluate
+from fgl_jax.federated.chunking import map_clients
+from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
+from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax.nn.models import apply_with_embedding
+from fgl_jax.registry import register
+from fgl_jax.schema import option
+
+PyTree = Any
+PROTO_WEIGHTS = ("class_counts", "uniform", "openfgl")
+PROTO_LOSSES = ("mse", "per_class")
+
+
+@dataclasses.dataclass(frozen=True)
+class FedProtoHParams:
+    fedproto_lambda: float = option(1.0, "FedProto weight lambda of the prototype regulariser", low=0, traced=True)
+    proto_weights: str = option("class_counts", "how the server averages client prototypes: class_counts "
+                                "(paper), uniform over holders (official code), openfgl (client sizes, "
+                                "zeros for missing classes)", choices=PROTO_WEIGHTS)
+    proto_loss: str = option("mse", "prototype regulariser: mse over training nodes (official code) or "
+                             "per_class (sum of per-class MSEs, OpenFGL)", choices=PROTO_LOSSES)
+
+
+@flax.struct.dataclass
+class ProtoState:
+    round: jax.Array      # int32 scalar: rounds done
+    personal: PyTree      # every client's own model [C, ...]
+    opt: PyTree           # client optimiser states [C_t, ...]
+    protos: jax.Array     # global prototypes [K, D]
+    present: jax.Array    # bool [K]: class k has a global prototype
+    server: PyTree        # server-side state of the prototype step (None for FedProto)
+    hp: dict              # traced: lr, the regulariser weight
+
+
+def class_prototypes(z: jax.Array, y: jax.Array, mask: jax.Array, num_classes: int
+                     ) -> tuple[jax.Array, jax.Array]:
+    """Per-class means of z [N, D] over the nodes in mask [N]: (protos [K, D], counts [K]);
+    a class without masked nodes gets a zero prototype and count 0."""
+    onehot = jax.nn.one_hot(y, num_classes, dtype=z.dtype) * mask.astype(z.dtype)[:, None]   # [N, K]
+    counts = onehot.sum(0)
+    return (onehot.T @ z) / jnp.maximum(counts, 1.0)[:, None], counts
+
+
+def aggregate_prototypes(local: jax.Array, counts: jax.Array, client_weight: jax.Array, weighting: str
+                         ) -> tuple[jax.Array, jax.Array]:
+    """Global prototypes [K, D] and presence [K] from the clients' local [C, K, D], counts [C, K]
+    and sizes client_weight [C] (see the module docstring for the weightings)."""
+    held = (counts > 0).astype(local.dtype)
+    w = {"class_counts": counts, "uniform": held,
+         "openfgl": jnp.broadcast_to(client_weight[:, None], counts.shape).astype(local.dtype)}[weighting]
+    total = w.sum(0)                                                             # [K]
+    protos = jnp.einsum("ck,ckd->kd", w, local) / jnp.maximum(total, 1e-12)[:, None]
+    return protos, held.sum(0) > 0
+
+
+def proto_regulariser(z: jax.Array, y: jax.Array, mask: jax.Array, protos: jax.Array, present: jax.Array,
+                      kind: str) -> jax.Array:
+    """L_R of the module docstring: z [N, D], y [N], mask [N], protos [K, D], present [K]."""
+    use = mask & present[y]
+    sq = ((z - protos[y]) ** 2).sum(-1) * use.astype(z.dtype)                # [N]
+    d = z.shape[-1]
+    if kind == "mse":
+        return sq.sum() / (jnp.maximum(mask.sum(), 1) * d)
+    k = protos.shape[0]
+    onehot = jax.nn.one_hot(y, k, dtype=z.dtype) * use.astype(z.dtype)[:, None]
+    per_class = (onehot * sq[:, None]).sum(0) / (jnp.maximum(onehot.sum(0), 1.0) * d)
+    return per_class.sum()
+
+
+def embedding_dim(model, data: FedData, params: PyTree) -> int:
+    one = jax.tree.map(lambda a: a[0], data.eval)
+    h, _ = jax.eval_shape(lambda p, b: apply_with_embedding(model, p, b), params, one)
+    return int(h.shape[-1])
+
+
+ServerInit = Callable[[jax.Array, int, int], PyTree]
+# (server_state, local [C_t,K,D], counts [C_t,K], data, hp) -> (server_state, protos [K,D], present [K])
+ServerUpdate = Callable[..., tuple]
+
+
+def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, loss_kind: str,
+                        server_update: ServerUpdate, server_init: Optional[ServerInit] = None,
+                        extra_hp: Optional[dict] = None) -> FederatedAlgorithm:
+    """Personal models trained with CE + hp[lam_name] * L_R(z, global prototypes); after training the
+    clients' class prototypes go to `server_update`, which returns the next global prototypes."""
+    optimizer = make_optimizer(common.optim, lr=1.0)
+    num_classes = int(model.num_classes)
+
+    def init(key: jax.Array, data: FedData) -> ProtoState:
+        k_model, k_server = jax.random.split(key)
+        params = init_params(model, k_model, data)
+        d = embedding_dim(model, data, params)
+        hp = {"lr": jnp.float32(common.optim.lr), lam_name: jnp.float32(lam)}
+        hp.update({k: jnp.float32(v) for k, v in (extra_hp or {}).items()})
+        return ProtoState(round=jnp.zeros((), jnp.int32), personal=stack(params, data.eval.num_clients),
+                          opt=stack(optimizer.init(params), data.train.num_clients),
+                          protos=jnp.zeros((num_classes, d), jnp.float32), present=jnp.zeros((num_classes,), bool),
+                          server=None if server_init is None else server_init(k_server, num_classes, d), hp=hp)
+
+    def round_fn(state: ProtoState, data: FedData, key: jax.Array):
+        ct = data.train.num_clients
+        start = jax.tree.map(lambda a: a[data.train_index], state.personal)
+        opt = jax.vmap(optimizer.init)(start) if common.reset_optimizer else state.opt
+        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
+
+        def client(p, o, b, k):
+            def loss(w, b, k):
+                z, logits = apply_with_embedding(model, w, b, train=True, rngs={"dropout": k})
+                reg = proto_regulariser(z, b.y, b.train_mask, state.protos, state.present, loss_kind)
+                return masked_cross_entropy(logits, b.y, b.train_mask) + state.hp[lam_name] * reg
+
+            p, o, first = local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
+            z, _ = apply_with_embedding(model, p, b, train=False)
+            protos, counts = class_prototypes(z, b.y, b.train_mask, num_classes)
+            return p, o, first, protos, counts
+
+        new, opt, losses, local, counts = map_clients(client, common.client_chunk)(
+            start, opt, data.train, jax.random.split(key, ct))
+        server, protos, present = server_update(state.server, local, counts, data, state.hp)
+        personal = scatter_clients(state.personal, data.train_index, new)
+        metrics = evaluate(model, personal, data.eval, per_client=True, chunk=common.client_chunk)
+        metrics["train_loss"] = weighted_loss(losses, data.train_weight)
+        metrics["lr"] = scale
+        return ProtoState(round=state.round + 1, personal=personal, opt=opt, protos=protos, present=present,
+                          server=server, hp=state.hp), metrics
+
+    return FederatedAlgorithm(init=init, round=round_fn)
+
+
+@register("algorithm", "fedproto", hparams=FedProtoHParams,
+          help="FedProto: personal models regularised towards averaged class prototypes")
+def fedproto(model, common: FedConfig, hp: FedProtoHParams) -> FederatedAlgorithm:
+    def server_update(server, local, counts, data, _hp):
+        protos, present = aggregate_prototypes(local, counts, data.train_weight, hp.proto_weights)
+        return server, protos, present
+
+    return prototype_algorithm(model, common, lam_name="fedproto_lambda", lam=hp.fedproto_lambda,
+                               loss_kind=hp.proto_loss, server_update=server_update)
