@@ -18,7 +18,7 @@
 Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
 (the cells, runs and tables) is imported on first use.
 """
-import importlib
+from fgl_jax.systems import lazy_submodules
 
 from fgl_jax.systems.fedgc import program
 from fgl_jax.systems.fedgc.attack import MIAConfig, fedgc_attack
@@ -39,8 +39,4 @@ __all__ = ["DEFENCES", "PROTOCOLS", "FedGCConfig", "FedGCResult", "FedGCRun", "I
            "BASES", "DEFAULT_BASE", "GAMMA_GRID", "VARIANTS", "paper"]
 
 
-def __getattr__(name: str):
-    # loaded on first use: only a reproduction of the paper needs it
-    if name == "paper":
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_submodules(__name__, ("paper",))

@@ -16,7 +16,7 @@ Hypergraph Structure Completion" (ICDE 2025). Spec: /work/shared/specs/fedhgl.md
 Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
 (the cells, runs and tables) is imported on first use.
 """
-import importlib
+from fgl_jax.systems import lazy_submodules
 
 from fgl_jax.systems.fedhgl import program  # noqa: F401  (registers the system)
 from fgl_jax.systems.fedhgl.algorithm import FedHGLState, evaluate, init_state, make_algorithm, make_round
@@ -37,8 +37,4 @@ __all__ = ["FedHGLConfig", "METHODS", "TRAIN_RATIO", "build", "prepare", "prepar
            "basic_propagation", "global_propagation", "server_aggregate", "paper"]
 
 
-def __getattr__(name: str):
-    # loaded on first use: only a reproduction of the paper needs it
-    if name == "paper":
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_submodules(__name__, ("paper",))

@@ -13,7 +13,7 @@
 Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
 (the cells, PAPER numbers, SEEDS, reproduce) is imported on first use.
 """
-import importlib
+from fgl_jax.systems import lazy_submodules
 
 from fgl_jax.systems.fedhgn.algorithm import (FedHGNState, alignment_loss, fedhgn, server_aggregate,
                                               server_average_coeffs, server_pool)
@@ -30,8 +30,4 @@ __all__ = ["FedHGNConfig", "METHODS", "FedHGNState", "HeteroFedData", "FlatBlock
            "early_stopping_hooks", "program", "build", "build_hetero_blocks", "paper"]
 
 
-def __getattr__(name: str):
-    # loaded on first use: only a reproduction of the paper needs it
-    if name == "paper":
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_submodules(__name__, ("paper",))

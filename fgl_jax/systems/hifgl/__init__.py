@@ -24,7 +24,7 @@ the server averages silo models. One layer of SecMP (Fig. 3 / Algorithm 1):
 Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
 (the cells and tables) and `baselines` (Tables 3-4 baseline rows) are imported on first use.
 """
-import importlib
+from fgl_jax.systems import lazy_submodules
 
 from fgl_jax.systems.hifgl.algorithm import HiFGLState, accuracies, hifgl, silo_train_acc
 from fgl_jax.systems.hifgl.config import MODELS, MODES, NORMS, PAPER_SPLIT, Z_MODES, HiFGLConfig, split_sizes
@@ -41,8 +41,4 @@ __all__ = ["HiFGLConfig", "HiFGLData", "HiFGLState", "MODELS", "MODES", "NORMS",
            "baselines"]
 
 
-def __getattr__(name: str):
-    # loaded on first use: only a reproduction of the paper's tables needs them
-    if name in ("paper", "baselines"):
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_submodules(__name__, ("paper", "baselines"))

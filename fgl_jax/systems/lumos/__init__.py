@@ -22,7 +22,7 @@ Public API (what notebooks, benchmarks and experiments import): the names in `__
 (the cells and reproduce) is imported on first use. `with_ldp_table` is the per-round input step
 (the LDP table drawn in the program and cached in the state; identity without program-side LDP).
 """
-import importlib
+from fgl_jax.systems import lazy_submodules
 
 from fgl_jax.systems.lumos.algorithm import _with_table as with_ldp_table
 from fgl_jax.systems.lumos.algorithm import link_logits, lumos_algorithm, node_loss, roc_auc
@@ -42,8 +42,4 @@ __all__ = ["LumosConfig", "build", "prepare", "load_features", "lumos_algorithm"
            "train_central", "lumos_model", "node_loss", "link_logits", "roc_auc", "with_ldp_table", "paper"]
 
 
-def __getattr__(name: str):
-    # loaded on first use: only a reproduction of the paper needs it
-    if name == "paper":
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_submodules(__name__, ("paper",))
