@@ -81,6 +81,7 @@ def test_resumed_run_equals_uninterrupted(tmp_path, cfg, full):
     assert resumed.extras["mia_auc_z"] == res_full.extras["mia_auc_z"]
 
 
+@pytest.mark.slow  # a third run (the control); run with -m slow
 def test_resume_without_the_hook_state_loses_the_selected_graph(tmp_path, cfg, full):
     # the same interruption with the saved hook state deleted (as before it was checkpointed): the
     # reported G' is gone, and the attack on it fails loudly rather than attacking another graph
