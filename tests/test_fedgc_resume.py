@@ -80,6 +80,7 @@ def test_resumed_run_equals_uninterrupted(tmp_path, cfg, full):
     assert resumed.extras["mia_auc_z"] == res_full.extras["mia_auc_z"]
 
 
+@pytest.mark.slow  # a third run; run with -m slow
 def test_a_checkpoint_without_its_hook_state_counts_as_damaged(tmp_path, cfg, full, capsys):
     # the hook state is inside the checkpoint and under its checksum: deleting it makes the resume
     # fall back to the previous checkpoint (with its own saved state), and the result is unchanged
@@ -103,3 +104,19 @@ def test_hook_state_round_trip_is_exact(cfg):
     assert other.kept[:2] == (8, 0.7123456789) and other.eval_s == 3.25
     for u, v in zip(other.kept[2], g):
         assert u.dtype == v.dtype and np.array_equal(u, v)
+
+
+def test_cells_share_their_compiled_functions(cfg):
+    # paper.py's cells in one process: the same condensation algorithm (so the engine's compiled scan)
+    # and the same jitted evaluator whenever only host-side settings differ, e.g. Φ's initial bias
+    import dataclasses
+    from fgl_jax.systems.fedgc.attack import _gcn_trainer
+    a = FedGCRun(cfg, graph=GRAPH, cache=CACHE)
+    b = FedGCRun(dataclasses.replace(cfg, pge_init_bias=-4.6), graph=GRAPH, cache=CACHE)
+    assert a.algorithm is b.algorithm and a.evaluator is b.evaluator
+    last = f"b{cfg.pge_layers - 1}"
+    assert np.all(np.asarray(b.data.start.pge[last]) == np.float32(-4.6))
+    assert not np.array_equal(np.asarray(a.data.start.pge[last]), np.asarray(b.data.start.pge[last]))
+    c = FedGCRun(dataclasses.replace(cfg, lr_feat=cfg.lr_feat * 2), graph=GRAPH, cache=CACHE)
+    assert c.algorithm is not a.algorithm   # the round itself differs
+    assert _gcn_trainer("gcn", 8, 3, cfg.mia_config) is _gcn_trainer("gcn", 8, 3, cfg.mia_config)

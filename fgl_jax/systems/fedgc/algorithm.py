@@ -20,6 +20,8 @@ evaluated only at the evaluation rounds, by the hook; its rows are in `RunResult
 """
 from __future__ import annotations
 
+import functools
+
 import flax
 import jax
 import jax.numpy as jnp
@@ -61,6 +63,7 @@ def condense_data(condenser: Condenser, client: ClientData, key: Array, syn_coun
     return CondenseData(client=client, key=key, start=condenser.init(key, np.asarray(syn_counts)))
 
 
+@functools.lru_cache(maxsize=64)  # one algorithm object per condenser: the engine's compiled scans are reused
 def condense_algorithm(condenser: Condenser) -> FederatedAlgorithm:
     """condenser: `make_condenser(...)`; the initial state travels in `CondenseData.start`."""
     cfg = condenser.config

@@ -10,6 +10,7 @@ Honest-but-curious server, shadow-model attack (Olatunji et al. 2021; He et al. 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -78,6 +79,12 @@ def train_gcn(key: Array, batch: ClientBatch, train_mask: Array, in_dim: int, nu
               cfg: MIAConfig, arch: str = "gcn"):
     """Full-batch GCN training (Adam, coupled L2, dropout) for `cfg.iters` steps; final weights.
     batch: one graph, no client axis. Returns (model, params)."""
+    model, run = _gcn_trainer(arch, in_dim, num_classes, cfg)
+    return model, run(key, batch, train_mask)
+
+
+@functools.lru_cache(maxsize=64)  # one jitted trainer per (architecture, sizes, recipe): compiled once per shape
+def _gcn_trainer(arch: str, in_dim: int, num_classes: int, cfg: MIAConfig):
     model = make_model(arch, in_dim, num_classes, hidden=cfg.hidden, num_layers=2, dropout=cfg.dropout)
     opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), optax.adam(cfg.lr)) if cfg.weight_decay \
         else optax.adam(cfg.lr)
@@ -97,7 +104,7 @@ def train_gcn(key: Array, batch: ClientBatch, train_mask: Array, in_dim: int, nu
         (p, _), _ = jax.lax.scan(step, (p, opt.init(p)), jax.random.split(k1, cfg.iters))
         return p
 
-    return model, run(key, batch, train_mask)
+    return model, run
 
 
 def posteriors(model, params, batch: ClientBatch) -> Array:
@@ -118,7 +125,13 @@ def train_attack(key: Array, feats: Array, labels: Array, cfg: MIAConfig):
         s = 1.0 / np.sqrt(a)
         k1, k2 = jax.random.split(k)
         params.append((jax.random.uniform(k1, (a, b), jnp.float32, -s, s), jax.random.uniform(k2, (b,), jnp.float32, -s, s)))
+    apply, fit = _attack_fitter(cfg.attack_lr, cfg.attack_epochs)
+    params = fit(params, feats, labels.astype(jnp.int32))
+    return lambda x: jax.nn.softmax(apply(params, x), -1)[:, 1]
 
+
+@functools.lru_cache(maxsize=16)  # one jitted fit per (lr, epochs): compiled once per shape
+def _attack_fitter(lr: float, epochs: int):
     def apply(ps, x):
         for i, (w, b) in enumerate(ps):
             x = x @ w + b
@@ -126,7 +139,7 @@ def train_attack(key: Array, feats: Array, labels: Array, cfg: MIAConfig):
                 x = jax.nn.relu(x)
         return x
 
-    opt = optax.adam(cfg.attack_lr)
+    opt = optax.adam(lr)
 
     @jax.jit
     def fit(ps, x, y):
@@ -135,11 +148,10 @@ def train_attack(key: Array, feats: Array, labels: Array, cfg: MIAConfig):
             g = jax.grad(lambda q: optax.softmax_cross_entropy_with_integer_labels(apply(q, x), y).mean())(ps)
             u, o = opt.update(g, o, ps)
             return (optax.apply_updates(ps, u), o), None
-        (ps, _), _ = jax.lax.scan(step, (ps, opt.init(ps)), None, length=cfg.attack_epochs)
+        (ps, _), _ = jax.lax.scan(step, (ps, opt.init(ps)), None, length=epochs)
         return ps
 
-    params = fit(params, feats, labels.astype(jnp.int32))
-    return lambda x: jax.nn.softmax(apply(params, x), -1)[:, 1]
+    return apply, fit
 
 
 def pools(graph: Graph, cfg: MIAConfig, seed: int = 0):

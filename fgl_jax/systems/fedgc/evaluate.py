@@ -20,6 +20,7 @@ EvalConfig per column, either every library model with this recipe ("recipe") or
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -95,6 +96,7 @@ def _accuracy(logits, y, mask):
     return correct.astype(jnp.float32), mask.sum().astype(jnp.float32)
 
 
+@functools.lru_cache(maxsize=64)  # one jitted function per (config, sizes): compiled once per process and shape
 def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
     """Returns evaluate(key, syn_batch, clients) -> dict of per-client arrays [M] (jitted).
 

@@ -116,7 +116,10 @@ class FedGCRun:
         self.evaluator = make_evaluator(cfg.eval_config, d, c)
         _, _, k_cond, self.k_eval = stage_keys(cfg.seed)
         self.data = condense_data(condenser, client, k_cond, self.syn_counts)
-        self.algorithm = condense_algorithm(condenser)
+        # Φ's initial bias only shapes the start state (in `data`): cells that differ only in it share
+        # one algorithm object, hence one compiled scan per process
+        self.algorithm = condense_algorithm(
+            make_condenser(dataclasses.replace(cfg.condense_config, pge_init_bias=None), d, c))
         self.timings.update(blocks_s=time.perf_counter() - t, build_s=time.perf_counter() - t0)
         self.eval_rounds = set(cfg.evaluation_rounds)
         # (round, selection score, (A', X', Y')) of the best evaluation so far under `cfg.protocol`: the

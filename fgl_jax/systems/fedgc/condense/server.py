@@ -6,6 +6,7 @@ own state (X', Φ, two Adam states): never client data (privacy boundary visible
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, NamedTuple, Optional
 
 import flax
@@ -122,6 +123,7 @@ class Condenser(NamedTuple):
     config: CondenseConfig
 
 
+@functools.lru_cache(maxsize=64)  # the same functions for the same config: jit caches hit across runs
 def make_condenser(cfg: CondenseConfig, in_dim: int, num_classes: int) -> Condenser:
     opt_x = optax.adam(cfg.lr_feat)
     opt_pge = optax.adam(cfg.lr_adj)
