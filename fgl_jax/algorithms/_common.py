@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 
 from fgl_jax.federated.algorithm import FedData
+from fgl_jax.federated.baselines import evaluate_models
 
 PyTree = Any
 
@@ -40,3 +41,27 @@ def tree_dot(a: PyTree, b: PyTree) -> jax.Array:
 def scatter_clients(full: PyTree, index: jax.Array, part: PyTree) -> PyTree:
     """full [C, ...] with rows `index` replaced by part [C_t, ...]."""
     return jax.tree.map(lambda f, p: f.at[index].set(p), full, part)
+
+
+def evaluate_round(model, common, data: FedData, *, server: PyTree = None, trained: PyTree = None,
+                   personal: PyTree = None) -> dict:
+    """The round's metrics under common.eval_mode / common.eval_average (as the baselines do).
+
+    server: the global model (None for algorithms that keep only personal models); trained
+    [C_t, ...]: the models the training clients ended this round with (a client's "local model"
+    for the local_model_* modes; clients without training nodes keep the global model);
+    personal [C, ...]: every client's own model, for personal-model algorithms. eval_mode "auto" =
+    the global model on local data, or the personal models when there is no global model."""
+    mode = common.eval_mode
+    if mode == "auto":
+        mode = "global_model_on_local_data" if server is not None else "local_model_on_local_data"
+    if server is None and mode.startswith("global_model"):
+        raise ValueError(f"eval_mode={mode!r} needs a global model, but algorithm {common.algorithm!r} keeps "
+                         "personal models; use a local_model_* mode or 'auto'")
+    local = personal
+    if local is None and mode.startswith("local_model"):
+        c = data.eval.num_clients
+        local = jax.tree.map(lambda s, n: jnp.broadcast_to(s, (c,) + s.shape).at[data.train_index].set(n),
+                             server, trained)
+    return evaluate_models(model, data, mode, server=server, local=local, chunk=common.client_chunk,
+                           average=common.eval_average)

@@ -43,9 +43,9 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import init_params, scatter_clients, stack, tree_sq, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, tree_sq, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, evaluate, weighted_mean
+from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer, node_loss_fn
 from fgl_jax.registry import register
@@ -124,7 +124,7 @@ def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
         server = weighted_mean(jax.tree.map(jnp.add, theta, h_new), q)
         c = state.c if openfgl else jax.tree.map(lambda cg, d: cg + d, state.c,
                                                  weighted_mean(jax.tree.map(jnp.subtract, c_new, ci), q))
-        metrics = evaluate(model, server, data.eval, per_client=False, chunk=common.client_chunk)
+        metrics = evaluate_round(model, common, data, server=server, trained=theta)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
         return FedDCState(round=state.round + 1, server=server,

@@ -32,9 +32,9 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import init_params, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, evaluate
+from fgl_jax.federated.baselines import FedConfig
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -154,7 +154,7 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
             start, opt, data.train, jax.random.split(key, ct))
         server, protos, present = server_update(state.server, local, counts, data, state.hp)
         personal = scatter_clients(state.personal, data.train_index, new)
-        metrics = evaluate(model, personal, data.eval, per_client=True, chunk=common.client_chunk)
+        metrics = evaluate_round(model, common, data, personal=personal)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
         return ProtoState(round=state.round + 1, personal=personal, opt=opt, protos=protos, present=present,

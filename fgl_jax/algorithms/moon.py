@@ -28,9 +28,9 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import init_params, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, evaluate, weighted_mean
+from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -111,7 +111,7 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
         new, opt, losses = map_clients(client, common.client_chunk)(start, opt, data.train,
                                                                    jax.random.split(key, ct), prev)
         server = weighted_mean(new, data.train_weight)
-        metrics = evaluate(model, server, data.eval, per_client=False, chunk=common.client_chunk)
+        metrics = evaluate_round(model, common, data, server=server, trained=new)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
         return MoonState(round=state.round + 1, server=server,

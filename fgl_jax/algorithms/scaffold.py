@@ -34,9 +34,9 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import init_params, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, evaluate, weighted_mean
+from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer, node_loss_fn
 from fgl_jax.registry import register
@@ -102,7 +102,7 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
         dy = weighted_mean(jax.tree.map(lambda ys, xs: ys - xs, y, start), data.train_weight)
         server = jax.tree.map(lambda xs, d: xs + state.hp["scaffold_server_lr"] * d, x, dy)
         c = jax.tree.map(lambda cg, new, old: cg + (new - old).mean(0), state.c, c_new, c_i)
-        metrics = evaluate(model, server, data.eval, per_client=False, chunk=common.client_chunk)
+        metrics = evaluate_round(model, common, data, server=server, trained=y)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
         return ScaffoldState(round=state.round + 1, server=server, c=c,

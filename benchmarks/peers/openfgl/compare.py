@@ -42,6 +42,31 @@ ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "sca
               "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp"}
 DATASETS = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 
+# fgl_jax options per algorithm: OpenFGL 1.1.0's defaults (openfgl/flcore/<name>/<name>_config.py
+# and the servers' constructor defaults) and, where the fgl_jax module offers one, the option that
+# reproduces OpenFGL's variant of the algorithm (see each module's docstring).
+FGL_OPTIONS = {
+    # OpenFGL: option II with 1/(epochs*lr), no global step size (eta_g = 1): fgl_jax's defaults
+    "scaffold": {"scaffold_variate": "II", "scaffold_server_lr": 1.0},
+    # moon_config: moon_mu 1, temperature 0.5; contrastive loss averaged over every node
+    "moon": {"moon_mu": 1.0, "moon_tau": 0.5, "moon_nodes": "all"},
+    # feddc_config: alpha 0.1; its correction/lagged drift; server weights = client sizes
+    "feddc": {"feddc_alpha": 0.1, "feddc_variant": "openfgl", "feddc_weights": "nodes"},
+    # fedproto_config: lambda 1; client-size weights with zero prototypes; sum of per-class MSEs
+    "fedproto": {"fedproto_lambda": 1.0, "proto_weights": "openfgl", "proto_loss": "per_class"},
+    # fedtgp_config: lambda 1; FedTGPServer(num_glb_epochs=10, lr_glb=1e-2), margin min(max gap, 100)
+    "fedtgp": {"fedtgp_lambda": 1.0, "tgp_variant": "openfgl", "tgp_server_epochs": 10,
+               "tgp_server_lr": 0.01, "tgp_margin": 100.0},
+}
+# The same values written into OpenFGL's config dicts (so both sides are set from here; they equal
+# OpenFGL's defaults). FedTGP's server epochs/lr are constructor defaults, left as they are.
+OPENFGL_CONFIG = {
+    "moon": {"moon_mu": 1.0, "temperature": 0.5},
+    "feddc": {"feddc_alpha": 0.1},
+    "fedproto": {"fedproto_lambda": 1.0},
+    "fedtgp": {"fedtgp_lambda": 1.0},
+}
+
 PROTOCOL_DIFFERENCES = [
     "FedAvg/FedProx aggregation weights: OpenFGL weights each client by its node count "
     "(task.num_samples), fgl_jax by its training-node count (with the 20% per-class split these are "
@@ -64,6 +89,19 @@ PROTOCOL_DIFFERENCES = [
     "Timing: OpenFGL evaluates every client with sklearn on the host each round; fgl_jax's round "
     "includes its evaluation inside the compiled program. Both timings include evaluation.",
 ]
+
+# Per algorithm, what remains different once FGL_OPTIONS select OpenFGL's variant.
+ALGORITHM_DIFFERENCES = {
+    "scaffold": "SCAFFOLD: model averaging weights are training-node shares (OpenFGL: node counts), as FedAvg.",
+    "moon": "MOON: fgl_jax takes the contrastive embedding before dropout, OpenFGL after dropout "
+            "(dropout 0.5 here), so OpenFGL's l_con sees dropped-out hidden units.",
+    "feddc": "FedDC: theta_i + h_i averaged with training-node shares (OpenFGL: node counts).",
+    "fedproto": "FedProto: prototypes averaged with training-node shares (OpenFGL: node counts); the "
+                "prototype MSE uses the embedding before dropout in fgl_jax, after dropout in OpenFGL; "
+                "every client starts from one initial draw (OpenFGL: independent draws).",
+    "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
+              "(same distributions as torch's nn.Embedding/nn.Linear).",
+}
 
 
 def machine_info() -> dict:
@@ -164,6 +202,8 @@ def main(argv=None) -> None:
                    "machine torch with 2 threads ran ~10x slower than with 1")
     p.add_argument("--workdir", default=None, help="keep OpenFGL's data folders here (default: a temp dir)")
     p.add_argument("--out", default=str(HERE / "results"), help="stem of the .md / .json results")
+    p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
+                   "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
     a = p.parse_args(argv)
     if not VENV_PYTHON.exists():
         sys.exit(f"OpenFGL venv missing at {VENV_PYTHON}: run benchmarks/peers/openfgl/setup.sh first")
@@ -188,7 +228,7 @@ def main(argv=None) -> None:
         tmp = a.workdir or tmp
         for ds in a.datasets:
             for algo in algos:
-                extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else {}
+                extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else dict(FGL_OPTIONS.get(algo, {}))
                 cfg = RunConfig(dataset=ds, algorithm=algo, clients=a.clients, partition="louvain",
                                 split="openfgl", model="gcn", hidden=a.hidden, num_layers=a.num_layers,
                                 dropout=a.dropout, local_steps=a.local_epochs, optimizer="adam", lr=a.lr,
@@ -209,7 +249,7 @@ def main(argv=None) -> None:
                            "dropout": a.dropout, "lr": a.lr, "weight_decay": a.weight_decay,
                            "local_epochs": a.local_epochs, "eval_mode": a.eval_mode, "seed": seed,
                            "prox_mu": a.prox_mu, "num_classes": prep.graph.num_classes,
-                           "threads": a.threads}
+                           "threads": a.threads, "openfgl_config": OPENFGL_CONFIG.get(algo, {})}
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
                              ("openfgl", lambda: run_openfgl(job, work))]
                     if i % 2:
@@ -224,8 +264,18 @@ def main(argv=None) -> None:
                           f"({rec['fgl_jax']['ms_per_round']:.1f} ms/round), OpenFGL {rec['openfgl']['best_test']:.4f} "
                           f"({rec['openfgl']['ms_per_round']:.1f} ms/round)", flush=True)
     info["loadavg_end"] = list(os.getloadavg())
-    info["torch"] = runs[0]["openfgl"].get("torch") if runs else None
-    info["torch_threads"] = runs[0]["openfgl"].get("torch_threads") if runs else None
+    out = Path(a.out)
+    earlier = []
+    if a.merge and out.with_suffix(".json").exists():
+        prev = json.loads(out.with_suffix(".json").read_text())
+        done = {(r["dataset"], r["algorithm"], r["seed"]) for r in runs}
+        earlier = [r for r in prev.get("runs", []) if (r["dataset"], r["algorithm"], r["seed"]) not in done]
+        info["merged_from"] = {"provenance": prev.get("provenance"), "machine": prev.get("machine"),
+                               "runs_kept": len(earlier)}
+        skipped = sorted(set(skipped) & set(prev.get("skipped", [])) - {r["algorithm"] for r in earlier})
+    new_runs, runs = runs, earlier + runs
+    info["torch"] = new_runs[0]["openfgl"].get("torch") if new_runs else None
+    info["torch_threads"] = new_runs[0]["openfgl"].get("torch_threads") if new_runs else None
     rows = summarise(runs)
     md = table(rows, disable_numparse=True)
     notes = ["", f"Setting: {a.clients} Louvain clients, OpenFGL's per-client 20/40/40 split, GCN "
@@ -237,12 +287,22 @@ def main(argv=None) -> None:
              f"jax {info['jax']} (XLA_FLAGS '{info['XLA_FLAGS']}'), torch {info['torch']} ({info['torch_threads']} threads).",
              f"Edge checks: {json.dumps(checks)}.", "", "Protocol differences that remain:", ""]
     notes += [f"- {d}" for d in PROTOCOL_DIFFERENCES]
+    tabled = sorted({r["algorithm"] for r in runs}, key=list(ALGORITHMS).index)
+    if any(al in FGL_OPTIONS for al in tabled):
+        notes += ["", "Options per algorithm (fgl_jax side; OpenFGL runs its defaults, equal to these):", ""]
+        notes += [f"- {al}: " + ", ".join(f"{k}={v}" for k, v in FGL_OPTIONS[al].items())
+                  for al in tabled if al in FGL_OPTIONS]
+        notes += ["", "Algorithm-specific differences that remain:", ""]
+        notes += [f"- {ALGORITHM_DIFFERENCES[al]}" for al in tabled if al in ALGORITHM_DIFFERENCES]
+    if info.get("merged_from"):
+        mf = info["merged_from"]
+        notes += ["", f"Merged: {mf['runs_kept']} runs kept from an earlier invocation "
+                  f"({(mf.get('provenance') or {}).get('command', '?')}); the machine line above is this invocation's."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
     payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,
                "protocol_differences": PROTOCOL_DIFFERENCES, "skipped": skipped,
                "provenance": provenance(t_start, vars(a))}
-    out = Path(a.out)
     write_results(out.parent, out.name, md + "\n" + "\n".join(notes), payload)
     print(md)
     print(f"wrote {out}.md and {out}.json")

@@ -98,6 +98,14 @@ def main(job_path: str, result_path: str) -> None:
     if job["openfgl_algorithm"] == "fedprox":
         from openfgl.flcore.fedprox.fedprox_config import config
         config["fedprox_mu"] = job["prox_mu"]
+    if job.get("openfgl_config"):   # the algorithm's module-level config dict (e.g. moon_config.config)
+        import importlib
+        name = job["openfgl_algorithm"]
+        config = importlib.import_module(f"openfgl.flcore.{name}.{name}_config").config
+        unknown = set(job["openfgl_config"]) - set(config)
+        if unknown:
+            raise KeyError(f"{name}_config has no keys {sorted(unknown)} (has {sorted(config)})")
+        config.update(job["openfgl_config"])
     args = make_args(job)
     seed_everything(args.seed)
     quiet = io.StringIO()
