@@ -273,6 +273,7 @@ def main(argv=None) -> None:
         info["merged_from"] = {"provenance": prev.get("provenance"), "machine": prev.get("machine"),
                                "runs_kept": len(earlier)}
         skipped = sorted(set(skipped) & set(prev.get("skipped", [])) - {r["algorithm"] for r in earlier})
+        checks = {**prev.get("edge_checks", {}), **checks}
     new_runs, runs = runs, earlier + runs
     info["torch"] = new_runs[0]["openfgl"].get("torch") if new_runs else None
     info["torch_threads"] = new_runs[0]["openfgl"].get("torch_threads") if new_runs else None
