@@ -3,8 +3,8 @@
     python benchmarks/kill_resume.py --trials 20 --out benchmarks/results/kill_resume.json
 
 Each trial starts `fgl-jax run` on the built-in CSBM graph into a fresh directory and kills it
-either with SIGKILL after a random delay (anywhere: start-up, compilation, a chunk, a checkpoint
-save) or at a chosen point through the FGL_JAX_FAULT hook ("checkpoint:<n>": inside the n-th
+either with SIGKILL a random moment after it has written a random number of rows (start-up,
+compilation, a chunk, a metrics write, a checkpoint save) or at a chosen point through the FGL_JAX_FAULT hook ("checkpoint:<n>": inside the n-th
 checkpoint save, after orbax wrote it and before it is committed; "chunk:<n>": after the n-th
 chunk). It then runs the same command with --resume (repeatedly, if a kill came before any
 output) and compares metrics.jsonl, summary.json and config.yaml byte for byte with a reference
@@ -49,12 +49,16 @@ def trial(rng: random.Random, root: Path, reference: dict, typical_s: float) -> 
     how = rng.choice(["sigkill", "sigkill", "checkpoint", "chunk"])
     env = dict(os.environ)
     if how == "sigkill":
-        delay = rng.uniform(0.0, typical_s)
+        # wait until the run has written `target` rows (0: still starting), then kill after a random
+        # extra moment: lands in start-up, a chunk, a metrics write or a checkpoint save
+        target, extra = rng.randint(0, 36), rng.uniform(0.0, 0.4)
         p = subprocess.Popen(_cmd(d), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
+        while p.poll() is None and _rows(d) < target:
+            time.sleep(0.02)
+        time.sleep(extra)
         p.send_signal(signal.SIGKILL)
         p.wait()
-        desc = f"SIGKILL after {delay:.2f} s"
+        desc = f"SIGKILL {extra:.2f} s after row {target}"
     else:
         n = rng.randint(1, 9)
         env["FGL_JAX_FAULT"] = f"{how}:{n}"

@@ -138,7 +138,7 @@ def export(prep, path: Path) -> None:
 
 def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
     import jax
-    from fgl_jax.federated import run
+    from fgl_jax import run
     res = run(algorithm, prep.data, jax.random.key(seed), rounds)
     return {"best_val": float(res.best["best_val"]), "best_test": float(res.best["best_test"]),
             "best_round": int(res.best["best_round"]), "final_test": float(res.history["test_acc"][-1]),
@@ -210,14 +210,11 @@ def main(argv=None) -> None:
     if a.threads == 1 and "jax" not in sys.modules:  # before jax is imported
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
-    from fgl_jax import registry
-    from fgl_jax.data.paths import resolve_data_dir
-    from fgl_jax.report import provenance, table, write_results
-    from fgl_jax.systems.baseline.config import RunConfig
-    from fgl_jax.systems.baseline.program import algorithm_from_config, prepare
+    from fgl_jax import RunConfig, names, provenance, resolve_data_dir, table, write_results
+    from fgl_jax.systems.baseline import algorithm_from_config, prepare
 
     t_start = time.perf_counter()
-    algos = [n for n in a.algorithms if n in ALGORITHMS and registry.has("algorithm", n)]
+    algos = [n for n in a.algorithms if n in ALGORITHMS and n in names("algorithm")]
     skipped = [n for n in a.algorithms if n not in algos]
     if skipped:
         print(f"skipping (not registered in fgl_jax or no OpenFGL counterpart): {skipped}", flush=True)
