@@ -14,7 +14,7 @@ steps, with Delta_i = theta_i - w and eta the client lr (times its schedule):
     c    <- c + sum_i q_i (c_i_new - c_i),   w <- sum_i q_i (theta_i + h_i),
 
 q_i = 1/N over the N clients with training nodes (the paper's 1/N; `feddc_weights=nodes`: their
-training-node shares). The global model w is evaluated.
+training-node shares). The global model w is evaluated (eval_mode=auto; see eval_mode).
 
 Stability (measured): theta_i + h_i = w + h_i(old) + 2 Delta_i, so unless the penalty pulls theta_i
 towards w - h_i during local training, w moves every round by the accumulated past updates. On Cora

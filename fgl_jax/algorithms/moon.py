@@ -11,7 +11,7 @@ model after its previous round:
 z_glob and z_prev come from fixed models (no gradient). The previous local models live on the
 client axis (`prev` [C, ...]); in the first round there is none and the term is off (as in the
 paper's code, whose negative pool starts empty, and OpenFGL). The server averages the models as
-FedAvg and evaluates the global model.
+FedAvg and evaluates the global model (eval_mode=auto; any of OpenFGL's four modes with eval_mode).
 
 Differences from the paper: no projection head (z is the GNN's hidden layer, as in OpenFGL; the
 paper adds a 2-layer MLP head for images). Differences from OpenFGL (openfgl/flcore/moon): it
