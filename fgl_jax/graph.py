@@ -41,7 +41,7 @@ class LabelledNodes:
             # a NaN feature would otherwise vanish in normalisation (the row turns to zeros) or poison training
             rows = (np.unique(self.x.tocoo().row[~np.isfinite(self.x.tocoo().data)]) if hasattr(self.x, "tocsr")
                     else np.flatnonzero(~np.isfinite(values).all(axis=1)))
-            raise error(f"{kind} {self.name!r}: field x has NaN/inf features in {len(rows)} node(s), "
+            raise error(f"{kind} {self.name!r}: field x has non-finite (NaN/inf) features in {len(rows)} node(s), "
                         f"first node {int(rows[0])}")
 
     @property

@@ -296,7 +296,7 @@ def test_nan_features_are_refused_naming_the_node():
     g = csbm(num_nodes=40, num_classes=2, num_features=4, avg_degree=3.0)
     x = np.array(g.x)
     x[7, 2] = np.nan
-    with pytest.raises(GraphError, match=r"NaN/inf features in 1 node\(s\), first node 7"):
+    with pytest.raises(GraphError, match=r"non-finite \(NaN/inf\) features in 1 node\(s\), first node 7"):
         g.replace(x=x) if hasattr(g, "replace") else __import__("dataclasses").replace(g, x=x)
 
 
