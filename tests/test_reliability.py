@@ -166,9 +166,11 @@ def test_a_checkpoint_of_another_program_is_refused_before_anything_is_rewritten
     cfg = _cfg(hidden=16)
     from fgl_jax import schema
     (d / "config.yaml").write_text(schema.dump(cfg, "baseline"))  # a config that "matches"
+    written = (d / "config.yaml").read_bytes()
+    # more rounds (an allowed change) would rewrite config.yaml, but only after a successful restore
     with pytest.raises(ValueError, match="does not fit this run's state"):
-        experiment.run_config(cfg, out=str(d), resume=True)
-    assert before  # the config written above stays as it was (no rewrite before the restore)
+        experiment.run_config(_cfg(hidden=16, rounds=20), out=str(d), resume=True, resume_with_changes=("rounds",))
+    assert before != written and (d / "config.yaml").read_bytes() == written
 
 
 # ---- kills at chosen moments, in a separate process ------------------------------------------------
@@ -358,7 +360,12 @@ def test_laplace_noise_is_laplace_and_its_tail_is_not_cut_at_16_6():
     for t in (1.0, 3.0, 6.0):
         p = 1 - np.exp(-t)
         assert abs(np.mean(np.abs(z) <= t) - p) < 5 * np.sqrt(p * (1 - p) / n)
-    # the extreme words, through the same formula
-    hi, lo = jnp.uint32(0), jnp.uint32(0)
-    e = 64 * np.log(2.0) - np.log(float(lo) + 1.0)
-    assert e > 44.3 and float(jnp.max(jnp.abs(standard_laplace(jax.random.key(0), (n,))))) > 10
+    # the sampler's transform at chosen words against -log U computed exactly (float64 from the
+    # integers): the extremes and the hand-over between the two branches (hi = 0 / hi = 1)
+    from fgl_jax.privacy.ldp import exponential_from_words
+    words = [(0, 0), (0, 2 ** 32 - 1), (1, 0), (1, 12345), (2 ** 31, 7), (2 ** 32 - 1, 2 ** 32 - 1)]
+    hi = jnp.asarray([w[0] for w in words], jnp.uint32)
+    lo = jnp.asarray([w[1] for w in words], jnp.uint32)
+    exact = [64 * np.log(2.0) - np.log(float(h) * 2.0 ** 32 + float(l) + 1.0) for h, l in words]
+    np.testing.assert_allclose(np.asarray(exponential_from_words(hi, lo)), exact, rtol=1e-6, atol=1e-6)
+    assert exact[0] > 44.3  # the tail reaches 64 ln 2, beyond float32 inversion's 16.6

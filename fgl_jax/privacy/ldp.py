@@ -122,11 +122,16 @@ def standard_laplace(key: Array, shape: tuple) -> Array:
     third word gives the sign.
     """
     hi, lo, sign = jax.random.bits(key, (3,) + tuple(shape), jnp.uint32)
+    e = exponential_from_words(hi, lo)
+    return jnp.where((sign & 1) == 1, e, -e)
+
+
+def exponential_from_words(hi: Array, lo: Array) -> Array:
+    """-log U for U = (hi * 2^32 + lo + 1) / 2^64 (uint32 words -> float32 Exp(1) sample)."""
     ln2 = jnp.float32(np.log(2.0))
     frac = (lo.astype(jnp.float32) + 1.0) * jnp.float32(2.0 ** -32)
-    e = jnp.where(hi > 0, 32 * ln2 - jnp.log(hi.astype(jnp.float32) + frac),
-                  64 * ln2 - jnp.log(lo.astype(jnp.float32) + 1.0))
-    return jnp.where((sign & 1) == 1, e, -e)
+    return jnp.where(hi > 0, 32 * ln2 - jnp.log(hi.astype(jnp.float32) + frac),
+                     64 * ln2 - jnp.log(lo.astype(jnp.float32) + 1.0))
 
 
 @jax.jit
