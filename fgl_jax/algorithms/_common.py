@@ -8,13 +8,9 @@ import jax.numpy as jnp
 
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.federated.baselines import evaluate_models
+from fgl_jax.federated.client import stack, tree_sq  # noqa: F401 (the algorithms import them from here)
 
 PyTree = Any
-
-
-def stack(tree: PyTree, n: int) -> PyTree:
-    """tree with a leading client axis of size n (broadcast copies)."""
-    return jax.tree.map(lambda a: jnp.broadcast_to(a, (n,) + a.shape), tree)
 
 
 def init_params(model, key: jax.Array, data: FedData) -> PyTree:
@@ -26,11 +22,6 @@ def init_params(model, key: jax.Array, data: FedData) -> PyTree:
 def weighted_loss(losses: jax.Array, weight: jax.Array) -> jax.Array:
     """The training-node weighted mean of per-client losses [C_t]."""
     return (losses * weight).sum() / jnp.maximum(weight.sum(), 1e-12)
-
-
-def tree_sq(a: PyTree, b: PyTree) -> jax.Array:
-    """sum ||a - b||^2 over every leaf."""
-    return sum(jnp.sum((x - y) ** 2) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
 def tree_dot(a: PyTree, b: PyTree) -> jax.Array:

@@ -21,7 +21,7 @@ import optax
 
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import check_chunk, map_clients
-from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn
+from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn, stack
 from fgl_jax.batch import unstack
 from fgl_jax.federated.metrics import AVERAGES, average_clients, client_class_counts, client_counts, pool, pool_classes
 from fgl_jax import validate as V
@@ -189,7 +189,6 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
         mask = personal_mask(params, cfg.algorithm, num_layers, cfg.personal_layers)
         has_personal = any(jax.tree.leaves(mask))
         c, ct = data.eval.num_clients, data.train.num_clients
-        stack = lambda t, n: jax.tree.map(lambda a: jnp.broadcast_to(a, (n,) + a.shape), t)
         personal = stack(params, c) if has_personal else None
         opt = stack(optimizer.init(params), ct)
         hp = {"lr": jnp.float32(cfg.optim.lr), "prox_mu": jnp.float32(cfg.prox_mu)}

@@ -41,6 +41,16 @@ class OptimConfig:
         V.one_of("OptimConfig", "name", self.name, ("adam", "sgd"))
 
 
+def stack(tree: PyTree, n: int) -> PyTree:
+    """tree with a leading client axis of size n (broadcast copies)."""
+    return jax.tree.map(lambda a: jnp.broadcast_to(a, (n,) + a.shape), tree)
+
+
+def tree_sq(a: PyTree, b: PyTree) -> jax.Array:
+    """sum ||a - b||^2 over every leaf."""
+    return sum(jnp.sum((x - y) ** 2) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
 def make_optimizer(cfg: OptimConfig, lr: Optional[jax.Array] = None) -> optax.GradientTransformation:
     """The per-step optimiser; `lr` may be a traced scalar (vectorised LR sweeps)."""
     lr = cfg.lr if lr is None else lr
@@ -82,7 +92,7 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
     def objective(p, k):
         val = loss_fn(p, batch, k)
         if prox_mu is not None:
-            sq = sum(jnp.sum((a - b) ** 2) for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(anchor)))
+            sq = tree_sq(p, anchor)
             val = val + 0.5 * prox_mu * sq
         return val
 
