@@ -62,6 +62,7 @@ _EXPORTS = {
     "LumosConfig": "fgl_jax.systems.lumos.config", "FedHGNConfig": "fgl_jax.systems.fedhgn.config",
     "FedGCConfig": "fgl_jax.systems.fedgc.config", "FedHGLConfig": "fgl_jax.systems.fedhgl.config",
     # result files
+    "plot_runs": "fgl_jax.plot",
     "table": "fgl_jax.report", "write_results": "fgl_jax.report", "provenance": "fgl_jax.report",
 }
 _RENAMED = {"register_dataset": "register"}

@@ -9,6 +9,7 @@
     fgl-jax sweep --system hifgl --config c.yaml --seeds 0,1,2,3 --grid lr=0.01,0.05 --out runs/sweep
     fgl-jax datasets --data-dir ../shared/data
     fgl-jax reproduce all --quick --out /tmp/repro   # every paper's quick tables
+    fgl-jax plot runs/a runs/b --out ab.png          # the runs' curves on one figure
 
 A system's command is its config class as flags (`fgl_jax.schema.add_flags`), so its defaults, help
 text and valid values are written once, in the config. This module is the top layer: nothing in the
@@ -241,6 +242,15 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plot(args: argparse.Namespace) -> int:
+    from fgl_jax.plot import plot_runs
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    labels = [x.strip() for x in args.labels.split(",")] if args.labels else None
+    path = plot_runs(args.runs, args.out, metrics=metrics, labels=labels, title=args.title, dpi=args.dpi)
+    print(f"wrote {path}")
+    return 0
+
+
 def _sweep_system(argv: Sequence[str]) -> str:
     """The system a `fgl-jax sweep ...` command line sweeps: --system, else the config's `system:`."""
     pre = argparse.ArgumentParser(add_help=False)
@@ -304,6 +314,20 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write the tables into OUT/<system>/ (default: the checkout's experiments/results)")
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("plot", help="draw the loss/accuracy (and communication) curves of runs on one figure",
+                       description="Read each RUN's metrics.jsonl (a directory written with --out) and draw "
+                                   "its curves, one line per run: losses, accuracies and, when logged, bytes.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run directories written with --out (or metrics.jsonl files)")
+    p.add_argument("--out", default="runs.png", metavar="FILE",
+                   help="image to write; the suffix picks the format: .png, .svg, .pdf (default: runs.png)")
+    p.add_argument("--metrics", default=None, metavar="A,B",
+                   help="comma-separated metric names to draw (default: every *loss, *_acc and *bytes* field)")
+    p.add_argument("--labels", default=None, metavar="A,B",
+                   help="comma-separated legend labels, one per RUN (default: the directory names)")
+    p.add_argument("--title", default=None, help="figure title (default: none)")
+    p.add_argument("--dpi", type=int, default=100, help="resolution of a raster image (default: 100)")
+    p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("datasets", help="list datasets of every kind and whether their files are found")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")

@@ -1,0 +1,117 @@
+"""Curves of finished (or running) runs, read from their `metrics.jsonl`, on one figure.
+
+    fgl-jax plot runs/cora_fedavg runs/cora_fedprox --out fedavg_vs_fedprox.png
+
+    import fgl_jax as fj
+    fj.plot_runs(["runs/a", "runs/b"], out="ab.png")
+
+One panel per kind of metric a run logged, each run one line (same colour in every panel):
+losses (`*loss`), accuracies (`*_acc`) and, when rows carry fields whose name contains "bytes",
+communication per round. matplotlib is imported only here, when a figure is drawn.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+from fgl_jax import rundir
+
+# panel title -> which metric names belong to it
+PANELS = (
+    ("loss", lambda k: k.endswith("loss")),
+    ("accuracy", lambda k: k.endswith("_acc")),
+    ("communication (bytes per round)", lambda k: "bytes" in k),
+)
+
+
+def read_run(run: os.PathLike) -> list[dict]:
+    """The per-round rows of a run directory (or of a metrics.jsonl path); a clear ValueError when absent."""
+    path = Path(run)
+    if path.is_dir():
+        path = path / "metrics.jsonl"
+    if not path.is_file():
+        raise ValueError(f"{run}: no metrics.jsonl (expected a run directory written with --out)")
+    rows = rundir.read_rows(path)
+    if not rows:
+        raise ValueError(f"{path}: holds no rows")
+    return rows
+
+
+def _series(rows: list[dict]) -> dict[str, tuple[list[int], list[float]]]:
+    """metric name -> (rounds, values), numeric scalar fields only (the nested "eval" rows are skipped)."""
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    for row in rows:
+        for k, v in row.items():
+            if k == "round" or isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            xs, ys = out.setdefault(k, ([], []))
+            xs.append(int(row["round"]))
+            ys.append(float(v))
+    return out
+
+
+def plot_runs(runs: Sequence[os.PathLike], out: os.PathLike = "runs.png", *,
+              metrics: Optional[Sequence[str]] = None, labels: Optional[Sequence[str]] = None,
+              title: Optional[str] = None, dpi: int = 100) -> Path:
+    """Draw the curves of `runs` (run directories or metrics.jsonl files) into the PNG `out`.
+
+    Args:
+      runs: one or more run directories written with `--out` (or their metrics.jsonl files).
+      out: the image to write (its suffix picks the format: .png, .svg, .pdf).
+      metrics: only these metric names (default: every loss, accuracy and bytes field found).
+      labels: one legend label per run (default: the directory names).
+      title: the figure title.
+      dpi: resolution of a raster image.
+    Returns:
+      The path written.
+    """
+    if not runs:
+        raise ValueError("plot: give at least one run directory")
+    labels = list(labels) if labels else [Path(r).name if Path(r).is_dir() else Path(r).parent.name for r in runs]
+    if len(labels) != len(runs):
+        raise ValueError(f"plot: {len(labels)} labels for {len(runs)} runs")
+    series = [_series(read_run(r)) for r in runs]
+    names = sorted({k for s in series for k in s})
+    if metrics:
+        missing = [m for m in metrics if m not in names]
+        if missing:
+            raise ValueError(f"plot: metric {missing[0]!r} is in none of the runs (they log: {', '.join(names)})")
+        names = list(metrics)
+    panels = []
+    for panel, belongs in PANELS:
+        keys = [k for k in names if belongs(k)]
+        if keys:
+            panels.append((panel, keys))
+    if metrics:  # an explicitly requested metric that fits no panel gets its own
+        placed = {k for _, ks in panels for k in ks}
+        panels += [(k, [k]) for k in names if k not in placed]
+    if not panels:
+        raise ValueError(f"plot: no loss, accuracy or bytes fields in the runs (they log: {', '.join(names)})")
+
+    # a bare Figure (no pyplot): no backend, no display, nothing left open in a notebook session
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.2 * len(panels), 3.4))
+    axes = fig.subplots(1, len(panels), squeeze=False)
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = ("-", "--", ":", "-.")
+    for ax, (panel, keys) in zip(axes[0], panels):
+        for i, (s, label) in enumerate(zip(series, labels)):
+            for j, k in enumerate(keys):
+                if k not in s:
+                    continue
+                xs, ys = s[k]
+                name = label if len(keys) == 1 else f"{label}: {k}"
+                ax.plot(xs, ys, color=colors[i % len(colors)], ls=styles[j % len(styles)], lw=1.3, label=name)
+        ax.set(title=panel, xlabel="round")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi)
+    return out
