@@ -99,7 +99,7 @@ def base_config(quick: bool, overrides: Optional[dict] = None, **kw) -> FedGCCon
 
 
 # Synthetic-graph variants: run-id suffix -> (pge_init_bias, fine-tuning steps, note). "" is the
-# torch-default Φ init (every A'_ij starts near 0.5), which stayed at chance (results_synth300.json);
+# torch-default Φ init (every A'_ij starts near 0.5), which stayed at chance (a 300-round run, in results.md's synthetic section);
 # "-sparse-init" starts A' near σ(-4.6) ≈ 0.01 and also reports the paper's 30 fine-tuning steps.
 SYNTH_VARIANTS = {
     "": (None, 0, "default PGE init (A'_ij ≈ 0.5 at start); no fine-tuning"),

@@ -1,0 +1,173 @@
+"""mkdocs hooks: the site is built from the files the repository already has, nothing is copied.
+
+* `index.md` is the README (one front page, not two);
+* `results/...` are the files under experiments/results (the per-system READMEs, the script-written
+  tables, their figures), `notebooks/...` the notebooks with their stored outputs (mkdocs-jupyter);
+* `cli.md` is generated from the CLI parser, i.e. from each system's config class (fgl_jax.schema);
+* a page line `<!-- include: experiments/results/hifgl/README.md -->` is replaced by that file;
+* relative links are written for GitHub (`../experiments/results/x.md`, `docs/x.md` from the README) and
+  rewritten here to the site's paths; a link to a repository file that is not on the site (source
+  code) becomes a code span, so `mkdocs build --strict` checks every link that can be checked.
+"""
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import re
+from contextlib import redirect_stdout
+from pathlib import Path
+
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[1]
+# repository folder -> where it appears on the site
+MOUNTS = {"experiments/results": "results", "notebooks": "notebooks"}
+# pages that other branches write: their nav entries are dropped while the file is absent (every other
+# nav entry must exist, or the strict build fails)
+OPTIONAL_PAGES = {"your_own_graph.md", "simulation.md", "notebooks/07_your_own_graph.ipynb"}
+LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
+
+
+def _site_path(repo_path: str) -> str | None:
+    """The site path (relative to docs_dir) of a repository path, or None when it is not on the site."""
+    repo_path = posixpath.normpath(repo_path)
+    if repo_path == "README.md":
+        return "index.md"
+    if repo_path.startswith("docs/"):
+        return repo_path[len("docs/"):]
+    for src, dst in MOUNTS.items():
+        if repo_path == src or repo_path.startswith(src + "/"):
+            return dst + repo_path[len(src):]
+    return None
+
+
+def rewrite_links(text: str, src_repo_path: str, page_site_path: str, site_files: set[str]) -> str:
+    """Relative links of a file at `src_repo_path`, shown on the page `page_site_path`."""
+    src_dir = posixpath.dirname(src_repo_path)
+    page_dir = posixpath.dirname(page_site_path)
+
+    def one(m: re.Match) -> str:
+        label, target = m.group(1), m.group(2)
+        if re.match(r"^[a-z]+:|^#|^/", target):
+            return m.group(0)
+        path, _, anchor = target.partition("#")
+        repo = posixpath.normpath(posixpath.join(src_dir, path))
+        site = _site_path(repo)
+        if site is not None and site.endswith("/") is False and site not in site_files and site + "/README.md" in site_files:
+            site = site + "/README.md"
+        if site is None or site not in site_files:
+            if label.startswith("!"):
+                return m.group(0)  # an image that is not on the site: let mkdocs report it
+            return f"{label[1:-1]} (`{repo}`)" if label[1:-1] != f"`{repo}`" and label[1:-1] != repo else f"`{repo}`"
+        rel = posixpath.relpath(site, page_dir or ".")
+        return f"{label}({rel}{'#' + anchor if anchor else ''})"
+
+    return LINK.sub(one, text)
+
+
+def _cli_reference() -> str:
+    """Every command's options: systems from their config class (a table), the others from --help."""
+    from fgl_jax import registry, schema
+    from fgl_jax.cli import build_parser, main
+
+    os.environ["COLUMNS"] = "100"
+    lines = ["# CLI reference", "",
+             "Generated from the code when the site is built (`docs/hooks.py`): each system's command is its config "
+             "class (`fgl_jax.schema`), so the flags, YAML keys, defaults and valid values below are the ones the "
+             "program checks. YAML keys are the field names; `--config FILE` reads them, flags override them. "
+             "*traced* options live in the algorithm state, so `fgl-jax sweep --grid` over them runs as one "
+             "compiled program.", ""]
+    build_parser()  # registers every system
+    for e in registry.entries("system"):
+        command = e.info.get("command", e.name)
+        lines += [f"## fgl-jax {command}", "", e.help, "",
+                  "| flag | YAML key | type | default | valid values | traced | help |", "|---|---|---|---|---|---|---|"]
+        for name, spec in schema.fields(e.info["config"]).items():
+            typ = getattr(spec.type, "__name__", str(spec.type))
+            if spec.type is tuple:
+                typ = f"list of {getattr(spec.item, '__name__', spec.item)}"
+            if spec.choices is not None:
+                valid = ", ".join(map(str, spec.choices))
+            elif spec.low is not None or spec.high is not None:
+                lo = "" if spec.low is None else f"{'>' if spec.low_open else '≥'} {spec.low:g}"
+                hi = "" if spec.high is None else f"{'<' if spec.high_open else '≤'} {spec.high:g}"
+                valid = " and ".join(p for p in (lo, hi) if p)
+            else:
+                valid = ""
+            d = spec.default
+            default = ", ".join(map(str, d)) if isinstance(d, tuple) else str(d)
+            cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| `{spec.flag}` | `{name}` | {typ} | `{cell(default)}` | {cell(valid)} | "
+                         f"{'yes' if spec.traced else ''} | {cell(spec.help)} |")
+        lines += ["", f"Run controls (`--config`, `--out`, `--resume`, ...): `fgl-jax {command} --help`.", ""]
+    for command in ("sweep", "reproduce", "plot", "demo", "datasets"):
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            try:
+                main([command, "--help"])
+            except SystemExit:
+                pass
+        lines += [f"## fgl-jax {command}", "", "```text", buf.getvalue().rstrip(), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _present(page: str) -> bool:
+    top, _, rest = page.partition("/")
+    for src, dst in MOUNTS.items():
+        if top == dst:
+            return (ROOT / src / rest).is_file()
+    return (ROOT / "docs" / page).is_file() or page in ("index.md", "cli.md")
+
+
+def _prune(nav):
+    out = []
+    for item in nav:
+        if isinstance(item, dict):
+            (title, value), = item.items()
+            if isinstance(value, list):
+                value = _prune(value)
+            elif value in OPTIONAL_PAGES and not _present(value):
+                continue
+            item = {title: value}
+        out.append(item)
+    return out
+
+
+def on_config(config):
+    config.nav = _prune(config.nav)
+    return config
+
+
+@event_priority(100)  # before mkdocs-jupyter looks for notebooks
+def on_files(files: Files, config) -> Files:
+    files.append(File.generated(config, "index.md", abs_src_path=str(ROOT / "README.md")))
+    files.append(File.generated(config, "cli.md", content=_cli_reference()))
+    for src, dst in MOUNTS.items():
+        for path in sorted((ROOT / src).rglob("*")):
+            if path.is_file() and not path.name.startswith(".") and "__pycache__" not in path.parts \
+                    and path.suffix in (".md", ".png", ".ipynb", ".svg"):
+                rel = path.relative_to(ROOT / src).as_posix()
+                files.append(File.generated(config, f"{dst}/{rel}", abs_src_path=str(path)))
+    return files
+
+
+def _repo_path(page) -> str:
+    src = Path(page.file.abs_src_path).resolve()
+    return src.relative_to(ROOT).as_posix()
+
+
+def on_page_markdown(markdown: str, page, config, files: Files) -> str:
+    site_files = {f.src_uri for f in files}
+
+    def include(m: re.Match) -> str:
+        path = m.group(1).strip()
+        text = (ROOT / path).read_text()
+        text = re.sub(r"^# .*\n", "", text, count=1)  # the page has its own title
+        return rewrite_links(text, path, page.file.src_uri, site_files)
+
+    markdown = re.sub(r"<!--\s*include:\s*(\S+)\s*-->", include, markdown)
+    if page.file.abs_src_path is None:
+        return markdown
+    return rewrite_links(markdown, _repo_path(page), page.file.src_uri, site_files)
