@@ -3,7 +3,8 @@
 * `index.md` is the README (one front page, not two);
 * `results/...` are the files under experiments/results (the per-system READMEs, the script-written
   tables, their figures), `notebooks/...` the notebooks with their stored outputs (mkdocs-jupyter);
-* `cli.md` is generated from the CLI parser, i.e. from each system's config class (fgl_jax.schema);
+* `cli.md` is generated from the CLI parser, i.e. from each system's config class (fgl_jax.schema), and
+  checked against the committed docs/cli.md;
 * a page line `<!-- include: experiments/results/hifgl/README.md -->` is replaced by that file;
 * relative links are written for GitHub (`../experiments/results/x.md`, `docs/x.md` from the README) and
   rewritten here to the site's paths; a link to a repository file that is not on the site (source
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import posixpath
 import re
@@ -22,8 +24,9 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[1]
-# repository folder -> where it appears on the site
-MOUNTS = {"experiments/results": "results", "notebooks": "notebooks"}
+log = logging.getLogger("mkdocs.hooks.fgl_jax")
+# repository folder -> where it appears on the site (its last path component)
+MOUNTS = {"experiments/results": "results", "notebooks": "notebooks", "benchmarks/peers": "peers"}
 # pages that other branches write: their nav entries are dropped while the file is absent (every other
 # nav entry must exist, or the strict build fails)
 OPTIONAL_PAGES = {"your_own_graph.md", "simulation.md", "notebooks/07_your_own_graph.ipynb"}
@@ -65,6 +68,38 @@ def rewrite_links(text: str, src_repo_path: str, page_site_path: str, site_files
         return f"{label}({rel}{'#' + anchor if anchor else ''})"
 
     return LINK.sub(one, text)
+
+
+EQ = re.compile(r"\b(Eqs?\.\s?\(?\d+[a-z]?\)?(?:\s?[-–]\s?\d+)?|Alg(?:orithm|\.)\s?\d+(?:,? lines? \d+(?:\s?[-–]\s?\d+)?)?)")
+
+
+def equations_table(system: str) -> str:
+    """Where the code cites the paper's equations and algorithms: read from the comments and docstrings
+    of fgl_jax/systems/<system>/ (so the table follows the code)."""
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
+    folder = ROOT / "fgl_jax" / "systems" / system
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            for m in EQ.finditer(line):
+                ref = re.sub(r"[()]", "", m.group(1)).replace("Algorithm", "Alg.").replace("Eqs.", "Eq.")
+                ref = re.sub(r"\s+", " ", re.sub(r"(Eq\.|Alg\.)(\d)", r"\1 \2", ref)).strip()
+                seen.setdefault((ref, rel), (i, line.strip()))
+    if not seen:
+        return "(no equation references in the code)"
+
+    def order(key):
+        ref = key[0]
+        num = re.search(r"\d+", ref)
+        return (not ref.startswith("Eq"), int(num.group()) if num else 0, ref, key[1])
+
+    rows = ["| paper | code | the line that cites it |", "|---|---|---|"]
+    for ref, rel in sorted(seen, key=order):
+        i, line = seen[(ref, rel)]
+        text = line.lstrip("#\"' ").replace("|", "\\|").replace("`", "")
+        text = text if len(text) <= 110 else text[:107] + "..."
+        rows.append(f"| {ref} | `{rel}:{i}` | {text} |")
+    return "\n".join(rows)
 
 
 def _cli_reference() -> str:
@@ -118,7 +153,7 @@ def _present(page: str) -> bool:
     for src, dst in MOUNTS.items():
         if top == dst:
             return (ROOT / src / rest).is_file()
-    return (ROOT / "docs" / page).is_file() or page in ("index.md", "cli.md")
+    return (ROOT / "docs" / page).is_file() or page == "index.md"
 
 
 def _prune(nav):
@@ -143,13 +178,22 @@ def on_config(config):
 @event_priority(100)  # before mkdocs-jupyter looks for notebooks
 def on_files(files: Files, config) -> Files:
     files.append(File.generated(config, "index.md", abs_src_path=str(ROOT / "README.md")))
-    files.append(File.generated(config, "cli.md", content=_cli_reference()))
+    # docs/cli.md is committed (so GitHub shows it) and must equal what the code generates: a stale file
+    # is rewritten and reported as a warning, which fails `mkdocs build --strict` (CI) until committed
+    cli, text = ROOT / "docs" / "cli.md", _cli_reference()
+    if not cli.exists() or cli.read_text() != text:
+        cli.write_text(text)
+        log.warning("docs/cli.md did not match the CLI and has been regenerated: commit it")
+        if files.get_file_from_path("cli.md") is None:
+            files.append(File.generated(config, "cli.md", abs_src_path=str(cli)))
     for src, dst in MOUNTS.items():
         for path in sorted((ROOT / src).rglob("*")):
-            if path.is_file() and not path.name.startswith(".") and "__pycache__" not in path.parts \
-                    and path.suffix in (".md", ".png", ".ipynb", ".svg"):
-                rel = path.relative_to(ROOT / src).as_posix()
-                files.append(File.generated(config, f"{dst}/{rel}", abs_src_path=str(path)))
+            rel = path.relative_to(ROOT / src).as_posix()
+            hidden = any(part.startswith((".", "_")) for part in rel.split("/"))  # venvs, caches
+            if path.is_file() and not hidden and path.suffix in (".md", ".png", ".ipynb", ".svg"):
+                # a plain File rooted at the mount's parent folder (mkdocs-jupyter cannot wrap generated ones)
+                files.append(File(f"{dst}/{rel}", src_dir=str(ROOT / src[: -len(dst)]), dest_dir=config.site_dir,
+                                  use_directory_urls=config.use_directory_urls))
     return files
 
 
@@ -168,6 +212,7 @@ def on_page_markdown(markdown: str, page, config, files: Files) -> str:
         return rewrite_links(text, path, page.file.src_uri, site_files)
 
     markdown = re.sub(r"<!--\s*include:\s*(\S+)\s*-->", include, markdown)
+    markdown = re.sub(r"<!--\s*equations:\s*(\w+)\s*-->", lambda m: equations_table(m.group(1)), markdown)
     if page.file.abs_src_path is None:
         return markdown
     return rewrite_links(markdown, _repo_path(page), page.file.src_uri, site_files)

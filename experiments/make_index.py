@@ -418,7 +418,7 @@ def headline_fedgc():
         if len(parts) == 5 and parts[0] == "full" and "test_acc" in r and re.fullmatch(r"r[0-9.]+", parts[2]):
             acc[(parts[1], float(parts[2][1:]), parts[3])].append(100 * r["test_acc"])
     rows = []
-    for (ds, rate), paper in sorted(t1.items()):
+    for (ds, rate), paper in sorted(t1.items(), key=lambda kv: (kv[0][0] != "cora", kv[0][1])):
         v = acc.get((ds, rate, "ibfs"))
         if v:
             rows.append(_hl(f"Table 1: {ds} rate {rate} FedGC", paper, v,
@@ -524,6 +524,30 @@ def system_page(system: str) -> tuple[str, list[dict]]:
     return "\n".join(L), rows
 
 
+README = ROOT / "README.md"
+COMMANDS = {"hifgl": "fgl-jax hifgl --dataset cora", "lumos": "fgl-jax lumos --dataset facebook",
+            "fedhgn": "fgl-jax fedhgn --dataset aifb --split RE --clients 3", "fedgc": "fgl-jax fedgc --dataset cora",
+            "fedhgl": "fgl-jax fedhgl --dataset coraca --clients 6"}
+BEGIN, END = "<!-- systems table: written by python experiments/make_index.py from the result files -->", \
+    "<!-- end of systems table -->"
+
+
+def readme_table(pages: dict) -> list[str]:
+    """The README's systems table: the first headline cell of each paper (not a chosen one) and the count of
+    headline cells within 2 points."""
+    out = [BEGIN, "| system | paper | run it | headline, first cell: ours vs paper | cells within 2 points | details |",
+           "|---|---|---|---|---|---|"]
+    for system, rows in pages.items():
+        name, venue = TITLES[system].split(" (")
+        first = rows[0] if rows else None
+        cell = "—" if first is None else f"{first['setting']}: {first['mean']:.1f} ± {first['sd']:.1f} vs {first['paper']:.1f}"
+        ok = [r for r in rows if r["paper"] is not None and r["mean"] is not None]
+        within = sum(abs(r["mean"] - r["paper"]) <= 2 for r in ok)
+        out.append(f"| {name} | {venue.rstrip(')')} | `{COMMANDS[system]}` | {cell} | {within} of {len(ok)} | "
+                   f"[results](experiments/results/{system}/README.md), [docs](docs/systems/{system}.md) |")
+    return out + [END]
+
+
 def main() -> int:
     lines = ["# Results index", "",
              "Each paper's headline table beside ours is on its page; every number there is read from the JSON "
@@ -533,8 +557,10 @@ def main() -> int:
              "with, including baselines, ablations and sweeps (the tables linked from each page).", "",
              "| system | headline cells | within 2 points | median Δ | all cells | within 2 points | page |",
              "|---|---|---|---|---|---|---|"]
+    pages = {}
     for system in HEADLINES:
         text, rows = system_page(system)
+        pages[system] = rows
         (RES / system / "README.md").write_text(text)
         deltas = sorted(r["mean"] - r["paper"] for r in rows if r["paper"] is not None and r["mean"] is not None)
         within = sum(abs(x) <= 2 for x in deltas)
@@ -547,6 +573,10 @@ def main() -> int:
     lines += sweep_lines()
     lines += bench_lines()
     (RES / "README.md").write_text("\n".join(lines) + "\n")
+    text = README.read_text()
+    if BEGIN in text and END in text:
+        i, j = text.index(BEGIN), text.index(END) + len(END)
+        README.write_text(text[:i] + "\n".join(readme_table(pages)) + text[j:])
     print(f"wrote {RES / 'README.md'} and the five system pages")
     return 0
 

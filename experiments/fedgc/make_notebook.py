@@ -1,4 +1,4 @@
-"""Write notebooks/03_fedgc.ipynb (no outputs) with nbformat. Run: python experiments/fedgc/make_notebook.py"""
+"""Write notebooks/03_fedgc.ipynb (no outputs; then python notebooks/execute.py stores them) with nbformat. Run: python experiments/fedgc/make_notebook.py"""
 from pathlib import Path
 
 import nbformat as nbf
@@ -14,7 +14,7 @@ cells = [
         "dim(z) = d and φ = φ_st); set it to False for the 500-round protocol."),
     nbf.v4.new_code_cell("QUICK = True\nDATA_DIR = None  # or the folder holding planetoid/ (else FGL_JAX_DATA)"),
     nbf.v4.new_code_cell(
-        "import dataclasses\nimport jax, numpy as np\nimport matplotlib\nmatplotlib.use('Agg')\n"
+        "import dataclasses\nimport jax, numpy as np\n%matplotlib inline\n"
         "import matplotlib.pyplot as plt\n"
         "from fgl_jax import DatasetNotFoundError, csbm, execute, load_planetoid\n"
         "from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun, MIAConfig\n"

@@ -1,4 +1,4 @@
-"""Write notebooks/02_lumos.ipynb (no outputs). Run: python experiments/lumos/make_notebook.py"""
+"""Write notebooks/02_lumos.ipynb (no outputs; then python notebooks/execute.py stores them). Run: python experiments/lumos/make_notebook.py"""
 from pathlib import Path
 
 import nbformat as nbf
@@ -11,7 +11,7 @@ cells = [
            "`QUICK = True` uses a synthetic power-law graph (no data files, < 60 s); `QUICK = False` uses LastFM Asia "
            "(set `FGL_JAX_DATA`)."),
     ("code", "QUICK = True"),
-    ("code", "import os\nimport numpy as np\nimport networkx as nx\nimport matplotlib\nmatplotlib.use('Agg')\n"
+    ("code", "import os\nimport numpy as np\nimport networkx as nx\n%matplotlib inline\n"
              "import matplotlib.pyplot as plt\n"
              "import jax\n"
              "from fgl_jax import Graph, random_split, run, symmetrize\n"

@@ -47,7 +47,7 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
     """Per-client and federation-wide statistics of `partition` on `graph` (JSON-serialisable).
 
     Per-client lists (length K): num_nodes, intra_edges_undirected, intra_edges_directed,
-    train_nodes, val_nodes, test_nodes, labelled_nodes, label_counts ([K][C]), leakage_count,
+    train_nodes, val_nodes, test_nodes, labelled_nodes, label_counts ([K, C]), leakage_count,
     leakage (ε_p^i as a fraction).
     Scalars: num_clients, cross_edges_undirected, cross_edges_directed, cross_edge_fraction
     (undirected cross / all undirected pairs), cross_edge_fraction_directed,
