@@ -1,4 +1,4 @@
-"""Writes notebooks/04_fedhgl.ipynb (no outputs). Run: .venv/bin/python notebooks/make_04_fedhgl.py"""
+"""Writes notebooks/04_fedhgl.ipynb (no outputs; then python notebooks/execute.py stores them). Run: .venv/bin/python notebooks/make_04_fedhgl.py"""
 from pathlib import Path
 
 import nbformat as nbf

@@ -1,4 +1,4 @@
-"""Write notebooks/05_fedhgn.ipynb (no outputs): python notebooks/make_05_fedhgn.py"""
+"""Write notebooks/05_fedhgn.ipynb (no outputs; then python notebooks/execute.py stores them): python notebooks/make_05_fedhgn.py"""
 from pathlib import Path
 
 import nbformat as nbf
