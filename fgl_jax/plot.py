@@ -7,10 +7,12 @@
 
 One panel per kind of metric a run logged, each run one line (same colour in every panel):
 losses (`*loss`), accuracies (`*_acc`) and, when rows carry fields whose name contains "bytes",
-communication per round. matplotlib is imported only here, when a figure is drawn.
+the cumulative communication in MB (round totals such as `comm_up_bytes`; per-client columns only when a
+run logs no totals). matplotlib is imported only here, when a figure is drawn.
 """
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Optional, Sequence
@@ -21,7 +23,7 @@ from fgl_jax import rundir
 PANELS = (
     ("loss", lambda k: k.endswith("loss")),
     ("accuracy", lambda k: k.endswith("_acc")),
-    ("communication (bytes per round)", lambda k: "bytes" in k),
+    ("communication, cumulative MB", lambda k: "bytes" in k),
 )
 
 
@@ -81,6 +83,8 @@ def plot_runs(runs: Sequence[os.PathLike], out: os.PathLike = "runs.png", *,
     panels = []
     for panel, belongs in PANELS:
         keys = [k for k in names if belongs(k)]
+        if panel.startswith("communication") and not metrics:
+            keys = [k for k in keys if not k.endswith("_per_client")] or keys
         if keys:
             panels.append((panel, keys))
     if metrics:  # an explicitly requested metric that fits no panel gets its own
@@ -103,6 +107,8 @@ def plot_runs(runs: Sequence[os.PathLike], out: os.PathLike = "runs.png", *,
                 if k not in s:
                     continue
                 xs, ys = s[k]
+                if panel.startswith("communication"):
+                    ys = [v / 1e6 for v in itertools.accumulate(ys)]  # cumulative, MB
                 name = label if len(keys) == 1 else f"{label}: {k}"
                 ax.plot(xs, ys, color=colors[i % len(colors)], ls=styles[j % len(styles)], lw=1.3, label=name)
         ax.set(title=panel, xlabel="round")
