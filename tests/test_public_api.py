@@ -142,17 +142,24 @@ def _embedded_code(source: str) -> Iterator[str]:
             yield node.value
 
 
+def _files(folder: str, pattern: str) -> list[Path]:
+    """The repository's files under `folder`, without hidden folders: a peer's virtual environment
+    (benchmarks/peers/<x>/.venv, gitignored) holds other projects' code, not ours."""
+    return [p for p in sorted((ROOT / folder).rglob(pattern))
+            if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)]
+
+
 def sources() -> Iterator[tuple[str, str]]:
     """(where, Python source) for every file and cell that must keep to the public API."""
     for folder in ("notebooks", "benchmarks", "experiments"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
+        for path in _files(folder, "*.py"):
             if "results" in path.relative_to(ROOT).parts:
                 continue
             text = path.read_text()
             yield str(path.relative_to(ROOT)), text
             for k, code in enumerate(_embedded_code(text)):
                 yield f"{path.relative_to(ROOT)} (string {k})", code
-        for path in sorted((ROOT / folder).rglob("*.ipynb")):
+        for path in _files(folder, "*.ipynb"):
             for k, cell in enumerate(json.loads(path.read_text())["cells"]):
                 if cell["cell_type"] == "code":
                     lines = "".join(cell["source"]).splitlines()
