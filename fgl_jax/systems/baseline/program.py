@@ -112,7 +112,9 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
                         decay_every=cfg.lr_decay_every)
     ldp = None
     if cfg.ldp != "none":
-        ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * cfg.client_fraction)
+        # OpenFGL's query count: rounds x the fraction of clients taking part
+        fraction = cfg.clients_per_round / cfg.clients if cfg.clients_per_round else cfg.client_fraction
+        ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
                        dp_noise=cfg.dp_noise, ldp=ldp)
