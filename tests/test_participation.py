@@ -27,13 +27,18 @@ def test_participants_count():
 
 
 def test_sample_is_uniform_without_replacement():
-    n, m, draws = 10, 3, 4000
+    n, m, draws = 10, 3, 2000
     idx = np.asarray(jax.vmap(lambda k: sample_clients(k, n, m))(jax.random.split(jax.random.key(1), draws)))
     assert all(len(set(row)) == m for row in idx)
     assert (np.diff(idx, axis=1) > 0).all()
     freq = np.bincount(idx.ravel(), minlength=n) / draws
-    # each client is in a sample with probability m/n = 0.3; binomial std sqrt(.3*.7/4000) = 0.0072
+    # each client is in a sample with probability m/n = 0.3; binomial std sqrt(.3*.7/2000) = 0.010
     np.testing.assert_allclose(freq, m / n, atol=4 * np.sqrt(0.3 * 0.7 / draws))
+
+
+F, H, K = 12, 8, 3                           # toy_setup's features, hidden width, classes
+GCN = (F * H + H + H * K + K) * 4            # two float32 layers with biases, by hand: 524 bytes
+FIRST = (F * H + H) * 4                      # FedPer shares the first layer only
 
 
 def _cfg(**kw):
@@ -41,16 +46,30 @@ def _cfg(**kw):
 
 
 @pytest.mark.parametrize("algorithm", ["fedavg", pytest.param("scaffold", marks=pytest.mark.slow)])
-def test_everyone_sampled_equals_full_run_bit_for_bit(algorithm):
-    """clients_per_round = clients goes through the wrapper's sampling path decision and must
-    leave the run untouched (and client_fraction 1.0 is the default full run)."""
+def test_everyone_sampled_equals_full_run_bit_for_bit(algorithm, tmp_path):
+    """clients_per_round = clients goes through the wrapper's sampling decision and must leave the
+    run untouched (client_fraction 1.0 is the default full run). The full run's files also carry
+    the communication columns: per round and summed."""
     g = toy_graph(n=60, seed=3)
-    full = experiment.execute(build(_cfg(algorithm=algorithm), graph=g), 0)
+    full = experiment.execute(build(_cfg(algorithm=algorithm), graph=g), 0, system="baseline",
+                              out=str(tmp_path / "run"))
     same = experiment.execute(build(_cfg(algorithm=algorithm, clients_per_round=4), graph=g), 0)
     for k, v in full.history.items():
         np.testing.assert_array_equal(np.asarray(v), np.asarray(same.history[k]), err_msg=k)
     for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(same.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    per_client = {"fedavg": GCN, "scaffold": 2 * GCN}[algorithm]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["comm_up_bytes"] for r in rows] == [4 * per_client] * 3
+    assert [r["comm_down_bytes_per_client"] for r in rows] == [per_client] * 3
+    assert [r["participants"] for r in rows] == [4] * 3
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["communication"] == {"up_bytes": 3 * 4 * per_client, "down_bytes": 3 * 4 * per_client}
+
+
+def test_bytes_count_only_the_participants():
+    cols = build(_cfg(clients_per_round=2), graph=toy_graph(n=60, seed=3)).per_round
+    assert cols["comm_up_bytes"].tolist() == [2 * GCN] * 3 and cols["participants"].tolist() == [2] * 3
 
 
 def _changed_rows(before, after):
@@ -107,9 +126,6 @@ def test_unsampled_clients_keep_their_state(algorithm, field):
 
 # ----------------------------------------------------------------------------------- communication
 
-F, H, K = 12, 8, 3                           # toy_setup's features, hidden width, classes
-GCN = (F * H + H + H * K + K) * 4            # two float32 layers with biases, by hand: 524 bytes
-FIRST = (F * H + H) * 4                      # FedPer shares the first layer only
 
 
 @pytest.mark.parametrize("algorithm,up,down", [
@@ -128,17 +144,3 @@ def test_every_registered_algorithm_describes_its_messages():
     for name in registry.names("algorithm"):
         hp = registry.entry("algorithm", name).info.get("hparams")
         assert message_bytes(registry.get("algorithm", name)(net, common, hp() if hp else None), data) is not None, name
-
-
-def test_bytes_per_round_in_metrics_and_summary(tmp_path):
-    g = toy_graph(n=90, seed=3)
-    cfg = RunConfig(dataset="toy", clients=5, rounds=3, hidden=H, clients_per_round=2, split="keep")
-    program = build(cfg, graph=g)
-    res = experiment.execute(program, cfg.seed, system="baseline", out=str(tmp_path / "run"))
-    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["comm_up_bytes"] for r in rows] == [2 * GCN] * 3
-    assert [r["comm_down_bytes_per_client"] for r in rows] == [GCN] * 3
-    assert [r["participants"] for r in rows] == [2] * 3
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["communication"] == {"up_bytes": 3 * 2 * GCN, "down_bytes": 3 * 2 * GCN}
-    assert res.summary["communication"]["up_bytes"] == 3 * 2 * GCN
