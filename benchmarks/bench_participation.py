@@ -94,11 +94,21 @@ def main() -> None:
         print(f"local_steps={steps}: " + ", ".join(f"{k} {1000 * v:.1f} ms/round ({v / med['full']:.2f}x)"
                                                    for k, v in med.items()), flush=True)
         rows.append(row)
+    fit = {}
+    if len(rows) >= 2:  # round time = fixed (evaluation of every client, overhead) + local_steps x training step
+        lo, hi = rows[0], rows[-1]
+        dsteps = hi["local_steps"] - lo["local_steps"]
+        slope = {k: (hi["ms_per_round_median"][k] - lo["ms_per_round_median"][k]) / dsteps for k in lo["ms_per_round_median"]}
+        fixed = {k: lo["ms_per_round_median"][k] - lo["local_steps"] * slope[k] for k in slope}
+        fit = {"ms_per_local_step": slope, "ms_fixed_per_round": fixed,
+               "local_step_ratio_to_full": {k: v / slope["full"] for k, v in slope.items()}}
+        print("per local step: " + ", ".join(f"{k} {v:.1f} ms ({v / slope['full']:.2f}x)" for k, v in slope.items()))
     write_json(OUT / "participation.json", {
         "benchmark": "partial participation, FedAvg-GCN (hidden 64) on CSBM", "machine": machine(),
         "graph": {"nodes": graph.num_nodes, "features": graph.num_features, "edges": graph.num_edges},
         "fraction": args.fraction, "rounds_per_program": args.rounds, "repeats": args.repeats,
         "command": "python benchmarks/bench_participation.py " + " ".join(sys.argv[1:]), "rows": rows,
+        "linear_fit_in_local_steps": fit,
         "note": "every round evaluates all clients; only local training scales with the sample"})
 
 
