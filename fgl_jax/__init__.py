@@ -38,6 +38,10 @@ _EXPORTS = {
     "OptimConfig": "fgl_jax.federated", "baseline": "fgl_jax.federated", "make_fed_data": "fgl_jax.federated",
     "local_train": "fgl_jax.federated", "make_optimizer": "fgl_jax.federated",
     "masked_cross_entropy": "fgl_jax.federated", "client_mesh": "fgl_jax.federated",
+    # simulation knobs (docs/simulation.md): partial participation, communication bytes, DP, perturbations
+    "with_participation": "fgl_jax.federated.participation", "participants": "fgl_jax.federated.participation",
+    "sample_clients": "fgl_jax.federated.participation", "message_bytes": "fgl_jax.federated.communication",
+    "dp_epsilons": "fgl_jax.privacy.dp", "private_mean": "fgl_jax.privacy.dp", "perturb": "fgl_jax.data.processing",
     # the compiled round loop, for timing it without run()'s host work (benchmarks), and the x64 scope
     # an algorithm that needs 64-bit integers (HiFGL's field arithmetic) runs under
     "make_scan": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
@@ -65,7 +69,7 @@ _EXPORTS = {
     "plot_runs": "fgl_jax.plot",
     "table": "fgl_jax.report", "write_results": "fgl_jax.report", "provenance": "fgl_jax.report",
 }
-_RENAMED = {"register_dataset": "register"}
+_RENAMED = {"register_dataset": "register", "dp_epsilons": "epsilons"}
 
 # public namespaces: name -> the module itself (its names without a leading underscore, or its __all__
 # where it has one)

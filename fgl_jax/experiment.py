@@ -90,7 +90,16 @@ def summary_dict(system: str, program, res) -> dict:
     return _jsonable({"system": system, "describe": dict(program.describe or {}), "best": res.best,
                       "final": res.final, "rounds": int(program.num_rounds), "rounds_run": res.rounds_run,
                       "diverged": res.diverged, "evaluations": res.evaluations, "extras": res.extras,
-                      "warnings": run_warnings(res), "environment": environment()})
+                      "warnings": run_warnings(res), **totals(res.history), "environment": environment()})
+
+
+def totals(history: dict) -> dict:
+    """Sums over the rounds run of the communication columns (`fgl_jax.federated.communication`):
+    {"communication": {"up_bytes", "down_bytes"}} when the run accounted for them, else {}."""
+    if "comm_up_bytes" not in history:
+        return {}
+    return {"communication": {"up_bytes": int(np.sum(np.asarray(history["comm_up_bytes"], np.int64))),
+                              "down_bytes": int(np.sum(np.asarray(history["comm_down_bytes"], np.int64)))}}
 
 
 def run_warnings(res) -> list[str]:
@@ -144,7 +153,7 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
                 rundir.write_atomic(out_path / "config.yaml", config_text)
     res = run(program.algorithm, program.data, jax.random.key(int(seed)), program.num_rounds, chunk=chunk,
               progress=progress, out_dir=out, resume=resume, hooks=program.hooks, on_nonfinite=on_nonfinite,
-              loss_guard=loss_guard, on_restored=on_restored)
+              loss_guard=loss_guard, on_restored=on_restored, per_round=getattr(program, "per_round", None))
     timings = {"build_seconds": build_seconds, "compile_seconds": res.compile_seconds,
                "run_seconds": res.run_seconds, "wall_seconds": build_seconds + time.perf_counter() - t0}
     res.summary = summary_dict(system, program, res)

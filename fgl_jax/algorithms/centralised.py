@@ -10,4 +10,5 @@ from fgl_jax.registry import register
 @register("algorithm", "global", data="full_graph",
           help="Global: centralised training on the whole graph (one client holding every node)")
 def centralised(model, common: FedConfig, hp=None):
-    return baseline(model, dataclasses.replace(common, algorithm="fedavg"))
+    # one client holding the whole graph: nothing is communicated
+    return baseline(model, dataclasses.replace(common, algorithm="fedavg"))._replace(messages=lambda s: ((), ()))

@@ -132,4 +132,6 @@ def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
                           ctrl=scatter_clients(state.ctrl, data.train_index, c_new), c=c, opt=opt,
                           hp=state.hp), metrics
 
-    return FederatedAlgorithm(init=init, round=round_fn)
+    # up: theta_i + h_i (and, paper variant, the change of c_i); down: w (and c)
+    msg = (lambda s: ((s.server,), (s.server,))) if openfgl else (lambda s: ((s.server, s.c), (s.server, s.c)))
+    return FederatedAlgorithm(init=init, round=round_fn, messages=msg)

@@ -160,7 +160,13 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
         return ProtoState(round=state.round + 1, personal=personal, opt=opt, protos=protos, present=present,
                           server=server, hp=state.hp), metrics
 
-    return FederatedAlgorithm(init=init, round=round_fn)
+    def messages(s: ProtoState):
+        # up: the client's class prototypes [K, D] and class counts [K]; down: the global prototypes
+        # and which classes have one [K] (the models never leave the clients)
+        counts = jnp.zeros(s.present.shape, s.protos.dtype)
+        return (s.protos, counts), (s.protos, s.present)
+
+    return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
 
 
 @register("algorithm", "fedproto", hparams=FedProtoHParams,

@@ -117,4 +117,4 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
         return MoonState(round=state.round + 1, server=server,
                          prev=scatter_clients(state.prev, data.train_index, new), opt=opt, hp=state.hp), metrics
 
-    return FederatedAlgorithm(init=init, round=round_fn)
+    return FederatedAlgorithm(init=init, round=round_fn, messages=lambda s: (s.server, s.server))

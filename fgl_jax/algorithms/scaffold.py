@@ -101,7 +101,10 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
                                                                         jax.random.split(key, ct), c_i)
         dy = weighted_mean(jax.tree.map(lambda ys, xs: ys - xs, y, start), data.train_weight)
         server = jax.tree.map(lambda xs, d: xs + state.hp["scaffold_server_lr"] * d, x, dy)
-        c = jax.tree.map(lambda cg, new, old: cg + (new - old).mean(0), state.c, c_new, c_i)
+        if data.train_total is None:
+            c = jax.tree.map(lambda cg, new, old: cg + (new - old).mean(0), state.c, c_new, c_i)
+        else:  # a sample of the clients took part: c <- c + (1/N) sum_{i in S} (c_i+ - c_i), the paper's
+            c = jax.tree.map(lambda cg, new, old: cg + (new - old).sum(0) / data.train_total, state.c, c_new, c_i)
         metrics = evaluate_round(model, common, data, server=server, trained=y)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
@@ -109,4 +112,6 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
                              c_client=scatter_clients(state.c_client, data.train_index, c_new),
                              opt=opt, hp=state.hp), metrics
 
-    return FederatedAlgorithm(init=init, round=round_fn)
+    # up: the trained model y_i and the variate change c_i+ - c_i; down: the model x and c
+    return FederatedAlgorithm(init=init, round=round_fn,
+                              messages=lambda s: ((s.server, s.c), (s.server, s.c)))

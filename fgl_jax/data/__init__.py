@@ -14,6 +14,7 @@ from .registry import UnknownDatasetError, dataset_names, list_datasets, load, l
 from .safe_pickle import UnsafePickleError, safe_load
 from .splits import openfgl_fractions, per_class_split, per_client_split, random_split
 from .synthetic import csbm, edge_homophily
+from . import processing  # noqa: F401 (robustness perturbations: processing.perturb and friends)
 
 __all__ = [
     "load", "load_graph", "register", "list_datasets", "dataset_names",

@@ -28,6 +28,13 @@ class FederatedAlgorithm(NamedTuple):
     # traced and lowered with jax_enable_x64 on (floats stay float32 where typed), since x64 cannot
     # be switched on for only part of one jitted program.
     needs_x64: bool = False
+    # state fields whose leading axis is the training clients [C_t, ...] (gathered for the sampled
+    # clients under partial participation, `fgl_jax.federated.participation`)
+    train_axis: tuple = ("opt",)
+    # messages(state) -> (upload, download): what ONE participating client sends to and receives
+    # from the server in a round, as pytrees of arrays; only their shapes and dtypes count
+    # (`fgl_jax.federated.communication`). None: not described (no communication accounting).
+    messages: Optional[Callable[[PyTree], tuple[PyTree, PyTree]]] = None
 
 
 class Hooks(NamedTuple):
@@ -71,6 +78,9 @@ class Program(NamedTuple):
     # what the run is, for logs and result files (dataset, clients, method, ...)
     describe: dict = {}
     hooks: Hooks = Hooks()
+    # host-computed per-round values added to every metrics.jsonl row and the history
+    # (communication bytes, the DP accountant's epsilon): name -> array [num_rounds]
+    per_round: dict = {}
 
 
 def x64_scope(algorithm: FederatedAlgorithm):
@@ -88,6 +98,8 @@ class FedData:
     the training clients in `eval`; train_weight: float32 [C_t] training-node counts (FedAvg weights).
     glob: optional ClientBatch [1, ...]: the whole graph (every edge, masks = union of the clients'),
     for OpenFGL's evaluation on global data; None when no evaluation mode needs it.
+    train_total: None, or (partial participation: `train` holds this round's sample) the number of
+    clients holding training nodes in the whole federation.
     """
 
     eval: ClientBatch
@@ -95,6 +107,7 @@ class FedData:
     train_index: jax.Array
     train_weight: jax.Array
     glob: Optional[ClientBatch] = None
+    train_total: Optional[int] = flax.struct.field(pytree_node=False, default=None)
 
 
 def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None) -> FedData:

@@ -23,6 +23,7 @@ from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import check_chunk, map_clients
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn, stack
 from fgl_jax.batch import unstack
+from fgl_jax.privacy.dp import LocalDP, clipped_node_grad, private_mean
 from fgl_jax.federated.metrics import AVERAGES, average_clients, client_class_counts, client_counts, pool, pool_classes
 from fgl_jax import validate as V
 
@@ -50,6 +51,12 @@ class FedConfig:
     client_chunk: Optional[int] = None
     eval_mode: str = "auto"         # one of EVAL_MODES (see `evaluate_models`)
     eval_average: str = "pooled"    # "pooled" counts, or "client_nodes": OpenFGL's node-weighted mean
+    # client-level DP-FedAvg (`fgl_jax.privacy.dp`): clip each client's update to L2 norm dp_clip
+    # (0 = off) and add N(0, (dp_noise * dp_clip / m)^2) to the uniform mean of the m updates
+    dp_clip: float = 0.0
+    dp_noise: float = 0.0
+    # OpenFGL's local DP (per-node clipped gradients + noise on the local model every step); None = off
+    ldp: Optional[LocalDP] = None
 
     def __post_init__(self):
         V.one_of("FedConfig", "algorithm", self.algorithm, ALGORITHMS)
@@ -62,6 +69,13 @@ class FedConfig:
         V.non_negative("FedConfig", "prox_mu", self.prox_mu)
         V.non_negative("FedConfig", "personal_layers", self.personal_layers)
         check_chunk(self.client_chunk)
+        V.non_negative("FedConfig", "dp_clip", self.dp_clip)
+        V.non_negative("FedConfig", "dp_noise", self.dp_noise)
+        if self.dp_noise > 0 and self.dp_clip <= 0:
+            raise ValueError(f"FedConfig: dp_noise={self.dp_noise} needs a clipping norm dp_clip > 0")
+        if self.dp_clip > 0 and self.algorithm == "local":
+            raise ValueError("FedConfig: dp_clip (DP-FedAvg) has nothing to protect with algorithm 'local', "
+                             "which sends nothing")
 
 
 @flax.struct.dataclass
@@ -166,6 +180,11 @@ def evaluate_models(model, data: FedData, mode: str, *, server: PyTree = None, l
     return res
 
 
+def shared_leaves(params: PyTree, mask: PyTree) -> list:
+    """The leaves of `params` the server averages (mask False): what a client sends and receives."""
+    return [x for m, x in zip(jax.tree.leaves(mask), jax.tree.leaves(params)) if not m]
+
+
 def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTransformation] = None
              ) -> FederatedAlgorithm:
     """FederatedAlgorithm for Local / FedAvg / FedProx / FedPer / Global with `model`.
@@ -196,6 +215,17 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
         return BaselineState(round=jnp.zeros((), jnp.int32), server=params, personal=personal, opt=opt, hp=hp,
                              server_opt=server_opt)
 
+    def local_dp(b, lr) -> dict:
+        """local_train's hooks for OpenFGL's local DP on client batch b (none when off)."""
+        if cfg.ldp is None:
+            return {}
+        ce = lambda p, k: optax.softmax_cross_entropy_with_integer_labels(
+            model.apply(p, b, train=True, rngs={"dropout": k}), b.y)
+        norm = "l1" if cfg.ldp.mechanism == "laplace" else "l2"
+        grad_fn = lambda p, k: clipped_node_grad(lambda q: ce(q, k), p, b.train_mask, cfg.ldp.clip, norm)
+        scale = cfg.ldp.noise_scale(lr, b.train_mask.sum().astype(jnp.float32))
+        return {"grad_fn": grad_fn, "post_step": lambda p, k: cfg.ldp.noise(k, p, scale)}
+
     def round_fn(state: BaselineState, data: FedData, key: jax.Array):
         mask = personal_mask(state.server, cfg.algorithm, num_layers, cfg.personal_layers)
         ct = data.train.num_clients
@@ -213,9 +243,15 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
         prox = state.hp["prox_mu"] if use_prox else None
         keys = jax.random.split(key, ct)
         train = lambda p, o, b, k, a: local_train(loss_fn, optimizer, cfg.local_steps, p, o, b, k, scale,
-                                                  prox, a)
+                                                  prox, a, **local_dp(b, scale))
         new, opt, losses = map_clients(train, cfg.client_chunk)(start, opt, data.train, keys, start)
-        mean = weighted_mean(new, data.train_weight)
+        if cfg.dp_clip > 0:
+            # DP-FedAvg: clipped updates of the shared parameters, uniform mean + server noise
+            upd = jax.tree.map(lambda m, n, s: jnp.zeros_like(n) if m else n - s, mask, new, start)
+            noisy = private_mean(upd, jax.random.fold_in(key, 0x5EED), cfg.dp_clip, cfg.dp_noise)
+            mean = jax.tree.map(jnp.add, state.server, noisy)
+        else:
+            mean = weighted_mean(new, data.train_weight)
         server_opt = state.server_opt
         if server_optimizer is not None:
             pseudo_grad = jax.tree.map(lambda s, a: s - a, state.server, mean)
@@ -245,4 +281,10 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
         return BaselineState(round=state.round + 1, server=server, personal=personal, opt=opt,
                              hp=state.hp, server_opt=server_opt), metrics
 
-    return FederatedAlgorithm(init=init, round=round_fn)
+    def messages(state: BaselineState):
+        # a client receives the shared parameters and sends its trained copy of them back
+        shared = shared_leaves(state.server, personal_mask(state.server, cfg.algorithm, num_layers,
+                                                           cfg.personal_layers))
+        return shared, shared
+
+    return FederatedAlgorithm(init=init, round=round_fn, messages=messages)

@@ -79,7 +79,8 @@ def node_loss_fn(model) -> Callable:
 
 def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, steps: int,
                 params: PyTree, opt_state: PyTree, batch, key: jax.Array, scale: jax.Array,
-                prox_mu=None, anchor: Optional[PyTree] = None, grad_shift: Optional[PyTree] = None):
+                prox_mu=None, anchor: Optional[PyTree] = None, grad_shift: Optional[PyTree] = None,
+                grad_fn: Optional[Callable] = None, post_step: Optional[Callable] = None):
     """`steps` optax steps on one client; returns (params, opt_state, loss at the first step).
 
     scale multiplies every update (the LR when the optimiser was built with lr = 1, times the
@@ -87,6 +88,9 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
     (mu/2)||w - anchor||^2 with anchor = the round's global model. grad_shift (a pytree like
     params; None = none) is added to every step's gradient before the optimiser sees it (SCAFFOLD's
     c - c_i); algorithms with their own loss terms pass them inside `loss_fn`.
+    grad_fn(p, key) -> (loss, grads), if given, replaces the gradient of `loss_fn` (OpenFGL's local
+    DP: per-node clipped gradients, `fgl_jax.privacy.dp.clipped_node_grad`); the proximal term's
+    gradient is then added to it. post_step(p, key) -> p runs after every step (local DP's noise).
     """
 
     def objective(p, k):
@@ -98,12 +102,21 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
 
     def step(carry, k):
         p, o = carry
-        val, g = jax.value_and_grad(objective)(p, k)
+        if grad_fn is None:
+            val, g = jax.value_and_grad(objective)(p, k)
+        else:
+            val, g = grad_fn(p, k)
+            if prox_mu is not None:
+                val = val + 0.5 * prox_mu * tree_sq(p, anchor)
+                g = jax.tree.map(lambda gi, x, a: gi + prox_mu * (x - a), g, p, anchor)
         if grad_shift is not None:
             g = jax.tree.map(jnp.add, g, grad_shift)
         upd, o = optimizer.update(g, o, p)
         upd = jax.tree.map(lambda u: u * scale, upd)
-        return (optax.apply_updates(p, upd), o), val
+        p = optax.apply_updates(p, upd)
+        if post_step is not None:
+            p = post_step(p, jax.random.fold_in(k, 1))
+        return (p, o), val
 
     (params, opt_state), losses = jax.lax.scan(step, (params, opt_state), jax.random.split(key, steps))
     return params, opt_state, losses[0]

@@ -193,7 +193,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
         chunk: Optional[int] = None, progress: bool = False, out_dir: Optional[os.PathLike] = None,
         resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None,
         hooks: Optional[Hooks] = None, on_nonfinite: str = "raise", loss_guard: float = 0.0,
-        on_restored: Optional[Callable[[int], None]] = None) -> RunResult:
+        on_restored: Optional[Callable[[int], None]] = None, per_round: Optional[dict] = None) -> RunResult:
     """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints and hooks.
 
     chunk: rounds per compiled scan (default: all rounds at once, or ~20 chunks when
@@ -204,6 +204,8 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     (none: start at round 1 and drop old rows); metrics rows after it are dropped, so the
     final numbers and files equal an uninterrupted run's. on_restored(rounds_done) is called once
     the restore succeeded (or when there was nothing to restore).
+    per_round: name -> host array [num_rounds] of values known before the run (`Program.per_round`:
+    communication bytes, the DP accountant's epsilon), added to each round's metrics and row.
     on_nonfinite: "raise" (NonFiniteError naming the first bad round, after writing the rounds
     before it) or "stop" (end there; `RunResult.diverged`, history = the finite rounds).
     loss_guard: > 0 treats a round whose train_loss exceeds loss_guard x the first round's as
@@ -217,7 +219,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
         raise ValueError(f"loss_guard must be >= 0 (0 = off), got {loss_guard}")
     with x64_scope(algorithm):
         return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
-                    state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored)
+                    state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored, per_round or {})
 
 
 def _rows_to_history(rows: list[dict]) -> tuple[dict, list]:
@@ -246,7 +248,7 @@ def _guard_round(metrics: dict, first_loss: Optional[float], guard: float) -> Op
 
 
 def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
-         state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored) -> RunResult:
+         state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored, per_round: dict) -> RunResult:
     from fgl_jax import rundir
     from fgl_jax.federated import checkpoint
     if chunk is None:
@@ -305,6 +307,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             metrics = jax.device_get(metrics)
             t_run += time.perf_counter() - t0
             metrics = {k: np.asarray(v) for k, v in metrics.items()}
+            metrics.update({k: np.asarray(v)[r:r + n] for k, v in per_round.items()})
             if first_loss is None and "train_loss" in metrics:
                 first_loss = float(np.mean(metrics["train_loss"][0]))
             bad = min([b for b in (first_bad_round(metrics, first_loss), _guard_round(metrics, first_loss, loss_guard))

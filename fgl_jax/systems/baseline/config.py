@@ -69,9 +69,52 @@ class BaselineFields(RunSpec):
     chunk: Optional[int] = option(None, "rounds per compiled scan (progress/checkpoint granularity)", low=1)
     client_chunk: Optional[int] = option(None, "train/evaluate clients in blocks of this size (memory bound)",
                                          low=1)
+    # --- simulation knobs (docs/simulation.md) ---
+    client_fraction: float = option(1.0, "fraction of the clients (with training nodes) sampled uniformly "
+                                    "without replacement each round: ceil(fraction * clients)", low=0, high=1,
+                                    low_open=True)
+    clients_per_round: Optional[int] = option(None, "fixed number of clients sampled each round (instead of "
+                                              "client_fraction)", low=1)
+    dp_clip: float = option(0.0, "DP-FedAvg: clip each client's update to this L2 norm C (0 = no DP)", low=0)
+    dp_noise: float = option(0.0, "DP-FedAvg noise multiplier z: the server adds N(0, (z C / m)^2) to the mean "
+                             "of the m clipped updates", low=0)
+    dp_delta: float = option(1e-5, "delta at which the DP accountant reports epsilon after each round", low=0,
+                             high=1, low_open=True, high_open=True)
+    dp_sampling: str = option("poisson", "how the accountant models the client sample: poisson (q = m/N, the "
+                              "customary approximation) or without_replacement (exact, replace-one)",
+                              choices=("poisson", "without_replacement"))
+    ldp: str = option("none", "OpenFGL's local DP for node classification: per-node gradient clipping and "
+                      "noise on the local model after every step (laplace or gaussian)",
+                      choices=("none", "laplace", "gaussian"))
+    ldp_clip: float = option(1.0, "local DP: per-node gradient clipping norm (L1 laplace, L2 gaussian)", low=0,
+                             low_open=True)
+    ldp_epsilon: float = option(10.0, "local DP: total epsilon, split evenly over rounds * client_fraction "
+                                "queries (OpenFGL's rule)", low=0, low_open=True)
+    ldp_delta: float = option(1e-5, "local DP (gaussian): total delta, split like epsilon", low=0, high=1,
+                              low_open=True, high_open=True)
+    feature_sparsity: float = option(0.0, "robustness: zero this fraction of the nonzero feature entries",
+                                     low=0, high=1)
+    feature_noise: float = option(0.0, "robustness: add Gaussian noise to this fraction of the feature entries",
+                                  low=0, high=1)
+    feature_noise_std: float = option(1.0, "robustness: std of the feature noise", low=0)
+    topology_sparsity: float = option(0.0, "robustness: remove this fraction of the undirected edges", low=0,
+                                      high=1)
+    topology_noise: float = option(0.0, "robustness: replace this fraction of the undirected edges by random "
+                                   "ones", low=0, high=1)
+    label_sparsity: float = option(0.0, "robustness: hide the labels of this fraction of the training nodes",
+                                   low=0, high=1)
+    label_noise: float = option(0.0, "robustness: give this fraction of the training nodes a wrong label",
+                                low=0, high=1)
+    processing_seed: int = option(0, "seed of the robustness perturbations (one stream per kind)")
 
     def __post_init__(self):
         super().__post_init__()
+        if self.clients_per_round is not None and self.clients_per_round > self.clients:
+            raise ValueError(f"clients_per_round={self.clients_per_round} is more than clients={self.clients}")
+        if self.clients_per_round is not None and self.client_fraction != 1.0:
+            raise ValueError("give client_fraction or clients_per_round, not both")
+        if self.dp_noise > 0 and self.dp_clip <= 0:
+            raise ValueError(f"dp_noise={self.dp_noise} needs a clipping norm: set dp_clip > 0")
         owner = _owner_of_hparams()
         for name, algo in owner.items():
             default = _hparam_default(name)

@@ -10,8 +10,15 @@ from typing import Optional
 
 from fgl_jax import registry
 from fgl_jax.batch import build_client_batch, full_graph_batch
-from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, random_split
+import jax
+import numpy as np
+
+from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
+from fgl_jax.federated.baselines import BaselineState
+from fgl_jax.federated.communication import per_round_bytes
+from fgl_jax.federated.participation import participants, with_participation
+from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
 from fgl_jax.partition import Partition, make_partition
@@ -55,6 +62,19 @@ def split_clients(graph: Graph, assignment, cfg: RunConfig) -> Graph:
     return per_client_split(graph, assignment, cfg.clients, *fracs, seed=cfg.split_seed)
 
 
+def perturb_structure(graph: Graph, cfg: RunConfig) -> Graph:
+    """The robustness perturbations of features and edges (before the split and the partition)."""
+    return processing.perturb(graph, seed=cfg.processing_seed, feature_noise_std=cfg.feature_noise_std,
+                              feature_sparsity=cfg.feature_sparsity, feature_noise=cfg.feature_noise,
+                              topology_sparsity=cfg.topology_sparsity, topology_noise=cfg.topology_noise)
+
+
+def perturb_labels(graph: Graph, cfg: RunConfig) -> Graph:
+    """The label perturbations, on the training nodes (right after the split that defines them)."""
+    return processing.perturb(graph, seed=cfg.processing_seed, label_sparsity=cfg.label_sparsity,
+                              label_noise=cfg.label_noise)
+
+
 def needs_global_graph(cfg: RunConfig) -> bool:
     return cfg.eval_mode.endswith("global_data")
 
@@ -63,7 +83,9 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     """Host-side preparation (once): the padded client batch of the configured partition."""
     if graph is None:
         graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
-    graph = split_graph(graph, cfg)
+    graph = split_graph(perturb_structure(graph, cfg), cfg)
+    if cfg.split not in PER_CLIENT:
+        graph = perturb_labels(graph, cfg)
     full = registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph"
     if full and cfg.split not in PER_CLIENT:
         batch = full_graph_batch(graph)
@@ -73,7 +95,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     kwargs = {"beta": cfg.dirichlet_beta} if cfg.partition == "dirichlet" else {}
     part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **kwargs)
     if cfg.split in PER_CLIENT:
-        graph = split_clients(graph, part.assignment, cfg)
+        graph = perturb_labels(split_clients(graph, part.assignment, cfg), cfg)
         if full:  # centralised training on the union of the clients' splits
             batch = full_graph_batch(graph)
             return Prepared(graph, part, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
@@ -88,15 +110,46 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
                        num_layers=cfg.num_layers, dropout=cfg.dropout)
     optim = OptimConfig(name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay, gamma=cfg.lr_gamma,
                         decay_every=cfg.lr_decay_every)
+    ldp = None
+    if cfg.ldp != "none":
+        # OpenFGL's query count: rounds x the fraction of clients taking part
+        fraction = cfg.clients_per_round / cfg.clients if cfg.clients_per_round else cfg.client_fraction
+        ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
-                       eval_mode=cfg.eval_mode, eval_average=cfg.eval_average)
-    return registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
+                       eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
+                       dp_noise=cfg.dp_noise, ldp=ldp)
+    algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
+    return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
+
+
+def check_privacy(cfg: RunConfig, algorithm, data) -> None:
+    """DP-FedAvg and the local DP live in the baseline round: refuse them for other algorithms."""
+    if cfg.dp_clip <= 0 and cfg.ldp == "none":
+        return
+    state = jax.eval_shape(algorithm.init, jax.random.key(0), data)
+    if not isinstance(state, BaselineState):
+        raise ValueError(f"dp_clip / ldp are implemented in the baseline round (fedavg, fedprox, fedper, fedavgm, "
+                         f"fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
+
+
+def per_round_columns(cfg: RunConfig, algorithm, data) -> dict:
+    """The host-computed metrics.jsonl columns: communication bytes and the DP accountant's epsilon."""
+    num_train = int(data.train.num_clients)
+    m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
+    cols = per_round_bytes(algorithm, data, m, cfg.rounds)
+    cols["participants"] = np.full(cfg.rounds, m, np.int64)
+    if cfg.dp_clip > 0:
+        cols["dp_epsilon"] = epsilons(cfg.dp_noise, m, num_train, cfg.rounds, cfg.dp_delta, cfg.dp_sampling)
+    return cols
 
 
 @registry.register("system", "baseline", config=RunConfig, command="run",
                    help="a baseline FL algorithm on a graph (fedavg, fedprox, local, global, ...)")
 def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
     prepared = prepare(cfg, graph)
-    return Program(algorithm_from_config(cfg, prepared.graph), prepared.data, cfg.rounds,
+    algorithm = algorithm_from_config(cfg, prepared.graph)
+    check_privacy(cfg, algorithm, prepared.data)
+    return Program(algorithm, prepared.data, cfg.rounds,
                    {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
-                    "clients": cfg.clients, "partition": cfg.partition})
+                    "clients": cfg.clients, "partition": cfg.partition},
+                   per_round=per_round_columns(cfg, algorithm, prepared.data))

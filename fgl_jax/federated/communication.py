@@ -1,0 +1,48 @@
+"""Communication accounting: bytes each participating client uploads and downloads per round.
+
+Each algorithm declares what one participating client sends and receives in a round as pytrees
+of its state (`FederatedAlgorithm.messages(state) -> (upload, download)`: FedAvg the model both
+ways, SCAFFOLD the model and a control variate, FedProto class prototypes and counts, ...). The
+sizes come from those arrays' shapes and dtypes (`jax.eval_shape`, nothing is run), so they follow
+the model, the hidden width and the dtype without hand constants. A round moves `participants`
+times each client's bytes; clients outside the round's sample send and receive nothing.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import numpy as np
+
+from fgl_jax.federated.algorithm import FederatedAlgorithm
+
+PyTree = Any
+
+
+def tree_bytes(tree: PyTree) -> int:
+    """Bytes of every array leaf of `tree` (arrays or ShapeDtypeStructs): sum prod(shape) * itemsize."""
+    return int(sum(int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize
+                   for x in jax.tree.leaves(tree)))
+
+
+def message_bytes(algorithm: FederatedAlgorithm, data: Any) -> Optional[tuple[int, int]]:
+    """(upload, download) bytes of one participating client in one round, or None when the
+    algorithm does not describe its messages."""
+    if algorithm.messages is None:
+        return None
+    state = jax.eval_shape(algorithm.init, jax.random.key(0), data)
+    up, down = jax.eval_shape(algorithm.messages, state)
+    return tree_bytes(up), tree_bytes(down)
+
+
+def per_round_bytes(algorithm: FederatedAlgorithm, data: Any, participants: int, rounds: int) -> dict:
+    """The metrics.jsonl columns of the accounting, each an int64 array [rounds]:
+    comm_up_bytes_per_client, comm_down_bytes_per_client, comm_up_bytes, comm_down_bytes (round
+    totals over the `participants` clients that take part). {} when the algorithm has no description."""
+    sizes = message_bytes(algorithm, data)
+    if sizes is None:
+        return {}
+    up, down = sizes
+    col = lambda v: np.full(rounds, v, np.int64)
+    return {"comm_up_bytes_per_client": col(up), "comm_down_bytes_per_client": col(down),
+            "comm_up_bytes": col(up * participants), "comm_down_bytes": col(down * participants)}

@@ -1,0 +1,81 @@
+"""Partial participation: each round a uniform sample of m clients, without replacement, trains.
+
+    algorithm = with_participation(algorithm, fraction=0.1)        # or count=100
+
+The sample is drawn inside the jitted round from the round's key (so it is seeded by the run's
+seed and does not depend on chunking), among the C_t clients holding training nodes; m is static
+(`participants`), so the program compiles once. The sampled clients are *gathered* into an
+m-client axis before local training: under `vmap` a masked-out client costs as much as a
+participating one (XLA computes every lane and selects), so masking 900 of 1,000 clients would
+still pay for 1,000 (`benchmarks/bench_participation.py` measures both).
+
+What the wrapped round sees is the algorithm's own round on a `FedData` whose `train`,
+`train_index` and `train_weight` hold only the sampled clients (`train_total` = C_t), with the
+state fields on the training-client axis (`FederatedAlgorithm.train_axis`, the optimiser states)
+gathered likewise and scattered back afterwards. So aggregation averages over the sampled clients
+(weights renormalised), per-client state of the others is left unchanged (algorithms write it
+back with `.at[train_index].set`), and evaluation still covers every client. With m = C_t the
+wrapper is not applied at all, so a fraction of 1.0 is the full run bit for bit.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+
+PyTree = Any
+
+
+def participants(num_train: int, fraction: float = 1.0, count: Optional[int] = None) -> int:
+    """Clients sampled per round out of `num_train`: `count` if given (at most num_train), else
+    ceil(fraction * num_train), at least 1."""
+    if count is not None:
+        if count < 1:
+            raise ValueError(f"clients_per_round must be >= 1, got {count}")
+        return min(int(count), num_train)
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"client_fraction must be in (0, 1], got {fraction}")
+    # round() first: 0.3 * 10 = 3.0000000000000004 must give 3, not 4
+    return max(1, min(num_train, math.ceil(round(fraction * num_train, 9))))
+
+
+def sample_clients(key: jax.Array, n: int, m: int) -> jax.Array:
+    """m distinct indices out of range(n), uniformly, ascending: int32 [m]."""
+    return jnp.sort(jax.random.choice(key, n, (m,), replace=False)).astype(jnp.int32)
+
+
+def restrict(data: FedData, index: jax.Array) -> FedData:
+    """`data` with only the training clients at positions `index` [m] (positions in `data.train`)."""
+    return data.replace(train=jax.tree.map(lambda a: a[index], data.train), train_index=data.train_index[index],
+                        train_weight=data.train_weight[index], train_total=data.train.num_clients)
+
+
+def with_participation(algorithm: FederatedAlgorithm, fraction: float = 1.0, count: Optional[int] = None
+                       ) -> FederatedAlgorithm:
+    """`algorithm` whose rounds train a uniform sample of the clients (see the module docstring).
+
+    Adds the metric `participants` (m) when sampling is on. Returns `algorithm` unchanged for
+    fraction 1.0 without a count."""
+    if count is None and fraction == 1.0:
+        return algorithm
+    participants(10 ** 6, fraction, count)  # check the arguments now, not inside the trace
+
+    def round_fn(state, data: FedData, key: jax.Array):
+        n = data.train.num_clients
+        m = participants(n, fraction, count)
+        if m == n:
+            return algorithm.round(state, data, key)
+        k_pick, k_round = jax.random.split(key)
+        index = sample_clients(k_pick, n, m)
+        full = {f: getattr(state, f) for f in algorithm.train_axis}
+        state = state.replace(**{f: jax.tree.map(lambda a: a[index], v) for f, v in full.items()})
+        state, metrics = algorithm.round(state, restrict(data, index), k_round)
+        state = state.replace(**{f: jax.tree.map(lambda a, b: a.at[index].set(b), v, getattr(state, f))
+                                 for f, v in full.items()})
+        return state, metrics
+
+    return algorithm._replace(round=round_fn)
