@@ -50,6 +50,57 @@ def default_config(system: str, **changes: Any):
     return schema.make(config_class(system), changes, source=f"{system} config")
 
 
+def dataset_path(dataset: str) -> Optional[Path]:
+    """The absolute path `dataset` names, or None for a registered name.
+
+    A registered name wins unless the text contains a path separator; anything else that exists on
+    disk, or that contains a separator or a file suffix, is a path (a missing one is an error)."""
+    from fgl_jax import registry as reg
+    text = str(dataset)
+    sep = "/" in text or "\\" in text
+    if not sep and reg.has("dataset", text):
+        return None
+    p = Path(text).expanduser()
+    if p.exists():
+        return p.resolve()
+    if sep or p.suffix:
+        raise FileNotFoundError(f"dataset path {text} does not exist")
+    return None
+
+
+def dataset_digest(path: Path) -> str:
+    """sha256 of a file; of a directory: of its files' relative names and sha256s, in sorted order
+    (hidden files skipped), so the digest changes when any file is added, removed or edited."""
+    import hashlib
+    from fgl_jax.data import sha256_file
+    if path.is_file():
+        return sha256_file(path)
+    h = hashlib.sha256()
+    for f in sorted(q for q in path.rglob("*") if q.is_file()
+                    and not any(part.startswith(".") for part in q.relative_to(path).parts)):
+        h.update(f"{f.relative_to(path).as_posix()}\0{sha256_file(f)}\n".encode())
+    return h.hexdigest()
+
+
+def resolve_dataset(cfg: Any, warn: bool = True) -> Any:
+    """`cfg` with a dataset path made absolute and its digest recorded in `dataset_sha256`.
+
+    A config whose recorded digest differs from the file's (a replay after the file changed) gets
+    one warning line on standard error and the current digest; a registered name is left as is."""
+    import dataclasses
+    if not hasattr(cfg, "dataset_sha256"):
+        return cfg
+    path = dataset_path(cfg.dataset)
+    if path is None:
+        return cfg if cfg.dataset_sha256 is None else dataclasses.replace(cfg, dataset_sha256=None)
+    digest = dataset_digest(path)
+    if warn and cfg.dataset_sha256 and cfg.dataset_sha256 != digest:
+        print(f"fgl-jax: warning: dataset {path} changed since this config was written (sha256 "
+              f"{cfg.dataset_sha256[:12]}... recorded, now {digest[:12]}...); running on the current file",
+              file=sys.stderr)
+    return dataclasses.replace(cfg, dataset=str(path), dataset_sha256=digest)
+
+
 def build(cfg: Any):
     """The config's `Program` (host preparation done once)."""
     return system_of(cfg).obj(cfg)
@@ -160,8 +211,11 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
 def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
                resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
                on_nonfinite: str = "raise"):
-    """Build and run any system's config; the CLI, the experiments and the notebooks all call this."""
+    """Build and run any system's config; the CLI, the experiments and the notebooks all call this.
+
+    A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml."""
     entry = system_of(cfg)
+    cfg = resolve_dataset(cfg)
     t0 = time.perf_counter()
     program = entry.obj(cfg)
     t_build = time.perf_counter() - t0
