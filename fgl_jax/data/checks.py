@@ -65,7 +65,7 @@ def _as_int_ids(values: ArrayLike, source: str, field: str) -> np.ndarray:
         if bad.any():
             i = int(np.flatnonzero(bad.ravel())[0])
             raise DataFormatError(f"{source}: field {field} has {int(bad.sum())} non-integer node id(s), "
-                                  f"e.g. {a.ravel()[i]!r} at position {i}")
+                                  f"e.g. {a.ravel()[i].item()!r} at position {i}")
     return a.astype(np.int64)
 
 
@@ -107,7 +107,7 @@ def check_labels(y: Optional[ArrayLike], n: int, num_classes: Optional[int], sou
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise DataFormatError(f"{source}: field y has {int(bad.sum())} non-integer label(s), e.g. node {i} "
-                                  f"has label {a[i]!r} (labels are class ids 0..C-1; -1 or NaN = unlabelled)")
+                                  f"has label {a[i].item()!r} (labels are class ids 0..C-1; -1 or NaN = unlabelled)")
         a = np.where(unl, -1, a)
     a = a.astype(np.int64)
     neg = a < -1
