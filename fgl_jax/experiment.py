@@ -50,36 +50,20 @@ def default_config(system: str, **changes: Any):
     return schema.make(config_class(system), changes, source=f"{system} config")
 
 
-def dataset_path(dataset: str) -> Optional[Path]:
-    """The absolute path `dataset` names, or None for a registered name.
-
-    A registered name wins unless the text contains a path separator; anything else that exists on
-    disk, or that contains a separator or a file suffix, is a path (a missing one is an error)."""
-    from fgl_jax import registry as reg
-    text = str(dataset)
-    sep = "/" in text or "\\" in text
-    if not sep and reg.has("dataset", text):
+def dataset_path(dataset: str, data_dir: Optional[str] = None) -> Optional[Path]:
+    """The absolute path `dataset` names, or None for a registered name (`fgl_jax.data.is_path`
+    decides; a relative path is looked up in the working directory, then under `data_dir`)."""
+    from fgl_jax.data import DataPathNotFoundError, is_path
+    if not is_path(dataset):
         return None
-    p = Path(text).expanduser()
-    if p.exists():
-        return p.resolve()
-    if sep or p.suffix:
-        raise FileNotFoundError(f"dataset path {text} does not exist")
-    return None
-
-
-def dataset_digest(path: Path) -> str:
-    """sha256 of a file; of a directory: of its files' relative names and sha256s, in sorted order
-    (hidden files skipped), so the digest changes when any file is added, removed or edited."""
-    import hashlib
-    from fgl_jax.data import sha256_file
-    if path.is_file():
-        return sha256_file(path)
-    h = hashlib.sha256()
-    for f in sorted(q for q in path.rglob("*") if q.is_file()
-                    and not any(part.startswith(".") for part in q.relative_to(path).parts)):
-        h.update(f"{f.relative_to(path).as_posix()}\0{sha256_file(f)}\n".encode())
-    return h.hexdigest()
+    p = Path(str(dataset)).expanduser()
+    tried = [p.absolute()]
+    if not p.exists() and data_dir and not p.is_absolute():
+        tried.append(Path(data_dir).expanduser() / p)
+        p = tried[-1]
+    if not p.exists():
+        raise DataPathNotFoundError(dataset, tried)
+    return p.resolve()
 
 
 def resolve_dataset(cfg: Any, warn: bool = True) -> Any:
@@ -90,10 +74,11 @@ def resolve_dataset(cfg: Any, warn: bool = True) -> Any:
     import dataclasses
     if not hasattr(cfg, "dataset_sha256"):
         return cfg
-    path = dataset_path(cfg.dataset)
+    from fgl_jax.data import path_sha256
+    path = dataset_path(cfg.dataset, getattr(cfg, "data_dir", None))
     if path is None:
         return cfg if cfg.dataset_sha256 is None else dataclasses.replace(cfg, dataset_sha256=None)
-    digest = dataset_digest(path)
+    digest = path_sha256(path)
     if warn and cfg.dataset_sha256 and cfg.dataset_sha256 != digest:
         print(f"fgl-jax: warning: dataset {path} changed since this config was written (sha256 "
               f"{cfg.dataset_sha256[:12]}... recorded, now {digest[:12]}...); running on the current file",
@@ -215,7 +200,7 @@ def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, ove
 
     A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml."""
     entry = system_of(cfg)
-    cfg = resolve_dataset(cfg)
+    cfg = resolve_dataset(cfg, warn=not resume)  # a resume with a changed file is refused instead
     t0 = time.perf_counter()
     program = entry.obj(cfg)
     t_build = time.perf_counter() - t0

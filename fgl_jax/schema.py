@@ -360,7 +360,8 @@ SPLIT_HELP = ("train/val/test split: paper (the paper's own split), keep (the ma
 def builtin_dataset(dataset: str) -> bool:
     """True for a dataset the library itself registers (not a path, not a user's `register`)."""
     from fgl_jax import registry
-    if "/" in str(dataset) or "\\" in str(dataset) or not registry.has("dataset", dataset):
+    from fgl_jax.data import is_path
+    if is_path(dataset) or not registry.has("dataset", dataset):
         return False
     obj = registry.entry("dataset", dataset).obj
     return str(getattr(getattr(obj, "func", obj), "__module__", "")).startswith("fgl_jax.")
@@ -370,7 +371,9 @@ def split_mode(split: str, dataset: str, has_split: bool) -> str:
     """"paper" or "keep": the resolved `split` option of a system with its own paper split.
 
     auto = paper on a built-in dataset (so the paper's numbers are reproduced), keep on a user's
-    dataset (path or registered) whose data carries a train mask, paper when it carries none.
+    dataset (path or registered) whose data carries a train mask, paper when it carries none. A
+    user's graph file without masks gets the loader's default stratified split (60/20/20 per class,
+    seed 0: `fgl_jax.data.checks`), so auto keeps that one and every system sees the same split.
     keep on data without a train mask is refused (there is nothing to keep)."""
     if split == "auto":
         return "keep" if has_split and not builtin_dataset(dataset) else "paper"

@@ -39,17 +39,17 @@ def load_input(dataset: str, data_dir: Optional[str] = None) -> Hypergraph:
     as the paper does for Cora / CiteSeer / Facebook. A user's features are kept as they are
     (feature_kind binary when every value is 0 or 1, so LDP uses randomized response; else
     numeric, Laplace), and so are the masks (`split: auto` keeps them)."""
-    from fgl_jax.data import load
-    from fgl_jax.graph import Graph
+    from fgl_jax.data import data_kind, load
     from fgl_jax.schema import builtin_dataset
     if builtin_dataset(dataset) and str(dataset).lower().replace("-", "_") in HYPERGRAPH_DATASETS:
         return load_hypergraph(dataset, data_dir)
+    kind = data_kind(dataset, data_dir)
+    if kind not in ("graph", "hypergraph"):
+        raise ValueError(f"fedhgl: dataset {str(dataset)!r} is a {kind} dataset; FedHGL takes a hypergraph or a "
+                         "plain graph (made into 1-hop hyperedges); FedHGN (`fgl-jax fedhgn`) takes it")
     obj = load(dataset, data_dir=data_dir)
     if isinstance(obj, Hypergraph):
         return obj
-    if not isinstance(obj, Graph):
-        raise ValueError(f"fedhgl: dataset {dataset!r} is a {type(obj).__name__}; FedHGL takes a hypergraph or a "
-                         "plain graph (made into 1-hop hyperedges)")
     vals = obj.x.data if hasattr(obj.x, "tocsr") else np.asarray(obj.x)
     kind = "binary" if np.all((vals == 0) | (vals == 1)) else "numeric"
     hg = graph_to_hypergraph(obj, kind)
