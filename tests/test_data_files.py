@@ -193,3 +193,182 @@ def test_unknown_option_lists_accepted(tmp_path, toy):
     np.savez(p, edge_index=np.stack([s, r]), x=x, y=y)
     with pytest.raises(ValueError, match="unknown option.*bogus.*Accepted options: .*on_directed"):
         load(p, bogus=1)
+
+
+# ---- CSV graph -----------------------------------------------------------------------------
+
+def _write_csv_graph(folder, n, s, r, x, y, split=None, ids=None, gz=False):
+    folder.mkdir(exist_ok=True)
+    ids = ids or [f"v{i}" for i in range(n)]
+    head = ["id", "label"] + (["split"] if split is not None else []) + [f"f{j}" for j in range(x.shape[1])]
+    lines = [",".join(head)]
+    for i in range(n):
+        row = [ids[i], "" if y[i] < 0 else str(y[i])] + ([split[i]] if split is not None else [])
+        lines.append(",".join(row + [repr(float(v)) for v in x[i]]))
+    (folder / "nodes.csv").write_text("\n".join(lines) + "\n")
+    edges = "src,dst,weight\n" + "".join(f"{ids[a]},{ids[b]},1\n" for a, b in zip(s, r))
+    if gz:
+        import gzip
+        with gzip.open(folder / "edges.csv.gz", "wt") as fh:
+            fh.write(edges)
+    else:
+        (folder / "edges.csv").write_text(edges)
+
+
+def test_csv_graph(tmp_path, toy):
+    n, s, r, x, y = toy
+    y = y.copy()
+    y[5] = -1
+    split = ["train" if i < 15 else "val" if i < 20 else "" if i == 5 else "test" for i in range(n)]
+    split[5] = ""
+    d = tmp_path / "mycsv"
+    _write_csv_graph(d, n, s, r, x, y, split, gz=True)
+    assert detect_format(d) == ("csv", d) and data_kind(d) == "graph"
+    g = quiet(load, d)
+    assert g.name == "mycsv" and g.meta["format"] == "csv" and g.meta["split"] == {"kind": "given"}
+    np.testing.assert_allclose(g.x, x, rtol=1e-6)
+    np.testing.assert_array_equal(g.y, y)
+    assert_undirected(g, undirected_pairs(s, r))
+    sp_arr = np.array(split)
+    np.testing.assert_array_equal(g.train_mask, sp_arr == "train")
+    np.testing.assert_array_equal(g.val_mask, sp_arr == "val")
+    np.testing.assert_array_equal(g.test_mask, sp_arr == "test")
+    # the edges file itself may be passed
+    assert quiet(load, d / "edges.csv.gz").num_nodes == n
+
+
+def test_csv_graph_class_names_and_errors(tmp_path, toy):
+    n, s, r, x, y = toy
+    d = tmp_path / "named"
+    _write_csv_graph(d, n, s, r, x, y)
+    text = (d / "nodes.csv").read_text().splitlines()
+    names = ["cat", "dog", "emu"]
+    text = [text[0]] + [",".join([ln.split(",")[0], names[y[i]]] + ln.split(",")[2:]) for i, ln in enumerate(text[1:])]
+    (d / "nodes.csv").write_text("\n".join(text) + "\n")
+    g = quiet(load, d)
+    assert g.meta["class_names"] == names
+    np.testing.assert_array_equal(g.y, y)
+    # bad inputs: one line naming file, line and value
+    bad = text[:]
+    bad[3] = bad[3].replace(bad[3].split(",")[2], "abc", 1)
+    (d / "nodes.csv").write_text("\n".join(bad) + "\n")
+    with pytest.raises(DataFormatError, match=r"nodes.csv: line 4, column 'f0': feature value 'abc'"):
+        load(d)
+    (d / "nodes.csv").write_text("\n".join(text) + "\n")
+    with open(d / "edges.csv", "a") as fh:
+        fh.write("v1,nobody,1\n")
+    with pytest.raises(DataFormatError, match=r"edges.csv: line \d+: node id 'nobody' is not in the node table"):
+        load(d)
+    d2 = tmp_path / "badsplit"
+    _write_csv_graph(d2, n, s, r, x, y, split=["train"] * (n - 1) + ["holdout"])
+    with pytest.raises(DataFormatError, match=r"line 31, column 'split': 'holdout' is not one of"):
+        load(d2)
+    d3 = tmp_path / "badlabel"
+    _write_csv_graph(d3, n, s, r, x, np.where(np.arange(n) == 2, 3, y))
+    with pytest.raises(DataFormatError, match=r"field y has 1 label\(s\) outside \[0, 3\), e.g. node 2 has label 3"):
+        quiet(load, d3, num_classes=3)
+
+
+# ---- OGB node-property directory -----------------------------------------------------------
+
+def _write_ogb(d, n, s, r, x, y, schemes={"time": True}):
+    (d / "raw").mkdir(parents=True)
+    np.savetxt(d / "raw" / "edge.csv.gz", np.stack([s, r], 1), fmt="%d", delimiter=",")
+    np.savetxt(d / "raw" / "node-feat.csv.gz", x, fmt="%.8g", delimiter=",")
+    np.savetxt(d / "raw" / "node-label.csv.gz", y[:, None], fmt="%d", delimiter=",")
+    np.savetxt(d / "raw" / "num-node-list.csv.gz", [n], fmt="%d")
+    np.savetxt(d / "raw" / "num-edge-list.csv.gz", [len(s)], fmt="%d")
+    perm = np.random.default_rng(0).permutation(n)
+    parts = {"train": perm[:18], "valid": perm[18:24], "test": perm[24:]}
+    for scheme in schemes:
+        (d / "split" / scheme).mkdir(parents=True)
+        for k, idx in parts.items():
+            np.savetxt(d / "split" / scheme / f"{k}.csv.gz", idx, fmt="%d")
+    return parts
+
+
+def test_ogb_directory(tmp_path, toy):
+    n, s, r, x, y = toy
+    d = tmp_path / "ogbn_toy"
+    parts = _write_ogb(d, n, s, r, x, y)
+    assert data_kind(d) == "graph" and detect_format(d)[0] == "ogb"
+    g = quiet(load_graph, str(d))
+    assert g.meta["format"] == "ogb" and g.meta["split_scheme"] == "time" and g.meta["split"] == {"kind": "given"}
+    np.testing.assert_allclose(g.x, x, rtol=1e-6)
+    np.testing.assert_array_equal(g.y, y)
+    assert_undirected(g, undirected_pairs(s, r))
+    for key, part in (("train_mask", "train"), ("val_mask", "valid"), ("test_mask", "test")):
+        assert set(np.flatnonzero(getattr(g, key))) == set(parts[part].tolist())
+    np.savetxt(d / "raw" / "num-node-list.csv.gz", [n + 1], fmt="%d")
+    with pytest.raises(DataFormatError, match=f"num-node-list.csv.gz: says {n + 1} but there are {n} nodes"):
+        quiet(load, d)
+
+
+def test_ogb_split_schemes(tmp_path, toy):
+    n, s, r, x, y = toy
+    d = tmp_path / "two"
+    _write_ogb(d, n, s, r, x, y, schemes={"a": 1, "b": 1})
+    with pytest.raises(DataFormatError, match=r"several split schemes \['a', 'b'\]; choose one with split_scheme="):
+        load(d)
+    assert quiet(load, d, split_scheme="b").meta["split_scheme"] == "b"
+    with pytest.raises(DataFormatError, match="no split scheme 'c'"):
+        load(d, split_scheme="c")
+
+
+# ---- hypergraph incidence list ---------------------------------------------------------------
+
+def test_hypergraph_incidence(tmp_path, toy):
+    from fgl_jax.data.hypergraph import Hypergraph
+    n, s, r, x, y = toy
+    xb = (x > 0.5).astype(np.float32)
+    d = tmp_path / "hyper"
+    _write_csv_graph(d, n, [], [], xb, y)
+    (d / "edges.csv").unlink()
+    hyper = [[0, 1, 2], [3, 4], [2, 1, 0, 0], [5], [6, 7, 8, 9]]  # a duplicate and a singleton
+    (d / "hyperedges.txt").write_text("# comment\n" + "\n".join(" ".join(f"v{i}" for i in e) for e in hyper)
+                                      + "\n\nv10,v11\n")
+    assert data_kind(d) == "hypergraph" and data_kind(d / "hyperedges.txt") == "hypergraph"
+    with pytest.warns(DataNotice, match=r"2 of 6 hyperedge\(s\) dropped or merged"):
+        hg = load(d)
+    assert isinstance(hg, Hypergraph) and hg.feature_kind == "binary" and hg.meta["format"] == "hypergraph"
+    got = sorted(tuple(e.tolist()) for e in hg.edge_lists())
+    assert got == [(0, 1, 2), (3, 4), (6, 7, 8, 9), (10, 11)]
+    np.testing.assert_array_equal(hg.x, xb)
+    np.testing.assert_array_equal(hg.y, y)
+    assert not hg.train_mask.any()
+    with pytest.raises(ValueError, match="hypergraph dataset, not a graph: FedHGL"):
+        load_graph(d)
+    (d / "hyperedges.txt").write_text("v0 v99\n")
+    with pytest.raises(DataFormatError, match=r"hyperedges.txt: line 1: node id 'v99' is not in nodes.csv"):
+        load(d)
+
+
+# ---- heterogeneous: node-type table + one edge file per relation --------------------------------
+
+def test_hetero_tables(tmp_path):
+    from fgl_jax.data.hetero import HeteroGraph
+    d = tmp_path / "het"
+    (d / "edges").mkdir(parents=True)
+    authors = [f"a{i}" for i in range(10)]
+    papers = [f"p{i}" for i in range(6)]
+    rows = ["id,type,label"] + [f"{a},author,{i % 2}" for i, a in enumerate(authors)] + [f"{p},paper," for p in papers]
+    rows.insert(3, "v0,venue,")                       # types interleaved: local ids follow row order per type
+    (d / "node_types.csv").write_text("\n".join(rows) + "\n")
+    writes = [(f"a{i}", f"p{i % 6}") for i in range(10)]
+    cites = [("p0", "p1"), ("p2", "p3")]
+    (d / "edges" / "writes.csv").write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in writes))
+    (d / "edges" / "cites.csv").write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in cites + [("p4", "v0")]))
+    assert data_kind(d) == "hetero"
+    with pytest.warns(DataNotice, match="no split given"):
+        g = load(d)
+    assert isinstance(g, HeteroGraph) and g.target == "author" and g.node_types == ("author", "venue", "paper")
+    assert g.num_nodes == (10, 1, 6) and g.num_classes == 2
+    et = dict(zip(g.canonical_etypes, g.edges))
+    assert set(et) == {("author", "writes", "paper"), ("paper", "cites", "paper"), ("paper", "cites", "venue")}
+    s, t = et[("author", "writes", "paper")]
+    assert sorted(zip(s.tolist(), t.tolist())) == sorted((int(a[1:]), int(p[1:])) for a, p in writes)
+    np.testing.assert_array_equal(g.y, np.arange(10) % 2)
+    assert (g.train_mask | g.val_mask | g.test_mask).all() and g.meta["split"]["kind"] == "stratified"
+    (d / "node_types.csv").write_text("\n".join(rows + ["p9,paper,1"]) + "\n")
+    with pytest.raises(DataFormatError, match="labelled nodes must all have one type"):
+        load(d)

@@ -53,6 +53,7 @@ class HeteroGraph:
     (-1 = unlabelled); train/val/test_mask bool [n_target].
     node_ids: {node type: int64 [n_t]} ids of these nodes in the graph this one was cut from
     (identity for a loaded graph), so client graphs can be related to the global one.
+    meta: for a user's files, "path", "format", "notices", "split" (as `Graph.meta`).
     """
 
     name: str
@@ -68,6 +69,7 @@ class HeteroGraph:
     test_mask: np.ndarray
     features: dict = dataclasses.field(default_factory=dict)
     node_ids: Optional[dict] = None
+    meta: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         if len(self.node_types) != len(self.num_nodes):

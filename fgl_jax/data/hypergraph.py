@@ -56,6 +56,7 @@ class Hypergraph(LabelledNodes):
     edge_weight: float32 [M] w(e) (all ones in every dataset here).
     feature_kind: "binary" (features in {0,1}; randomized response) or "numeric" (Laplace).
     train_mask, val_mask, test_mask: bool [N] (all False from the loaders; FedHGL splits per client).
+    meta: for a user's files, "path", "format", "notices", "split" (as `Graph.meta`).
     """
 
     name: str
@@ -70,6 +71,7 @@ class Hypergraph(LabelledNodes):
     train_mask: np.ndarray
     val_mask: np.ndarray
     test_mask: np.ndarray
+    meta: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         self._check_nodes(HypergraphError, "Hypergraph")
