@@ -56,6 +56,7 @@ _EXPORTS = {
     "path_sha256": "fgl_jax.data", "DataFormatError": "fgl_jax.data",
     "from_edge_index": "fgl_jax.data", "from_scipy": "fgl_jax.data", "from_networkx": "fgl_jax.data",
     "from_jraph": "fgl_jax.data", "from_pyg": "fgl_jax.data", "from_dgl": "fgl_jax.data",
+    "inspect_dataset": "fgl_jax.inspection",
     "make_partition": "fgl_jax.partition", "louvain_partition": "fgl_jax.partition",
     "random_partition": "fgl_jax.partition", "partition_stats": "fgl_jax.partition",
     "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",

@@ -128,7 +128,7 @@ def test_fedhgl_takes_a_plain_graph_as_one_hop_hyperedges_and_keeps_its_split(np
     # hyperedge of v = {v} ∪ N(v), re-derived from the edge list (equal neighbourhoods merge)
     want = {tuple(sorted({v, *ei[0][ei[1] == v].tolist()})) for v in range(60)}
     assert {tuple(sorted(e.tolist())) for e in hg.edge_lists()} == want
-    split = partition_hypergraph(hg, 3, seed=0, min_client_size=5)
+    split = partition_hypergraph(hg, 3, seed=0, min_size=5)
     idx = kept_splits(split)
     for nodes, (a, b, c) in zip(split.client_nodes, idx):
         assert set(nodes[a]) == set(np.flatnonzero(tr)) & set(nodes)
