@@ -146,13 +146,17 @@ def sources() -> Iterator[tuple[str, str]]:
     """(where, Python source) for every file and cell that must keep to the public API."""
     for folder in ("notebooks", "benchmarks", "experiments"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if "results" in path.relative_to(ROOT).parts:
+            parts = path.relative_to(ROOT).parts
+            # results, and hidden folders: a peer's virtualenv (benchmarks/peers/<x>/.venv) is not ours
+            if "results" in parts or any(p.startswith(".") for p in parts):
                 continue
             text = path.read_text()
             yield str(path.relative_to(ROOT)), text
             for k, code in enumerate(_embedded_code(text)):
                 yield f"{path.relative_to(ROOT)} (string {k})", code
         for path in sorted((ROOT / folder).rglob("*.ipynb")):
+            if any(p.startswith(".") for p in path.relative_to(ROOT).parts):
+                continue
             for k, cell in enumerate(json.loads(path.read_text())["cells"]):
                 if cell["cell_type"] == "code":
                     lines = "".join(cell["source"]).splitlines()
