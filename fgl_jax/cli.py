@@ -122,6 +122,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     from fgl_jax.data import list_datasets
     rows = list_datasets(args.data_dir)
     width = max(len(r["name"]) for r in rows)
+    print(f"{'name':<{width}}  {'kind':<10}  {'files':<30}  where / description")
     for r in rows:
         state = "found" if r["found"] else "MISSING " + ", ".join(r["missing"][:3])
         print(f"{r['name']:<{width}}  {r['kind']:<10}  {state:<30}  {r.get('where', '')}  {r.get('description', '')}")
@@ -133,9 +134,9 @@ YOUR_OWN = """
 Your own data: give a path wherever a dataset name goes (--dataset path/to/file-or-dir, every command):
   graph       .npz: the GNN-benchmark / PPNP layout (adj_data, adj_indices, adj_indptr, adj_shape,
               attr_* or attr_matrix, labels) or the plain one (edge_index, x, y, optional masks);
-              CSV: an edge list + a node table; an OGB node-property directory (raw/, split/)
-  hypergraph  an incidence-list file (FedHGL; a plain graph works too: 1-hop hyperedges)
-  hetero      one edge file per relation + a node-type table (FedHGN)
+              a directory with edges.csv + nodes.csv; an OGB node-property directory (raw/, split/)
+  hypergraph  a directory with hyperedges.txt + nodes.csv (FedHGL; a plain graph works too: 1-hop hyperedges)
+  hetero      a directory with node_types.csv + edges/<relation>.csv (FedHGN)
 Check it first: fgl-jax inspect PATH [--partition louvain --clients 10]. In Python: convert a
 networkx / scipy / PyG / DGL graph with fgl_jax.data, or fgl_jax.register_dataset(name, loader, kind=...).
 Details: docs/your_own_graph.md"""
