@@ -155,3 +155,24 @@ def test_datasets_lists_every_kind_and_how_to_add_your_own(capsys):
     kinds = {line.split()[1] for line in out.splitlines()[:30] if len(line.split()) > 1 and line[0] != " "}
     assert {"graph", "hypergraph", "hetero"} <= kinds
     assert "--dataset path/to/file-or-dir" in out and out.rstrip().endswith("docs/your_own_graph.md")
+
+
+def test_fedhgn_and_fedhgl_take_a_users_directory(tmp_path):
+    """FedHGN's input from node_types.csv + edges/<relation>.csv; FedHGL's from hyperedges.txt + nodes.csv."""
+    from fgl_jax.systems.fedhgl.program import load_input as fedhgl_input
+    from fgl_jax.systems.fedhgn.data import load_input as fedhgn_input
+    het = tmp_path / "het"
+    (het / "edges").mkdir(parents=True)
+    papers, authors = [f"p{i}" for i in range(12)], [f"a{i}" for i in range(4)]
+    rows = ["id,type,label"] + [f"{p},paper,{i % 2}" for i, p in enumerate(papers)] + [f"{a},author," for a in authors]
+    (het / "node_types.csv").write_text("\n".join(rows) + "\n")
+    (het / "edges" / "writes.csv").write_text("src,dst\n" + "".join(f"a{i % 4},p{i}\n" for i in range(12)))
+    g = fedhgn_input(str(het))
+    assert sorted(g.node_types) == ["author", "paper"] and g.target == "paper" and g.num_classes == 2
+    assert sum(len(e[0]) for e in g.edges) == 12
+    hyp = tmp_path / "hyp"
+    hyp.mkdir()
+    (hyp / "hyperedges.txt").write_text("0 1 2\n2 3\n3 4 5\n")
+    (hyp / "nodes.csv").write_text("label,f0,f1\n" + "".join(f"{i % 2},{i % 2},1\n" for i in range(6)))
+    h = fedhgl_input(str(hyp))
+    assert h.num_nodes == 6 and h.num_edges == 3 and h.feature_kind == "binary"
