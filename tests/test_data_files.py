@@ -404,3 +404,24 @@ def test_system_loaders_take_paths(tmp_path, toy):
     assert quiet(load_hetero, str(d), reverse=False).canonical_etypes == (("u", "r", "v"),)
     with pytest.raises(ValueError, match="heterogeneous graph; FedHGL takes"):
         load_hypergraph(str(d))
+
+
+def test_csv_table_shape_errors(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "edges.csv").write_text("src,dst\na,b\n")
+    for text, pattern in [
+        ("id,f0\na,1\nb\n", r"nodes.csv: line 3 has 1 fields, the header has 2"),
+        ("id,f0\na,1\n\nb,2\n", r"nodes.csv: line 3 is empty"),
+        ("id,f0\na,1\na,2\n", r"node id 'a' appears twice \(data rows 1 and 2\)"),
+        ("id,f0\na,1\nb,\n", r"1 missing or non-finite feature value\(s\), e.g. line 3, column 'f0'"),
+        ("id,label\na,0\nb,1\n", r"no feature columns"),
+    ]:
+        (d / "nodes.csv").write_text(text)
+        with pytest.raises(DataFormatError, match=pattern):
+            quiet(load, d)
+    (d / "nodes.csv").write_text("id,f0\na,1\nb,2\n\n\n")  # trailing blank lines are fine
+    assert quiet(load, d).num_nodes == 2
+    (d / "edges.csv").write_text("from,to\na,b\n")
+    with pytest.raises(DataFormatError, match=r"edges.csv: header \['from', 'to'\] must name the columns src and dst"):
+        load(d)

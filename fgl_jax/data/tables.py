@@ -83,9 +83,13 @@ def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
         except StopIteration:
             raise DataFormatError(f"{path}: empty file (expected a header row)") from None
         rows = []
+        blank = 0  # the first blank line; only trailing blank lines are allowed (line numbers stay row + 2)
         for line, row in enumerate(reader, start=2):
             if not row:
+                blank = blank or line
                 continue
+            if blank:
+                raise DataFormatError(f"{path}: line {blank} is empty (blank lines are allowed only at the end)")
             if len(row) != len(header):
                 raise DataFormatError(f"{path}: line {line} has {len(row)} fields, the header has {len(header)}")
             rows.append([c.strip() for c in row])
