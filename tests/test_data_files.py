@@ -372,3 +372,56 @@ def test_hetero_tables(tmp_path):
     (d / "node_types.csv").write_text("\n".join(rows + ["p9,paper,1"]) + "\n")
     with pytest.raises(DataFormatError, match="labelled nodes must all have one type"):
         load(d)
+
+
+def test_system_loaders_take_paths(tmp_path, toy):
+    """FedHGL's load_hypergraph takes a graph path (1-hop hyperedges, masks kept) and FedHGN's
+    load_hetero a heterogeneous directory; each refuses the kind it cannot use."""
+    from fgl_jax.data.hetero import load_hetero
+    from fgl_jax.data.hypergraph import load_hypergraph
+    n, s, r, x, y = toy
+    p = tmp_path / "g.npz"
+    tr = np.arange(n) < 10
+    np.savez(p, edge_index=np.stack([s, r]), x=(x > 0.5).astype(np.float32), y=y, train_mask=tr,
+             test_mask=~tr)
+    hg = quiet(load_hypergraph, str(p))
+    g = quiet(load, p)
+    # 1-hop hyperedges {v} ∪ N(v), rebuilt here from the edge pairs
+    nbrs = {v: {v} for v in range(n)}
+    for a, b in undirected_pairs(s, r):
+        nbrs[a].add(b)
+        nbrs[b].add(a)
+    assert sorted(set(tuple(sorted(e)) for e in nbrs.values())) == sorted(tuple(e.tolist()) for e in hg.edge_lists())
+    assert hg.feature_kind == "binary" and hg.meta["split"] == {"kind": "given"}
+    np.testing.assert_array_equal(hg.train_mask, tr)
+    np.testing.assert_array_equal(hg.y, g.y)
+    with pytest.raises(ValueError, match="is a graph, not a heterogeneous graph: FedHGN"):
+        load_hetero(str(p))
+    d = tmp_path / "het"
+    (d / "edges").mkdir(parents=True)
+    (d / "node_types.csv").write_text("id,type,label\na,u,0\nb,u,1\nc,v,\n")
+    (d / "edges" / "r.csv").write_text("src,dst\na,c\nb,c\n")
+    assert quiet(load_hetero, str(d), reverse=False).canonical_etypes == (("u", "r", "v"),)
+    with pytest.raises(ValueError, match="heterogeneous graph; FedHGL takes"):
+        load_hypergraph(str(d))
+
+
+def test_csv_table_shape_errors(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "edges.csv").write_text("src,dst\na,b\n")
+    for text, pattern in [
+        ("id,f0\na,1\nb\n", r"nodes.csv: line 3 has 1 fields, the header has 2"),
+        ("id,f0\na,1\n\nb,2\n", r"nodes.csv: line 3 is empty"),
+        ("id,f0\na,1\na,2\n", r"node id 'a' appears twice \(data rows 1 and 2\)"),
+        ("id,f0\na,1\nb,\n", r"1 missing or non-finite feature value\(s\), e.g. line 3, column 'f0'"),
+        ("id,label\na,0\nb,1\n", r"no feature columns"),
+    ]:
+        (d / "nodes.csv").write_text(text)
+        with pytest.raises(DataFormatError, match=pattern):
+            quiet(load, d)
+    (d / "nodes.csv").write_text("id,f0\na,1\nb,2\n\n\n")  # trailing blank lines are fine
+    assert quiet(load, d).num_nodes == 2
+    (d / "edges.csv").write_text("from,to\na,b\n")
+    with pytest.raises(DataFormatError, match=r"edges.csv: header \['from', 'to'\] must name the columns src and dst"):
+        load(d)

@@ -1,6 +1,8 @@
 """Dataset names -> loaders, and where their files are.
 
     load("cora", data_dir="...")        # any registered name, case-insensitive ('-' == '_')
+    load("path/to/graph.npz")            # or a user's file / directory (fgl_jax.data.files)
+    data_kind("path/or/name")            # "graph" | "hypergraph" | "hetero", before loading
     list_datasets()                      # every dataset of every kind, and whether its files are found
     register("mydata", loader, files=("mydata/a.csv",), description="...")
 

@@ -83,9 +83,13 @@ def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
         except StopIteration:
             raise DataFormatError(f"{path}: empty file (expected a header row)") from None
         rows = []
+        blank = 0  # the first blank line; only trailing blank lines are allowed (line numbers stay row + 2)
         for line, row in enumerate(reader, start=2):
             if not row:
+                blank = blank or line
                 continue
+            if blank:
+                raise DataFormatError(f"{path}: line {blank} is empty (blank lines are allowed only at the end)")
             if len(row) != len(header):
                 raise DataFormatError(f"{path}: line {line} has {len(row)} fields, the header has {len(header)}")
             rows.append([c.strip() for c in row])
@@ -107,7 +111,7 @@ class NodeTable:
         idx: dict[str, int] = {}
         for i, v in enumerate(self.ids):
             if v in idx:
-                raise DataFormatError(f"{self.path}: node id {v!r} appears twice (rows {idx[v] + 2} and {i + 2})")
+                raise DataFormatError(f"{self.path}: node id {v!r} appears twice (data rows {idx[v] + 1} and {i + 1})")
             idx[v] = i
         return idx
 
@@ -119,6 +123,12 @@ def read_node_table(path: Path, features: bool = True) -> NodeTable:
     feat_cols = [h for h in header if h not in RESERVED] if features else []
     x = None
     if feat_cols:
+        cols = [col[h] for h in feat_cols]
+        try:  # fast path: numpy parses the whole block; the slow loop below only names the bad cell
+            x = np.asarray([[r[c] for c in cols] for r in rows], dtype=str).astype(np.float32).reshape(len(rows), -1)
+        except ValueError:
+            x = None
+    if feat_cols and x is None:
         x = np.empty((len(rows), len(feat_cols)), np.float32)
         for j, h in enumerate(feat_cols):
             c = col[h]
@@ -128,6 +138,7 @@ def read_node_table(path: Path, features: bool = True) -> NodeTable:
                 except ValueError:
                     raise DataFormatError(f"{path}: line {i + 2}, column {h!r}: feature value {r[c]!r} is not a "
                                           "number (every column other than id, label, split is a feature)") from None
+    if x is not None:
         bad = ~np.isfinite(x)
         if bad.any():
             i, j = (int(v[0]) for v in np.nonzero(bad))
