@@ -39,10 +39,12 @@ def load_input(dataset: str, data_dir: Optional[str] = None) -> Hypergraph:
     as the paper does for Cora / CiteSeer / Facebook. A user's features are kept as they are
     (feature_kind binary when every value is 0 or 1, so LDP uses randomized response; else
     numeric, Laplace), and so are the masks (`split: auto` keeps them)."""
-    from fgl_jax.data import data_kind, load
+    from fgl_jax.data import data_kind, is_path, load
     from fgl_jax.schema import builtin_dataset
-    if builtin_dataset(dataset) and str(dataset).lower().replace("-", "_") in HYPERGRAPH_DATASETS:
-        return load_hypergraph(dataset, data_dir)
+    builtin = builtin_dataset(dataset) and str(dataset).lower().replace("-", "_") in HYPERGRAPH_DATASETS
+    if builtin or is_path(dataset):
+        return load_hypergraph(dataset, data_dir)  # a path: the data layer makes a graph file 1-hop hyperedges
+    # a dataset the user registered (`fgl_jax.register_dataset`)
     kind = data_kind(dataset, data_dir)
     if kind not in ("graph", "hypergraph"):
         raise ValueError(f"fedhgl: dataset {str(dataset)!r} is a {kind} dataset; FedHGL takes a hypergraph or a "

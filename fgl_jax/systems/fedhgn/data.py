@@ -56,7 +56,7 @@ def hetero_fed_data(graphs: Sequence[HeteroGraph]) -> HeteroFedData:
 def load_input(dataset: str, data_dir=None) -> HeteroGraph:
     """The heterogeneous graph of `dataset` (a built-in name or a path); anything else is refused
     in one line (FedHGN's schema-weight sharing needs node and relation types)."""
-    from fgl_jax.data import UnknownDatasetError, data_kind, dataset_names, load
+    from fgl_jax.data import UnknownDatasetError, data_kind, dataset_names, is_path, load
     from fgl_jax.schema import builtin_dataset
     key = str(dataset).lower()
     if builtin_dataset(dataset) and key in dataset_names("hetero"):
@@ -70,7 +70,7 @@ def load_input(dataset: str, data_dir=None) -> HeteroGraph:
     if kind != "hetero":
         raise ValueError(f"fedhgn: dataset {str(dataset)!r} is a {kind} dataset, but FedHGN needs a heterogeneous "
                          "graph (node types + one edge file per relation; see docs/your_own_graph.md)")
-    return load(dataset, data_dir=data_dir)
+    return load_hetero(dataset, data_dir) if is_path(dataset) else load(dataset, data_dir=data_dir)
 
 
 def prepare_clients(dataset: str, strategy: str, num_clients: int, data_dir=None,
