@@ -358,6 +358,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
     parser = build_parser(sweep_system)
     args = parser.parse_args(argv)
+    _one_line_notices()
     try:
         return args.func(args)
     except (ValueError, KeyError, FileNotFoundError, FloatingPointError, RuntimeError) as e:
@@ -368,6 +369,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"fgl-jax: interrupted{_resume_hint(args, argv)}", file=sys.stderr)
         return 130
+
+
+def _one_line_notices() -> None:
+    """A data notice (`fgl_jax.data.DataNotice`: symmetrised edges, default split, ...) as one line
+    `fgl-jax: notice: ...` instead of Python's two-line warning with a source line."""
+    import warnings
+    from fgl_jax.data import DataNotice
+    default = warnings.formatwarning
+    if getattr(default, "fgl_jax_notices", False):
+        return
+
+    def fmt(message, category, filename, lineno, line=None):
+        if issubclass(category, DataNotice):
+            return f"fgl-jax: notice: {message}\n"
+        return default(message, category, filename, lineno, line)
+
+    fmt.fgl_jax_notices = True
+    warnings.formatwarning = fmt
 
 
 def _resume_hint(args: argparse.Namespace, argv: Sequence[str]) -> str:

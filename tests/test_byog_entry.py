@@ -176,3 +176,16 @@ def test_fedhgn_and_fedhgl_take_a_users_directory(tmp_path):
     (hyp / "nodes.csv").write_text("label,f0,f1\n" + "".join(f"{i % 2},{i % 2},1\n" for i in range(6)))
     h = fedhgl_input(str(hyp))
     assert h.num_nodes == 6 and h.num_edges == 3 and h.feature_kind == "binary"
+
+
+def test_a_data_notice_is_one_line_on_the_command_line(tmp_path, capsys):
+    import warnings
+    ei, x, y, _ = _toy_arrays()
+    path = tmp_path / "nosplit.npz"
+    np.savez(path, edge_index=ei, x=x, y=y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        main(["inspect", str(path)])  # installs the one-line format
+        from fgl_jax.data import DataNotice
+        text = warnings.formatwarning(DataNotice("no split given"), DataNotice, "f.py", 1)
+    assert text == "fgl-jax: notice: no split given\n"
