@@ -55,6 +55,12 @@ _EXPORTS = {
     "Hypergraph": "fgl_jax.data.hypergraph", "load_hypergraph": "fgl_jax.data.hypergraph",
     "safe_load": "fgl_jax.data", "resolve_data_dir": "fgl_jax.data", "DataError": "fgl_jax.data",
     "DatasetNotFoundError": "fgl_jax.data",
+    # a user's own graph: paths in load(), what kind a name or path is, the checks and their notices
+    "data_kind": "fgl_jax.data", "DataNotice": "fgl_jax.data", "build_graph": "fgl_jax.data",
+    "path_sha256": "fgl_jax.data", "DataFormatError": "fgl_jax.data",
+    "from_edge_index": "fgl_jax.data", "from_scipy": "fgl_jax.data", "from_networkx": "fgl_jax.data",
+    "from_jraph": "fgl_jax.data", "from_pyg": "fgl_jax.data", "from_dgl": "fgl_jax.data",
+    "inspect_dataset": "fgl_jax.inspection",
     "make_partition": "fgl_jax.partition", "louvain_partition": "fgl_jax.partition",
     "random_partition": "fgl_jax.partition", "partition_stats": "fgl_jax.partition",
     "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",

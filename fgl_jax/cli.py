@@ -8,6 +8,8 @@
     fgl-jax hifgl --dataset cora --out runs/h        # any registered system; flags = its config's fields
     fgl-jax sweep --system hifgl --config c.yaml --seeds 0,1,2,3 --grid lr=0.01,0.05 --out runs/sweep
     fgl-jax datasets --data-dir ../shared/data
+    fgl-jax inspect my_graph.npz --partition louvain --clients 10
+    fgl-jax run --dataset my_graph.npz --clients 10 --partition louvain   # any path: docs/your_own_graph.md
     fgl-jax reproduce all --quick --out /tmp/repro   # every paper's quick tables
     fgl-jax plot runs/a runs/b --out ab.png          # the runs' curves on one figure
 
@@ -91,7 +93,7 @@ def cmd_system(args: argparse.Namespace) -> int:
     entry = registry.entry("system", args.system)
     cfg = _resolve(entry, args)
     if args.print_config:
-        print(schema.dump(cfg, entry.name), end="")
+        print(schema.dump(experiment.resolve_dataset(cfg), entry.name), end="")
         return 0
     from fgl_jax import rundir
     if (args.resume or args.overwrite) and not args.out:
@@ -121,11 +123,31 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     from fgl_jax.data import list_datasets
     rows = list_datasets(args.data_dir)
     width = max(len(r["name"]) for r in rows)
+    print(f"{'name':<{width}}  {'kind':<10}  {'files':<30}  where / description")
     for r in rows:
         state = "found" if r["found"] else "MISSING " + ", ".join(r["missing"][:3])
         print(f"{r['name']:<{width}}  {r['kind']:<10}  {state:<30}  {r.get('where', '')}  {r.get('description', '')}")
-    print("\nYour own graph: fgl_jax.data.register(name, loader, files, description, kind='graph'), "
-          "then --dataset name.")
+    print(YOUR_OWN)
+    return 0
+
+
+YOUR_OWN = """
+Your own data: give a path wherever a dataset name goes (--dataset path/to/file-or-dir, every command):
+  graph       .npz: the GNN-benchmark / PPNP layout (adj_data, adj_indices, adj_indptr, adj_shape,
+              attr_* or attr_matrix, labels) or the plain one (edge_index, x, y, optional masks);
+              a directory with edges.csv + nodes.csv; an OGB node-property directory (raw/, split/)
+  hypergraph  a directory with hyperedges.txt + nodes.csv (FedHGL; a plain graph works too: 1-hop hyperedges)
+  hetero      a directory with node_types.csv + edges/<relation>.csv (FedHGN)
+Check it first: fgl-jax inspect PATH [--partition louvain --clients 10]. In Python: convert a
+networkx / scipy / PyG / DGL graph with fgl_jax.data, or fgl_jax.register_dataset(name, loader, kind=...).
+Details: docs/your_own_graph.md"""
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from fgl_jax.inspection import inspect_dataset
+    for line in inspect_dataset(args.dataset, data_dir=args.data_dir, partition=args.partition,
+                                clients=args.clients, seed=args.partition_seed):
+        print(line)
     return 0
 
 
@@ -165,7 +187,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from fgl_jax.federated.sweep import merge_grids, run_grid, write_grid_report
     entry = registry.entry("system", args.system)
     cls = entry.info["config"]
-    cfg = _resolve(entry, args)
+    from fgl_jax.experiment import resolve_dataset
+    cfg = resolve_dataset(_resolve(entry, args))
     seeds = _parse_seeds(args.seeds)
     grid = _parse_grid(args.grid, cls)
     options = schema.to_dict(cfg)
@@ -332,6 +355,18 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
     p = sub.add_parser("datasets", help="list datasets of every kind and whether their files are found")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
     p.set_defaults(func=cmd_datasets)
+
+    p = sub.add_parser("inspect", help="statistics of a dataset (name or path) and what a partition gives",
+                       description="Nodes, edges, features, classes, homophily, degrees and split of a dataset; "
+                                   "with --partition, the client sizes and cut edges of that partitioner.")
+    p.add_argument("dataset", metavar="NAME_OR_PATH", help="dataset name (see `fgl-jax datasets`) or path to a "
+                   "graph file or directory")
+    p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
+    p.add_argument("--partition", default=None, choices=registry.names("partition"),
+                   help="also show what this partitioner gives (client sizes, edges cut)")
+    p.add_argument("--clients", type=int, default=10, help="number of clients of --partition (default: 10)")
+    p.add_argument("--partition-seed", type=int, default=0, help="seed of --partition (default: 0)")
+    p.set_defaults(func=cmd_inspect)
     return parser
 
 
@@ -347,6 +382,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
     parser = build_parser(sweep_system)
     args = parser.parse_args(argv)
+    _one_line_notices()
     try:
         return args.func(args)
     except (ValueError, KeyError, FileNotFoundError, FloatingPointError, RuntimeError) as e:
@@ -357,6 +393,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"fgl-jax: interrupted{_resume_hint(args, argv)}", file=sys.stderr)
         return 130
+
+
+def _one_line_notices() -> None:
+    """A data notice (`fgl_jax.data.DataNotice`: symmetrised edges, default split, ...) as one line
+    `fgl-jax: notice: ...` instead of Python's two-line warning with a source line."""
+    import warnings
+    from fgl_jax.data import DataNotice
+    default = warnings.formatwarning
+    if getattr(default, "fgl_jax_notices", False):
+        return
+
+    def fmt(message, category, filename, lineno, line=None):
+        if issubclass(category, DataNotice):
+            return f"fgl-jax: notice: {message}\n"
+        return default(message, category, filename, lineno, line)
+
+    fmt.fgl_jax_notices = True
+    warnings.formatwarning = fmt
 
 
 def _resume_hint(args: argparse.Namespace, argv: Sequence[str]) -> str:

@@ -50,6 +50,42 @@ def default_config(system: str, **changes: Any):
     return schema.make(config_class(system), changes, source=f"{system} config")
 
 
+def dataset_path(dataset: str, data_dir: Optional[str] = None) -> Optional[Path]:
+    """The absolute path `dataset` names, or None for a registered name (`fgl_jax.data.is_path`
+    decides; a relative path is looked up in the working directory, then under `data_dir`)."""
+    from fgl_jax.data import DataPathNotFoundError, is_path
+    if not is_path(dataset):
+        return None
+    p = Path(str(dataset)).expanduser()
+    tried = [p.absolute()]
+    if not p.exists() and data_dir and not p.is_absolute():
+        tried.append(Path(data_dir).expanduser() / p)
+        p = tried[-1]
+    if not p.exists():
+        raise DataPathNotFoundError(dataset, tried)
+    return p.resolve()
+
+
+def resolve_dataset(cfg: Any, warn: bool = True) -> Any:
+    """`cfg` with a dataset path made absolute and its digest recorded in `dataset_sha256`.
+
+    A config whose recorded digest differs from the file's (a replay after the file changed) gets
+    one warning line on standard error and the current digest; a registered name is left as is."""
+    import dataclasses
+    if not hasattr(cfg, "dataset_sha256"):
+        return cfg
+    from fgl_jax.data import path_sha256
+    path = dataset_path(cfg.dataset, getattr(cfg, "data_dir", None))
+    if path is None:
+        return cfg if cfg.dataset_sha256 is None else dataclasses.replace(cfg, dataset_sha256=None)
+    digest = path_sha256(path)
+    if warn and cfg.dataset_sha256 and cfg.dataset_sha256 != digest:
+        print(f"fgl-jax: warning: dataset {path} changed since this config was written (sha256 "
+              f"{cfg.dataset_sha256[:12]}... recorded, now {digest[:12]}...); running on the current file",
+              file=sys.stderr)
+    return dataclasses.replace(cfg, dataset=str(path), dataset_sha256=digest)
+
+
 def build(cfg: Any):
     """The config's `Program` (host preparation done once)."""
     return system_of(cfg).obj(cfg)
@@ -169,8 +205,11 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
 def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
                resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
                on_nonfinite: str = "raise"):
-    """Build and run any system's config; the CLI, the experiments and the notebooks all call this."""
+    """Build and run any system's config; the CLI, the experiments and the notebooks all call this.
+
+    A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml."""
     entry = system_of(cfg)
+    cfg = resolve_dataset(cfg, warn=not resume)  # a resume with a changed file is refused instead
     t0 = time.perf_counter()
     program = entry.obj(cfg)
     t_build = time.perf_counter() - t0

@@ -65,6 +65,8 @@ class Graph(LabelledNodes):
     x: [N, F] float32 dense array or CSR matrix.
     y: int32 [N]; -1 marks a node without a label (e.g. CiteSeer's 15 featureless nodes).
     train_mask, val_mask, test_mask: bool [N].
+    meta: where the graph came from and what was done to it (for a user's file: "path", "format",
+      "notices", "split"); not part of equality, dropped by `subgraph`.
     """
 
     name: str
@@ -76,6 +78,7 @@ class Graph(LabelledNodes):
     train_mask: np.ndarray
     val_mask: np.ndarray
     test_mask: np.ndarray
+    meta: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         self._check_nodes(GraphError, "Graph")

@@ -95,6 +95,11 @@ def check_resume_config(out: Path, saved_text: Optional[str], new: dict, allowed
         return
     from fgl_jax import schema
     saved = schema.read_yaml_text(saved_text, str(out / "config.yaml"))
+    old, now = saved.get("dataset_sha256"), new.get("dataset_sha256")
+    if old and now and old != now and saved.get("dataset") == new.get("dataset"):
+        # the rounds already done trained on the old file: continuing would mix two graphs
+        raise ValueError(f"--resume: dataset {new.get('dataset')} changed since the run in {out} started "
+                         f"(sha256 {old[:12]}... -> {now[:12]}...); restore the file, or start again with --overwrite")
     allowed = set(allowed)
     bad_keys = [k for k in sorted(set(saved) | set(new)) if saved.get(k, "<absent>") != new.get(k, "<absent>")
                 and k not in allowed]

@@ -325,12 +325,19 @@ class RunSpec:
     """What every run has: the data, how long, which seed. Systems subclass it (and redeclare a
     field to give it their paper's default); `clients` is declared by the systems that have them.
 
+    `dataset` is a registered name or a path; for a path the run records the absolute path and
+    `dataset_sha256` in its config.yaml (`fgl_jax.experiment.resolve_dataset`), so the config
+    replays in a fresh process and says when the file changed.
+
     One seed gives one key: the run key is `jax.random.key(seed)` whether the run starts from the
     CLI, the Python API or an experiment.
     """
 
-    dataset: str = option("cora", "dataset name (see `fgl-jax datasets`)")
+    dataset: str = option("cora", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory "
+                                  "(docs/your_own_graph.md)")
     data_dir: Optional[str] = option(None, "directory holding the dataset files (else $FGL_JAX_DATA)")
+    dataset_sha256: Optional[str] = option(None, "sha256 of the dataset file (directory: of its files), recorded "
+                                                 "by the run; a replay warns when the file changed")
     rounds: int = option(50, "number of federated rounds", low=1)
     seed: int = option(0, "seed of the run's PRNG key (initialisation, sampling, noise)")
     loss_guard: float = option(0.0, "stop as diverged when train_loss exceeds this multiple of its first "
@@ -339,3 +346,37 @@ class RunSpec:
     def __post_init__(self):
         # a config built in Python is checked by the same rules as YAML and flags
         check(type(self), to_dict(self), type(self).__name__)
+
+
+# ------------------------------------------------------------------------------------------------
+# Whose train/val/test split a system uses
+# ------------------------------------------------------------------------------------------------
+
+SPLIT_MODES = ("auto", "paper", "keep")
+SPLIT_HELP = ("train/val/test split: paper (the paper's own split), keep (the masks the data carries), auto "
+              "(paper on the built-in datasets, keep on your own data when it carries masks, else paper)")
+
+
+def builtin_dataset(dataset: str) -> bool:
+    """True for a dataset the library itself registers (not a path, not a user's `register`)."""
+    from fgl_jax import registry
+    from fgl_jax.data import is_path
+    if is_path(dataset) or not registry.has("dataset", dataset):
+        return False
+    obj = registry.entry("dataset", dataset).obj
+    return str(getattr(getattr(obj, "func", obj), "__module__", "")).startswith("fgl_jax.")
+
+
+def split_mode(split: str, dataset: str, has_split: bool) -> str:
+    """"paper" or "keep": the resolved `split` option of a system with its own paper split.
+
+    auto = paper on a built-in dataset (so the paper's numbers are reproduced), keep on a user's
+    dataset (path or registered) whose data carries a train mask, paper when it carries none. A
+    user's graph file without masks gets the loader's default stratified split (60/20/20 per class,
+    seed 0: `fgl_jax.data.checks`), so auto keeps that one and every system sees the same split.
+    keep on data without a train mask is refused (there is nothing to keep)."""
+    if split == "auto":
+        return "keep" if has_split and not builtin_dataset(dataset) else "paper"
+    if split == "keep" and not has_split:
+        raise ValueError(f"split keep: dataset {dataset!r} carries no train mask (use split paper or auto)")
+    return split

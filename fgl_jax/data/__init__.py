@@ -3,21 +3,34 @@
     from fgl_jax.data import load, list_datasets
     g = load("csbm")                          # embedded default, no files
     g = load("cora", data_dir="/path/to/data")  # or set FGL_JAX_DATA
+    g = load("my_graph.npz")                  # a user's file or directory (fgl_jax.data.files)
+    g = from_scipy(adj, x, y)                 # arrays from another library (fgl_jax.data.convert)
 
-Every loader returns a host-side `fgl_jax.graph.Graph`.
+Graph loaders return a host-side `fgl_jax.graph.Graph`; a user's graph passes the checks of
+`fgl_jax.data.checks` (notices are `DataNotice` warnings, recorded in ``graph.meta``).
 """
 from .paths import (DataChecksumError, DataError, DataFormatError, DatasetNotFoundError, resolve_data_dir,
                     sha256_file, verify_files)
 from .planetoid import load_planetoid, read_planetoid
 from .musae import load_facebook, load_lastfm_asia
-from .registry import UnknownDatasetError, dataset_names, list_datasets, load, load_graph, register
+from .registry import UnknownDatasetError, data_kind, dataset_names, list_datasets, load, load_graph, register
+from .checks import DataNotice, build_graph, stratified_split
+from .files import DataPathNotFoundError, detect_format, is_path, load_path, path_sha256
+from .npz import load_npz
+from .tables import load_csv_graph, load_hetero_tables, load_incidence
+from .ogb import load_ogb_node
+from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_pyg, from_scipy
 from .safe_pickle import UnsafePickleError, safe_load
 from .splits import openfgl_fractions, per_class_split, per_client_split, random_split
 from .synthetic import csbm, edge_homophily
 from . import processing  # noqa: F401 (robustness perturbations: processing.perturb and friends)
 
 __all__ = [
-    "load", "load_graph", "register", "list_datasets", "dataset_names",
+    "load", "load_graph", "register", "list_datasets", "dataset_names", "data_kind",
+    "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "load_csv_graph", "load_ogb_node",
+    "load_incidence", "load_hetero_tables", "build_graph", "stratified_split",
+    "DataNotice", "DataPathNotFoundError",
+    "from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl",
     "load_planetoid", "read_planetoid", "load_facebook", "load_lastfm_asia",
     "csbm", "edge_homophily", "random_split", "per_class_split", "per_client_split", "openfgl_fractions",
     "safe_load", "resolve_data_dir", "sha256_file", "verify_files",

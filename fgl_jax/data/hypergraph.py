@@ -56,6 +56,7 @@ class Hypergraph(LabelledNodes):
     edge_weight: float32 [M] w(e) (all ones in every dataset here).
     feature_kind: "binary" (features in {0,1}; randomized response) or "numeric" (Laplace).
     train_mask, val_mask, test_mask: bool [N] (all False from the loaders; FedHGL splits per client).
+    meta: for a user's files, "path", "format", "notices", "split" (as `Graph.meta`).
     """
 
     name: str
@@ -70,6 +71,7 @@ class Hypergraph(LabelledNodes):
     train_mask: np.ndarray
     val_mask: np.ndarray
     test_mask: np.ndarray
+    meta: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         self._check_nodes(HypergraphError, "Hypergraph")
@@ -359,7 +361,18 @@ HYPERGRAPH_DATASETS = ("coraca", "cocitation_cora", "cocitation_citeseer", "dblp
 
 
 def load_hypergraph(name: str, data_dir: Optional[PathLike] = None, verify: bool = True) -> Hypergraph:
-    """Load one of HYPERGRAPH_DATASETS by name (case-insensitive; "cora_ca" = "coraca")."""
+    """Load one of HYPERGRAPH_DATASETS by name (case-insensitive; "cora_ca" = "coraca"), or a path.
+
+    A path (`fgl_jax.data.files.is_path`) to a hypergraph (hyperedges.txt + nodes.csv) is loaded
+    as it is; a path to a plain graph becomes its 1-hop hypergraph (`graph_to_hypergraph`, as the
+    paper does for Cora / CiteSeer), keeping the graph's masks and ``meta`` (so ``meta["split"]``
+    says whether the split was the user's: "given", or the default "stratified" one), with
+    feature_kind "binary" when every feature is 0 or 1, else "numeric"; a heterogeneous path is
+    refused. `verify` does not apply to paths.
+    """
+    from .files import is_path
+    if is_path(name):
+        return _hypergraph_from_path(name, data_dir)
     key = str(name).lower().replace("-", "_")
     key = {"cora_ca": "coraca", "coauthorship_cora": "coraca"}.get(key, key)
     if key == "coraca":
@@ -375,6 +388,22 @@ def load_hypergraph(name: str, data_dir: Optional[PathLike] = None, verify: bool
     if key == "facebook":
         return load_facebook_hypergraph(data_dir, verify)
     raise ValueError(f"load_hypergraph: unknown dataset {name!r}; choose one of {HYPERGRAPH_DATASETS}")
+
+
+def _hypergraph_from_path(path: PathLike, data_dir: Optional[PathLike]) -> Hypergraph:
+    from .files import load_path, path_kind
+    kind = path_kind(path, data_dir)
+    if kind == "hetero":
+        raise ValueError(f"dataset {str(path)!r} is a heterogeneous graph; FedHGL takes a hypergraph or a plain graph "
+                         "(FedHGN, `fgl-jax fedhgn`, takes heterogeneous graphs)")
+    data = load_path(path, data_dir)
+    if kind == "hypergraph":
+        return data
+    vals = data.x.data if sp.issparse(data.x) else np.asarray(data.x).ravel()
+    kind_x = "binary" if np.isin(vals, (0.0, 1.0)).all() else "numeric"
+    hg = graph_to_hypergraph(data, kind_x)
+    return dataclasses.replace(hg, train_mask=data.train_mask, val_mask=data.val_mask, test_mask=data.test_mask,
+                               meta=dict(data.meta, hypergraph="1-hop hyperedges of the graph"))
 
 
 def _register_builtin() -> None:

@@ -1,6 +1,8 @@
 """Dataset names -> loaders, and where their files are.
 
     load("cora", data_dir="...")        # any registered name, case-insensitive ('-' == '_')
+    load("path/to/graph.npz")            # or a user's file / directory (fgl_jax.data.files)
+    data_kind("path/or/name")            # "graph" | "hypergraph" | "hetero", before loading
     list_datasets()                      # every dataset of every kind, and whether its files are found
     register("mydata", loader, files=("mydata/a.csv",), description="...")
 
@@ -20,6 +22,7 @@ from typing import Any, Callable, Optional
 
 from .. import registry
 from ..graph import Graph
+from .files import is_path, load_path, path_kind
 from .musae import FACEBOOK_FILES, LASTFM_ASIA_FILES, load_facebook, load_lastfm_asia
 from .paths import PathLike, candidate_dirs, missing_files
 from .planetoid import load_planetoid, planetoid_files
@@ -91,13 +94,28 @@ def get_info(name: str) -> DatasetInfo:
     return DatasetInfo(e.name, e.obj, e.info.get("files", ()), e.help, e.info.get("data", "graph"))
 
 
-def load(name: str, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
-    """Load a registered dataset by name (case-insensitive); options go to its loader.
+def data_kind(name_or_path: PathLike, data_dir: Optional[PathLike] = None) -> str:
+    """"graph", "hypergraph" or "hetero": what `load` returns for a registered name or a path
+    (a path's format is detected from its name and contents; nothing is parsed)."""
+    if is_path(name_or_path):
+        return path_kind(name_or_path, data_dir)
+    return get_info(str(name_or_path)).kind
 
-    Raises UnknownDatasetError for an unregistered name and ValueError for an option the
-    loader does not accept (listing the options it does accept).
+
+def load(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Any:
+    """Load a registered dataset by name (case-insensitive), or a file / directory by path.
+
+    A path (see `fgl_jax.data.files.is_path`: it contains a separator, ends in .npz/.csv/...,
+    or exists and is no registered name) is loaded by its format (`fgl_jax.data.files`), and
+    checked (`fgl_jax.data.checks`). Options go to the loader.
+
+    Raises UnknownDatasetError for an unregistered name that is no path, DataPathNotFoundError
+    for a path that does not exist, and ValueError for an option the loader does not accept
+    (listing the options it does accept).
     """
-    info = get_info(name)
+    if is_path(name):
+        return load_path(name, data_dir, **kwargs)
+    info = get_info(str(name))
     try:
         inspect.signature(info.loader).bind(data_dir=data_dir, **kwargs)
     except TypeError as e:
@@ -106,13 +124,16 @@ def load(name: str, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph
     return info.loader(data_dir=data_dir, **kwargs)
 
 
-def load_graph(name: str, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
-    """`load` for systems that need a plain graph: a hypergraph or heterogeneous name is refused
-    with a message saying which system takes it."""
-    info = get_info(name)
-    if info.kind != "graph":
-        who = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax fedhgn`)"}[info.kind]
-        raise ValueError(f"dataset {info.name!r} is a {info.kind} dataset, not a graph: {who} takes it")
+_WHO = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax fedhgn`)"}
+
+
+def load_graph(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
+    """`load` for systems that need a plain graph: a hypergraph or heterogeneous name or path is
+    refused with a message saying which system takes it."""
+    kind = data_kind(name, data_dir)
+    if kind != "graph":
+        label = repr(str(name)) if is_path(name) else repr(get_info(str(name)).name)
+        raise ValueError(f"dataset {label} is a {kind} dataset, not a graph: {_WHO[kind]} takes it")
     return load(name, data_dir, **kwargs)
 
 

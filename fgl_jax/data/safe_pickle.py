@@ -167,3 +167,26 @@ def safe_load(path: PathLike, *, allowed: frozenset[tuple[str, str]] = DEFAULT_A
             raise DataFormatError(
                 f"{path}: cannot unpickle ({size} bytes): {type(e).__name__}: {e}. The file is "
                 "truncated or corrupt; replace it with the published file.") from e
+
+
+def safe_load_npy_object(fh, path: PathLike, *, allowed: frozenset[tuple[str, str]] = DEFAULT_ALLOWED) -> Any:
+    """An object array stored in a ``.npy`` stream (e.g. a member of an ``.npz``), unpickled with
+    the same allow-list as `safe_load` (numpy's own reader would use plain pickle).
+
+    `fh` is positioned at the start of the ``.npy`` data; `path` names it in errors.
+    """
+    try:
+        version = np.lib.format.read_magic(fh)
+        shape, _fortran, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                                  else np.lib.format.read_array_header_2_0(fh))
+    except ValueError as e:
+        raise DataFormatError(f"{path}: not a .npy array ({e})") from e
+    if not dtype.hasobject:
+        raise DataFormatError(f"{path}: expected an object array, found dtype {dtype}")
+    try:
+        return _RestrictedUnpickler(fh, path, frozenset(allowed)).load()
+    except UnsafePickleError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+            OverflowError, MemoryError, UnicodeError, ImportError) as e:
+        raise DataFormatError(f"{path}: cannot unpickle the object array ({type(e).__name__}: {e})") from e

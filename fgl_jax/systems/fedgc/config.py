@@ -42,7 +42,7 @@ METHOD_NAMES = {"ib": "FedGC", "none": "FedGC-noIB", "pl": "FedGC-PL", "ldp": "F
 @dataclasses.dataclass(frozen=True)
 class FedGCConfig(RunSpec):
     # --- run, partition and communication -------------------------------------------------------
-    dataset: str = option("cora", "dataset name (see `fgl-jax datasets`)")
+    dataset: str = option("cora", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory")
     rounds: int = option(2000, "federated condensation rounds (one fresh relay θ per round)", low=1)
     clients: int = option(10, "number of clients", low=1)
     beta: float = option(1.0, "Dirichlet concentration of the label partition", low=0, low_open=True)

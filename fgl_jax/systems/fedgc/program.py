@@ -98,8 +98,8 @@ class FedGCRun:
     def __init__(self, cfg: FedGCConfig, graph: Optional[Graph] = None, cache: Optional[dict] = None,
                  log: Optional[Callable[[str], None]] = None):
         if graph is None:
-            from fgl_jax.data.registry import load
-            graph = load(cfg.dataset, data_dir=cfg.data_dir)
+            from fgl_jax.data import load_graph
+            graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
         self.cfg, self.raw_graph, self.cache = cfg, graph, ({} if cache is None else cache)
         self.log = log or (lambda m: None)
         t0 = time.perf_counter()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from fgl_jax.data.hypergraph import HYPERGRAPH_DATASETS
 from fgl_jax.privacy.ldp import RR_VARIANTS, check_epsilon
 from fgl_jax import schema
 from fgl_jax.schema import RunSpec, option
@@ -36,8 +35,8 @@ TRAIN_RATIO = {"coraca": 0.1, "dblp4k": 0.06, "imdb4k": 0.06, "cora": 0.1, "cite
 class FedHGLConfig(RunSpec):
     """One FedHGL run (a cell of Tables III / V or a point of Figure 3)."""
 
-    dataset: str = option("coraca", "hypergraph dataset (simple graphs become 1-hop hypergraphs)",
-                          choices=HYPERGRAPH_DATASETS)
+    dataset: str = option("coraca", "hypergraph dataset: a name or path to a hypergraph or graph file or directory "
+                                    "(plain graphs become 1-hop hypergraphs)")
     rounds: int = option(200, "number of federated rounds T", low=1)
     clients: int = option(3, "number of clients K the nodes are partitioned over", low=1)
     method: str = option("fedhgl_hc", "the paper's row: FedHGL w/ HC, Basic FedHGL, HGNN w/ HC, HGNN (local), Global",
@@ -56,6 +55,8 @@ class FedHGLConfig(RunSpec):
     hops: int = option(2, "propagation hops N (HGNN layers without activations)", low=1)
     beta: float = option(1e4, "label-Dirichlet concentration of the node partition", low=0, low_open=True)
     min_client_size: int = option(10, "least number of nodes per client in the partition", low=1)
+    split: str = option("auto", schema.SPLIT_HELP + "; the paper's is a random per-client split (ratios below)",
+                        choices=schema.SPLIT_MODES)
     train_ratio: Optional[float] = option(None, "training nodes per client (none: the paper's ratio for the dataset)",
                                           low=0, high=1, low_open=True)
     val_ratio: float = option(0.2, "validation nodes per client (paper: 20 percent)", low=0, high=1)

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from fgl_jax.data.hypergraph import Hypergraph
 from fgl_jax.privacy.ldp import check_binary
+from fgl_jax.schema import split_mode
 from fgl_jax.systems.fedhgl import propagation as P
 from fgl_jax.systems.fedhgl.clients import (PAD, HypergraphSplit, _round_up, _to_global, build_basic_clients,
                                             build_hc_clients, client_features, partition_hypergraph,
@@ -101,6 +102,16 @@ def client_splits(split: HypergraphSplit, train_ratio: float, val_ratio: float, 
         perm = rng.permutation(lab)
         a, b, c = int(n * train_ratio), int(n * val_ratio), int(n * test_ratio)
         out.append((np.sort(perm[:a]), np.sort(perm[a:a + b]), np.sort(perm[a + b:a + b + c])))
+    return out
+
+
+def kept_splits(split: HypergraphSplit) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per client, the local indices of its labelled nodes in the hypergraph's own train/val/test masks."""
+    hg = split.hypergraph
+    out = []
+    for nodes in split.client_nodes:
+        lab = hg.y[nodes] >= 0
+        out.append(tuple(np.flatnonzero(m[nodes] & lab) for m in (hg.train_mask, hg.val_mask, hg.test_mask)))
     return out
 
 
@@ -187,7 +198,11 @@ def prepare(hg: Hypergraph, cfg: FedHGLConfig, split: Optional[HypergraphSplit] 
     else:
         xn, info = propagate(split, cfg, key)
     ratio = cfg.ratio_for(hg.name)
-    data = make_data(xn, split, client_splits(split, ratio, cfg.val_ratio, cfg.test_ratio, cfg.seed), gn)
+    if split_mode(cfg.split, cfg.dataset, bool(hg.train_mask.any())) == "keep":
+        idx, ratio = kept_splits(split), "kept (the data's own masks)"
+    else:
+        idx = client_splits(split, ratio, cfg.val_ratio, cfg.test_ratio, cfg.seed)
+    data = make_data(xn, split, idx, gn)
     info["split_stats"] = split.stats()
     info["train_ratio"] = ratio
     return data, info

@@ -13,7 +13,6 @@ from typing import Optional
 import jax.numpy as jnp
 
 from fgl_jax import schema
-from fgl_jax.data import dataset_names
 from fgl_jax.schema import RunSpec, option
 
 METHODS = ("fedhgn", "fedavg", "fedprox", "local", "central", "abl_B", "abl_C", "abl_BC")
@@ -28,7 +27,8 @@ SINGLE_STEP_METHODS = ("local", "central")
 class FedHGNConfig(RunSpec):
     """One FedHGN run (any method of the paper's tables: FedHGN, the baselines, the ablations)."""
 
-    dataset: str = option("aifb", "heterogeneous dataset name", choices=lambda: dataset_names("hetero"))
+    dataset: str = option("aifb", "heterogeneous dataset: a name (see `fgl-jax datasets`, kind hetero) or path to a "
+                         "heterogeneous graph (one edge file per relation + a node-type table)")
     split: str = option("RE", "client split: random edges (RE) or random edge types (RET)", choices=SPLITS)
     clients: int = option(3, "number of clients K (ignored by method central)", low=1)
     method: str = option("fedhgn", "FedHGN, a baseline (fedavg, fedprox, local, central) or an ablation "

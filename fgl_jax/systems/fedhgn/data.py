@@ -53,13 +53,32 @@ def hetero_fed_data(graphs: Sequence[HeteroGraph]) -> HeteroFedData:
     return make_fed_data(ev, tr)
 
 
+def load_input(dataset: str, data_dir=None) -> HeteroGraph:
+    """The heterogeneous graph of `dataset` (a built-in name or a path); anything else is refused
+    in one line (FedHGN's schema-weight sharing needs node and relation types)."""
+    from fgl_jax.data import UnknownDatasetError, data_kind, dataset_names, is_path, load
+    from fgl_jax.schema import builtin_dataset
+    key = str(dataset).lower()
+    if builtin_dataset(dataset) and key in dataset_names("hetero"):
+        return load_hetero(key, data_dir=data_dir, reverse=False) if key in ("aifb", "mutag") \
+            else load_hetero(key, data_dir=data_dir)
+    try:
+        kind = data_kind(dataset, data_dir)
+    except UnknownDatasetError:
+        raise ValueError(f"fedhgn: unknown dataset {str(dataset)!r}; heterogeneous datasets: "
+                         f"{', '.join(dataset_names('hetero'))}, or a path to your own") from None
+    if kind != "hetero":
+        raise ValueError(f"fedhgn: dataset {str(dataset)!r} is a {kind} dataset, but FedHGN needs a heterogeneous "
+                         "graph (node types + one edge file per relation; see docs/your_own_graph.md)")
+    return load_hetero(dataset, data_dir) if is_path(dataset) else load(dataset, data_dir=data_dir)
+
+
 def prepare_clients(dataset: str, strategy: str, num_clients: int, data_dir=None,
                     split_seed: int = SPLIT_SEED) -> tuple[list[HeteroGraph], HeteroGraph]:
     """(client graphs with reverse edges, the central graph with reverse edges).
 
     strategy "central" returns the whole graph as the single client."""
-    g = load_hetero(dataset, data_dir=data_dir, reverse=False) if dataset in ("aifb", "mutag") \
-        else load_hetero(dataset, data_dir=data_dir)
+    g = load_input(dataset, data_dir)
     central = g.add_reverse()
     if strategy.lower() == "central":
         return [central], central

@@ -1,7 +1,8 @@
 """The one schema of HiFGL: every default and valid range of a run, nowhere else.
 
 Defaults are the paper's headline setting (§6.1 and the spec's [DECIDE] choices, specs/hifgl.md §4,
-§5.2): 5 random silos, FederatedScope's random Planetoid split, 2-layer GCN with hidden 64, 50
+§5.2): 5 random silos, FederatedScope's random Planetoid split (`split: auto` keeps the masks of
+your own data instead, see `fgl_jax.schema.split_mode`), 2-layer GCN with hidden 64, 50
 rounds of one full-batch Adam step (lr 0.01 x0.9 every 4 rounds), T = 1, p = 2^31 - 1, 16
 fractional bits, fresh masks per message, A + I normalisation.
 
@@ -54,6 +55,8 @@ class HiFGLConfig(RunSpec):
                        choices=NORMS)
     z_mode: str = option("fresh", "LCC masks: fresh per message, or fixed per silo as the paper writes",
                          choices=Z_MODES)
+    split: str = option("auto", schema.SPLIT_HELP + "; the paper's is FederatedScope's random per-class split",
+                        choices=schema.SPLIT_MODES)
     train_per_class: Optional[int] = option(
         None, "training nodes per class of the random split; none = FederatedScope's for the dataset "
               "(cora 232, citeseer 332, pubmed 3943; else round(0.6 N / C))", low=1)

@@ -82,8 +82,12 @@ def make_hifgl_data(graph: Graph, assignment: np.ndarray, clients: int) -> HiFGL
 
 
 def split_graph(graph: Graph, cfg: HiFGLConfig) -> Graph:
-    """FederatedScope's random Planetoid split (spec §4) with the run's sizes (`config.split_sizes`)."""
+    """FederatedScope's random Planetoid split (spec §4) with the run's sizes (`config.split_sizes`),
+    or the graph's own masks when `cfg.split` resolves to keep (`fgl_jax.schema.split_mode`)."""
     from fgl_jax.data import per_class_split
+    from fgl_jax.schema import split_mode
+    if split_mode(cfg.split, cfg.dataset, bool(graph.train_mask.any())) == "keep":
+        return graph
     per_class, num_val = split_sizes(cfg, graph.num_nodes, graph.num_classes)
     return per_class_split(graph, per_class, num_val, seed=cfg.split_seed)
 
@@ -96,10 +100,10 @@ class Prepared(NamedTuple):
 
 def prepare(cfg: HiFGLConfig, graph: Graph | None = None) -> Prepared:
     """Load (unless given), split, partition into `cfg.clients` random silos, build HiFGLData."""
-    from fgl_jax.data import load
+    from fgl_jax.data import load_graph
     from fgl_jax.partition import random_partition
     if graph is None:
-        graph = load(cfg.dataset, data_dir=cfg.data_dir)
+        graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
     graph = split_graph(graph, cfg)
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")

@@ -34,12 +34,15 @@ DEFAULT_CHAIN = 1000
 class LumosConfig(RunSpec):
     """One Lumos run (paper §VIII / spec §4.4 defaults)."""
 
-    dataset: str = option("facebook", "dataset name: facebook, lastfm_asia or any registered graph dataset")
+    dataset: str = option("facebook", "dataset name (facebook, lastfm_asia, any registered graph) or path to a graph file "
+                                     "or directory")
     rounds: int = option(300, "training epochs (one full-batch Adam step on the mean loss of all devices each)",
                          low=1)
     seed: int = option(0, "seed of the run key (initialisation, dropout, negatives, LDP draw)")
     data_seed: Optional[int] = option(None, "seed of the node/edge split and of the MCMC trimming chain "
                                             "(none: the run's seed)")
+    split: str = option("auto", schema.SPLIT_HELP + "; the paper's is a random 50/25/25 node split (edges "
+                        "80/5/15 for the link task, always drawn)", choices=schema.SPLIT_MODES)
     model: str = option("gcn", "tree GNN backbone", choices=MODELS)
     task: str = option("node", "node classification (accuracy) or link prediction (ROC-AUC)", choices=TASKS)
     hidden: int = option(16, "hidden and output width of the tree GNN", low=1)

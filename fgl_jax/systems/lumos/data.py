@@ -284,19 +284,20 @@ def load_features(dataset: str, data_dir: Optional[str] = None) -> tuple[Graph, 
         from fgl_jax.data.musae import load_lastfm_asia
         g = load_lastfm_asia(data_dir)
         return g, minmax_scale(g.x)
-    from fgl_jax.data import load
-    g = load(dataset, data_dir=data_dir)
+    from fgl_jax.data import load_graph
+    g = load_graph(dataset, data_dir=data_dir)
     x = g.x
     if min(x.shape) > FEATURE_DIM and not isinstance(x, np.ndarray):
         x = reduce_features(x, FEATURE_DIM)
     return g, minmax_scale(x)
 
 
-def split(graph: Graph, task: str, seed: int) -> tuple[Graph, Optional[EdgeSplit]]:
-    """The paper's splits with one seed: node masks 50/25/25, and for the link task edges 80/5/15."""
+def split(graph: Graph, task: str, seed: int, keep_nodes: bool = False) -> tuple[Graph, Optional[EdgeSplit]]:
+    """The paper's splits with one seed: node masks 50/25/25 (unless `keep_nodes`: the graph's own
+    masks), and for the link task edges 80/5/15."""
     from fgl_jax.data.splits import random_split
     from fgl_jax.partition.edges import random_edge_split
-    g = random_split(graph, *NODE_SPLIT, seed=seed)
+    g = graph if keep_nodes else random_split(graph, *NODE_SPLIT, seed=seed)
     es = random_edge_split(g.senders, g.receivers, g.num_nodes, *EDGE_SPLIT, seed=seed) if task == "link" else None
     return g, es
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from fgl_jax.federated import Program
 from fgl_jax.registry import register
+from fgl_jax.schema import split_mode
 from fgl_jax.systems.lumos.algorithm import lumos_algorithm
 from fgl_jax.systems.lumos.config import LumosConfig
 from fgl_jax.systems.lumos.data import Prepared, load_features, prepare, split
@@ -23,7 +24,8 @@ from fgl_jax.systems.lumos.data import Prepared, load_features, prepare, split
 def prepare_config(cfg: LumosConfig):
     """(graph with masks, Prepared) of a config: the host-side work of `build`."""
     g, x = load_features(cfg.dataset, cfg.data_dir)
-    g, edge_split = split(g, cfg.task, cfg.split_seed)
+    keep = split_mode(cfg.split, cfg.dataset, bool(g.train_mask.any())) == "keep"
+    g, edge_split = split(g, cfg.task, cfg.split_seed, keep_nodes=keep)
     return g, prepare(g, cfg, edge_split, x_scaled=x, encode="program")
 
 

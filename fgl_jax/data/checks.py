@@ -1,0 +1,326 @@
+"""Checks every user graph passes: the one way arrays from a file or another library become a Graph.
+
+`build_graph` is what every converter (`fgl_jax.data.convert`) and every path loader
+(`fgl_jax.data.files`) calls. Only the edges and the features are required.
+
+What it does, in order (each problem named by `source`, field and an example value):
+
+* edges: integer node ids in [0, N) (else DataFormatError). Self-loops are dropped
+  (``keep_self_loops=False``, the default, as the Planetoid loader) and duplicate edges merged;
+  both are counted in a notice. A *directed* input (some edge u -> v without v -> u) is
+  symmetrised with a notice counting the one-directional edges (``on_directed="symmetrize"``,
+  the default: the models here aggregate over both directions of an undirected graph), or
+  refused with ``on_directed="error"``.
+* labels: optional. No labels -> y = -1 everywhere (num_classes as given, else 1). Labels must be
+  integers (integral floats such as 2.0 are accepted, -1 or NaN mean "unlabelled"); any other
+  value, or a label outside [0, num_classes), is refused with the count and the first example.
+  num_classes defaults to max label + 1 (a class with no node is reported).
+* masks: optional bool [N] arrays (or integer index arrays). Overlapping masks are refused, and
+  so is a mask holding an unlabelled node. When no mask is given the graph gets the default
+  split: `stratified_split` with 60/20/20 of each class's labelled nodes, seed ``split_seed``
+  (0); it is recorded in ``graph.meta["split"]`` so a caller can put it into a run's config.
+  When some but not all masks are given, the missing ones are empty (with a notice).
+* reported, not refused: isolated nodes, classes without training nodes.
+
+Notices are Python warnings of category `DataNotice` (a UserWarning), one line each, so
+``warnings.simplefilter("error", DataNotice)`` turns them into errors and tests can expect them.
+They are also kept, in order, in ``graph.meta["notices"]``.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..graph import Graph
+from .paths import DataFormatError
+
+__all__ = ["DataNotice", "build_graph", "stratified_split", "check_labels", "check_masks", "DEFAULT_SPLIT",
+           "ON_DIRECTED"]
+
+ArrayLike = Any
+DEFAULT_SPLIT = (0.6, 0.2, 0.2)
+ON_DIRECTED = ("symmetrize", "error")
+
+
+class DataNotice(UserWarning):
+    """Something about a user's graph was changed or looks suspicious (never silently)."""
+
+
+def _notify(notes: list[str], source: str, text: str) -> None:
+    line = f"{source}: {text}"
+    notes.append(line)
+    warnings.warn(line, DataNotice, stacklevel=3)
+
+
+def _as_int_ids(values: ArrayLike, source: str, field: str) -> np.ndarray:
+    """Integer node ids (integral floats accepted), refusing anything else with an example."""
+    a = np.asarray(values)
+    if a.dtype == bool or a.dtype.kind not in "iuf":
+        raise DataFormatError(f"{source}: field {field} must hold integer node ids, got dtype {a.dtype}")
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a) | (np.mod(a, 1) != 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad.ravel())[0])
+            raise DataFormatError(f"{source}: field {field} has {int(bad.sum())} non-integer node id(s), "
+                                  f"e.g. {a.ravel()[i].item()!r} at position {i}")
+    return a.astype(np.int64)
+
+
+def _features(x: ArrayLike, source: str) -> Union[np.ndarray, sp.csr_matrix]:
+    if x is None:
+        raise DataFormatError(f"{source}: node features x are required (use an identity or degree matrix "
+                              "if the graph has none)")
+    if sp.issparse(x):
+        x = sp.csr_matrix(x, dtype=np.float32)
+        x.sum_duplicates()
+        return x
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise DataFormatError(f"{source}: field x must be numeric, got dtype {a.dtype}")
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2:
+        raise DataFormatError(f"{source}: field x must be [N, F], got shape {a.shape}")
+    return np.ascontiguousarray(a, np.float32)
+
+
+def check_labels(y: Optional[ArrayLike], n: int, num_classes: Optional[int], source: str,
+                 notes: list[str]) -> tuple[np.ndarray, int]:
+    """y int32 [N] (-1 = unlabelled) and num_classes, refusing non-integer or out-of-range labels."""
+    if y is None:
+        k = int(num_classes) if num_classes is not None else 1
+        _notify(notes, source, f"no labels: every node has y = -1 (num_classes = {k}); training needs labels")
+        return np.full(n, -1, np.int32), k
+    a = np.asarray(y)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.shape != (n,):
+        raise DataFormatError(f"{source}: field y has shape {a.shape}, expected ({n},) (one label per node)")
+    if a.dtype == bool or a.dtype.kind not in "iuf":
+        raise DataFormatError(f"{source}: field y must hold integer class ids, got dtype {a.dtype}")
+    if a.dtype.kind == "f":
+        unl = np.isnan(a)
+        bad = ~unl & (~np.isfinite(a) | (np.mod(a, 1) != 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataFormatError(f"{source}: field y has {int(bad.sum())} non-integer label(s), e.g. node {i} "
+                                  f"has label {a[i].item()!r} (labels are class ids 0..C-1; -1 or NaN = unlabelled)")
+        a = np.where(unl, -1, a)
+    a = a.astype(np.int64)
+    neg = a < -1
+    if neg.any():
+        i = int(np.flatnonzero(neg)[0])
+        raise DataFormatError(f"{source}: field y has {int(neg.sum())} negative label(s) other than -1 "
+                              f"(unlabelled), e.g. node {i} has label {int(a[i])}")
+    labelled = a >= 0
+    top = int(a.max()) if labelled.any() else -1
+    if num_classes is None:
+        k = max(top + 1, 1)
+    else:
+        if isinstance(num_classes, bool) or int(num_classes) != num_classes or int(num_classes) <= 0:
+            raise DataFormatError(f"{source}: num_classes must be a positive integer, got {num_classes!r}")
+        k = int(num_classes)
+        over = a >= k
+        if over.any():
+            i = int(np.flatnonzero(over)[0])
+            raise DataFormatError(
+                f"{source}: field y has {int(over.sum())} label(s) outside [0, {k}), e.g. node {i} has label "
+                f"{int(a[i])} (num_classes = {k}; labels must be 0..{k - 1}, -1 = unlabelled)")
+    if not labelled.any():
+        _notify(notes, source, "no node has a label (all y = -1); training needs labels")
+    else:
+        empty = np.flatnonzero(np.bincount(a[labelled], minlength=k) == 0)
+        if empty.size:
+            hint = " (labels look 1-based: class 0 is empty)" if empty[0] == 0 and num_classes is None else ""
+            _notify(notes, source, f"{empty.size} of {k} classes have no labelled node, e.g. class "
+                                   f"{int(empty[0])}{hint}")
+    return a.astype(np.int32), k
+
+
+def _mask(m: ArrayLike, n: int, source: str, field: str) -> np.ndarray:
+    a = np.asarray(m)
+    if a.dtype == bool:
+        if a.shape != (n,):
+            raise DataFormatError(f"{source}: field {field} has shape {a.shape}, expected ({n},)")
+        return a
+    if a.ndim == 1 and a.shape == (n,) and a.dtype.kind in "iuf" and np.isin(a, (0, 1)).all() and n > 2:
+        return a.astype(bool)  # a 0/1 indicator vector
+    idx = _as_int_ids(a.ravel(), source, field)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = int(idx.min() if idx.min() < 0 else idx.max())
+        raise DataFormatError(f"{source}: field {field} names node {bad}, outside [0, {n})")
+    out = np.zeros(n, bool)
+    out[idx] = True
+    return out
+
+
+def check_masks(masks: Sequence[Optional[ArrayLike]], y: np.ndarray, source: str,
+                notes: list[str]) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Bool [N] train/val/test masks (None when none is given): disjoint, labelled nodes only."""
+    if all(m is None for m in masks):
+        return None
+    n = y.shape[0]
+    names = ("train_mask", "val_mask", "test_mask")
+    out = []
+    for nm, m in zip(names, masks):
+        if m is None:
+            _notify(notes, source, f"no {nm}: it is empty")
+            out.append(np.zeros(n, bool))
+        else:
+            out.append(_mask(m, n, source, nm))
+    for i in range(3):
+        for j in range(i + 1, 3):
+            both = out[i] & out[j]
+            if both.any():
+                raise DataFormatError(f"{source}: {names[i]} and {names[j]} overlap in {int(both.sum())} node(s), "
+                                      f"e.g. node {int(np.flatnonzero(both)[0])}; a node belongs to one split")
+    for nm, m in zip(names, out):
+        unl = m & (y < 0)
+        if unl.any():
+            raise DataFormatError(f"{source}: {nm} holds {int(unl.sum())} unlabelled node(s) (y = -1), e.g. node "
+                                  f"{int(np.flatnonzero(unl)[0])}")
+    if not out[0].any():
+        _notify(notes, source, "train_mask is empty")
+    return out[0], out[1], out[2]
+
+
+def stratified_split(y: np.ndarray, num_classes: int, train: float = 0.6, val: float = 0.2, test: float = 0.2,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The default split of a user graph: per class, seeded, fractions of each class's labelled nodes.
+
+    For each class c = 0..C-1 in order the class's nodes (ascending id) are permuted with one
+    ``numpy.random.default_rng(seed)`` and cut at round(train * n_c) and round((train + val) * n_c);
+    test takes the rest when the fractions sum to 1, else round(test * n_c) more. Every class
+    with >= 1 node has >= 1 training node. Unlabelled nodes (y = -1) are in no mask.
+
+    Returns bool [N] train, val, test masks (disjoint).
+    """
+    for nm, f in (("train", train), ("val", val), ("test", test)):
+        if not 0 <= f <= 1:
+            raise ValueError(f"{nm} fraction must lie in [0, 1], got {f}")
+    if train <= 0 or train + val + test > 1 + 1e-9:
+        raise ValueError(f"need train > 0 and train + val + test <= 1, got {train}, {val}, {test}")
+    rng = np.random.default_rng(seed)
+    n = y.shape[0]
+    masks = [np.zeros(n, bool) for _ in range(3)]
+    whole = abs(train + val + test - 1) <= 1e-9
+    for c in range(num_classes):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        nc = idx.size
+        if nc == 0:
+            continue
+        a = max(1, int(round(train * nc)))
+        b = min(nc, a + int(round(val * nc)))
+        end = nc if whole else min(nc, b + int(round(test * nc)))
+        masks[0][idx[:a]] = True
+        masks[1][idx[a:b]] = True
+        masks[2][idx[b:end]] = True
+    return masks[0], masks[1], masks[2]
+
+
+def _edges(senders: ArrayLike, receivers: ArrayLike, n: int, source: str, on_directed: str,
+           keep_self_loops: bool, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    s = _as_int_ids(senders, source, "edge sources").ravel()
+    r = _as_int_ids(receivers, source, "edge targets").ravel()
+    if s.shape != r.shape:
+        raise DataFormatError(f"{source}: {s.size} edge sources but {r.size} edge targets")
+    if s.size:
+        lo, hi = min(s.min(), r.min()), max(s.max(), r.max())
+        if lo < 0 or hi >= n:
+            bad = int(lo if lo < 0 else hi)
+            pos = int(np.flatnonzero((s == bad) | (r == bad))[0])
+            raise DataFormatError(f"{source}: edge {pos} ({int(s[pos])} -> {int(r[pos])}) names node {bad}, "
+                                  f"outside [0, {n}) (the features have {n} rows)")
+    loops = s == r
+    if loops.any() and not keep_self_loops:
+        _notify(notes, source, f"{int(loops.sum())} self-loop(s) removed (e.g. node {int(s[loops][0])})")
+        s, r = s[~loops], r[~loops]
+    key = s * n + r
+    uniq = np.unique(key)
+    if uniq.size < key.size:
+        _notify(notes, source, f"{key.size - uniq.size} duplicate edge(s) merged")
+    s, r = uniq // n, uniq % n
+    rev = np.unique(r * n + s)
+    one_way = ~np.isin(uniq, rev)
+    if one_way.any():
+        i = int(np.flatnonzero(one_way)[0])
+        msg = (f"graph is directed: {int(one_way.sum())} of {uniq.size} edges have no reverse edge, e.g. "
+               f"{int(s[i])} -> {int(r[i])}")
+        if on_directed == "error":
+            raise DataFormatError(f"{source}: {msg} (on_directed='error'; pass on_directed='symmetrize' to add "
+                                  "the reverse edges)")
+        _notify(notes, source, f"{msg}; added the reverse edges (symmetrised)")
+        key = np.unique(np.concatenate([uniq, rev]))
+        s, r = key // n, key % n
+    # sorted by (receiver, sender), as `fgl_jax.graph.symmetrize` orders edges
+    order = np.lexsort((s, r))
+    return s[order].astype(np.int32), r[order].astype(np.int32)
+
+
+def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optional[ArrayLike] = None, *,
+                num_classes: Optional[int] = None, train_mask: Optional[ArrayLike] = None,
+                val_mask: Optional[ArrayLike] = None, test_mask: Optional[ArrayLike] = None,
+                name: str = "graph", source: Optional[str] = None, on_directed: str = "symmetrize",
+                keep_self_loops: bool = False, split: Sequence[float] = DEFAULT_SPLIT, split_seed: int = 0,
+                meta: Optional[dict] = None) -> Graph:
+    """A checked, undirected `Graph` from edge arrays and features (see the module docstring).
+
+    Args:
+      senders, receivers: int [E] edge endpoints (u -> v); either direction or both.
+      x: [N, F] dense array or scipy sparse matrix (N defines the number of nodes).
+      y: optional [N] integer labels (-1 / NaN = unlabelled).
+      num_classes: optional; default max label + 1.
+      train_mask, val_mask, test_mask: optional bool [N] or index arrays; none -> default split.
+      name: the graph's name; source: how problems are prefixed (a file path; default `name`).
+      on_directed: "symmetrize" (default, with a notice) or "error".
+      keep_self_loops: keep u -> u edges instead of removing them.
+      split, split_seed: fractions and seed of the default stratified split (used only without masks).
+      meta: extra entries for ``graph.meta`` (e.g. the path and format a loader read).
+
+    Returns a Graph whose ``meta`` holds "notices" (list of str) and "split" (a dict: either
+    {"kind": "given"} or {"kind": "stratified", "train": .., "val": .., "test": .., "seed": ..}).
+
+    Example:
+      >>> g = build_graph([0, 1], [1, 2], np.eye(3), [0, 1, 1])   # doctest: +SKIP
+      >>> g.num_edges   # both directions of 0-1 and 1-2
+      4
+    """
+    source = source or name
+    if on_directed not in ON_DIRECTED:
+        raise ValueError(f"on_directed must be one of {ON_DIRECTED}, got {on_directed!r}")
+    notes: list[str] = []
+    feats = _features(x, source)
+    n = feats.shape[0]
+    if n == 0:
+        raise DataFormatError(f"{source}: the graph has no nodes (x has 0 rows)")
+    s, r = _edges(senders, receivers, n, source, on_directed, keep_self_loops, notes)
+    labels, k = check_labels(y, n, num_classes, source, notes)
+    masks = check_masks((train_mask, val_mask, test_mask), labels, source, notes)
+    if masks is None:
+        tr, va, te = (float(f) for f in split)
+        if (labels >= 0).any():
+            masks = stratified_split(labels, k, tr, va, te, split_seed)
+            _notify(notes, source, f"no split given: default stratified split {tr:g}/{va:g}/{te:g} per class, "
+                                   f"seed {split_seed}")
+        else:
+            masks = tuple(np.zeros(n, bool) for _ in range(3))
+        split_info: dict = {"kind": "stratified", "train": tr, "val": va, "test": te, "seed": int(split_seed)}
+    else:
+        split_info = {"kind": "given"}
+    deg = np.bincount(r, minlength=n)
+    iso = np.flatnonzero(deg == 0)
+    if iso.size:
+        _notify(notes, source, f"{iso.size} isolated node(s) (no edge), e.g. node {int(iso[0])}")
+    if (labels >= 0).any() and masks[0].any():
+        present = np.bincount(labels[labels >= 0], minlength=k) > 0
+        in_train = np.bincount(labels[masks[0]], minlength=k) > 0
+        missing = np.flatnonzero(present & ~in_train)
+        if missing.size:
+            _notify(notes, source, f"{missing.size} class(es) have labelled nodes but no training node, e.g. "
+                                   f"class {int(missing[0])}")
+    info = dict(meta or {})
+    info.update(notices=notes, split=split_info)
+    return Graph(name, s, r, feats, labels, k, masks[0], masks[1], masks[2], meta=info)

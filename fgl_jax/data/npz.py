@@ -1,0 +1,203 @@
+"""Graphs stored as NumPy ``.npz`` files, in two layouts (told apart by their keys).
+
+**GNN-benchmark / PPNP citation layout** (the ``.npz`` files of Shchur et al.'s GNN benchmark,
+PPNP's cora_ml / citeseer / pubmed, Amazon / Coauthor releases), recognised by ``adj_data``:
+
+    adj_data, adj_indices, adj_indptr, adj_shape      CSR adjacency [N, N] (row u, column v: edge u -> v)
+    attr_data, attr_indices, attr_indptr, attr_shape  CSR features [N, F]
+      or attr_matrix                                  dense features [N, F]
+    labels                                            int [N]
+      or labels_data, labels_indices, labels_indptr, labels_shape   CSR one-hot labels [N, C]
+    node_names, attr_names, class_names, idx_to_node, idx_to_attr, idx_to_class   optional
+
+The file is opened with ``allow_pickle=False``. The optional name arrays are often pickled
+object arrays; ``class_names`` and ``node_names`` are read through the restricted unpickler of
+`fgl_jax.data.safe_pickle` (only numpy arrays and builtin containers, nothing executed) into
+``graph.meta``; the others are not needed and are skipped. An object array that names anything
+else is skipped with a notice. These files have no split: the default stratified split applies
+(`fgl_jax.data.checks`).
+
+**Plain layout** (write it with ``np.savez(path, edge_index=..., x=..., y=...)``), recognised by
+``edge_index``:
+
+    edge_index        int [2, E]: row 0 sources, row 1 targets (one or both directions)
+    x                 float [N, F] dense
+      or x_data, x_indices, x_indptr, x_shape         CSR features (scipy's csr_matrix parts)
+    y                 int [N], optional (-1 = unlabelled)
+    train_mask, val_mask, test_mask                   bool [N], optional (none -> default split)
+    num_classes       int scalar, optional (default max(y) + 1)
+
+Both go through `fgl_jax.data.checks.build_graph` (symmetrised, self-loops / duplicates
+removed, labels and masks checked).
+"""
+from __future__ import annotations
+
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..graph import Graph
+from .checks import DataNotice, build_graph
+from .paths import DataFormatError, PathLike
+from .safe_pickle import UnsafePickleError, safe_load_npy_object
+
+__all__ = ["load_npz", "npz_layout", "GNN_BENCHMARK_KEYS", "PLAIN_KEYS"]
+
+GNN_BENCHMARK_KEYS = ("adj_data", "adj_indices", "adj_indptr", "adj_shape")
+PLAIN_KEYS = ("edge_index", "x")
+_CSR = ("data", "indices", "indptr", "shape")
+
+
+def _open(path: Path) -> Any:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise DataFormatError(f"{path}: cannot read as a NumPy .npz archive ({e})") from e
+
+
+def npz_layout(keys) -> str:
+    """"gnn_benchmark" or "plain" from an archive's keys (DataFormatError-free: "unknown" otherwise)."""
+    keys = set(keys)
+    if "adj_data" in keys or "adj_indptr" in keys:
+        return "gnn_benchmark"
+    if "edge_index" in keys:
+        return "plain"
+    return "unknown"
+
+
+def _get(z: Any, key: str, path: Path) -> np.ndarray:
+    try:
+        return z[key]
+    except ValueError as e:  # an object array under allow_pickle=False
+        raise DataFormatError(f"{path}: field {key} is a pickled object array; it must be a numeric array") from e
+
+
+def _csr(z: Any, prefix: str, path: Path) -> sp.csr_matrix:
+    parts = [f"{prefix}_{p}" for p in _CSR]
+    miss = [k for k in parts if k not in z.files]
+    if miss:
+        raise DataFormatError(f"{path}: CSR field {prefix} needs {', '.join(parts)}; missing {', '.join(miss)}")
+    data, indices, indptr, shape = (_get(z, k, path) for k in parts)
+    try:
+        m = sp.csr_matrix((data, indices, indptr), shape=tuple(int(v) for v in shape))
+        m.check_format(full_check=True)
+    except (ValueError, TypeError) as e:
+        raise DataFormatError(f"{path}: fields {prefix}_* do not form a valid CSR matrix ({e})") from e
+    return m
+
+
+def _object_array(path: Path, key: str, notes: list[str]) -> Optional[Any]:
+    """An optional pickled name array, through the restricted unpickler; None (with a notice) if refused."""
+    try:
+        with zipfile.ZipFile(path) as zf, zf.open(f"{key}.npy") as fh:
+            return safe_load_npy_object(fh, f"{path}:{key}")
+    except (UnsafePickleError, DataFormatError, KeyError) as e:
+        line = f"{path}: optional field {key} skipped ({e})"
+        notes.append(line)
+        warnings.warn(line, DataNotice, stacklevel=3)
+        return None
+
+
+def _optional_names(z: Any, path: Path, key: str, notes: list[str]) -> Optional[list]:
+    if key not in z.files:
+        return None
+    try:
+        arr = z[key]
+    except ValueError:
+        arr = _object_array(path, key, notes)
+    if arr is None:
+        return None
+    arr = np.asarray(arr)
+    return [str(v) for v in arr.ravel().tolist()] if arr.ndim else None
+
+
+def _labels_gnn_benchmark(z: Any, path: Path) -> np.ndarray:
+    if "labels" in z.files:
+        return _get(z, "labels", path)
+    if "labels_data" in z.files:
+        onehot = _csr(z, "labels", path)
+        per_row = np.diff(onehot.indptr)
+        if (per_row > 1).any():
+            i = int(np.flatnonzero(per_row > 1)[0])
+            raise DataFormatError(f"{path}: field labels_* is multi-label ({int((per_row > 1).sum())} nodes have "
+                                  f"several labels, e.g. node {i}); node classification needs one label per node")
+        y = np.full(onehot.shape[0], -1, np.int64)
+        rows = np.repeat(np.arange(onehot.shape[0]), per_row)
+        y[rows] = onehot.indices
+        return y
+    return None
+
+
+def load_npz(path: PathLike, name: Optional[str] = None, **options: Any) -> Graph:
+    """A Graph from an ``.npz`` file in either layout of the module docstring.
+
+    Args:
+      path: the ``.npz`` file.
+      name: the graph's name (default: the file name without suffix).
+      **options: passed to `fgl_jax.data.checks.build_graph` (on_directed, keep_self_loops,
+        split, split_seed, num_classes).
+
+    Example:
+      >>> np.savez("g.npz", edge_index=np.array([[0, 1], [1, 2]]), x=np.eye(3), y=np.array([0, 1, 1]))
+      >>> g = load_npz("g.npz")            # doctest: +SKIP
+    """
+    path = Path(path)
+    name = name or (path.name[:-4] if path.name.endswith(".npz") else path.name)
+    with _open(path) as z:
+        layout = npz_layout(z.files)
+        meta: dict = {"path": str(path), "format": f"npz:{layout}"}
+        notes: list[str] = []
+        if layout == "gnn_benchmark":
+            adj = _csr(z, "adj", path).tocoo()
+            if adj.shape[0] != adj.shape[1]:
+                raise DataFormatError(f"{path}: adjacency adj_shape {adj.shape} is not square")
+            if "attr_matrix" in z.files:
+                x: Any = _get(z, "attr_matrix", path)
+            elif "attr_data" in z.files:
+                x = _csr(z, "attr", path)
+            else:
+                raise DataFormatError(f"{path}: no node features: expected attr_data/attr_indices/attr_indptr/"
+                                      "attr_shape (CSR) or attr_matrix (dense)")
+            if x.shape[0] != adj.shape[0]:
+                raise DataFormatError(f"{path}: features have {x.shape[0]} rows but the adjacency has "
+                                      f"{adj.shape[0]} nodes")
+            y = _labels_gnn_benchmark(z, path)
+            for key in ("class_names", "node_names"):
+                names = _optional_names(z, path, key, notes)
+                if names is not None:
+                    meta[key] = names
+            senders, receivers, masks, k = adj.row, adj.col, {}, None
+        elif layout == "plain":
+            ei = _get(z, "edge_index", path)
+            if ei.ndim != 2 or ei.shape[0] != 2:
+                raise DataFormatError(f"{path}: field edge_index has shape {ei.shape}, expected (2, E)")
+            if "x" in z.files:
+                x = _get(z, "x", path)
+            elif "x_data" in z.files:
+                x = _csr(z, "x", path)
+            else:
+                raise DataFormatError(f"{path}: no node features: expected x (dense [N, F]) or x_data/x_indices/"
+                                      "x_indptr/x_shape (CSR)")
+            y = _get(z, "y", path) if "y" in z.files else None
+            masks = {m: _get(z, m, path) for m in ("train_mask", "val_mask", "test_mask") if m in z.files}
+            k = None
+            if "num_classes" in z.files:
+                kk = _get(z, "num_classes", path)
+                if kk.size != 1 or kk.dtype.kind not in "iu":
+                    raise DataFormatError(f"{path}: field num_classes must be one integer, got {kk!r}")
+                k = int(kk.ravel()[0])
+            senders, receivers = ei[0], ei[1]
+        else:
+            raise DataFormatError(
+                f"{path}: unrecognised .npz layout (keys: {', '.join(sorted(z.files)) or 'none'}); expected "
+                f"edge_index + x (plain layout) or {', '.join(GNN_BENCHMARK_KEYS)} + attr_* (GNN-benchmark "
+                "layout); see fgl_jax.data.npz")
+        if k is not None:
+            options.setdefault("num_classes", k)
+        g = build_graph(senders, receivers, x, y, name=name, source=str(path), meta=meta, **masks, **options)
+    g.meta["notices"][:0] = notes  # the skipped name arrays come first: they were read first
+    return g
