@@ -1,6 +1,6 @@
 """fgl_jax vs OpenFGL 1.1.0, side by side on the same setting (outside CI; never imported by tests).
 
-    bash benchmarks/peers/openfgl/setup.sh           # once: benchmarks/peers/.venv-openfgl
+    bash benchmarks/peers/openfgl/setup.sh [VENV]    # once: VENV or benchmarks/peers/.venv-openfgl
     FGL_JAX_DATA=/work/shared/data nice python -m benchmarks.peers.openfgl.compare \
         --datasets cora citeseer --algorithms local fedavg fedprox --seeds 0 1 2 --rounds 100
 
@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-VENV_PYTHON = HERE.parent / ".venv-openfgl" / "bin" / "python"
+# setup.sh's default venv; --venv or $OPENFGL_VENV point elsewhere (e.g. a venv outside the work tree)
+DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 
 # fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
@@ -146,11 +147,11 @@ def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
             "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run}
 
 
-def run_openfgl(job: dict, workdir: Path) -> dict:
+def run_openfgl(job: dict, workdir: Path, venv_python: Path) -> dict:
     job_path, out_path = workdir / "job.json", workdir / "result.json"
     job_path.write_text(json.dumps(job))
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
-    proc = subprocess.run([str(VENV_PYTHON), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
+    proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"OpenFGL run failed ({job['openfgl_algorithm']}, {job['openfgl_dataset']}, "
@@ -200,13 +201,16 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=1, help="CPU threads per side: torch.set_num_threads and "
                    "XLA's intra-op threads (0 = each library's default). 1 by default: on a loaded shared "
                    "machine torch with 2 threads ran ~10x slower than with 1")
+    p.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)),
+                   help="the OpenFGL venv setup.sh made (default $OPENFGL_VENV, else benchmarks/peers/.venv-openfgl)")
     p.add_argument("--workdir", default=None, help="keep OpenFGL's data folders here (default: a temp dir)")
     p.add_argument("--out", default=str(HERE / "results"), help="stem of the .md / .json results")
     p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
                    "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
     a = p.parse_args(argv)
-    if not VENV_PYTHON.exists():
-        sys.exit(f"OpenFGL venv missing at {VENV_PYTHON}: run benchmarks/peers/openfgl/setup.sh first")
+    venv_python = Path(a.venv) / "bin" / "python"
+    if not venv_python.exists():
+        sys.exit(f"OpenFGL venv missing at {a.venv}: run benchmarks/peers/openfgl/setup.sh {a.venv} first")
     if a.threads == 1 and "jax" not in sys.modules:  # before jax is imported
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
@@ -248,7 +252,7 @@ def main(argv=None) -> None:
                            "prox_mu": a.prox_mu, "num_classes": prep.graph.num_classes,
                            "threads": a.threads, "openfgl_config": OPENFGL_CONFIG.get(algo, {})}
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
-                             ("openfgl", lambda: run_openfgl(job, work))]
+                             ("openfgl", lambda: run_openfgl(job, work, venv_python))]
                     if i % 2:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
