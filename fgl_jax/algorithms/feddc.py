@@ -7,7 +7,8 @@ c). Client i starts from w and minimises
 
     CE(theta) + (alpha/2) ||h_i + theta - w||^2 + <theta, c - c_i>
 
-(the linear term enters as a constant shift of the gradient, `local_train(grad_shift=)`). After K
+(the linear term enters as a constant shift of the gradient, `local_train(grad_shift=)`, the
+quadratic one as local_train's proximal term with offset h_i, its gradient in closed form). After K
 steps, with Delta_i = theta_i - w and eta the client lr (times its schedule):
 
     h_i  <- h_i + Delta_i,                 c_i <- c_i - c - Delta_i / (K eta),
