@@ -324,8 +324,12 @@ def main(argv=None) -> None:
         notes += [f"- {ALGORITHM_DIFFERENCES[al]}" for al in tabled if al in ALGORITHM_DIFFERENCES]
     if info.get("merged_from"):
         mf = info["merged_from"]
+        load = (mf.get("machine") or {})
+        load = (f", load average {load['loadavg_start'][0]:.1f} at start / {load['loadavg_end'][0]:.1f} at end"
+                if "loadavg_start" in load and "loadavg_end" in load else "")
         notes += ["", f"Merged: {mf['runs_kept']} runs kept from an earlier invocation "
-                  f"({(mf.get('provenance') or {}).get('command', '?')}); the machine line above is this invocation's."]
+                  f"({(mf.get('provenance') or {}).get('command', '?')}{load}); the machine line above is this "
+                  "invocation's."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
     payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,
