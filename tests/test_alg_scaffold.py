@@ -75,3 +75,21 @@ def test_option_one_sets_the_variates_to_the_local_gradients_at_x():
                        np.asarray(tr.train_mask[i], np.float64), int(model.num_classes))
         np.testing.assert_allclose(np.asarray(new.c_client["params"]["layer_0"]["kernel"][c]), gw, rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(np.asarray(new.c_client["params"]["bias_0"][c]), gb, rtol=1e-4, atol=1e-6)
+
+
+def test_client_mean_is_the_sequential_mean_bit_for_bit():
+    """client_mean (SCAFFOLD's c update) against NumPy's client-by-client float32 sum times 1/C, also
+    when a consumer adds to it (no FMA contraction of the product)."""
+    from fgl_jax.federated.baselines import client_mean
+    rng = np.random.default_rng(0)
+    for shape in [(7, 100, 64), (10, 4096), (3, 5), (1, 80, 64)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        c = rng.standard_normal(shape[1:]).astype(np.float32)
+        ref = x[0].copy()
+        for i in range(1, shape[0]):
+            ref = ref + x[i]
+        ref = ref * np.float32(1.0 / shape[0])
+        np.testing.assert_array_equal(np.asarray(jax.jit(client_mean)(x)), ref)
+        if x[0].size >= 4096:  # the loop path (small leaves keep mean(0), which XLA may fuse into an FMA)
+            np.testing.assert_array_equal(np.asarray(jax.jit(lambda c, x: c + client_mean(x))(c, x)), c + ref)
+        np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: client_mean({"a": x})["a"])(x)), ref)

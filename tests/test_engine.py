@@ -82,6 +82,33 @@ def test_fedavg_round_is_weighted_mean_of_local_updates():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_local_train_proximal_term_equals_autodiff_of_the_penalty():
+    """local_train's closed-form proximal gradient (with and without an offset, as FedProx and FedDC
+    use it) against autodiff of (mu/2)||w + offset - anchor||^2 written into the loss, 3 Adam steps."""
+    from fgl_jax.federated.client import local_train, node_loss_fn, tree_sq
+    g = toy_graph(n=40, seed=2)
+    b = unstack(build_client_batch(g, np.zeros(g.num_nodes, int), 1), 0)
+    model = make_model("gcn", g.num_features, g.num_classes, hidden=8, dropout=0.5)
+    p0 = jax.jit(lambda k: model.init({"params": k, "dropout": k}, b, train=False))(jax.random.key(0))
+    anchor = jax.tree.map(lambda a: a + 0.1, p0)
+    offset = jax.tree.map(lambda a: 0.05 * np.cos(np.asarray(a)), p0)
+    opt = optax.chain(optax.add_decayed_weights(5e-4), optax.adam(1.0))
+    ce, mu, key = node_loss_fn(model), jnp.float32(0.7), jax.random.key(5)
+    def both(p0, anchor, b, key, off):
+        def with_penalty(p, batch, k):
+            shifted = p if off is None else jax.tree.map(jnp.add, p, off)
+            return ce(p, batch, k) + 0.5 * mu * tree_sq(shifted, anchor)
+        got = local_train(ce, opt, 3, p0, opt.init(p0), b, key, 0.01, prox_mu=mu, anchor=anchor, prox_offset=off)
+        return got, local_train(with_penalty, opt, 3, p0, opt.init(p0), b, key, 0.01)
+
+    results, ce0 = jax.jit(lambda *a: ([both(*a, None), both(*a, offset)], ce(a[0], a[2], a[3])))(p0, anchor, b, key)
+    for got, ref in results:
+        for x, y in zip(jax.tree.leaves(got[:2]), jax.tree.leaves(ref[:2])):
+            np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got[2], ref[2], rtol=1e-6)
+        assert float(got[2]) > float(ce0)  # the penalty is in the reported first-step loss
+
+
 def test_fedprox_zero_mu_equals_fedavg_and_positive_mu_differs():
     g = toy_graph(n=60, seed=6)
     batch = build_client_batch(g, np.arange(g.num_nodes) % 2, 2)

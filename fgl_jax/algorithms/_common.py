@@ -8,7 +8,7 @@ import jax.numpy as jnp
 
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.federated.baselines import evaluate_models
-from fgl_jax.federated.client import stack, tree_sq  # noqa: F401 (the algorithms import them from here)
+from fgl_jax.federated.client import lr_scale, stack, tree_sq  # noqa: F401 (the algorithms import them from here)
 
 PyTree = Any
 
@@ -17,6 +17,19 @@ def init_params(model, key: jax.Array, data: FedData) -> PyTree:
     """The model's parameters, initialised on client 0's padded graph (shapes are shared)."""
     one = jax.tree.map(lambda a: a[0], data.eval)
     return model.init({"params": key, "dropout": key}, one, train=False)
+
+
+def round_start(optimizer, common, state, data: FedData, start: PyTree = None) -> tuple[PyTree, PyTree, jax.Array]:
+    """The prologue every algorithm's round shares: (start [C_t, ...], opt [C_t, ...], scale).
+
+    start: the models the training clients begin from (default: the global `state.server` on every
+    training client); opt: `state.opt`, or fresh optimiser states when common.reset_optimizer;
+    scale: the traced LR `state.hp["lr"]` times the round's schedule (the optimiser is built with
+    lr = 1, see make_optimizer)."""
+    if start is None:
+        start = stack(state.server, data.train.num_clients)
+    opt = jax.vmap(optimizer.init)(start) if common.reset_optimizer else state.opt
+    return start, opt, state.hp["lr"] * lr_scale(common.optim, state.round)
 
 
 def weighted_loss(losses: jax.Array, weight: jax.Array) -> jax.Array:

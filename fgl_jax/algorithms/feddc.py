@@ -7,7 +7,8 @@ c). Client i starts from w and minimises
 
     CE(theta) + (alpha/2) ||h_i + theta - w||^2 + <theta, c - c_i>
 
-(the linear term enters as a constant shift of the gradient, `local_train(grad_shift=)`). After K
+(the linear term enters as a constant shift of the gradient, `local_train(grad_shift=)`, the
+quadratic one as local_train's proximal term with offset h_i, its gradient in closed form). After K
 steps, with Delta_i = theta_i - w and eta the client lr (times its schedule):
 
     h_i  <- h_i + Delta_i,                 c_i <- c_i - c - Delta_i / (K eta),
@@ -43,11 +44,11 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, tree_sq, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.client import local_train, lr_scale, make_optimizer, node_loss_fn
+from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -93,9 +94,7 @@ def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
     def round_fn(state: FedDCState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
         w = state.server
-        start = stack(w, ct)
-        opt = jax.vmap(optimizer.init)(start) if common.reset_optimizer else state.opt
-        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
+        start, opt, scale = round_start(optimizer, common, state, data)
         h = jax.tree.map(lambda a: a[data.train_index], state.drift)
         ci = jax.tree.map(lambda a: a[data.train_index], state.ctrl)
         # OpenFGL skips both terms in the first round
@@ -108,10 +107,10 @@ def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
             else:
                 shift = jax.tree.map(lambda cg, cl: cg - cl, state.c, c_i)
 
-            def loss(theta, b, k):
-                return ce(theta, b, k) + 0.5 * alpha * tree_sq(jax.tree.map(jnp.add, h_i, theta), w)
-
-            theta, o, first = local_train(loss, optimizer, steps, p, o, b, k, scale, grad_shift=shift)
+            # the drift penalty (alpha/2)||theta + h_i - w||^2 as local_train's proximal term (its
+            # gradient in closed form: no autodiff pass and reduction over the model per step)
+            theta, o, first = local_train(ce, optimizer, steps, p, o, b, k, scale, prox_mu=alpha, anchor=w,
+                                          grad_shift=shift, prox_offset=h_i)
             delta = jax.tree.map(lambda t, ww: t - ww, theta, w)
             if openfgl:   # h_i takes the previous round's update; c_i stores this round's
                 return theta, o, first, jax.tree.map(jnp.add, h_i, c_i), delta

@@ -32,11 +32,11 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.baselines import FedConfig
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
+from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn.models import apply_with_embedding
 from fgl_jax.registry import register
@@ -135,9 +135,8 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
 
     def round_fn(state: ProtoState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
-        start = jax.tree.map(lambda a: a[data.train_index], state.personal)
-        opt = jax.vmap(optimizer.init)(start) if common.reset_optimizer else state.opt
-        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
+        start, opt, scale = round_start(optimizer, common, state, data,
+                                        start=jax.tree.map(lambda a: a[data.train_index], state.personal))
 
         def client(p, o, b, k):
             def loss(w, b, k):

@@ -28,11 +28,11 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
+from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn.models import apply_with_embedding
 from fgl_jax.registry import register
@@ -89,9 +89,7 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
 
     def round_fn(state: MoonState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
-        start = stack(state.server, ct)
-        opt = jax.vmap(optimizer.init)(start) if common.reset_optimizer else state.opt
-        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
+        start, opt, scale = round_start(optimizer, common, state, data)
         prev = jax.tree.map(lambda a: a[data.train_index], state.prev)
         # no previous local model before the first round: the contrastive term is off
         weight = state.hp["moon_mu"] * (state.round > 0).astype(jnp.float32)

@@ -34,11 +34,11 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.baselines import FedConfig, client_mean, weighted_mean
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.client import local_train, lr_scale, make_optimizer, node_loss_fn
+from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -83,9 +83,7 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
     def round_fn(state: ScaffoldState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
         x = state.server
-        start = stack(x, ct)
-        opt = jax.vmap(optimizer.init)(start) if common.reset_optimizer else state.opt
-        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
+        start, opt, scale = round_start(optimizer, common, state, data)
         c_i = jax.tree.map(lambda a: a[data.train_index], state.c_client)
 
         def client(p, o, b, k, ci):
@@ -101,8 +99,8 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
                                                                         jax.random.split(key, ct), c_i)
         dy = weighted_mean(jax.tree.map(lambda ys, xs: ys - xs, y, start), data.train_weight)
         server = jax.tree.map(lambda xs, d: xs + state.hp["scaffold_server_lr"] * d, x, dy)
-        if data.train_total is None:
-            c = jax.tree.map(lambda cg, new, old: cg + (new - old).mean(0), state.c, c_new, c_i)
+        if data.train_total is None:  # client_mean: a plain .mean(0) over the client axis is slow on XLA:CPU
+            c = jax.tree.map(jnp.add, state.c, client_mean(jax.tree.map(jnp.subtract, c_new, c_i)))
         else:  # a sample of the clients took part: c <- c + (1/N) sum_{i in S} (c_i+ - c_i), the paper's
             c = jax.tree.map(lambda cg, new, old: cg + (new - old).sum(0) / data.train_total, state.c, c_new, c_i)
         metrics = evaluate_round(model, common, data, server=server, trained=y)

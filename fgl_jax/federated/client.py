@@ -80,35 +80,38 @@ def node_loss_fn(model) -> Callable:
 def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, steps: int,
                 params: PyTree, opt_state: PyTree, batch, key: jax.Array, scale: jax.Array,
                 prox_mu=None, anchor: Optional[PyTree] = None, grad_shift: Optional[PyTree] = None,
-                grad_fn: Optional[Callable] = None, post_step: Optional[Callable] = None):
+                prox_offset: Optional[PyTree] = None, grad_fn: Optional[Callable] = None,
+                post_step: Optional[Callable] = None):
     """`steps` optax steps on one client; returns (params, opt_state, loss at the first step).
 
     scale multiplies every update (the LR when the optimiser was built with lr = 1, times the
-    schedule). prox_mu (a float or traced scalar; None = no term) adds FedProx's
-    (mu/2)||w - anchor||^2 with anchor = the round's global model. grad_shift (a pytree like
-    params; None = none) is added to every step's gradient before the optimiser sees it (SCAFFOLD's
-    c - c_i); algorithms with their own loss terms pass them inside `loss_fn`.
+    schedule). prox_mu (a float or traced scalar; None = no term) adds the proximal term
+    (mu/2)||w + prox_offset - anchor||^2: FedProx's with anchor = the round's global model and no
+    offset, FedDC's drift penalty with offset h_i. grad_shift (a pytree like params; None = none)
+    is added to every step's gradient before the optimiser sees it (SCAFFOLD's c - c_i); algorithms
+    with other loss terms pass them inside `loss_fn`.
     grad_fn(p, key) -> (loss, grads), if given, replaces the gradient of `loss_fn` (OpenFGL's local
-    DP: per-node clipped gradients, `fgl_jax.privacy.dp.clipped_node_grad`); the proximal term's
-    gradient is then added to it. post_step(p, key) -> p runs after every step (local DP's noise).
+    DP: per-node clipped gradients, `fgl_jax.privacy.dp.clipped_node_grad`). post_step(p, key) -> p
+    runs after every step (local DP's noise).
+
+    The proximal term's gradient mu (w + offset - anchor) is added in closed form (bit for bit what
+    autodiff of the term gives: 0.5 mu * 2 x is mu x exactly), and its value only enters the returned
+    first-step loss, computed once at the starting params: differentiating it inside every step cost
+    an extra pass over the parameters plus a full reduction per step (a third of a FedDC round on
+    CiteSeer's 3,703 x 64 first layer).
     """
 
-    def objective(p, k):
-        val = loss_fn(p, batch, k)
-        if prox_mu is not None:
-            sq = tree_sq(p, anchor)
-            val = val + 0.5 * prox_mu * sq
-        return val
+    def shifted(p):   # w + offset
+        return p if prox_offset is None else jax.tree.map(jnp.add, p, prox_offset)
 
     def step(carry, k):
         p, o = carry
         if grad_fn is None:
-            val, g = jax.value_and_grad(objective)(p, k)
+            val, g = jax.value_and_grad(loss_fn)(p, batch, k)
         else:
             val, g = grad_fn(p, k)
-            if prox_mu is not None:
-                val = val + 0.5 * prox_mu * tree_sq(p, anchor)
-                g = jax.tree.map(lambda gi, x, a: gi + prox_mu * (x - a), g, p, anchor)
+        if prox_mu is not None:
+            g = jax.tree.map(lambda gi, wi, ai: gi + prox_mu * (wi - ai), g, shifted(p), anchor)
         if grad_shift is not None:
             g = jax.tree.map(jnp.add, g, grad_shift)
         upd, o = optimizer.update(g, o, p)
@@ -118,5 +121,8 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
             p = post_step(p, jax.random.fold_in(k, 1))
         return (p, o), val
 
-    (params, opt_state), losses = jax.lax.scan(step, (params, opt_state), jax.random.split(key, steps))
-    return params, opt_state, losses[0]
+    (new, opt_state), losses = jax.lax.scan(step, (params, opt_state), jax.random.split(key, steps))
+    first = losses[0]
+    if prox_mu is not None:
+        first = first + 0.5 * prox_mu * tree_sq(shifted(params), anchor)
+    return new, opt_state, first

@@ -1,6 +1,6 @@
 """fgl_jax vs OpenFGL 1.1.0, side by side on the same setting (outside CI; never imported by tests).
 
-    bash benchmarks/peers/openfgl/setup.sh           # once: benchmarks/peers/.venv-openfgl
+    bash benchmarks/peers/openfgl/setup.sh [VENV]    # once: VENV or benchmarks/peers/.venv-openfgl
     FGL_JAX_DATA=/work/shared/data nice python -m benchmarks.peers.openfgl.compare \
         --datasets cora citeseer --algorithms local fedavg fedprox --seeds 0 1 2 --rounds 100
 
@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-VENV_PYTHON = HERE.parent / ".venv-openfgl" / "bin" / "python"
+# setup.sh's default venv; --venv or $OPENFGL_VENV point elsewhere (e.g. a venv outside the work tree)
+DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 
 # fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
@@ -136,21 +137,34 @@ def export(prep, path: Path) -> None:
              test_mask=np.asarray(g.test_mask, bool))
 
 
-def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
+def run_fgl(algorithm, prep, seed: int, rounds: int, compile_seconds: float) -> dict:
+    """One fgl_jax run; the program is already compiled (`warm_up`), so the process CPU time of the
+    call is the rounds' (plus run()'s small host work), comparable with OpenFGL's train()."""
     import jax
     from fgl_jax import run
+    c0 = time.process_time()
     res = run(algorithm, prep.data, jax.random.key(seed), rounds)
+    cpu = time.process_time() - c0
     return {"best_val": float(res.best["best_val"]), "best_test": float(res.best["best_test"]),
             "best_round": int(res.best["best_round"]), "final_test": float(res.history["test_acc"][-1]),
-            "rounds": res.rounds_run, "compile_seconds": res.compile_seconds, "train_seconds": res.run_seconds,
-            "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run}
+            "rounds": res.rounds_run, "compile_seconds": compile_seconds, "train_seconds": res.run_seconds,
+            "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run,
+            "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run}
 
 
-def run_openfgl(job: dict, workdir: Path) -> dict:
+def warm_up(algorithm, prep, rounds: int) -> float:
+    """Compile the cell's program with a throwaway run (fgl_jax caches it per shape), so each timed
+    run's CPU time holds no compile; returns the compile seconds."""
+    import jax
+    from fgl_jax import run
+    return float(run(algorithm, prep.data, jax.random.key(0), rounds).compile_seconds)
+
+
+def run_openfgl(job: dict, workdir: Path, venv_python: Path) -> dict:
     job_path, out_path = workdir / "job.json", workdir / "result.json"
     job_path.write_text(json.dumps(job))
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
-    proc = subprocess.run([str(VENV_PYTHON), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
+    proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"OpenFGL run failed ({job['openfgl_algorithm']}, {job['openfgl_dataset']}, "
@@ -172,10 +186,18 @@ def summarise(runs: list[dict]) -> list[dict]:
         oa, os_ = mean_sd([100 * r["openfgl"]["best_test"] for r in mine])
         ft, _ = mean_sd([r["fgl_jax"]["ms_per_round"] for r in mine])
         ot, _ = mean_sd([r["openfgl"]["ms_per_round"] for r in mine])
+        # process CPU time per round (runs from before this column have none): on a shared machine
+        # it moves far less with the load than wall time does
+        fc = [r["fgl_jax"].get("cpu_ms_per_round") for r in mine]
+        oc = [r["openfgl"].get("cpu_ms_per_round") for r in mine]
+        cpu = None not in fc + oc
         rows.append({"dataset": ds, "algorithm": f"{algo} / {ALGORITHMS[algo]}", "seeds": len(mine),
                      "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}", "OpenFGL acc %": f"{oa:.2f} ± {os_:.2f}",
                      "diff (pts)": f"{fa - oa:+.2f}", "fgl_jax ms/round": f"{ft:.1f}",
                      "OpenFGL ms/round": f"{ot:.1f}", "speed-up": f"{ot / ft:.1f}x",
+                     "fgl_jax cpu ms/round": f"{np.mean(fc):.1f}" if cpu else "-",
+                     "OpenFGL cpu ms/round": f"{np.mean(oc):.1f}" if cpu else "-",
+                     "cpu speed-up": f"{np.mean(oc) / np.mean(fc):.1f}x" if cpu else "-",
                      # compiled once per cell (first seed); later seeds reuse it
                      "fgl_jax compile s": f"{max(r['fgl_jax']['compile_seconds'] for r in mine):.1f}"})
     return rows
@@ -200,13 +222,16 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=1, help="CPU threads per side: torch.set_num_threads and "
                    "XLA's intra-op threads (0 = each library's default). 1 by default: on a loaded shared "
                    "machine torch with 2 threads ran ~10x slower than with 1")
+    p.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)),
+                   help="the OpenFGL venv setup.sh made (default $OPENFGL_VENV, else benchmarks/peers/.venv-openfgl)")
     p.add_argument("--workdir", default=None, help="keep OpenFGL's data folders here (default: a temp dir)")
     p.add_argument("--out", default=str(HERE / "results"), help="stem of the .md / .json results")
     p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
                    "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
     a = p.parse_args(argv)
-    if not VENV_PYTHON.exists():
-        sys.exit(f"OpenFGL venv missing at {VENV_PYTHON}: run benchmarks/peers/openfgl/setup.sh first")
+    venv_python = Path(a.venv) / "bin" / "python"
+    if not venv_python.exists():
+        sys.exit(f"OpenFGL venv missing at {a.venv}: run benchmarks/peers/openfgl/setup.sh {a.venv} first")
     if a.threads == 1 and "jax" not in sys.modules:  # before jax is imported
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
@@ -237,6 +262,7 @@ def main(argv=None) -> None:
                     checks.setdefault(ds, edge_check(prep.graph))
                     if algorithm is None:  # one algorithm object per cell: the compiled scan is reused
                         algorithm = algorithm_from_config(cfg, prep.graph)
+                        compile_s = warm_up(algorithm, prep, a.rounds)
                     work = Path(tmp) / f"{ds}_{algo}_{seed}"
                     work.mkdir(parents=True, exist_ok=True)
                     export(prep, work / "arrays.npz")
@@ -247,8 +273,8 @@ def main(argv=None) -> None:
                            "local_epochs": a.local_epochs, "eval_mode": a.eval_mode, "seed": seed,
                            "prox_mu": a.prox_mu, "num_classes": prep.graph.num_classes,
                            "threads": a.threads, "openfgl_config": OPENFGL_CONFIG.get(algo, {})}
-                    sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
-                             ("openfgl", lambda: run_openfgl(job, work))]
+                    sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds, compile_s)),
+                             ("openfgl", lambda: run_openfgl(job, work, venv_python))]
                     if i % 2:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
@@ -280,6 +306,10 @@ def main(argv=None) -> None:
              f"{a.num_layers} layers x {a.hidden}, dropout {a.dropout}, Adam lr {a.lr}, weight decay {a.weight_decay}, "
              f"{a.local_epochs} local epochs, {a.rounds} rounds, seeds {a.seeds}, evaluation {a.eval_mode} "
              "(client metrics weighted by node count), accuracy = test at best validation round.",
+             "Timing: ms/round = wall time of the training rounds, cpu ms/round = the process CPU time of "
+             "the same calls (fgl_jax: run() of the already compiled program; OpenFGL: FGLTrainer.train()), "
+             "each the mean over seeds; the speed-ups are OpenFGL's over fgl_jax's. On a loaded shared "
+             "machine wall time depends on what else runs in that minute; CPU time much less so.",
              f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores, load average "
              f"{info['loadavg_start'][0]:.1f} at start / {info['loadavg_end'][0]:.1f} at end (shared machine); "
              f"jax {info['jax']} (XLA_FLAGS '{info['XLA_FLAGS']}'), torch {info['torch']} ({info['torch_threads']} threads).",
@@ -294,8 +324,12 @@ def main(argv=None) -> None:
         notes += [f"- {ALGORITHM_DIFFERENCES[al]}" for al in tabled if al in ALGORITHM_DIFFERENCES]
     if info.get("merged_from"):
         mf = info["merged_from"]
+        load = (mf.get("machine") or {})
+        load = (f", load average {load['loadavg_start'][0]:.1f} at start / {load['loadavg_end'][0]:.1f} at end"
+                if "loadavg_start" in load and "loadavg_end" in load else "")
         notes += ["", f"Merged: {mf['runs_kept']} runs kept from an earlier invocation "
-                  f"({(mf.get('provenance') or {}).get('command', '?')}); the machine line above is this invocation's."]
+                  f"({(mf.get('provenance') or {}).get('command', '?')}{load}); the machine line above is this "
+                  "invocation's."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
     payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,

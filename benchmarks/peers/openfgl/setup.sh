@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Creates benchmarks/peers/.venv-openfgl: OpenFGL 1.1.0 (openfgl-lib on PyPI) with CPU PyTorch, for
+# Creates a venv with OpenFGL 1.1.0 (openfgl-lib on PyPI) with CPU PyTorch, for
 # the side-by-side harness compare.py. Outside CI; the venv is gitignored. Only package registries
 # are used: CPU torch comes from a local wheel if one is found via pip's find-links, else from PyPI
 # (whose Linux wheel is the CUDA build: it works on CPU, only larger).
+#
+#   bash setup.sh [VENV]      # VENV: $1, else $OPENFGL_VENV, else benchmarks/peers/.venv-openfgl
+#
+# A venv outside the work tree (e.g. /work/peers/openfgl-venv) survives the work tree's deletion;
+# compare.py finds it through --venv or the same OPENFGL_VENV variable.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$here/../.venv-openfgl"
+venv="${1:-${OPENFGL_VENV:-$here/../.venv-openfgl}}"
+mkdir -p "$(dirname "$venv")"
 python="${PYTHON:-python3}"
 
 if [ ! -x "$venv/bin/python" ]; then
