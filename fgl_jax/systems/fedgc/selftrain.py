@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.batch import ClientBatch
+from fgl_jax.federated.baselines import client_mean
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 
@@ -58,7 +59,9 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
             better = acc > best_acc
             best_p = jax.tree.map(lambda a, b: jnp.where(better, a, b), p, best_p)
             best_acc = jnp.where(better, acc, best_acc)
-            u, o = server_opt.update(jax.tree.map(lambda gg: gg.mean(0), g), o, p)  # unweighted mean (code)
+            # unweighted mean (code), summed client by client: XLA:CPU's reduce over the client axis of
+            # [C, F, hidden] gradients is ~15x slower (see client_mean)
+            u, o = server_opt.update(client_mean(g), o, p)
             p = optax.apply_updates(p, u)
             return (p, o, best_p, best_acc), None
         init = (params, server_opt.init(params), params, jnp.float32(-1.0))
