@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Creates benchmarks/peers/.venv-openfgl: OpenFGL 1.1.0 (openfgl-lib on PyPI) with CPU PyTorch, for
+# Creates benchmarks/peers/.venv-openfgl (or $OPENFGL_VENV): OpenFGL 1.1.0 (openfgl-lib on PyPI) with CPU PyTorch, for
 # the side-by-side harness compare.py. Outside CI; the venv is gitignored. Only package registries
 # are used: CPU torch comes from a local wheel if one is found via pip's find-links, else from PyPI
 # (whose Linux wheel is the CUDA build: it works on CPU, only larger).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$here/../.venv-openfgl"
+venv="${OPENFGL_VENV:-$here/../.venv-openfgl}"
 python="${PYTHON:-python3}"
 
 if [ ! -x "$venv/bin/python" ]; then
