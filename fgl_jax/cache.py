@@ -179,16 +179,21 @@ def store_arrays(key: str, arrays: dict) -> None:
 
 # ---- compilation counter -------------------------------------------------------------------------
 
-_COUNTS = {"programs": 0, "cache_hits": 0, "compile_seconds": 0.0}
+_COUNTS = {"programs": 0, "cache_hits": 0, "compile_seconds": 0.0, "trace_seconds": 0.0, "lower_seconds": 0.0}
+_DURATIONS = {"/jax/core/compile/backend_compile_duration": "compile_seconds",
+              "/jax/core/compile/jaxpr_trace_duration": "trace_seconds",
+              "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_seconds"}
 _LOCK = threading.Lock()
 _REGISTERED = [False]
 
 
 def _on_duration(event: str, duration: float, **_kw) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
+    name = _DURATIONS.get(event)
+    if name is not None:
         with _LOCK:
-            _COUNTS["programs"] += 1
-            _COUNTS["compile_seconds"] += duration
+            _COUNTS[name] += duration
+            if name == "compile_seconds":
+                _COUNTS["programs"] += 1
 
 
 def _on_event(event: str, **_kw) -> None:
@@ -208,7 +213,8 @@ def _register() -> None:
 class CompileCounter:
     """XLA programs needed between `start()` and `read()` (all threads of the process):
     `programs` (each a compilation or a persistent-cache hit), `cache_hits`, `compilations`
-    (= programs - cache_hits: really compiled) and `compile_seconds` (both kinds)."""
+    (= programs - cache_hits: really compiled), `xla_seconds` (XLA compilation or cache load),
+    `trace_seconds` (Python tracing to jaxprs) and `lower_seconds` (jaxpr -> MLIR)."""
 
     def __init__(self):
         _register()
@@ -225,4 +231,6 @@ class CompileCounter:
         d = {k: now[k] - self._at[k] for k in now}
         return {"programs": int(d["programs"]), "cache_hits": int(d["cache_hits"]),
                 "compilations": int(d["programs"] - d["cache_hits"]),
-                "compile_seconds": round(float(d["compile_seconds"]), 4)}
+                "xla_seconds": round(float(d["compile_seconds"]), 4),
+                "trace_seconds": round(float(d["trace_seconds"]), 4),
+                "lower_seconds": round(float(d["lower_seconds"]), 4)}

@@ -116,16 +116,20 @@ def make_chunk(algorithm: FederatedAlgorithm, length: int) -> Callable:
     fold_in(run_key, r) with run_key = split(key)[1], as `make_scan` after `run`'s split; rows
     n.. of metrics are zeros."""
 
+    # jitted once here: the loop body's call finds the trace `eval_shape` made (same argument
+    # types), so the round is traced once, not twice
+    round_fn = jax.jit(algorithm.round)
+
     @jax.jit
     def chunk(state, tracker, data, key, start, n):
         run_key = jax.random.split(key)[1]
-        shapes = jax.eval_shape(algorithm.round, state, data, run_key)[1]
+        shapes = jax.eval_shape(round_fn, state, data, run_key)[1]
         buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes)
 
         def body(i, carry):
             state, tracker, buf = carry
             r = start + i
-            state, metrics = algorithm.round(state, data, jax.random.fold_in(run_key, r))
+            state, metrics = round_fn(state, data, jax.random.fold_in(run_key, r))
             buf = jax.tree.map(lambda b, m: b.at[i].set(m), buf, metrics)
             return state, tracker.update(r, metrics), buf
 
@@ -351,6 +355,8 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
                 t0 = time.perf_counter()
                 program = compiled_scan(algorithm, length, *args)
                 compile_s += time.perf_counter() - t0
+                if saver is not None:
+                    checkpoint.preload()
             t0 = time.perf_counter()
             state, tracker, metrics = program(*args)
             metrics = jax.device_get(metrics)
