@@ -188,13 +188,16 @@ class Saver:
         try:
             self._commit()
         finally:
+            if self._ckpt is not None:  # its background threads end here, not at interpreter exit
+                ckpt, self._ckpt = self._ckpt, None
+                ckpt.close()
             self.seconds += time.perf_counter() - t0
 
     def abandon(self) -> None:
         try:
             self.close()
         except Exception:  # noqa: BLE001 - already failing; the uncommitted save is ignored on resume
-            self._pending = None
+            self._pending, self._ckpt = None, None
 
 
 def _commit(directory: Path, path: Path, rounds_done: int, extra: Optional[dict], keep: int,
