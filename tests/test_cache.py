@@ -137,3 +137,17 @@ def test_a_run_needs_at_most_three_programs_and_the_second_command_compiles_none
     assert warm["programs"] == cold["programs"] and warm["compilations"] == 0 and warm["cache_hits"] == warm["programs"]
     assert list((tmp_path / "cache" / "prep").glob("partition-*.npz"))
     assert (tmp_path / "a" / "metrics.jsonl").read_bytes() == (tmp_path / "b" / "metrics.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("model", ["gcn", "gat"])
+def test_the_unoptimised_init_program_gives_the_optimised_ones_bits(model):
+    """run() compiles the initialisation at XLA backend optimisation level 0 (it runs once); its
+    parameters and optimiser state must be bitwise those of the default compilation."""
+    from fgl_jax.federated.run import INIT_COMPILER_OPTIONS, make_init
+    from fgl_jax.systems.baseline import RunConfig, build
+    p = build(RunConfig(dataset="csbm", split="keep", clients=3, hidden=8, model=model))
+    low = make_init(p.algorithm).lower(seed_key(5), p.data)
+    a = low.compile()(seed_key(5), p.data)
+    b = low.compile(INIT_COMPILER_OPTIONS)(seed_key(5), p.data)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

@@ -178,6 +178,7 @@ def first_bad_round(metrics: dict, first_loss: Optional[float] = None) -> Option
     return min(found) if found else None
 
 
+INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
 _COMPILED: "collections.OrderedDict[tuple, Callable]" = collections.OrderedDict()
 _COMPILED_MAX = 16
 
@@ -195,13 +196,16 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
     `make_init(algorithm)`; "scan": `make_scan(algorithm, length)`."""
     make = {"chunk": lambda: make_chunk(algorithm, length), "init": lambda: make_init(algorithm),
             "scan": lambda: make_scan(algorithm, length)}[kind]
+    # the initialisation runs once: XLA's backend optimisations cost ~60 % of its compile time and buy
+    # nothing there (its output is bitwise the same: tests/test_cache.py)
+    options = INIT_COMPILER_OPTIONS if kind == "init" else None
     key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), _signature(args))
     try:
         hit = _COMPILED.get(key)
     except TypeError:  # an unhashable algorithm: no caching
-        return make().lower(*args).compile()
+        return make().lower(*args).compile(options)
     if hit is None:
-        hit = make().lower(*args).compile()
+        hit = make().lower(*args).compile(options)
         _COMPILED[key] = hit
         while len(_COMPILED) > _COMPILED_MAX:
             _COMPILED.popitem(last=False)
