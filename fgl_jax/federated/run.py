@@ -1,8 +1,10 @@
 """The one engine: any FederatedAlgorithm as a `lax.scan` over rounds, in chunks, with hooks.
 
-One jitted program runs `chunk` rounds (round r uses key fold_in(run_key, r), so the numbers do
-not depend on the chunking); between chunks the host updates the progress bar, appends the
-per-round metrics to `metrics.jsonl`, checks for NaN/inf, writes an orbax checkpoint and calls the
+One jitted program runs up to `chunk` rounds (round r uses key fold_in(run_key, r), so the numbers
+do not depend on the chunking; the same program serves every chunk length); between chunks the host
+updates the progress bar, appends the per-round metrics to `metrics.jsonl`, checks for NaN/inf,
+starts an asynchronous orbax checkpoint when the policy says so (default: at most one per 30 s,
+plus the last round) and calls the
 program's hooks (`Hooks`): an evaluation callback at chosen rounds, a stop predicate (early
 stopping), a selection rule for the reported round and a finaliser (post-training evaluation,
 attacks). Best-validation selection is tracked inside the scan.

@@ -105,7 +105,13 @@ def main(argv=None) -> None:
                                                 ".venv-openfgl, /work/peers/openfgl-venv)")
     p.add_argument("--states", nargs="+", default=["cold", "warm"], choices=["cold", "warm"])
     p.add_argument("--out", default=str(HERE / "whole_process"), help="stem of the .md / .json results")
+    p.add_argument("--rewrite", action="store_true", help="only rewrite <out>.md from <out>.json")
     a = p.parse_args(argv)
+    if a.rewrite:
+        d = json.loads(Path(a.out).with_suffix(".json").read_text())
+        a.pairs, a.rounds, a.threads = d.get("pairs", a.pairs), d.get("rounds", a.rounds), d["machine"]["threads"]
+        write(a, d["runs"], d["first"], d["second"], d["machine"], d.get("command"))
+        return
     python = venv_python(a.venv)
     planetoid = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data")) / "planetoid"
     if not (planetoid / "ind.cora.x").is_file():
@@ -155,7 +161,7 @@ def cpu_model() -> str:
         return "?"
 
 
-def write(a, runs: dict, first: dict, second: dict, machine: dict) -> None:
+def write(a, runs: dict, first: dict, second: dict, machine: dict, command: str | None = None) -> None:
     lines = ["# Whole process: fgl-jax vs OpenFGL 1.1.0 (FedAvg-GCN, Cora)", "",
              "Written by `benchmarks/peers/openfgl/whole_process.py` "
              f"(`--pairs {a.pairs} --rounds {a.rounds} --threads {a.threads}`). Job: 10 Louvain clients, 3 local "
@@ -176,6 +182,10 @@ def write(a, runs: dict, first: dict, second: dict, machine: dict) -> None:
         lines.append(f"| {state} | {fw:.2f} | {ow:.2f} | {fw / ow:.2f} | <= {TARGETS[state]} "
                      f"{'met' if fw / ow <= TARGETS[state] else 'NOT met'} | {fr:.1f} | {orr:.1f} | {orr / fr:.1f}x "
                      f"({'met' if orr / fr >= TARGETS['per_round'] else 'NOT met'}: >= {TARGETS['per_round']:.0f}x) |")
+    lines += ["", "CPU time (user + system of each process; less sensitive to the machine's load than wall time), "
+              "medians: " + "; ".join(
+                  f"{state}: fgl-jax {med(r['fgl_jax'], 'cpu'):.2f} s, OpenFGL {med(r['openfgl'], 'cpu'):.2f} s, ratio "
+                  f"{med(r['fgl_jax'], 'cpu') / med(r['openfgl'], 'cpu'):.2f}" for state, r in runs.items()) + "."]
     lines += ["", f"Second command after a cold one, same cache: first {first['wall']:.2f} s, second "
               f"{second['wall']:.2f} s ({'faster' if second['wall'] < first['wall'] else 'NOT faster'}; compilations "
               f"{first['compilations']} then {second['compilations']}, cache hits {first['cache_hits']} then "
@@ -207,8 +217,9 @@ def write(a, runs: dict, first: dict, second: dict, machine: dict) -> None:
     out = Path(a.out)
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps({"summary": summary, "runs": runs, "first": first, "second": second,
-                                                    "machine": machine, "targets": TARGETS,
-                                                    "command": " ".join(sys.argv)}, indent=1))
+                                                    "machine": machine, "targets": TARGETS, "pairs": a.pairs,
+                                                    "rounds": a.rounds,
+                                                    "command": command or " ".join(sys.argv)}, indent=1))
     print("\n".join(lines))
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}")
 
