@@ -26,8 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# a checkpoint after every chunk, so the kills land inside asynchronous saves and between them (the
+# default policy, one save per 30 s, would save only the last round of a run this short)
 ARGS = ["run", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "40", "--hidden", "16",
-        "--chunk", "4", "--no-progress"]
+        "--chunk", "4", "--no-progress", "--checkpoint-every", "chunk"]
 FILES = ("metrics.jsonl", "summary.json", "config.yaml")
 
 

@@ -46,6 +46,8 @@ _EXPORTS = {
     # an algorithm that needs 64-bit integers (HiFGL's field arithmetic) runs under
     "make_scan": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
     "x64_scope": "fgl_jax.federated.algorithm", "environment": "fgl_jax.experiment",
+    # the caches between commands (compiled programs, partitions): on in the CLI, opt-in in Python
+    "enable_cache": "fgl_jax.cache",
     # data, partitions, client batches, models
     "Graph": "fgl_jax.graph", "load": "fgl_jax.data", "load_graph": "fgl_jax.data",
     "register_dataset": "fgl_jax.data", "list_datasets": "fgl_jax.data", "csbm": "fgl_jax.data",
@@ -75,7 +77,7 @@ _EXPORTS = {
     "plot_runs": "fgl_jax.plot",
     "table": "fgl_jax.report", "write_results": "fgl_jax.report", "provenance": "fgl_jax.report",
 }
-_RENAMED = {"register_dataset": "register", "dp_epsilons": "epsilons"}
+_RENAMED = {"register_dataset": "register", "dp_epsilons": "epsilons", "enable_cache": "enable"}
 
 # public namespaces: name -> the module itself (its names without a leading underscore, or its __all__
 # where it has one)

@@ -24,6 +24,12 @@ from fgl_jax.ops import SparseFeatures
 Array = jax.Array
 
 
+def _dev(x, dtype=None) -> Array:
+    """A host array on the default device: `jax.device_put` is a copy, whereas jnp.asarray compiles
+    a small XLA program per shape and dtype (start-up time; see fgl_jax.cache)."""
+    return jax.device_put(np.asarray(x, dtype))
+
+
 @flax.struct.dataclass
 class ClientBatch:
     """Stacked client graphs. With a leading client axis C (or none, for one client's slice).
@@ -123,18 +129,18 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
             frow[i, :m.nnz], fcol[i, :m.nnz], fval[i, :m.nnz] = m.row, m.col, m.data
         else:
             xd[i, :n] = g.dense_x()
-    features = SparseFeatures(jnp.asarray(frow), jnp.asarray(fcol), jnp.asarray(fval)) if sparse \
-        else jnp.asarray(xd)
+    features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval)) if sparse \
+        else _dev(xd)
     gt = jraph.GraphsTuple(
         nodes=None, edges=None, globals=None,
-        senders=jnp.asarray(senders), receivers=jnp.asarray(receivers),
-        n_node=jnp.asarray([[g.num_nodes] for g in graphs], jnp.int32),
-        n_edge=jnp.asarray([[g.num_edges] for g in graphs], jnp.int32))
+        senders=_dev(senders), receivers=_dev(receivers),
+        n_node=_dev([[g.num_nodes] for g in graphs], jnp.int32),
+        n_edge=_dev([[g.num_edges] for g in graphs], jnp.int32))
     return ClientBatch(
-        graph=gt, features=features, y=jnp.asarray(y), node_mask=jnp.asarray(masks["node"]),
-        edge_mask=jnp.asarray(edge_mask), train_mask=jnp.asarray(masks["train"]),
-        val_mask=jnp.asarray(masks["val"]), test_mask=jnp.asarray(masks["test"]),
-        node_ids=jnp.asarray(ids), client_mask=jnp.ones((c,), bool))
+        graph=gt, features=features, y=_dev(y), node_mask=_dev(masks["node"]),
+        edge_mask=_dev(edge_mask), train_mask=_dev(masks["train"]),
+        val_mask=_dev(masks["val"]), test_mask=_dev(masks["test"]),
+        node_ids=_dev(ids), client_mask=_dev(np.ones((c,), bool)))
 
 
 def client_graphs(graph: Graph, assignment: np.ndarray, num_clients: int) -> tuple[list[Graph], list[np.ndarray]]:
@@ -160,7 +166,7 @@ def full_graph_batch(graph: Graph, **kwargs) -> ClientBatch:
 def select_clients(batch: ClientBatch, index: np.ndarray) -> ClientBatch:
     """Sub-batch of the given clients (host-side gather, done once)."""
     index = np.asarray(index)
-    return jax.tree.map(lambda a: a[index], batch)
+    return jax.tree.map(lambda a: _dev(np.asarray(a)[index]), batch)
 
 
 def unstack(batch: ClientBatch, i: int) -> ClientBatch:
@@ -250,18 +256,18 @@ def stack_partition(graph: Graph, assignment: np.ndarray, num_clients: int,
         fcol = np.zeros((c, nnz_pad), np.int32)
         fval = np.zeros((c, nnz_pad), np.float32)
         frow[f_row, f_pos], fcol[f_row, f_pos], fval[f_row, f_pos] = n_pos[coo.row], coo.col, coo.data
-        features = SparseFeatures(jnp.asarray(frow), jnp.asarray(fcol), jnp.asarray(fval))
+        features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval))
     else:
         xd = np.zeros((c, n_pad, graph.num_features), np.float32)
         xd[row_of, n_pos] = graph.dense_x()[order]
-        features = jnp.asarray(xd)
-    gt = jraph.GraphsTuple(nodes=None, edges=None, globals=None, senders=jnp.asarray(senders),
-                           receivers=jnp.asarray(receivers), n_node=jnp.asarray(counts[:, None], jnp.int32),
-                           n_edge=jnp.asarray(e_counts[:, None], jnp.int32))
-    return ClientBatch(graph=gt, features=features, y=jnp.asarray(y), node_mask=jnp.asarray(masks["node"]),
-                       edge_mask=jnp.asarray(edge_mask), train_mask=jnp.asarray(masks["train"]),
-                       val_mask=jnp.asarray(masks["val"]), test_mask=jnp.asarray(masks["test"]),
-                       node_ids=jnp.asarray(ids), client_mask=jnp.ones((c,), bool))
+        features = _dev(xd)
+    gt = jraph.GraphsTuple(nodes=None, edges=None, globals=None, senders=_dev(senders),
+                           receivers=_dev(receivers), n_node=_dev(counts[:, None], jnp.int32),
+                           n_edge=_dev(e_counts[:, None], jnp.int32))
+    return ClientBatch(graph=gt, features=features, y=_dev(y), node_mask=_dev(masks["node"]),
+                       edge_mask=_dev(edge_mask), train_mask=_dev(masks["train"]),
+                       val_mask=_dev(masks["val"]), test_mask=_dev(masks["test"]),
+                       node_ids=_dev(ids), client_mask=_dev(np.ones((c,), bool)))
 
 
 def size_buckets(sizes: np.ndarray, max_ratio: float = 2.0, multiple: int = 8) -> tuple[np.ndarray, np.ndarray]:

@@ -58,6 +58,16 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace whatever --out holds (checkpoints included) instead of refusing a non-empty directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    p.add_argument("--checkpoint-every", default="30s", metavar="WHEN",
+                   help="checkpoint at most every WHEN: seconds ('30s', the default), a number of rounds, or "
+                        "'chunk'; the last round is always saved (asynchronously, while training goes on)")
+    _add_cache_flag(p)
+
+
+def _add_cache_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", action="store_true",
+                   help="do not use or fill the caches of compiled programs and preparation "
+                        "(~/.cache/fgl_jax, or $FGL_JAX_CACHE_DIR; FGL_JAX_CACHE_DIR=off does the same)")
 
 
 def _resolve(entry: registry.Entry, args: argparse.Namespace):
@@ -102,7 +112,8 @@ def cmd_system(args: argparse.Namespace) -> int:
     if allowed and not args.resume:
         raise ValueError("--resume-with-changes goes with --resume")
     res = experiment.run_config(cfg, out=args.out, resume=args.resume, overwrite=args.overwrite,
-                                resume_with_changes=allowed, progress=not args.no_progress)
+                                resume_with_changes=allowed, progress=not args.no_progress,
+                                checkpoint_every=args.checkpoint_every)
     print_result(_command_name(entry), cfg, res)
     if args.out:
         print(f"wrote {args.out}/config.yaml, metrics.jsonl, summary.json, checkpoints/")
@@ -320,6 +331,7 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
                         "auto = vmap on GPU/TPU, sequential on CPU")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write sweep.md, sweep.json, sweep.png and config.yaml here")
+    _add_cache_flag(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 
     p = sub.add_parser("demo", help="FedAvg-GCN on the embedded synthetic graph (no downloads)")
@@ -327,6 +339,7 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="DIR", help="also write the run's outputs here")
     p.add_argument("--overwrite", action="store_true", help="replace what --out holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    _add_cache_flag(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("reproduce", help="run a paper's cells and write its tables and figures")
@@ -336,6 +349,7 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write the tables into OUT/<system>/ (default: the checkout's experiments/results)")
+    _add_cache_flag(p)
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("plot", help="draw the loss/accuracy (and communication) curves of runs on one figure",
@@ -383,6 +397,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser(sweep_system)
     args = parser.parse_args(argv)
     _one_line_notices()
+    if hasattr(args, "no_cache"):  # before anything compiles (`fgl_jax.cache`)
+        from fgl_jax import cache
+        cache.disable() if args.no_cache else cache.enable()
     try:
         return args.func(args)
     except (ValueError, KeyError, FileNotFoundError, FloatingPointError, RuntimeError) as e:

@@ -11,7 +11,8 @@ the key `jax.random.key(cfg.seed)`, and with `out` writes the four outputs every
     config.yaml    the resolved config (`system:` first), replayable with `--config`
     metrics.jsonl  one row per round (+ "eval" rows from the program's evaluation hook)
     summary.json   system, describe, best, final, rounds_run, extras, warnings, environment
-    timings.json   build, compile, run and wall seconds
+    timings.json   build, compile, run, checkpoint and wall seconds; XLA programs and compilations
+                   (`fgl_jax.cache.CompileCounter`; kept out of summary.json, which is deterministic)
     checkpoints/   orbax checkpoints of the state with checksums (what `--resume` restores)
 
 A fresh run refuses a non-empty output directory (`overwrite=True` clears it); a resume checks the
@@ -156,7 +157,8 @@ def _finished(out: Path) -> bool:
 def execute(program, seed: int, *, system: str = "custom", config_text: Optional[str] = None,
             out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
             resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
-            build_seconds: float = 0.0, on_nonfinite: str = "raise", loss_guard: float = 0.0):
+            build_seconds: float = 0.0, on_nonfinite: str = "raise", loss_guard: float = 0.0,
+            checkpoint_every: Any = "30s", counter=None):
     """Run a built Program with its hooks; with `out`, write config.yaml, metrics.jsonl, summary.json,
     timings.json and checkpoints/.
 
@@ -164,12 +166,13 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
     the run in `out`: its saved config.yaml must equal `config_text` except in the keys of
     `resume_with_changes` (see `fgl_jax.rundir.RESUMABLE_CHANGES`), and config.yaml is rewritten
     only after the checkpoint was restored. A finished run (summary.json) is not resumed unless
-    its rounds grow.
+    its rounds grow. checkpoint_every: `fgl_jax.federated.run`'s save policy ("30s", rounds, "chunk").
+    counter: a started `fgl_jax.cache.CompileCounter` (run_config starts one before the build).
     """
-    import jax
-    from fgl_jax import rundir
+    from fgl_jax import cache, rundir
     from fgl_jax.federated.run import run
     t0 = time.perf_counter()
+    counter = counter or cache.CompileCounter()
     on_restored = None
     if out is not None:
         out_path = rundir.prepare(out, resume=resume, overwrite=overwrite)
@@ -187,11 +190,14 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
         elif config_text is not None and config_text != saved:
             def on_restored(_start: int) -> None:
                 rundir.write_atomic(out_path / "config.yaml", config_text)
-    res = run(program.algorithm, program.data, jax.random.key(int(seed)), program.num_rounds, chunk=chunk,
+    res = run(program.algorithm, program.data, seed_key(int(seed)), program.num_rounds, chunk=chunk,
               progress=progress, out_dir=out, resume=resume, hooks=program.hooks, on_nonfinite=on_nonfinite,
-              loss_guard=loss_guard, on_restored=on_restored, per_round=getattr(program, "per_round", None))
+              loss_guard=loss_guard, on_restored=on_restored, per_round=getattr(program, "per_round", None),
+              checkpoint_every=checkpoint_every)
     timings = {"build_seconds": build_seconds, "compile_seconds": res.compile_seconds,
-               "run_seconds": res.run_seconds, "wall_seconds": build_seconds + time.perf_counter() - t0}
+               "run_seconds": res.run_seconds, "checkpoint_seconds": res.checkpoint_seconds,
+               "wall_seconds": build_seconds + time.perf_counter() - t0, **counter.read(),
+               "cache_dir": str(cache.root()) if cache.root() is not None else None}
     res.summary = summary_dict(system, program, res)
     res.timings = timings
     for w in res.summary["warnings"]:
@@ -202,12 +208,26 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
     return res
 
 
+def seed_key(seed: int):
+    """`jax.random.key(seed)` without compiling anything: for the default threefry keys and
+    0 <= seed < 2**31 its key data is [0, seed] (tests/test_cache.py checks it against
+    jax.random.key); other seeds and key implementations go through jax.random.key."""
+    import jax
+    if 0 <= seed < 2 ** 31 and str(jax.config.jax_default_prng_impl) == "threefry2x32":
+        return jax.random.wrap_key_data(np.array([0, seed], np.uint32))
+    return jax.random.key(seed)
+
+
 def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
                resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
-               on_nonfinite: str = "raise"):
+               on_nonfinite: str = "raise", checkpoint_every: Any = "30s"):
     """Build and run any system's config; the CLI, the experiments and the notebooks all call this.
 
-    A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml."""
+    A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml.
+    checkpoint_every: "30s" (default; at most one save per 30 s plus the last round), a number of
+    rounds, or "chunk"."""
+    from fgl_jax.cache import CompileCounter
+    counter = CompileCounter()
     entry = system_of(cfg)
     cfg = resolve_dataset(cfg, warn=not resume)  # a resume with a changed file is refused instead
     t0 = time.perf_counter()
@@ -216,4 +236,5 @@ def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, ove
     return execute(program, cfg.seed, system=entry.name, config_text=schema.dump(cfg, entry.name), out=out,
                    resume=resume, overwrite=overwrite, resume_with_changes=resume_with_changes, progress=progress,
                    chunk=chunk if chunk is not None else getattr(cfg, "chunk", None), build_seconds=t_build, on_nonfinite=on_nonfinite,
-                   loss_guard=float(getattr(cfg, "loss_guard", 0.0)))
+                   loss_guard=float(getattr(cfg, "loss_guard", 0.0)), checkpoint_every=checkpoint_every,
+                   counter=counter)

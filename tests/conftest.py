@@ -4,6 +4,10 @@ from pathlib import Path
 
 import pytest
 
+# The caches of compiled programs and preparation (fgl_jax.cache) stay off in tests, so every test
+# computes what it checks; tests/test_cache.py turns them on in directories of its own.
+os.environ["FGL_JAX_CACHE_DIR"] = "off"
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:

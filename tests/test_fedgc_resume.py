@@ -44,8 +44,10 @@ def execute(cfg, out, resume=False, stop_at=None):
                 raise Interrupted(rounds_done)
             return on_chunk(rounds_done, state, history)
         program = program._replace(hooks=program.hooks._replace(on_chunk=interrupting))
+    # a checkpoint after every chunk (the round-based policy): the interruption must find the one
+    # of the reported round, which the default (one save per 30 s) would not have written yet
     return experiment.execute(program, cfg.seed, system="fedgc", out=str(out), resume=resume,
-                              config_text=schema.dump(cfg, "fedgc"))
+                              config_text=schema.dump(cfg, "fedgc"), checkpoint_every="chunk")
 
 
 @pytest.fixture(scope="module")

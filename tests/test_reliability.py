@@ -41,8 +41,10 @@ def _cli(*args) -> int:
     return main([str(a) for a in args])
 
 
+# a checkpoint after every chunk (the round-based policy), so kills land between and inside saves; the
+# default (at most one save per 30 s, plus the last round) would save only at the end of these short runs
 CLI_SMALL = ["--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "12", "--hidden", "8",
-             "--chunk", "3", "--no-progress"]
+             "--chunk", "3", "--no-progress", "--checkpoint-every", "chunk"]
 
 
 # ---- output directories -------------------------------------------------------------------------
@@ -59,8 +61,8 @@ def test_a_fresh_run_refuses_a_directory_holding_another_run(tmp_path, capsys):
 
 def test_overwrite_clears_the_old_run_checkpoints_included(tmp_path, reference):
     d = tmp_path / "run"
-    experiment.run_config(_cfg(rounds=30, lr=0.05), out=str(d))
-    experiment.run_config(_cfg(), out=str(d), overwrite=True)
+    experiment.run_config(_cfg(rounds=30, lr=0.05), out=str(d), checkpoint_every="chunk")
+    experiment.run_config(_cfg(), out=str(d), overwrite=True, checkpoint_every="chunk")
     assert _files(d) == reference
     ckpts = sorted(p.name for p in (d / "checkpoints").iterdir() if p.is_dir())
     assert ckpts == ["round_000006", "round_000009", "round_000012"]  # the 30-round run's are gone
@@ -118,7 +120,7 @@ def _interrupted(tmp_path: Path) -> Path:
     """A directory as a kill after round 9 leaves it: checkpoints 3..9, rows 1..9, no summary."""
     from fgl_jax import schema
     d = tmp_path / "run"
-    experiment.run_config(_cfg(rounds=9), out=str(d))
+    experiment.run_config(_cfg(rounds=9), out=str(d), checkpoint_every="chunk")
     (d / "summary.json").unlink()
     (d / "timings.json").unlink()
     # the 12-round run's config: rounds 1..9 do not depend on the total

@@ -10,6 +10,11 @@ A checkpoint counts only once its manifest exists (a kill during a save leaves a
 directory that is ignored and later removed). On restore the newest committed checkpoint whose
 files still match their manifest is used; a corrupt or unreadable one is reported with the
 checkpoint it falls back to. Only the newest `keep` committed checkpoints are kept.
+
+`Saver` is what a run uses: orbax's asynchronous checkpointer writes the state in a background
+thread while the next rounds run (the run waits only for the copy to host memory); the commit
+(hooks' state, manifest, retention) follows once the write finished, at the next save or at the
+end. `parse_every` reads the save policy: at most one save per 30 s by default, plus the last round.
 """
 from __future__ import annotations
 
@@ -17,8 +22,9 @@ import hashlib
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +40,17 @@ EXTRA = "hooks.npz"
 def _checkpointer():
     import orbax.checkpoint as ocp
     return ocp.StandardCheckpointer()
+
+
+def preload() -> None:
+    """Import orbax in a background thread (its import costs ~0.3 s): a run calls this when its
+    rounds start, so the import overlaps the compiled rounds (which release the GIL) instead of
+    delaying the first save."""
+    import sys
+    import threading
+    if "orbax.checkpoint" not in sys.modules:
+        threading.Thread(target=lambda: __import__("orbax.checkpoint"), daemon=True,
+                         name="fgl_jax-orbax-import").start()
 
 
 def _digest(path: Path) -> dict:
@@ -77,6 +94,115 @@ def save(directory: Path, rounds_done: int, state: PyTree, tracker: PyTree, keep
     ckpt = _checkpointer()
     ckpt.save(path, {"state": state, "tracker": tracker}, force=True)
     ckpt.wait_until_finished()
+    _commit(directory, path, rounds_done, extra, keep, before_commit)
+    return path
+
+
+class Every(NamedTuple):
+    """When a run saves between chunks: after `seconds` of wall time since the last save, or after
+    `rounds` rounds since it, or (both None) after every chunk; the last round always."""
+
+    seconds: Optional[float] = None
+    rounds: Optional[int] = None
+
+
+DEFAULT_EVERY = "30s"
+
+
+def parse_every(value: Union[str, int, float, Every, None]) -> Every:
+    """"30s" / "2.5s" (seconds), 10 / "10" (rounds), "chunk" (every chunk) -> Every; one clear error."""
+    if isinstance(value, Every):
+        return value
+    if value is None:
+        value = DEFAULT_EVERY
+    text = str(value).strip().lower()
+    try:
+        if text == "chunk":
+            return Every()
+        if text.endswith("s"):
+            seconds = float(text[:-1])
+            if seconds >= 0:
+                return Every(seconds=seconds)
+        elif not isinstance(value, float) and int(text) >= 1:
+            return Every(rounds=int(text))
+    except ValueError:
+        pass
+    raise ValueError(f"checkpoint_every must be seconds ('30s'), a number of rounds (>= 1) or 'chunk', "
+                     f"got {value!r}")
+
+
+class Saver:
+    """Asynchronous, committed checkpoints for one run (see the module docstring).
+
+    due(rounds_done, final) says whether the policy wants a save now; save(...) starts one (first
+    committing the previous); close() waits for the last and commits it; abandon() is close() that
+    never raises (for an interrupted run). `seconds`: time the caller spent blocked in here.
+    """
+
+    def __init__(self, directory: Path, every: Every = Every(seconds=30.0), keep: int = KEEP,
+                 before_commit: Optional[Callable[[], None]] = None, clock: Callable[[], float] = time.monotonic):
+        self.directory, self.every, self.keep = Path(directory), every, keep
+        self.before_commit, self.clock = before_commit, clock
+        self._last_time, self._last_round = clock(), None
+        self._ckpt = None
+        self._pending: Optional[tuple[Path, int, Optional[dict]]] = None
+        self.seconds = 0.0
+
+    def due(self, rounds_done: int, final: bool = False) -> bool:
+        if final:
+            return True
+        if self.every.seconds is not None:
+            return self.clock() - self._last_time >= self.every.seconds
+        if self.every.rounds is not None:
+            return rounds_done - (self._last_round or 0) >= self.every.rounds
+        return True
+
+    def save(self, rounds_done: int, state: PyTree, tracker: PyTree, extra: Optional[dict] = None) -> Path:
+        t0 = time.perf_counter()
+        try:
+            self._commit()
+            self.directory.mkdir(parents=True, exist_ok=True)
+            path = (self.directory / f"round_{rounds_done:06d}").absolute()
+            _manifest(path).unlink(missing_ok=True)
+            if self._ckpt is None:
+                self._ckpt = _checkpointer()
+            # returns once the arrays are copied to host memory; the files are written in the background
+            self._ckpt.save(path, {"state": state, "tracker": tracker}, force=True)
+            self._pending = (path, rounds_done, None if extra is None else
+                             {k: np.array(v, copy=True) for k, v in extra.items()})
+            self._last_time, self._last_round = self.clock(), rounds_done
+            return path
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _commit(self) -> None:
+        if self._pending is None:
+            return
+        path, rounds_done, extra = self._pending
+        self._pending = None
+        self._ckpt.wait_until_finished()
+        _commit(self.directory, path, rounds_done, extra, self.keep, self.before_commit)
+
+    def close(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._commit()
+        finally:
+            if self._ckpt is not None:  # its background threads end here, not at interpreter exit
+                ckpt, self._ckpt = self._ckpt, None
+                ckpt.close()
+            self.seconds += time.perf_counter() - t0
+
+    def abandon(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - already failing; the uncommitted save is ignored on resume
+            self._pending, self._ckpt = None, None
+
+
+def _commit(directory: Path, path: Path, rounds_done: int, extra: Optional[dict], keep: int,
+            before_commit: Optional[Callable[[], None]]) -> None:
+    """Make a written checkpoint count: hooks' state, manifest (last), then retention and cleanup."""
     if extra is not None:
         np.savez(path / EXTRA, **{k: np.asarray(v) for k, v in extra.items()})
     if before_commit is not None:  # fault injection for the reliability tests
@@ -86,11 +212,10 @@ def save(directory: Path, rounds_done: int, state: PyTree, tracker: PyTree, keep
     for _, old in good[:-keep] if keep > 0 else []:
         _manifest(old).unlink(missing_ok=True)
         shutil.rmtree(old, ignore_errors=True)
-    # uncommitted leftovers of an interrupted save
+    # uncommitted leftovers of an interrupted save (and orbax's temporary directories of one)
     for p in directory.iterdir():
-        if p.is_dir() and _round_of(p) is not None and not _manifest(p).is_file():
+        if p.is_dir() and p.name.startswith("round_") and not _manifest(p).is_file():
             shutil.rmtree(p, ignore_errors=True)
-    return path
 
 
 def _verify(path: Path) -> Optional[str]:
@@ -117,7 +242,8 @@ def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
     different program) raises ValueError naming it: older ones would not fit either.
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.asarray(a).dtype),
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype if hasattr(a, "dtype")
+                                                         else jnp.asarray(a).dtype),
                           {"state": state_like, "tracker": tracker_like})
     candidates = committed(directory)[::-1]
     problem = None

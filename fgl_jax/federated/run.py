@@ -1,8 +1,10 @@
 """The one engine: any FederatedAlgorithm as a `lax.scan` over rounds, in chunks, with hooks.
 
-One jitted program runs `chunk` rounds (round r uses key fold_in(run_key, r), so the numbers do
-not depend on the chunking); between chunks the host updates the progress bar, appends the
-per-round metrics to `metrics.jsonl`, checks for NaN/inf, writes an orbax checkpoint and calls the
+One jitted program runs up to `chunk` rounds (round r uses key fold_in(run_key, r), so the numbers
+do not depend on the chunking; the same program serves every chunk length); between chunks the host
+updates the progress bar, appends the per-round metrics to `metrics.jsonl`, checks for NaN/inf,
+starts an asynchronous orbax checkpoint when the policy says so (default: at most one per 30 s,
+plus the last round) and calls the
 program's hooks (`Hooks`): an evaluation callback at chosen rounds, a stop predicate (early
 stopping), a selection rule for the reported round and a finaliser (post-training evaluation,
 attacks). Best-validation selection is tracked inside the scan.
@@ -43,7 +45,8 @@ class Tracker:
 
     @staticmethod
     def empty() -> "Tracker":
-        return Tracker(jnp.float32(-1.0), jnp.float32(0.0), jnp.int32(-1))
+        # NumPy scalars: jnp.float32(...) would compile a tiny XLA program per dtype at start-up
+        return Tracker(np.float32(-1.0), np.float32(0.0), np.int32(-1))
 
     def update(self, r: jax.Array, m: dict) -> "Tracker":
         val, test = m["val_acc"].astype(jnp.float32), m["test_acc"].astype(jnp.float32)
@@ -71,6 +74,7 @@ class RunResult:
     evaluations: list = dataclasses.field(default_factory=list)
     extras: dict = dataclasses.field(default_factory=dict)
     diverged: bool = False   # stopped at a non-finite round (on_nonfinite="stop"); history ends before it
+    checkpoint_seconds: float = 0.0  # time the loop waited for checkpoints (saves are asynchronous)
     summary: dict = dataclasses.field(default_factory=dict)  # what summary.json holds (fgl_jax.experiment)
     timings: dict = dataclasses.field(default_factory=dict)  # what timings.json holds (fgl_jax.experiment)
 
@@ -105,6 +109,40 @@ def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
         return state, tracker, metrics
 
     return scan
+
+
+def make_chunk(algorithm: FederatedAlgorithm, length: int) -> Callable:
+    """Jitted (state, tracker, data, key, start, n) -> (state, tracker, metrics [length]): rounds
+    start .. start+n-1 for any traced n <= length, so one program serves every chunk of a run
+    (the last, shorter one, those cut at `Hooks.every`, a resume at any round). Round r uses
+    fold_in(run_key, r) with run_key = split(key)[1], as `make_scan` after `run`'s split; rows
+    n.. of metrics are zeros."""
+
+    # jitted once here: the loop body's call finds the trace `eval_shape` made (same argument
+    # types), so the round is traced once, not twice
+    round_fn = jax.jit(algorithm.round)
+
+    @jax.jit
+    def chunk(state, tracker, data, key, start, n):
+        run_key = jax.random.split(key)[1]
+        shapes = jax.eval_shape(round_fn, state, data, run_key)[1]
+        buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes)
+
+        def body(i, carry):
+            state, tracker, buf = carry
+            r = start + i
+            state, metrics = round_fn(state, data, jax.random.fold_in(run_key, r))
+            buf = jax.tree.map(lambda b, m: b.at[i].set(m), buf, metrics)
+            return state, tracker.update(r, metrics), buf
+
+        return jax.lax.fori_loop(0, jnp.minimum(n, length), body, (state, tracker, buf))
+
+    return chunk
+
+
+def make_init(algorithm: FederatedAlgorithm) -> Callable:
+    """Jitted (key, data) -> state: `algorithm.init(split(key)[0], data)` in one program."""
+    return jax.jit(lambda key, data: algorithm.init(jax.random.split(key)[0], data))
 
 
 def first_bad_round(metrics: dict, first_loss: Optional[float] = None) -> Optional[tuple[int, str]]:
@@ -142,27 +180,34 @@ def first_bad_round(metrics: dict, first_loss: Optional[float] = None) -> Option
     return min(found) if found else None
 
 
+INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
 _COMPILED: "collections.OrderedDict[tuple, Callable]" = collections.OrderedDict()
 _COMPILED_MAX = 16
 
 
 def _signature(tree) -> tuple:
     leaves, treedef = jax.tree.flatten(tree)
-    return (treedef,) + tuple((np.shape(x), str(jnp.asarray(x).dtype) if not hasattr(x, "dtype") else str(x.dtype),
+    return (treedef,) + tuple((np.shape(x), str(np.asarray(x).dtype) if not hasattr(x, "dtype") else str(x.dtype),
                                str(getattr(x, "sharding", ""))) for x in leaves)
 
 
-def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args) -> Callable:
-    """`make_scan(algorithm, length)` lowered and compiled for these arguments' shapes, cached per
-    (algorithm, length, shapes), so runs of the same program (seeds of one cell, a resumed run)
-    compile once per process."""
-    key = (algorithm, length, bool(jax.config.jax_enable_x64), _signature(args))
+def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str = "chunk") -> Callable:
+    """The algorithm's program lowered and compiled for these arguments' shapes, cached per
+    (algorithm, kind, length, shapes), so runs of the same program (seeds of one cell, a resumed
+    run) compile once per process. kind "chunk": `make_chunk(algorithm, length)`; "init":
+    `make_init(algorithm)`; "scan": `make_scan(algorithm, length)`."""
+    make = {"chunk": lambda: make_chunk(algorithm, length), "init": lambda: make_init(algorithm),
+            "scan": lambda: make_scan(algorithm, length)}[kind]
+    # the initialisation runs once: XLA's backend optimisations cost ~60 % of its compile time and buy
+    # nothing there (its output is bitwise the same: tests/test_cache.py)
+    options = INIT_COMPILER_OPTIONS if kind == "init" else None
+    key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), _signature(args))
     try:
         hit = _COMPILED.get(key)
     except TypeError:  # an unhashable algorithm: no caching
-        return make_scan(algorithm, length).lower(*args).compile()
+        return make().lower(*args).compile(options)
     if hit is None:
-        hit = make_scan(algorithm, length).lower(*args).compile()
+        hit = make().lower(*args).compile(options)
         _COMPILED[key] = hit
         while len(_COMPILED) > _COMPILED_MAX:
             _COMPILED.popitem(last=False)
@@ -193,14 +238,20 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
         chunk: Optional[int] = None, progress: bool = False, out_dir: Optional[os.PathLike] = None,
         resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None,
         hooks: Optional[Hooks] = None, on_nonfinite: str = "raise", loss_guard: float = 0.0,
-        on_restored: Optional[Callable[[int], None]] = None, per_round: Optional[dict] = None) -> RunResult:
+        on_restored: Optional[Callable[[int], None]] = None, checkpoint_every: Any = "30s",
+        per_round: Optional[dict] = None) -> RunResult:
     """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints and hooks.
 
-    chunk: rounds per compiled scan (default: all rounds at once, or ~20 chunks when
-    out_dir/progress ask for intermediate reports; with `hooks.every`, at most `every`).
+    chunk: rounds per call of the compiled program (default: all rounds at once, or ~20 chunks
+    when out_dir/progress ask for intermediate reports; with `hooks.every`, at most `every`). One
+    program (`make_chunk`) serves every chunk length of the run.
     out_dir: writes metrics.jsonl (rewritten whole after each chunk, atomically) and
     checkpoints/ (`fgl_jax.federated.checkpoint`); the caller checks the directory
-    (`fgl_jax.rundir.prepare`). resume: continue from the newest intact checkpoint in out_dir
+    (`fgl_jax.rundir.prepare`). checkpoint_every: when to checkpoint between chunks: "30s" (at
+    most one save per 30 seconds, the default), an int N (after the chunk that completes N rounds
+    since the last save) or "chunk"; the last round is always saved. Saves are asynchronous
+    (written while the next chunk runs). checkpoint_every_chunk=False: no checkpoints at all.
+    resume: continue from the newest intact checkpoint in out_dir
     (none: start at round 1 and drop old rows); metrics rows after it are dropped, so the
     final numbers and files equal an uninterrupted run's. on_restored(rounds_done) is called once
     the restore succeeded (or when there was nothing to restore).
@@ -211,14 +262,16 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     loss_guard: > 0 treats a round whose train_loss exceeds loss_guard x the first round's as
     diverged (like a NaN), so an exploding run stops instead of finishing with a huge loss.
     """
+    from fgl_jax.federated.checkpoint import parse_every
     if num_rounds <= 0:
         raise ValueError(f"num_rounds must be positive, got {num_rounds}")
     if on_nonfinite not in ("raise", "stop"):
         raise ValueError(f"on_nonfinite must be 'raise' or 'stop', got {on_nonfinite!r}")
     if loss_guard < 0:
         raise ValueError(f"loss_guard must be >= 0 (0 = off), got {loss_guard}")
+    policy = parse_every(checkpoint_every) if checkpoint_every_chunk else None
     with x64_scope(algorithm):
-        return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
+        return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
                     state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored, per_round or {})
 
 
@@ -247,25 +300,29 @@ def _guard_round(metrics: dict, first_loss: Optional[float], guard: float) -> Op
                "diverged; lower the learning rate (or raise loss_guard, 0 = off)")
 
 
-def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, checkpoint_every_chunk,
+def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
          state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored, per_round: dict) -> RunResult:
     from fgl_jax import rundir
-    from fgl_jax.federated import checkpoint
     if chunk is None:
         chunk = num_rounds if (out_dir is None and not progress) else max(1, math.ceil(num_rounds / 20))
         if hooks.every:
             chunk = min(chunk, hooks.every)
     if chunk <= 0:
         raise ValueError(f"chunk must be positive, got {chunk}")
-    init_key, run_key = jax.random.split(key)
+    compile_s = 0.0
     if state is None:
-        state = jax.jit(algorithm.init)(init_key, data)
+        t0 = time.perf_counter()
+        init = compiled_scan(algorithm, 0, key, data, kind="init")
+        compile_s += time.perf_counter() - t0
+        state = init(key, data)
     tracker = Tracker.empty()
     start = 0
     rows: list[dict] = []
     out = Path(out_dir) if out_dir is not None else None
     log_path = out / "metrics.jsonl" if out else None
+    saver = None
     if out is not None:
+        from fgl_jax.federated import checkpoint
         out.mkdir(parents=True, exist_ok=True)
         if resume:
             found = checkpoint.restore(out / "checkpoints", state, tracker)
@@ -280,16 +337,20 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             elif log_path.exists() or (out / "checkpoints").exists():
                 print(f"fgl-jax: no checkpoint in {out / 'checkpoints'}: starting at round 1", file=sys.stderr)
         rundir.write_rows(log_path, rows)
+        if policy is not None:
+            saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"))
     if on_restored is not None:
         on_restored(start)
     history, evaluations = _rows_to_history(rows)
     first_loss = float(np.mean(history["train_loss"][0])) if history.get("train_loss") else None
     if start >= num_rounds:
-        return _finish(state, history, evaluations, tracker, 0.0, 0.0, hooks, False)
+        return _finish(state, history, evaluations, tracker, compile_s, 0.0, hooks, False)
 
-    scans: dict[int, Callable] = {}
+    # the program's length depends on (chunk, num_rounds) only, not on where a resume starts: a resumed
+    # run calls the very program the uninterrupted one did
+    length = min(chunk, num_rounds)
+    program = None
     bar = _Progress(num_rounds, progress, initial=start)
-    compile_s = 0.0
     t_run = 0.0
     r = start
     diverged = False
@@ -298,15 +359,18 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
             n = min(chunk, num_rounds - r)
             if hooks.every:  # chunk boundaries on multiples of `every`
                 n = min(n, hooks.every - r % hooks.every)
-            if n not in scans:
+            args = (state, tracker, data, key, np.int32(r), np.int32(n))
+            if program is None:
                 t0 = time.perf_counter()
-                scans[n] = compiled_scan(algorithm, n, state, tracker, data, run_key, jnp.int32(r))
+                program = compiled_scan(algorithm, length, *args)
                 compile_s += time.perf_counter() - t0
+                if saver is not None:
+                    checkpoint.preload()
             t0 = time.perf_counter()
-            state, tracker, metrics = scans[n](state, tracker, data, run_key, jnp.int32(r))
+            state, tracker, metrics = program(*args)
             metrics = jax.device_get(metrics)
             t_run += time.perf_counter() - t0
-            metrics = {k: np.asarray(v) for k, v in metrics.items()}
+            metrics = {k: np.asarray(v)[:n] for k, v in metrics.items()}
             metrics.update({k: np.asarray(v)[r:r + n] for k, v in per_round.items()})
             if first_loss is None and "train_loss" in metrics:
                 first_loss = float(np.mean(metrics["train_loss"][0]))
@@ -342,15 +406,24 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, che
                 # after a kill here redoes this chunk and stops at the same round
                 stop_at = hooks.stop({k: np.asarray(v) for k, v in history.items()})
                 if stop_at is not None:
-                    return _stop(int(stop_at), state, history, evaluations, rows, log_path, tracker, compile_s,
-                                 t_run, hooks, bar)
-            if out is not None and checkpoint_every_chunk:
-                checkpoint.save(out / "checkpoints", r, state, tracker, before_commit=_fault("checkpoint"),
-                                extra=hooks.save_state() if hooks.save_state is not None else None)
+                    if saver is not None:
+                        saver.close()
+                    res = _stop(int(stop_at), state, history, evaluations, rows, log_path, tracker, compile_s,
+                                t_run, hooks, bar)
+                    res.checkpoint_seconds = saver.seconds if saver is not None else 0.0
+                    return res
+            if saver is not None and saver.due(r, final=r >= num_rounds):
+                saver.save(r, state, tracker, extra=hooks.save_state() if hooks.save_state is not None else None)
             _fault("chunk")()
+        if saver is not None:
+            saver.close()  # the last save written and committed before the run reports
     finally:
         bar.close()
-    return _finish(state, history, evaluations, tracker, compile_s, t_run, hooks, diverged)
+        if saver is not None:
+            saver.abandon()  # an exception: stop waiting; an uncommitted save is ignored on resume
+    res = _finish(state, history, evaluations, tracker, compile_s, t_run, hooks, diverged)
+    res.checkpoint_seconds = saver.seconds if saver is not None else 0.0
+    return res
 
 
 def _stop(stop_at: int, state, history, evaluations, rows, log_path, tracker, compile_s, t_run, hooks, bar=None

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from fgl_jax import registry
 from fgl_jax.graph import Graph
 from fgl_jax.partition.base import Partition, PartitionError, validate
@@ -33,7 +35,31 @@ def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, *
     """
     if not registry.has("partition", method):
         raise PartitionError(f"unknown partition method {method!r}; choose one of {registry.names('partition')}")
-    return registry.get("partition", method)(graph, num_clients, seed=seed, **kwargs)
+    fn = registry.get("partition", method)
+    if PARTITIONERS.get(method) is not fn:  # a user's partitioner: not known to be deterministic
+        return fn(graph, num_clients, seed=seed, **kwargs)
+    return _cached(fn, graph, method, num_clients, seed, kwargs)
+
+
+def _cached(fn: Callable[..., Partition], graph: Graph, method: str, num_clients: int, seed: int,
+            kwargs: dict) -> Partition:
+    """A built-in partitioner's result through the preparation cache (`fgl_jax.cache`): a pure
+    function of the graph's arrays, the method, its arguments and its source, so a second command
+    reads the assignment instead of running Louvain again."""
+    from fgl_jax import cache
+    if cache.root() is None:
+        return fn(graph, num_clients, seed=seed, **kwargs)
+    key = cache.prep_key("partition", graph=cache.graph_digest(graph), method=method, clients=num_clients,
+                         seed=seed, kwargs=sorted(kwargs.items()), source=cache.source_digest(fn))
+    hit = cache.load_arrays(key)
+    if hit is not None and "assignment" in hit:
+        try:
+            return validate(Partition(hit["assignment"], num_clients, method, seed), graph)
+        except PartitionError:  # a damaged entry: compute it again (and replace it)
+            pass
+    part = fn(graph, num_clients, seed=seed, **kwargs)
+    cache.store_arrays(key, {"assignment": np.asarray(part.assignment)})
+    return part
 
 
 __all__ = [

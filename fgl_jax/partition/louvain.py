@@ -29,10 +29,8 @@ from __future__ import annotations
 import heapq
 import math
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from fgl_jax.graph import Graph
 from fgl_jax.partition.base import (Partition, check_num_clients, check_positive, check_seed,
@@ -60,6 +58,7 @@ def _bfs_order(adj: sp.csr_matrix, nodes: np.ndarray) -> np.ndarray:
     """`nodes` (sorted global ids) re-ordered breadth-first inside their induced subgraph."""
     if nodes.size <= 2:
         return nodes
+    from scipy.sparse import csgraph
     sub = adj[nodes][:, nodes]
     _, labels = csgraph.connected_components(sub, directed=False)
     parts = []
@@ -90,6 +89,7 @@ def louvain_partition(graph: Graph, num_clients: int, seed: int = 0, resolution:
     adj = _undirected_adjacency(graph)
 
     # 1. Louvain on the undirected graph, in a canonical order independent of set iteration order.
+    import networkx as nx  # here: a cached partition (fgl_jax.cache) never needs networkx's import time
     g = nx.Graph()
     g.add_nodes_from(range(n))
     coo = sp.triu(adj, k=1).tocoo()

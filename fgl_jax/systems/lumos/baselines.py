@@ -24,7 +24,6 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.stats import norm
 
 from fgl_jax import ops
 from fgl_jax.batch import full_graph_batch, unstack
@@ -167,6 +166,7 @@ def analytic_gaussian_sigma(eps: float, delta: float, sensitivity: float) -> flo
 
     def priv_loss(s):
         a, b = sensitivity / (2 * s), eps * s / sensitivity
+        from scipy.stats import norm  # here, not at import: scipy.stats costs ~0.5 s of every command's start-up
         return norm.cdf(a - b) - math.exp(eps) * norm.cdf(-a - b)
 
     lo, hi = 1e-6, 1.0

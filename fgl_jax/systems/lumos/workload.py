@@ -23,7 +23,6 @@ from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import maximum_flow
 
 from fgl_jax.systems.lumos.secure import SecureComparator
 
@@ -315,6 +314,7 @@ def _orientation_flow(es: EdgeSet, k: int):
     cols = np.concatenate([e_nodes, 1 + m + es.eu, 1 + m + es.ev, np.full(n, sink)])
     caps = np.concatenate([np.ones(3 * m, np.int32), np.full(n, k, np.int32)])
     g = sp.csr_matrix((caps, (rows, cols)), shape=(m + n + 2, m + n + 2))
+    from scipy.sparse.csgraph import maximum_flow  # lazily: csgraph's import time is paid only here
     return maximum_flow(g, src, sink, method="dinic"), rows, cols
 
 

@@ -1,0 +1,153 @@
+"""What a command leaves for the next one (issue 31): the compilation and preparation caches, the
+number of XLA programs a run needs, the checkpoint policy and the compile-free seed key.
+
+References: jax.random.key for the key; the uncached partitioner's own output for the cache;
+timings.json's counts come from jax.monitoring events (not from the code under test's own tally).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from fgl_jax import cache
+from fgl_jax.experiment import seed_key
+from fgl_jax.federated.checkpoint import Every, Saver, committed, parse_every, restore
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 123456, 2 ** 31 - 1, -3, 2 ** 31])
+def test_seed_key_is_jax_random_key(seed):
+    want = jax.random.key_data(jax.random.key(seed))
+    np.testing.assert_array_equal(np.asarray(jax.random.key_data(seed_key(seed))), np.asarray(want))
+
+
+@pytest.mark.parametrize("text, want", [("30s", Every(seconds=30.0)), ("2.5s", Every(seconds=2.5)), (5, Every(rounds=5)),
+                                        ("12", Every(rounds=12)), ("chunk", Every()), (None, Every(seconds=30.0))])
+def test_checkpoint_every_values(text, want):
+    assert parse_every(text) == want
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "soon", "1.5", 0, "-2s"])
+def test_a_bad_checkpoint_every_is_one_clear_error(bad):
+    with pytest.raises(ValueError, match=r"checkpoint_every must be seconds \('30s'\), a number of rounds"):
+        parse_every(bad)
+
+
+def test_the_time_policy_saves_at_most_once_per_interval_plus_the_last_round(tmp_path):
+    now = [0.0]
+    saver = Saver(tmp_path / "c", Every(seconds=30.0), clock=lambda: now[0])
+    state, tracker = {"w": np.arange(3, dtype=np.float32)}, {"best": np.float32(0.5)}
+    wanted = []
+    for r in range(1, 11):  # a chunk every 7 s: saves at 35 s (round 5), 70 s (round 10 = last anyway)
+        now[0] += 7.0
+        if saver.due(r, final=r == 10):
+            saver.save(r, state, tracker, extra={"g": np.full(2, r)})
+            wanted.append(r)
+    saver.close()
+    assert wanted == [5, 10]
+    assert [r for r, _ in committed(tmp_path / "c")] == [5, 10]
+    rounds, st, tr, extra = restore(tmp_path / "c", state, tracker)
+    assert rounds == 10 and np.array_equal(st["w"], state["w"]) and extra["g"].tolist() == [10, 10]
+
+
+def test_the_round_policy_saves_after_the_chunk_that_completes_n_rounds(tmp_path):
+    saver = Saver(tmp_path, Every(rounds=4))
+    done = []
+    for r in (3, 6, 9, 12, 13):  # chunks of 3 rounds, the last one of 1
+        if saver.due(r, final=r == 13):
+            saver.save(r, {"w": np.zeros(2, np.float32)}, {"b": np.float32(0)})
+            done.append(r)
+    saver.close()
+    assert done == [6, 12, 13] and [r for r, _ in committed(tmp_path)] == [6, 12, 13]
+
+
+def _small_graph():
+    from fgl_jax.data import csbm
+    return csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, seed=2)
+
+
+def test_a_cached_partition_equals_the_computed_one_and_a_damaged_entry_is_recomputed(tmp_path, monkeypatch):
+    from fgl_jax.partition import louvain_partition, make_partition
+    monkeypatch.setitem(cache._STATE, "root", tmp_path)
+    (tmp_path / "prep").mkdir()
+    g = _small_graph()
+    want = louvain_partition(g, 4, seed=1).assignment
+    first = make_partition(g, "louvain", 4, seed=1)
+    files = list((tmp_path / "prep").glob("partition-*.npz"))
+    assert len(files) == 1 and np.array_equal(first.assignment, want)
+    with np.load(files[0], allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["assignment"], want)
+    assert np.array_equal(make_partition(g, "louvain", 4, seed=1).assignment, want)  # from the file
+    # another seed or client count is another entry
+    make_partition(g, "louvain", 5, seed=1)
+    assert len(list((tmp_path / "prep").glob("partition-*.npz"))) == 2
+    # a damaged entry (a client id out of range) is recomputed, not used
+    np.savez(files[0], assignment=np.full(g.num_nodes, 99, np.int32))
+    assert np.array_equal(make_partition(g, "louvain", 4, seed=1).assignment, want)
+
+
+def test_without_a_cache_directory_nothing_is_written(tmp_path, monkeypatch):
+    from fgl_jax.partition import make_partition
+    monkeypatch.setitem(cache._STATE, "root", None)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    make_partition(_small_graph(), "random", 3, seed=0)
+    assert not any(tmp_path.rglob("*.npz"))
+
+
+def test_the_environment_turns_the_cache_off_or_moves_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FGL_JAX_CACHE_DIR", "off")
+    assert cache.default_root() is None
+    monkeypatch.setenv("FGL_JAX_CACHE_DIR", str(tmp_path / "c"))
+    assert cache.default_root() == tmp_path / "c"
+    monkeypatch.delenv("FGL_JAX_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache.default_root() == tmp_path / "x" / "fgl_jax"
+
+
+def test_prune_drops_the_least_recently_used_files_first(tmp_path):
+    for i, name in enumerate(["old", "mid", "new"]):
+        (tmp_path / name).write_bytes(b"x" * 100)
+        os.utime(tmp_path / name, (1000 + i, 1000 + i))
+    assert cache.prune(tmp_path, 250) == 100
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mid", "new"]
+
+
+def _cli(out: Path, cache_dir: Path, *extra: str) -> dict:
+    args = ["run", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "7", "--hidden", "8",
+            "--chunk", "3", "--partition", "louvain", "--no-progress", "--out", str(out), *extra]
+    env = {**os.environ, "FGL_JAX_CACHE_DIR": str(cache_dir)}
+    p = subprocess.run([sys.executable, "-m", "fgl_jax.cli", *args], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-800:]
+    return json.loads((out / "timings.json").read_text())
+
+
+def test_a_run_needs_at_most_three_programs_and_the_second_command_compiles_none(tmp_path):
+    """7 rounds in chunks of 3 (lengths 3, 3, 1) with checkpoints: one chunk program and one init
+    program; the second command finds both in the cache, and its numbers are the same."""
+    cold = _cli(tmp_path / "a", tmp_path / "cache")
+    assert 1 <= cold["programs"] <= 3 and cold["compilations"] == cold["programs"] and cold["cache_hits"] == 0
+    warm = _cli(tmp_path / "b", tmp_path / "cache")
+    assert warm["programs"] == cold["programs"] and warm["compilations"] == 0 and warm["cache_hits"] == warm["programs"]
+    assert list((tmp_path / "cache" / "prep").glob("partition-*.npz"))
+    assert (tmp_path / "a" / "metrics.jsonl").read_bytes() == (tmp_path / "b" / "metrics.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("model", ["gcn", "gat"])
+def test_the_unoptimised_init_program_gives_the_optimised_ones_bits(model):
+    """run() compiles the initialisation at XLA backend optimisation level 0 (it runs once); its
+    parameters and optimiser state must be bitwise those of the default compilation."""
+    from fgl_jax.federated.run import INIT_COMPILER_OPTIONS, make_init
+    from fgl_jax.systems.baseline import RunConfig, build
+    p = build(RunConfig(dataset="csbm", split="keep", clients=3, hidden=8, model=model))
+    low = make_init(p.algorithm).lower(seed_key(5), p.data)
+    a = low.compile()(seed_key(5), p.data)
+    b = low.compile(INIT_COMPILER_OPTIONS)(seed_key(5), p.data)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
