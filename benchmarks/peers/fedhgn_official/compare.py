@@ -141,8 +141,18 @@ def stats(xs) -> str:
     a = 100 * np.asarray(xs, float)
     if a.size == 0:
         return "–"
-    sd = a.std(ddof=1) if a.size > 1 else float("nan")
+    if a.size == 1:
+        return f"{a[0]:.2f} (n=1)"
+    sd = a.std(ddof=1)
     return f"{a.mean():.2f} ± {sd:.2f} (SE {sd / np.sqrt(a.size):.2f}, n={a.size})"
+
+
+def adv(a, b) -> str:
+    """Difference of two means (points) with its standard error."""
+    a, b = 100 * np.asarray(a, float), 100 * np.asarray(b, float)
+    if a.size < 2 or b.size < 2:
+        return "–"
+    return f"{a.mean() - b.mean():+.2f} (SE {np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size):.2f})"
 
 
 def table(work: Path, seeds, cmd: str, t0: float) -> None:
@@ -162,47 +172,66 @@ def table(work: Path, seeds, cmd: str, t0: float) -> None:
                 rec["fgljax"][f"{where}/{key}/{v}"] = [r["test"] for r in json.loads(f.read_text())["runs"]
                                                        if r["seed"] in seeds]
     L = ["# FedHGN, AIFB K=3: paper vs the authors' code run here vs fgl_jax", "",
-         "Test accuracy %, mean ± sample sd (SE = sd/√n, n seeds from 1000, 2000, ...). Paper: Table 3 "
-         "(mean ± sd over seeds 1000..5000 of the authors' code). \"ours\" = fgl_jax's client split "
-         "(NumPy, split seed 12345, what experiments/configs/fedhgn/table3_aifb_* train on), exported to the "
-         "authors' DGL file format; \"authors'\" = the split files in the authors' repository "
-         "(data/aifb-hetero). fgl_jax \"configs\" = the shipped configs (round-1 alignment pool `skip`); "
-         "\"code_quirk\" = round1_align=code_quirk (the authors' code: zeros for every other client in round 1).",
-         "", "| split | method | paper | authors' code, ours split | fgl_jax configs, ours split | "
-         "fgl_jax code_quirk, ours split | authors' code, authors' split | fgl_jax configs, authors' split | "
-         "fgl_jax code_quirk, authors' split |", "|---|---|---|---|---|---|---|---|---|"]
-    for split, method in CELLS:
-        key = f"{split}/{method}"
-        p = rec["paper"][key]
-        cells = [f"{p[0]:.2f} ± {p[1]:.2f}"]
-        for where in SPLITS:
-            cells.append(stats(rec["official"][f"{where}/{key}"]))
-            cells.append(stats(rec["fgljax"].get(f"{where}/{key}/configs", [])))
-            cells.append(stats(rec["fgljax"].get(f"{where}/{key}/code_quirk", [])) if method == "fedhgn" else "(same)")
-        L.append(f"| {split} | {method} | " + " | ".join(cells) + " |")
-    L += ["", "FedHGN − FedAvg (difference of the means, points; SE of the difference):", "",
-          "| split | paper | authors' code, ours | fgl_jax configs, ours | authors' code, authors' | fgl_jax configs, authors' |",
-          "|---|---|---|---|---|---|"]
-
-    def adv(a, b):
-        a, b = 100 * np.asarray(a, float), 100 * np.asarray(b, float)
-        if a.size < 2 or b.size < 2:
-            return "–"
-        return f"{a.mean() - b.mean():+.2f} (SE {np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size):.2f})"
-
-    for split in ("RE", "RET"):
-        pf, pa = rec["paper"][f"{split}/fedhgn"], rec["paper"][f"{split}/fedavg"]
-        row = [f"{pf[0] - pa[0]:+.2f}"]
-        for where in SPLITS:
-            row.append(adv(rec["official"][f"{where}/{split}/fedhgn"], rec["official"][f"{where}/{split}/fedavg"]))
-            row.append(adv(rec["fgljax"].get(f"{where}/{split}/fedhgn/configs", []),
-                           rec["fgljax"].get(f"{where}/{split}/fedavg/configs", [])))
-        L.append(f"| {split} | " + " | ".join(row) + " |")
-    per = ["", "Per seed (authors' code, test accuracy %):", "", "| run | " + " | ".join(map(str, seeds)) + " |",
-           "|---" * (len(seeds) + 1) + "|"]
-    for k, v in rec["official"].items():
-        per.append(f"| {k} | " + " | ".join(f"{100 * x:.2f}" for x in v) + " |")
-    L += per
+         "Test accuracy %, mean ± sample sd (SE = sd/√n; n seeds, from 1000, 2000, ...: the paper's seeds). "
+         "Paper: Table 3 (mean ± sd over seeds 1000..5000 of the authors' code). fgl_jax \"configs\" = the shipped "
+         "configs experiments/configs/fedhgn/table3_aifb_* (round-1 alignment pool `skip`); \"code_quirk\" = the same "
+         "with round1_align=code_quirk (the authors' round 1: a zero vector per other client, counted twice), "
+         "FedHGN only (FedAvg has no alignment)."]
+    titles = {"ours": "fgl_jax's client split (NumPy, split seed 12345: what the configs train on), exported to "
+                      "the authors' DGL file format and read by their loader",
+              "authors": "the authors' own split files (their repository's data/aifb-hetero)"}
+    for where in SPLITS:
+        L += ["", f"## On {titles[where]}", "",
+              "| split | method | paper | authors' code | fgl_jax configs | fgl_jax code_quirk |", "|---|---|---|---|---|---|"]
+        for split, method in CELLS:
+            key = f"{split}/{method}"
+            p = rec["paper"][key]
+            quirk = stats(rec["fgljax"].get(f"{where}/{key}/code_quirk", [])) if method == "fedhgn" else "(as configs)"
+            L.append(f"| {split} | {method} | {p[0]:.2f} ± {p[1]:.2f} | {stats(rec['official'][f'{where}/{key}'])} | "
+                     f"{stats(rec['fgljax'].get(f'{where}/{key}/configs', []))} | {quirk} |")
+        L += ["", "FedHGN − FedAvg (difference of the means, points, with its SE):", "",
+              "| split | paper | authors' code | fgl_jax configs | fgl_jax code_quirk FedHGN − configs FedAvg |",
+              "|---|---|---|---|---|"]
+        for split in ("RE", "RET"):
+            pf, pa = rec["paper"][f"{split}/fedhgn"], rec["paper"][f"{split}/fedavg"]
+            fa = rec["fgljax"].get(f"{where}/{split}/fedavg/configs", [])
+            L.append(f"| {split} | {pf[0] - pa[0]:+.2f} | "
+                     f"{adv(rec['official'][f'{where}/{split}/fedhgn'], rec['official'][f'{where}/{split}/fedavg'])} | "
+                     f"{adv(rec['fgljax'].get(f'{where}/{split}/fedhgn/configs', []), fa)} | "
+                     f"{adv(rec['fgljax'].get(f'{where}/{split}/fedhgn/code_quirk', []), fa)} |")
+    L += ["", "## Per seed (test accuracy %)", "", "| split used | cell | run | " + " | ".join(map(str, seeds)) + " |",
+          "|---|---|---" + "|---" * len(seeds) + "|"]
+    for where in SPLITS:
+        for split, method in CELLS:
+            key = f"{split}/{method}"
+            files = {s: work / "official" / f"{where}_{split}_{method}_{s}.json" for s in seeds}
+            vals = [f"{100 * json.loads(f.read_text())['test']['accuracy']:.2f}" if f.exists() else "–"
+                    for f in files.values()]
+            L.append(f"| {where} | {split} {method} | authors' code | " + " | ".join(vals) + " |")
+            for v in ("configs", "code_quirk"):
+                f = work / "fgljax" / f"{where}_{split}_{method}_{v}.json"
+                if f.exists():
+                    by = {r["seed"]: r["test"] for r in json.loads(f.read_text())["runs"]}
+                    L.append(f"| {where} | {split} {method} | fgl_jax {v} | "
+                             + " | ".join(f"{100 * by[s]:.2f}" if s in by else "–" for s in seeds) + " |")
+    traces = sorted(work.glob("trace_cmp_*.json"))
+    if traces:
+        L += ["", "## Round by round, one seed, from the authors' code's initial parameters (trace_fgljax.py)", "",
+              "fgl_jax (round1_align=code_quirk) started from the parameters the authors' code draws for the seed, "
+              "beside the authors' code's own run on the same split file (fgl_jax's split). Largest difference over "
+              "all rounds:", "",
+              "| setting | rounds | val acc | test acc | alignment term, first local step | coefficient norms | "
+              "first round that differs |", "|---|---|---|---|---|---|---|"]
+        for f in traces:
+            t = json.loads(f.read_text())
+            o, g = t["official"], t["fgljax"]
+            dv = max(abs(a["val"] - b["val"]) for a, b in zip(o, g))
+            dt = max(abs(a["test"] - b["test"]) for a, b in zip(o, g))
+            al = [(x[0], y) for a, b in zip(o, g) for x, y in zip(a["align"], b["align"]) if isinstance(x, list)]
+            da = f"{max(abs(x - y) / max(abs(x), 1e-6) for x, y in al):.1e} (relative)" if al else "not logged"
+            dn = max(abs(x - y) for a, b in zip(o, g) for x, y in zip(a["coeff_norm"], b["coeff_norm"]))
+            L.append(f"| {f.stem.replace('trace_cmp_', '')} | {len(o)} | {dv:.1e} | {dt:.1e} | {da} | {dn:.1e} | "
+                     f"{t['first_difference'] or 'none'} |")
     load = os.getloadavg()
     L += ["", f"Produced by `{cmd}` (last step finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{time.time() - t0:.0f} s this call; load average {load[0]:.1f} on 2 cores shared with other jobs).",
