@@ -347,6 +347,9 @@ class Runner:
                       "(round-1 pool `code_quirk`/`zeros`, lambda = 0, B = 35); `results_official_es.md` measures what "
                       "the 10-round patience costs there (test at patience 30, at the best validation round, and the "
                       "best test round as an oracle). The gap notes quote the official-split numbers.", ""]
+        if (self.out / "official_code.md").exists():
+            lines += ["`official_code.md`: the authors' own code run on this machine, on our split and on theirs "
+                      "(benchmarks/peers/fedhgn_official), and checked round by round against fgl_jax.", ""]
         methods = [m for m in o.methods if m != "central"]
         for ds in o.datasets:
             lines += [f"## {ds.upper()} (Central: {_cell(R['central'].get(ds))} [paper {_fmt(PAPER_CENTRAL[ds])}])", ""]
