@@ -23,6 +23,7 @@ from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import check_chunk, map_clients
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn, stack
 from fgl_jax.batch import unstack
+from fgl_jax.reduce import client_mean  # noqa: F401  (SCAFFOLD's and the tests' import path)
 from fgl_jax.privacy.dp import LocalDP, clipped_node_grad, private_mean
 from fgl_jax.federated.metrics import AVERAGES, average_clients, client_class_counts, client_counts, pool, pool_classes
 from fgl_jax import validate as V
@@ -112,28 +113,6 @@ def weighted_mean(tree: PyTree, weight: jax.Array) -> PyTree:
     """sum_c w_c x_c / sum_c w_c over the leading client axis."""
     w = weight / jnp.maximum(weight.sum(), 1e-12)
     return jax.tree.map(lambda x: jnp.tensordot(w, x, axes=1), tree)
-
-
-def client_mean(tree: PyTree) -> PyTree:
-    """The plain mean over the leading client axis: the clients summed in order, times 1/C, rounded
-    on its own (tests/test_alg_scaffold.py checks it bit for bit against NumPy). For SCAFFOLD's
-    [10, 3703, 64] leaves these are the floats `mean(0)` gave (checked on CiteSeer, jax 0.10.2);
-    XLA's other reduce paths may sum in another order.
-
-    Model-sized leaves are summed client by client in a loop: XLA:CPU (jax 0.10.2) turns a reduce
-    over the leading axis of a [10, 3703, 64] array into a YNNPACK fusion that took ~70 ms where the
-    loop takes ~3 ms (a third of a SCAFFOLD round on CiteSeer). Small leaves keep `mean(0)`.
-    """
-    def one(x):
-        n = x.shape[0]
-        if x[0].size < 4096 or n == 1:
-            return x.mean(0)
-        inv = jnp.asarray(1.0 / n, x.dtype)
-        # the 1/C product is taken inside the loop's last step: outside, XLA:CPU fuses it with the
-        # consumer's add into an FMA (other last bits than mean(0)'s separately rounded product)
-        return jax.lax.fori_loop(1, n, lambda i, acc: jnp.where(i == n - 1, (acc + x[i]) * inv, acc + x[i]), x[0])
-
-    return jax.tree.map(one, tree)
 
 
 def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int] = None, *,

@@ -30,7 +30,7 @@ def message_bytes(algorithm: FederatedAlgorithm, data: Any) -> Optional[tuple[in
     algorithm does not describe its messages."""
     if algorithm.messages is None:
         return None
-    state = jax.eval_shape(algorithm.init, jax.random.key(0), data)
+    state = jax.eval_shape(algorithm.init, jax.eval_shape(jax.random.key, 0), data)  # traced, never compiled
     up, down = jax.eval_shape(algorithm.messages, state)
     return tree_bytes(up), tree_bytes(down)
 

@@ -31,6 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax.reduce import client_mean
+
 PyTree = Any
 SAMPLING = ("poisson", "without_replacement")
 

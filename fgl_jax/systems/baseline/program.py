@@ -126,7 +126,7 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
     """DP-FedAvg and the local DP live in the baseline round: refuse them for other algorithms."""
     if cfg.dp_clip <= 0 and cfg.ldp == "none":
         return
-    state = jax.eval_shape(algorithm.init, jax.random.key(0), data)
+    state = jax.eval_shape(algorithm.init, jax.eval_shape(jax.random.key, 0), data)  # traced, never compiled
     if not isinstance(state, BaselineState):
         raise ValueError(f"dp_clip / ldp are implemented in the baseline round (fedavg, fedprox, fedper, fedavgm, "
                          f"fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.batch import ClientBatch
-from fgl_jax.federated.baselines import client_mean
+from fgl_jax.reduce import client_mean
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 

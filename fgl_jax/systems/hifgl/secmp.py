@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from fgl_jax.privacy import field as F
 from fgl_jax.privacy import lcc
+from fgl_jax.reduce import client_mean
 from fgl_jax.systems.hifgl.config import HiFGLConfig
 
 PyTree = Any
