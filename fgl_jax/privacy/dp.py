@@ -67,8 +67,12 @@ def epsilons(noise_multiplier: float, sampled: int, population: int, rounds: int
              sampling: str = "poisson", orders: Optional[Sequence[float]] = None) -> np.ndarray:
     """epsilon [rounds] at `delta` after rounds 1..rounds of DP-FedAvg with `sampled` of
     `population` clients per round (see the module docstring for `sampling`); inf when z = 0."""
-    import dp_accounting
-    from dp_accounting import rdp
+    try:
+        import dp_accounting
+        from dp_accounting import rdp
+    except ImportError:  # optional: it pins attrs<24, which would downgrade a researcher's environment
+        raise ImportError("DP-FedAvg's privacy accountant needs the `dp-accounting` package: "
+                          "pip install 'fgl_jax[dp]' (or pip install dp-accounting)") from None
     if sampling not in SAMPLING:
         raise ValueError(f"dp sampling must be one of {SAMPLING}, got {sampling!r}")
     if not 1 <= sampled <= population:
