@@ -54,17 +54,10 @@ def default_config(system: str, **changes: Any):
 def dataset_path(dataset: str, data_dir: Optional[str] = None) -> Optional[Path]:
     """The absolute path `dataset` names, or None for a registered name (`fgl_jax.data.is_path`
     decides; a relative path is looked up in the working directory, then under `data_dir`)."""
-    from fgl_jax.data import DataPathNotFoundError, is_path
+    from fgl_jax.data import is_path, resolve_path
     if not is_path(dataset):
         return None
-    p = Path(str(dataset)).expanduser()
-    tried = [p.absolute()]
-    if not p.exists() and data_dir and not p.is_absolute():
-        tried.append(Path(data_dir).expanduser() / p)
-        p = tried[-1]
-    if not p.exists():
-        raise DataPathNotFoundError(dataset, tried)
-    return p.resolve()
+    return resolve_path(dataset, data_dir or None).resolve()
 
 
 def resolve_dataset(cfg: Any, warn: bool = True) -> Any:

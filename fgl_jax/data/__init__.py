@@ -14,21 +14,21 @@ from .paths import (DataChecksumError, DataError, DataFormatError, DatasetNotFou
 from .planetoid import load_planetoid, read_planetoid
 from .musae import load_facebook, load_lastfm_asia
 from .registry import UnknownDatasetError, data_kind, dataset_names, list_datasets, load, load_graph, register
-from .checks import DataNotice, build_graph, stratified_split
-from .files import DataPathNotFoundError, detect_format, is_path, load_path, path_sha256
+from .checks import DataNotice, build_graph
+from .files import DataPathNotFoundError, detect_format, is_path, load_path, path_sha256, resolve_path
 from .npz import load_npz
 from .tables import load_csv_graph, load_hetero_tables, load_incidence
 from .ogb import load_ogb_node
 from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_pyg, from_scipy
 from .safe_pickle import UnsafePickleError, safe_load
-from .splits import openfgl_fractions, per_class_split, per_client_split, random_split
+from .splits import openfgl_fractions, per_class_split, per_client_split, random_split, stratified_split
 from .synthetic import csbm, edge_homophily
 from . import processing  # noqa: F401 (robustness perturbations: processing.perturb and friends)
 
 __all__ = [
     "load", "load_graph", "register", "list_datasets", "dataset_names", "data_kind",
     "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "load_csv_graph", "load_ogb_node",
-    "load_incidence", "load_hetero_tables", "build_graph", "stratified_split",
+    "load_incidence", "load_hetero_tables", "build_graph", "stratified_split", "resolve_path",
     "DataNotice", "DataPathNotFoundError",
     "from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl",
     "load_planetoid", "read_planetoid", "load_facebook", "load_lastfm_asia",

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, Union
 
 from .paths import DataError, DataFormatError, PathLike, sha256_file
 
-__all__ = ["is_path", "detect_format", "path_kind", "load_path", "path_sha256", "DataPathNotFoundError",
+__all__ = ["is_path", "resolve_path", "detect_format", "path_kind", "load_path", "path_sha256", "DataPathNotFoundError",
            "PATH_FORMATS", "KNOWN_SUFFIXES"]
 
 KNOWN_SUFFIXES = (".npz", ".csv", ".csv.gz", ".tsv", ".txt")
@@ -79,7 +79,7 @@ def is_path(name_or_path: Union[str, os.PathLike]) -> bool:
     return os.path.exists(s) and not _registered(s)
 
 
-def _resolve(path: PathLike, data_dir: Optional[PathLike] = None) -> Path:
+def resolve_path(path: PathLike, data_dir: Optional[PathLike] = None) -> Path:
     """The existing path: as given (~ expanded, relative to the working directory), else under data_dir."""
     p = Path(path).expanduser()
     tried = [p.resolve()]
@@ -130,7 +130,7 @@ def detect_format(path: PathLike) -> tuple[str, Path]:
 
 def path_kind(path: PathLike, data_dir: Optional[PathLike] = None) -> str:
     """"graph", "hypergraph" or "hetero": what `load_path` returns for this path (nothing is parsed)."""
-    return PATH_FORMATS[detect_format(_resolve(path, data_dir))[0]][0]
+    return PATH_FORMATS[detect_format(resolve_path(path, data_dir))[0]][0]
 
 
 def _loader(fmt: str) -> Callable[..., Any]:
@@ -158,7 +158,7 @@ def load_path(path: PathLike, data_dir: Optional[PathLike] = None, *, name: Opti
         keep_self_loops, split, split_seed, num_classes, ...); an unknown one is a ValueError
         listing those accepted.
     """
-    p = _resolve(path, data_dir)
+    p = resolve_path(path, data_dir)
     fmt, target = detect_format(p)
     loader = _loader(fmt)
     if PATH_FORMATS[fmt][0] == "graph" or "options" in inspect.signature(loader).parameters:

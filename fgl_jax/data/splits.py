@@ -1,6 +1,6 @@
 """Seeded train / validation / test node splits (host side, NumPy).
 
-Both functions return a copy of the graph with new masks and leave everything else alone.
+The graph-level functions return a copy of the graph with new masks and leave everything else alone.
 Nodes with label -1 (no label) are never placed in any mask. The same seed always gives the
 same masks (`numpy.random.default_rng(seed)`, consumed in a fixed order).
 """
@@ -124,6 +124,38 @@ OPENFGL_FRACTIONS = {
     **{name: (0.5, 0.25, 0.25) for name in ("roman-empire", "amazon-ratings", "tolokers", "actor", "questions",
                                              "minesweeper")},
 }
+
+
+def stratified_split(y: np.ndarray, num_classes: int, train: float = 0.6, val: float = 0.2, test: float = 0.2,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The default split of a user graph: per class, seeded, fractions of each class's labelled nodes.
+
+    For each class c = 0..C-1 in order the class's nodes (ascending id) are permuted with one
+    ``numpy.random.default_rng(seed)`` and cut at round(train * n_c) and round((train + val) * n_c);
+    test takes the rest when the fractions sum to 1, else round(test * n_c) more. Every class
+    with >= 1 node has >= 1 training node. Unlabelled nodes (y = -1) are in no mask.
+
+    Returns bool [N] train, val, test masks (disjoint).
+    """
+    train, val, test = _fraction("train", train), _fraction("val", val), _fraction("test", test)
+    if train <= 0 or train + val + test > 1 + 1e-9:
+        raise ValueError(f"need train > 0 and train + val + test <= 1, got {train}, {val}, {test}")
+    rng = np.random.default_rng(seed)
+    n = y.shape[0]
+    masks = [np.zeros(n, bool) for _ in range(3)]
+    whole = abs(train + val + test - 1) <= 1e-9
+    for c in range(num_classes):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        nc = idx.size
+        if nc == 0:
+            continue
+        a = max(1, int(round(train * nc)))
+        b = min(nc, a + int(round(val * nc)))
+        end = nc if whole else min(nc, b + int(round(test * nc)))
+        masks[0][idx[:a]] = True
+        masks[1][idx[a:b]] = True
+        masks[2][idx[b:end]] = True
+    return masks[0], masks[1], masks[2]
 
 
 def openfgl_fractions(dataset: str) -> tuple[float, float, float]:

@@ -53,7 +53,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ..graph import Graph
-from .checks import DEFAULT_SPLIT, _notify, build_graph, check_labels, check_masks, stratified_split
+from .checks import DEFAULT_SPLIT, _notify, build_graph, check_labels, check_masks
+from .splits import stratified_split
 from .paths import DataFormatError, PathLike
 
 __all__ = ["load_csv_graph", "load_incidence", "load_hetero_tables", "read_node_table", "NodeTable"]
