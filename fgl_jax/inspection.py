@@ -49,8 +49,8 @@ def _labels(obj: Any) -> str:
 def graph_lines(g: Graph) -> list[str]:
     """Statistics of a plain graph, one per line."""
     deg = np.bincount(g.receivers[g.senders != g.receivers], minlength=g.num_nodes)
-    lab = (g.y[g.senders] >= 0) & (g.y[g.receivers] >= 0)
-    h = float(np.mean(g.y[g.senders][lab] == g.y[g.receivers][lab])) if lab.any() else float("nan")
+    from fgl_jax.data import edge_homophily
+    h = edge_homophily(g)
     self_loops = int((g.senders == g.receivers).sum())
     return [f"nodes:      {g.num_nodes}",
             f"edges:      {g.num_undirected_edges()} undirected ({g.num_edges} directed stored"

@@ -24,6 +24,17 @@ def test_edge_homophily_by_hand():
     assert edge_homophily(g) == same / g.num_edges
 
 
+def test_edge_homophily_skips_edges_to_unlabelled_nodes():
+    # path 0-1-2-3 with labels 0, 0, -1, 1: only the edge 0-1 (both directions) has two labels, and they agree
+    g = csbm(num_nodes=4, num_classes=2, avg_degree=1.0, seed=0)
+    import dataclasses
+    g = dataclasses.replace(g, senders=np.array([0, 1, 1, 2, 2, 3], np.int32),
+                            receivers=np.array([1, 0, 2, 1, 3, 2], np.int32), y=np.array([0, 0, -1, 1], np.int32))
+    assert edge_homophily(g) == 1.0
+    g = dataclasses.replace(g, y=np.array([0, 1, -1, -1], np.int32))
+    assert edge_homophily(g) == 0.0
+
+
 def test_structure():
     g = csbm(num_nodes=500, num_classes=5, num_features=16, seed=2)
     assert g.x.shape == (500, 16) and g.x.dtype == np.float32

@@ -162,7 +162,8 @@ def csbm(num_nodes: int = 1000, num_classes: int = 4, num_features: int = 64, av
 
 
 def edge_homophily(graph: Graph) -> float:
-    """Fraction of (directed) edges whose endpoints share a label; nan for an edgeless graph."""
-    if graph.num_edges == 0:
-        return float("nan")
-    return float(np.mean(graph.y[graph.senders] == graph.y[graph.receivers]))
+    """Fraction of (directed) edges whose endpoints share a label, over the edges whose endpoints are
+    both labelled (y >= 0); nan when there is none."""
+    ys, yr = graph.y[graph.senders], graph.y[graph.receivers]
+    lab = (ys >= 0) & (yr >= 0)
+    return float(np.mean(ys[lab] == yr[lab])) if lab.any() else float("nan")
