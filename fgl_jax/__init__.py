@@ -33,6 +33,7 @@ _EXPORTS = {
     "run_config": "fgl_jax.experiment", "build": "fgl_jax.experiment", "default_config": "fgl_jax.experiment",
     "execute": "fgl_jax.experiment", "config_class": "fgl_jax.experiment",
     "FederatedAlgorithm": "fgl_jax.federated", "Program": "fgl_jax.federated", "Hooks": "fgl_jax.federated",
+    "HostInput": "fgl_jax.federated",
     "RunResult": "fgl_jax.federated", "NonFiniteError": "fgl_jax.federated", "run": "fgl_jax.federated",
     "run_sweep": "fgl_jax.federated", "run_sharded": "fgl_jax.federated", "FedConfig": "fgl_jax.federated",
     "OptimConfig": "fgl_jax.federated", "baseline": "fgl_jax.federated", "make_fed_data": "fgl_jax.federated",
@@ -68,7 +69,7 @@ _EXPORTS = {
     "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",
     "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
     "stack_partition": "fgl_jax.batch", "padding_ratio": "fgl_jax.batch", "padding_report": "fgl_jax.batch",
-    "make_model": "fgl_jax.nn",
+    "make_model": "fgl_jax.nn", "ModelSpec": "fgl_jax.nn",
     # each system's config (its one schema)
     "RunConfig": "fgl_jax.systems.baseline", "HiFGLConfig": "fgl_jax.systems.hifgl.config",
     "LumosConfig": "fgl_jax.systems.lumos.config", "FedHGNConfig": "fgl_jax.systems.fedhgn.config",

@@ -208,3 +208,50 @@ def test_a_second_run_of_the_same_program_reuses_the_compiled_scan():
     assert [k for k in run_module._COMPILED if k[0] is alg] == [k for k in cached if k[0] is alg]
     assert all(run_module._COMPILED[k] is cached[k] for k in cached if k[0] is alg)
     np.testing.assert_array_equal(first.history["val_acc"], second.history["val_acc"])
+
+
+# ------------------------------------------------------------------------- host-side preparation
+
+def test_an_algorithms_host_preparation_reaches_its_round_and_model_spec_rebuilds_the_model():
+    """registry info `prepare`: its batch replaces the prepared one and its dict is FedData.extra;
+    the round sees both (a degree sum the round reports, checked against NumPy on the batch); and
+    common.model rebuilds the run's model (same parameter shapes)."""
+    from fgl_jax.federated.algorithm import HostInput
+    from fgl_jax.systems.baseline import RunConfig, build
+
+    seen = {}
+
+    def host(inp: HostInput, hp):
+        assert isinstance(inp, HostInput) and inp.assignment.shape == (inp.graph.num_nodes,)
+        b = inp.batch
+        deg = np.zeros(b.y.shape, np.float32)  # [C, N] in-degree of each client's node, from the edge lists
+        for c in range(b.num_clients):
+            r = np.asarray(b.graph.receivers[c])[np.asarray(b.edge_mask[c])]
+            np.add.at(deg[c], r, 1.0)
+        seen["deg"] = deg
+        return b.replace(features=jnp.asarray(b.features) * 0.0), {"deg": deg}
+
+    def factory(model, common, hp):
+        base = registry.get("algorithm", "fedavg")(model, common, None)
+        seen["spec_model"] = common.model.build()
+
+        def round_fn(state, data, key):
+            state, m = base.round(state, data, key)
+            m["deg_sum"] = data.extra["deg"][data.train_index].sum()
+            m["feat_abs"] = jnp.abs(data.train.features).sum()
+            return state, m
+        return base._replace(round=round_fn)
+
+    registry.add("algorithm", "zz_hostprep", factory, prepare=host, help="test algorithm with a host step")
+    try:
+        prog = build(RunConfig(dataset="csbm", algorithm="zz_hostprep", clients=3, rounds=2, hidden=8, split="keep"))
+        res = run(prog.algorithm, prog.data, jax.random.key(0), 2)
+    finally:
+        registry._ENTRIES["algorithm"].pop("zz_hostprep", None)
+    idx = np.asarray(prog.data.train_index)
+    np.testing.assert_allclose(res.history["deg_sum"], seen["deg"][idx].sum())
+    np.testing.assert_array_equal(res.history["feat_abs"], 0.0)
+    init = jax.eval_shape(seen["spec_model"].init, {"params": jax.random.key(0), "dropout": jax.random.key(0)},
+                          jax.tree.map(lambda a: a[0], prog.data.eval), train=False)
+    state_shapes = jax.tree.map(lambda a: a.shape, res.state.server)
+    assert jax.tree.map(lambda a: a.shape, init) == state_shapes

@@ -100,6 +100,11 @@ class FedData:
     for OpenFGL's evaluation on global data; None when no evaluation mode needs it.
     train_total: None, or (partial participation: `train` holds this round's sample) the number of
     clients holding training nodes in the whole federation.
+    extra: optional dict of arrays an algorithm's host preparation adds (registry info `prepare`,
+    see `HostInput`), e.g. FedGCN's pre-communicated neighbour aggregates or FedSage+'s generator
+    targets; arrays on the client axis are on the evaluation axis [C, ...] (index them with
+    `train_index`, which partial participation restricts to the sampled clients). Replicated, not
+    split, when the client axis is sharded over devices.
     """
 
     eval: ClientBatch
@@ -108,11 +113,32 @@ class FedData:
     train_weight: jax.Array
     glob: Optional[ClientBatch] = None
     train_total: Optional[int] = flax.struct.field(pytree_node=False, default=None)
+    extra: Optional[dict] = None
 
 
-def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None) -> FedData:
+class HostInput(NamedTuple):
+    """What an algorithm's host-side preparation sees (registry info `prepare`, run once, before
+    anything is jitted):
+
+        @register("algorithm", "fedgcn", hparams=..., prepare=prepare_fn)
+        def prepare_fn(inp: HostInput, hp) -> tuple[ClientBatch, dict]: ...
+
+    returning the (possibly changed, e.g. features replaced) client batch and `FedData.extra`.
+    graph: the whole graph after the split (rows of `batch.node_ids` index it); assignment: int [N]
+    client of every node (-1: none); batch: the padded client batch, host arrays [C, ...]; seed:
+    the run's partition seed (preparation is deterministic given the config).
+    """
+
+    graph: Any
+    assignment: np.ndarray
+    batch: ClientBatch
+    seed: int
+
+
+def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None, extra: Optional[dict] = None) -> FedData:
     """Split a ClientBatch into its evaluation view and its trainable clients (host side, once);
-    glob: the whole graph as a one-client batch, kept for evaluation on global data."""
+    glob: the whole graph as a one-client batch, kept for evaluation on global data; extra: an
+    algorithm's prepared arrays (`FedData.extra`)."""
     counts = np.asarray(batch.train_mask).sum(axis=1) * np.asarray(batch.client_mask)
     index = np.flatnonzero(counts > 0).astype(np.int32)
     if index.size == 0:
@@ -120,4 +146,5 @@ def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None) -> Fed
     train = batch if index.size == batch.num_clients else select_clients(batch, index)
     # device_put, not jnp.asarray: no start-up compilation for a host copy
     return FedData(eval=batch, train=train, train_index=jax.device_put(index),
-                   train_weight=jax.device_put(counts[index].astype(np.float32)), glob=glob)
+                   train_weight=jax.device_put(counts[index].astype(np.float32)), glob=glob,
+                   extra=None if extra is None else jax.device_put(extra))

@@ -58,6 +58,8 @@ class FedConfig:
     dp_noise: float = 0.0
     # OpenFGL's local DP (per-node clipped gradients + noise on the local model every step); None = off
     ldp: Optional[LocalDP] = None
+    # the run's model as data (fgl_jax.nn.ModelSpec), for algorithms that build a variant of it
+    model: Optional[Any] = None
 
     def __post_init__(self):
         V.one_of("FedConfig", "algorithm", self.algorithm, ALGORITHMS)

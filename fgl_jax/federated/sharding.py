@@ -123,7 +123,8 @@ def pad_fed_data(data: FedData, multiple: int, warn: bool = True) -> tuple[FedDa
     index = np.concatenate([np.asarray(data.train_index), np.full(ct_pad - ct, c, np.int32)]).astype(np.int32)
     weight = np.concatenate([np.asarray(data.train_weight), np.zeros(ct_pad - ct, np.float32)])
     return FedData(eval=pad_clients(data.eval, c_pad), train=pad_clients(data.train, ct_pad),
-                   train_index=jnp.asarray(index), train_weight=jnp.asarray(weight)), info
+                   train_index=jnp.asarray(index), train_weight=jnp.asarray(weight), glob=data.glob,
+                   extra=data.extra), info
 
 
 def put_global(x, sharding: NamedSharding) -> jax.Array:
@@ -142,8 +143,11 @@ def shard_fed_data(data: FedData, mesh: Mesh) -> FedData:
         if c % n:
             raise ValueError(f"shard_fed_data: data.{name} has {c} clients, not a multiple of the {n} devices; "
                              "call pad_fed_data(data, mesh.size) first")
-    spec = client_sharding(mesh)
-    return jax.tree.map(lambda a: put_global(a, spec), data)
+    spec, rep = client_sharding(mesh), replicated(mesh)
+    extra, glob = data.extra, data.glob  # not on the client axis: every device holds all of it
+    out = jax.tree.map(lambda a: put_global(a, spec), data.replace(extra=None, glob=None))
+    return out.replace(extra=jax.tree.map(lambda a: put_global(a, rep), extra),
+                       glob=jax.tree.map(lambda a: put_global(a, rep), glob))
 
 
 def state_shardings(state: PyTree, mesh: Mesh, client_fields: Sequence[str] = DEFAULT_CLIENT_FIELDS) -> PyTree:

@@ -10,7 +10,7 @@ features stay sparse; every later layer works on dense hidden states.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import flax.linen as nn
 import jax
@@ -353,6 +353,22 @@ MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphs
 
 for _name, _cls in MODELS.items():  # the one registry (kind "model") holds them too
     registry.add("model", _name, _cls, help=(_cls.__doc__ or _name).strip().splitlines()[0])
+
+
+class ModelSpec(NamedTuple):
+    """The model a run was configured with, as data (for algorithms that build a variant of it,
+    e.g. FedPub's masked GCN or a generator of FedSage+): `spec.build()` == the run's model."""
+
+    name: str
+    in_dim: int
+    num_classes: int
+    hidden: int = 64
+    num_layers: int = 2
+    dropout: float = 0.0
+
+    def build(self, **overrides) -> nn.Module:
+        """make_model of this spec, fields replaced by `overrides` (e.g. name="mlp")."""
+        return make_model(**{**self._asdict(), **overrides})
 
 
 def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 2,

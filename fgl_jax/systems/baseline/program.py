@@ -15,12 +15,13 @@ import numpy as np
 
 from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
+from fgl_jax.federated.algorithm import HostInput
 from fgl_jax.federated.baselines import BaselineState
 from fgl_jax.federated.communication import per_round_bytes
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.graph import Graph
-from fgl_jax.nn import make_model
+from fgl_jax.nn import ModelSpec
 from fgl_jax.partition import Partition, make_partition
 from fgl_jax.systems.baseline.config import RunConfig
 
@@ -101,13 +102,18 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
             return Prepared(graph, part, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
     batch = build_client_batch(graph, part.assignment, cfg.clients)
     glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
-    return Prepared(graph, part, make_fed_data(batch, glob=glob))
+    extra = None
+    host = registry.entry("algorithm", cfg.algorithm).info.get("prepare")
+    if host is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
+        batch, extra = host(HostInput(graph, np.asarray(part.assignment), batch, cfg.partition_seed), cfg.hparams())
+    return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra))
 
 
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
     """The registered algorithm with the configured model and common hyperparameters."""
-    model = make_model(cfg.model, graph.num_features, graph.num_classes, hidden=cfg.hidden,
-                       num_layers=cfg.num_layers, dropout=cfg.dropout)
+    spec = ModelSpec(cfg.model, graph.num_features, graph.num_classes, hidden=cfg.hidden,
+                     num_layers=cfg.num_layers, dropout=cfg.dropout)
+    model = spec.build()
     optim = OptimConfig(name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay, gamma=cfg.lr_gamma,
                         decay_every=cfg.lr_decay_every)
     ldp = None
@@ -117,7 +123,7 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
-                       dp_noise=cfg.dp_noise, ldp=ldp)
+                       dp_noise=cfg.dp_noise, ldp=ldp, model=spec)
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
