@@ -156,8 +156,17 @@ Details: docs/your_own_graph.md"""
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from fgl_jax.inspection import inspect_dataset
+    options = {}
+    for text in args.partition_option or []:
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"--partition-option expects KEY=VALUE (e.g. packing=whole), got {text!r}")
+        import yaml
+        options[name.strip().replace("-", "_")] = yaml.safe_load(value)
+    if options and not args.partition:
+        raise ValueError("--partition-option needs --partition")
     for line in inspect_dataset(args.dataset, data_dir=args.data_dir, partition=args.partition,
-                                clients=args.clients, seed=args.partition_seed):
+                                clients=args.clients, seed=args.partition_seed, options=options):
         print(line)
     return 0
 
@@ -377,9 +386,12 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
                    "graph file or directory")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
     p.add_argument("--partition", default=None, choices=registry.names("partition"),
-                   help="also show what this partitioner gives (client sizes, edges cut)")
+                   help="also show what this partitioner gives (client sizes, edges cut, label skew)")
     p.add_argument("--clients", type=int, default=10, help="number of clients of --partition (default: 10)")
     p.add_argument("--partition-seed", type=int, default=0, help="seed of --partition (default: 0)")
+    p.add_argument("--partition-option", action="append", metavar="KEY=VALUE",
+                   help="a keyword of the partitioner, repeatable (e.g. packing=whole for louvain, beta=0.1 for "
+                        "dirichlet, num_communities=50 for metis_plus)")
     p.set_defaults(func=cmd_inspect)
     return parser
 

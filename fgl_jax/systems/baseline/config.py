@@ -25,7 +25,14 @@ from fgl_jax.federated.metrics import AVERAGES
 from fgl_jax.schema import RunSpec, option
 
 SPLITS = ("standard", "random", "per_class", "per_client", "openfgl", "keep")
-PARTITIONS = ("random", "louvain", "dirichlet")
+# the built-in partitioners (fgl_jax.partition.PARTITIONERS); `partition` accepts any registered one
+PARTITIONS = ("random", "louvain", "dirichlet", "metis", "louvain_plus", "metis_plus", "community_dirichlet")
+# which partitioner reads which option (the others must keep their defaults: see __post_init__)
+PARTITION_OPTIONS = {"dirichlet_beta": ("dirichlet", "community_dirichlet"),
+                     "louvain_packing": ("louvain",),
+                     "louvain_resolution": ("louvain", "louvain_plus", "community_dirichlet"),
+                     "num_communities": ("metis_plus", "community_dirichlet"),
+                     "communities": ("community_dirichlet",)}
 
 
 def _algorithms() -> list[str]:
@@ -45,7 +52,18 @@ class BaselineFields(RunSpec):
     clients: int = option(5, "number of clients", low=1)
     partition: str = option("random", "how nodes are split over clients",
                             choices=lambda: registry.names("partition"))
-    dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet)", low=0, low_open=True)
+    dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet, community_dirichlet)",
+                                   low=0, low_open=True)
+    louvain_packing: str = option("capped", "partition louvain: capped = clients of at most 1.1 N/K nodes (a "
+                                  "community that does not fit is cut); whole = communities never cut for size "
+                                  "(largest first into the emptiest client)", choices=("capped", "whole"))
+    louvain_resolution: float = option(1.0, "Louvain resolution (partition louvain, louvain_plus, "
+                                       "community_dirichlet; larger = more, smaller communities)", low=0,
+                                       low_open=True)
+    num_communities: int = option(100, "METIS parts grouped into clients (partition metis_plus, OpenFGL's "
+                                  "metis_num_coms; community_dirichlet with communities metis)", low=1)
+    communities: str = option("louvain", "community detector of partition community_dirichlet",
+                              choices=("louvain", "metis"))
     split: str = option("standard", "train/val/test split of the nodes", choices=SPLITS)
     train_frac: float = option(0.6, "training fraction (split random / per_client)", low=0, high=1)
     val_frac: float = option(0.2, "validation fraction (split random / per_client)", low=0, high=1)
@@ -115,12 +133,23 @@ class BaselineFields(RunSpec):
             raise ValueError("give client_fraction or clients_per_round, not both")
         if self.dp_noise > 0 and self.dp_clip <= 0:
             raise ValueError(f"dp_noise={self.dp_noise} needs a clipping norm: set dp_clip > 0")
+        for name, methods in PARTITION_OPTIONS.items():
+            default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
+            if self.partition not in methods and getattr(self, name) != default:
+                raise ValueError(f"{name}={getattr(self, name)!r} is an option of partition "
+                                 f"{' / '.join(methods)}, not of {self.partition!r}")
         owner = _owner_of_hparams()
         for name, algo in owner.items():
             default = _hparam_default(name)
             if algo != self.algorithm and getattr(self, name) != default:
                 raise ValueError(f"{name}={getattr(self, name)!r} is an option of algorithm {algo!r}, "
                                  f"not of {self.algorithm!r}")
+
+    def partition_kwargs(self) -> dict:
+        """The options of the chosen partitioner, as `fgl_jax.partition.make_partition` keywords."""
+        names = {"dirichlet_beta": "beta", "louvain_packing": "packing", "louvain_resolution": "resolution",
+                 "num_communities": "num_communities", "communities": "communities"}
+        return {names[k]: getattr(self, k) for k, methods in PARTITION_OPTIONS.items() if self.partition in methods}
 
     def hparams(self):
         """The chosen algorithm's own hyperparameters (its `hparams` dataclass), or None."""

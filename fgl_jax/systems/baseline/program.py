@@ -22,7 +22,7 @@ from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.graph import Graph
 from fgl_jax.nn import ModelSpec
-from fgl_jax.partition import Partition, make_partition
+from fgl_jax.partition import Partition, make_partition, partition_report
 from fgl_jax.systems.baseline.config import RunConfig
 
 
@@ -93,8 +93,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         return Prepared(graph, None, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
-    kwargs = {"beta": cfg.dirichlet_beta} if cfg.partition == "dirichlet" else {}
-    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **kwargs)
+    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
     if cfg.split in PER_CLIENT:
         graph = perturb_labels(split_clients(graph, part.assignment, cfg), cfg)
         if full:  # centralised training on the union of the clients' splits
@@ -155,7 +154,9 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
     prepared = prepare(cfg, graph)
     algorithm = algorithm_from_config(cfg, prepared.graph)
     check_privacy(cfg, algorithm, prepared.data)
-    return Program(algorithm, prepared.data, cfg.rounds,
-                   {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
-                    "clients": cfg.clients, "partition": cfg.partition},
+    describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
+                "clients": cfg.clients, "partition": cfg.partition}
+    if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
+        describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
+    return Program(algorithm, prepared.data, cfg.rounds, describe,
                    per_round=per_round_columns(cfg, algorithm, prepared.data))
