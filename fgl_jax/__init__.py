@@ -66,6 +66,8 @@ _EXPORTS = {
     "inspect_dataset": "fgl_jax.inspection",
     "make_partition": "fgl_jax.partition", "louvain_partition": "fgl_jax.partition",
     "random_partition": "fgl_jax.partition", "partition_stats": "fgl_jax.partition",
+    "partition_report": "fgl_jax.partition", "Partition": "fgl_jax.partition",
+    "louvain_communities": "fgl_jax.partition",
     "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",
     "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
     "stack_partition": "fgl_jax.batch", "padding_ratio": "fgl_jax.batch", "padding_report": "fgl_jax.batch",

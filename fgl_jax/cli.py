@@ -220,11 +220,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         res.messages.append(f"{entry.name} draws its randomness at build time: one program per seed")
     else:
         res = run_grid(build, options, seeds, grid, mode=args.sweep_mode)
+    from fgl_jax.federated.sweep import resource_cells
     keys = [k for k in res.axes if k != "seed"]
-    print(" | ".join(["seed"] + keys) + " | best_round | best val_acc | test_acc at best val")
+    extra = list(resource_cells(res.rows[0])) if res.rows else []  # MB up / MB down / epsilon, when the runs have them
+    print(" | ".join(["seed"] + keys) + " | best_round | best val_acc | test_acc at best val"
+          + "".join(f" | {c}" for c in extra))
     for r in res.rows:
+        cells = resource_cells(r)
         print(" | ".join(str(r[k]) for k in ["seed"] + keys) +
-              f" | {r['best_round']} | {r['best_val']:.4f} | {r['best_test']:.4f}")
+              f" | {r['best_round']} | {r['best_val']:.4f} | {r['best_test']:.4f}"
+              + "".join(f" | {cells[c]:.4f}" if c in cells else " | " for c in extra))
     print(f"{len(res.rows)} members in {res.programs} program(s): compile {res.compile_seconds:.2f} s, "
           f"run {res.run_seconds:.2f} s")
     if args.out:

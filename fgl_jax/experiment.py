@@ -124,12 +124,9 @@ def summary_dict(system: str, program, res) -> dict:
 
 
 def totals(history: dict) -> dict:
-    """Sums over the rounds run of the communication columns (`fgl_jax.federated.communication`):
-    {"communication": {"up_bytes", "down_bytes"}} when the run accounted for them, else {}."""
-    if "comm_up_bytes" not in history:
-        return {}
-    return {"communication": {"up_bytes": int(np.sum(np.asarray(history["comm_up_bytes"], np.int64))),
-                              "down_bytes": int(np.sum(np.asarray(history["comm_down_bytes"], np.int64)))}}
+    """Sums over the rounds run of the communication columns (`fgl_jax.federated.communication.totals`)."""
+    from fgl_jax.federated.communication import totals as comm_totals
+    return comm_totals(history)
 
 
 def run_warnings(res) -> list[str]:

@@ -46,3 +46,13 @@ def per_round_bytes(algorithm: FederatedAlgorithm, data: Any, participants: int,
     col = lambda v: np.full(rounds, v, np.int64)
     return {"comm_up_bytes_per_client": col(up), "comm_down_bytes_per_client": col(down),
             "comm_up_bytes": col(up * participants), "comm_down_bytes": col(down * participants)}
+
+
+def totals(history: dict) -> dict:
+    """Sums over the rounds of a history (metric -> values per round) of the accounting's round
+    totals: {"communication": {"up_bytes", "down_bytes"}} when it has them, else {} (summary.json,
+    the sweep's rows)."""
+    if "comm_up_bytes" not in history:
+        return {}
+    return {"communication": {"up_bytes": int(np.sum(np.asarray(history["comm_up_bytes"], np.int64))),
+                              "down_bytes": int(np.sum(np.asarray(history["comm_down_bytes"], np.int64)))}}

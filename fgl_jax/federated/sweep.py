@@ -227,6 +227,8 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             for name, hist in res.history.items():  # every metric's last round (e.g. FedHGL's sel_test_acc)
                 if hist.ndim == 2:
                     row[f"final_{name}"] = float(hist[i, -1])
+            row.update(per_round_columns(getattr(program, "per_round", None) or {},
+                                         rounds_run(res.history, i, int(program.num_rounds))))
             rows.append(row)
             hists.append({k: np.asarray(v[i], np.float64) for k, v in res.history.items() if v.ndim == 2})
     names = sorted(set().union(*[h.keys() for h in hists]))
@@ -240,6 +242,29 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         history[n] = arr
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
+
+def rounds_run(history: dict, member: int, num_rounds: int) -> int:
+    """Rounds member `member` ran: up to its first non-finite train_loss (a diverged member), else all."""
+    loss = history.get("train_loss")
+    if loss is None or loss.ndim != 2:
+        return num_rounds
+    bad = np.flatnonzero(~np.isfinite(loss[member]))
+    return int(bad[0]) if bad.size else min(num_rounds, loss.shape[1])
+
+
+def per_round_columns(per_round: dict, rounds: int) -> dict:
+    """A sweep row's columns from the program's host-computed per-round values (`Program.per_round`)
+    over its first `rounds` rounds: comm_up_bytes / comm_down_bytes (totals, as in summary.json) and
+    dp_epsilon (the accountant's epsilon after the last round run). Empty when the run has neither."""
+    from fgl_jax.federated.communication import totals
+    out = {}
+    comm = totals({k: np.asarray(v)[:rounds] for k, v in per_round.items()}).get("communication")
+    if comm:
+        out["comm_up_bytes"], out["comm_down_bytes"] = comm["up_bytes"], comm["down_bytes"]
+    if "dp_epsilon" in per_round and rounds > 0:
+        out["dp_epsilon"] = float(np.asarray(per_round["dp_epsilon"])[rounds - 1])
+    return out
 
 
 def _run_members_with_hooks(program, members: list, vector: list, loss_guard: float = 0.0) -> SweepResult:
@@ -301,10 +326,31 @@ def summarize_grid(result: GridResult) -> list[dict]:
     for point, rs in groups.items():
         bt = np.array([r["best_test"] for r in rs])
         bv = np.array([r["best_val"] for r in rs])
-        out.append({**dict(zip(keys, point)), "seeds": len(rs), "best_test_mean": float(bt.mean()),
-                    "best_test_std": float(bt.std()), "best_test_min": float(bt.min()),
-                    "best_test_max": float(bt.max()), "best_val_mean": float(bv.mean()),
-                    "best_val_std": float(bv.std())})
+        row = {**dict(zip(keys, point)), "seeds": len(rs), "best_test_mean": float(bt.mean()),
+               "best_test_std": float(bt.std()), "best_test_min": float(bt.min()),
+               "best_test_max": float(bt.max()), "best_val_mean": float(bv.mean()),
+               "best_val_std": float(bv.std())}
+        for col in RESOURCE_COLUMNS:  # the same for every seed unless a member diverged: the mean
+            vals = [r[col] for r in rs if col in r]
+            if vals:
+                row[f"{col}_mean"] = float(np.mean(vals))
+        out.append(row)
+    return out
+
+
+# per-member columns a sweep reports when its runs have them (communication accounting, DP accountant)
+RESOURCE_COLUMNS = ("comm_up_bytes", "comm_down_bytes", "dp_epsilon")
+
+
+def resource_cells(row: dict, suffix: str = "") -> dict:
+    """Table cells (floats) for a row's resource columns: "MB up", "MB down" (totals over the rounds
+    run, 1 MB = 1e6 bytes), "epsilon" (after the last round); absent when the row has none."""
+    out = {}
+    if f"comm_up_bytes{suffix}" in row:
+        out["MB up"] = row[f"comm_up_bytes{suffix}"] / 1e6
+        out["MB down"] = row[f"comm_down_bytes{suffix}"] / 1e6
+    if f"dp_epsilon{suffix}" in row:
+        out["epsilon"] = float(row[f"dp_epsilon{suffix}"])
     return out
 
 
@@ -327,7 +373,8 @@ def write_grid_report(result: GridResult, out_dir, title: str, extra: Optional[d
     md.append(table([{**{k: str(s[k]) for k in keys}, "seeds": s["seeds"],
                       "test acc at best val (mean ± std)": f"{s['best_test_mean']:.4f} ± {s['best_test_std']:.4f}",
                       "min": s["best_test_min"], "max": s["best_test_max"],
-                      "best val acc (mean ± std)": f"{s['best_val_mean']:.4f} ± {s['best_val_std']:.4f}"}
+                      "best val acc (mean ± std)": f"{s['best_val_mean']:.4f} ± {s['best_val_std']:.4f}",
+                      **resource_cells(s, "_mean")}
                      for s in summary]))
     md += ["", "![sweep](sweep.png)", ""]
     (out / "sweep.md").write_text("\n".join(md))

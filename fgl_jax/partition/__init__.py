@@ -15,7 +15,7 @@ from fgl_jax import registry
 from fgl_jax.graph import Graph
 from fgl_jax.partition.base import Partition, PartitionError, validate
 from fgl_jax.partition.dirichlet import community_dirichlet_partition, label_dirichlet_partition
-from fgl_jax.partition.louvain import louvain_capacity, louvain_partition
+from fgl_jax.partition.louvain import louvain_capacity, louvain_communities, louvain_partition
 from fgl_jax.partition.metis import metis_partition
 from fgl_jax.partition.plus import louvain_plus_partition, metis_plus_partition
 from fgl_jax.partition.random import random_partition
@@ -89,7 +89,7 @@ def _source_digest() -> str:
 
 __all__ = [
     "PARTITIONERS", "Partition", "PartitionError", "community_dirichlet_partition", "label_dirichlet_partition",
-    "leakage", "louvain_capacity", "louvain_partition", "louvain_plus_partition", "make_partition",
+    "leakage", "louvain_capacity", "louvain_communities", "louvain_partition", "louvain_plus_partition", "make_partition",
     "metis_partition", "metis_plus_partition", "partition_report", "partition_stats", "random_partition",
     "validate",
 ]
