@@ -61,7 +61,14 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--checkpoint-every", default="30s", metavar="WHEN",
                    help="checkpoint at most every WHEN: seconds ('30s', the default), a number of rounds, or "
                         "'chunk'; the last round is always saved (asynchronously, while training goes on)")
+    _add_tensorboard_flag(p)
     _add_cache_flag(p)
+
+
+def _add_tensorboard_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also write the per-round metrics as TensorBoard event files into DIR (needs the optional "
+                        "tensorboardX package)")
 
 
 def _add_cache_flag(p: argparse.ArgumentParser) -> None:
@@ -113,7 +120,7 @@ def cmd_system(args: argparse.Namespace) -> int:
         raise ValueError("--resume-with-changes goes with --resume")
     res = experiment.run_config(cfg, out=args.out, resume=args.resume, overwrite=args.overwrite,
                                 resume_with_changes=allowed, progress=not args.no_progress,
-                                checkpoint_every=args.checkpoint_every)
+                                checkpoint_every=args.checkpoint_every, tensorboard=args.tensorboard)
     print_result(_command_name(entry), cfg, res)
     if args.out:
         print(f"wrote {args.out}/config.yaml, metrics.jsonl, summary.json, checkpoints/")
@@ -207,6 +214,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from fgl_jax.federated.sweep import merge_grids, run_grid, write_grid_report
     entry = registry.entry("system", args.system)
     cls = entry.info["config"]
+    if args.tensorboard:  # a missing writer fails before the sweep runs
+        from fgl_jax.tensorboard import check_available
+        check_available(args.tensorboard)
     from fgl_jax.experiment import resolve_dataset
     cfg = resolve_dataset(_resolve(entry, args))
     seeds = _parse_seeds(args.seeds)
@@ -238,6 +248,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{k}={options[k]}" for k in ("dataset", "algorithm", "model", "method") if k in options)
         paths = write_grid_report(res, args.out, title, {"system": entry.name, "options": options})
         print(f"wrote {paths['md']}, {paths['json']}, {paths['png']}, {Path(args.out) / 'config.yaml'}")
+    if args.tensorboard:
+        from fgl_jax.tensorboard import write_sweep
+        dirs = write_sweep(args.tensorboard, res.rows, res.history, keys)
+        print(f"wrote TensorBoard event files of {len(dirs)} members under {args.tensorboard}")
     return 0
 
 
@@ -345,6 +359,9 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
                         "auto = vmap on GPU/TPU, sequential on CPU")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write sweep.md, sweep.json, sweep.png and config.yaml here")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also write each member's per-round metrics as TensorBoard event files into DIR/<member> "
+                        "(needs the optional tensorboardX package)")
     _add_cache_flag(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 

@@ -46,8 +46,11 @@ def peer(inp: str, out: str, clients: int, seeds: list[int]) -> None:
     n = int(y.shape[0])
     data = Data(x=torch.zeros((n, 1)), edge_index=ei, y=y)
 
-    class Dataset(list):  # what the simulation functions index: dataset[0] and .num_classes
-        num_classes = int(z["num_classes"])
+    class Dataset(list):  # what the simulation functions use of a PyG dataset: [0], .num_classes, the
+        num_classes = int(z["num_classes"])  # attributes of its one graph (edge_index, x, y)
+
+        def __getattr__(self, name):
+            return getattr(self[0], name)
 
     ds = Dataset([data])
     args = SimpleNamespace(num_clients=clients, louvain_resolution=1.0, louvain_delta=20, metis_num_coms=100)
