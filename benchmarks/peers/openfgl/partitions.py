@@ -95,8 +95,11 @@ def main() -> None:
             inp, out = Path(tmp) / "g.npz", Path(tmp) / "out.json"
             np.savez(inp, edge_index=np.stack([g.senders[keep], g.receivers[keep]]).astype(np.int64),
                      y=np.maximum(np.asarray(g.y), 0), num_classes=g.num_classes)
-            subprocess.run([str(py), str(Path(__file__).resolve()), "--peer", str(inp), str(out),
-                            "--clients", str(a.clients), "--seeds", *map(str, a.seeds)], check=True)
+            done = subprocess.run([str(py), str(Path(__file__).resolve()), "--peer", str(inp), str(out),
+                                   "--clients", str(a.clients), "--seeds", *map(str, a.seeds)],
+                                  capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"OpenFGL side failed on {ds}:\n" + done.stderr[-3000:])
             theirs = json.loads(out.read_text())
 
         def summarise(side: str, method: str, parts: list) -> dict:
