@@ -45,7 +45,7 @@ def test_flags_override_the_file_and_the_file_overrides_defaults(tmp_path, capsy
     (["run", "--lr", "0"], "lr must be > 0"),
     (["run", "--clients", "-2"], "clients must be >= 1"),
     (["run", "--rounds", "2.5"], "rounds must be an integer"),
-    (["run", "--partition", "metis"], "partition"),
+    (["run", "--partition", "spectral"], "partition"),
     (["run", "--algorithm", "fedavg", "--prox-mu", "0.5"], "option of algorithm 'fedprox'"),
     (["run", "--dataset", "csbm", "--split", "keep", "--clients", "5000"], "more than"),
     (["run", "--dataset", "aifb"], "hetero dataset"),
