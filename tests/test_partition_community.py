@@ -128,6 +128,14 @@ def test_kmeans_recovers_separated_blobs():
     assert all(len(v) == 1 for v in mapping.values()) and len(set.union(*mapping.values())) == 3
 
 
+def test_kmeans_reseeds_empty_clusters():
+    from fgl_jax.partition.kmeans import _lloyd
+    x = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
+    # two of the three starting centres are far from every point: both clusters start empty
+    labels, _ = _lloyd(x, np.array([[0.5, 0.5], [100.0, 100.0], [-100.0, -100.0]]), 50)
+    assert np.bincount(labels, minlength=3).min() >= 1
+
+
 # ---- Louvain packing -------------------------------------------------------------------------------
 def test_louvain_whole_packing_never_cuts_a_community():
     # Cliques 40, 12, 9, 5, 3 (ring), K=4. Whole packing, largest first into the emptiest client

@@ -38,11 +38,13 @@ def _lloyd(x: np.ndarray, centres: np.ndarray, max_iter: int) -> tuple[np.ndarra
         d2 = _sq_dist(x, centres)
         new = d2.argmin(1)
         counts = np.bincount(new, minlength=k)
-        for j in np.flatnonzero(counts == 0):  # re-seed an empty cluster at the worst-served point
-            far = int(d2[np.arange(x.shape[0]), new].argmax())
-            new[far] = j
-            d2[far, :] = 0.0  # that point is now exactly on its centre; not chosen twice
-            counts = np.bincount(new, minlength=k)
+        cost = d2[np.arange(x.shape[0]), new]
+        for j in np.flatnonzero(counts == 0):
+            # re-seed an empty cluster at the worst-served point of a cluster that keeps >= 1 point
+            movable = counts[new] > 1
+            far = int(np.where(movable, cost, -1.0).argmax())
+            counts[new[far]] -= 1
+            new[far], counts[j], cost[far] = j, 1, 0.0
         if labels is not None and np.array_equal(new, labels):
             break
         labels = new
