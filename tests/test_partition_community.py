@@ -130,9 +130,17 @@ def test_kmeans_recovers_separated_blobs():
 
 def test_kmeans_reseeds_empty_clusters():
     from fgl_jax.partition.kmeans import _lloyd
-    x = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
-    # two of the three starting centres are far from every point: both clusters start empty
-    labels, _ = _lloyd(x, np.array([[0.5, 0.5], [100.0, 100.0], [-100.0, -100.0]]), 50)
+    x = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0]])
+    # centre 2 starts empty; the worst-served point (10, 0) is alone in cluster 1, so moving it would
+    # empty cluster 1: a point of cluster 0 must be moved instead
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an emptied cluster would average nothing (a NaN centre, a warning)
+        labels, _ = _lloyd(x, np.array([[0.0, 0.5], [10.0, 5.0], [100.0, 100.0]]), 50)
+    assert sorted(np.bincount(labels, minlength=3).tolist()) == [1, 1, 1]
+    # two empty clusters at once
+    x5 = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
+    labels, _ = _lloyd(x5, np.array([[0.5, 0.5], [100.0, 100.0], [-100.0, -100.0]]), 50)
     assert np.bincount(labels, minlength=3).min() >= 1
 
 
