@@ -62,6 +62,20 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
                    help="checkpoint at most every WHEN: seconds ('30s', the default), a number of rounds, or "
                         "'chunk'; the last round is always saved (asynchronously, while training goes on)")
     _add_cache_flag(p)
+    _add_device_flags(p)
+
+
+def _add_device_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--devices", type=int, default=0, metavar="N",
+                   help="shard the client axis over the first N local devices (default 0 = all of them; a CPU "
+                        "is one device)")
+    p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="multi-process run (jax.distributed): address of process 0; give the same command on every "
+                        "process with --num-processes and --process-id (docs/scaling.md)")
+    p.add_argument("--num-processes", type=int, default=None, metavar="N",
+                   help="multi-process run: how many processes take part (with --coordinator)")
+    p.add_argument("--process-id", type=int, default=None, metavar="I",
+                   help="multi-process run: this process's index, 0..N-1; process 0 writes --out (with --coordinator)")
 
 
 def _add_cache_flag(p: argparse.ArgumentParser) -> None:
@@ -113,9 +127,9 @@ def cmd_system(args: argparse.Namespace) -> int:
         raise ValueError("--resume-with-changes goes with --resume")
     res = experiment.run_config(cfg, out=args.out, resume=args.resume, overwrite=args.overwrite,
                                 resume_with_changes=allowed, progress=not args.no_progress,
-                                checkpoint_every=args.checkpoint_every)
+                                checkpoint_every=args.checkpoint_every, devices=args.devices)
     print_result(_command_name(entry), cfg, res)
-    if args.out:
+    if args.out and res.timings.get("writer", True):
         print(f"wrote {args.out}/config.yaml, metrics.jsonl, summary.json, checkpoints/")
     return 0
 
@@ -397,6 +411,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser(sweep_system)
     args = parser.parse_args(argv)
     _one_line_notices()
+    if getattr(args, "coordinator", None) is not None or getattr(args, "num_processes", None) is not None \
+            or getattr(args, "process_id", None) is not None:
+        from fgl_jax.federated import devices  # before anything touches a device
+        try:
+            devices.initialize(args.coordinator, args.num_processes, args.process_id)
+        except ValueError as e:
+            print(f"fgl-jax: error: {e}", file=sys.stderr)
+            return 2
     if hasattr(args, "no_cache"):  # before anything compiles (`fgl_jax.cache`)
         from fgl_jax import cache
         cache.disable() if args.no_cache else cache.enable()
