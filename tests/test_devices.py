@@ -36,13 +36,17 @@ def runs(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     multi = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
-    procs = {"four": _cli(ARGS + ["--out", str(tmp / "four")], devices=4),
+    half = [a if a != "4" else "2" for a in ARGS]  # --rounds 2, then resumed to 4 below
+    procs = {"four": _cli(half + ["--out", str(tmp / "four"), "--checkpoint-every", "1"], devices=4),
              "p0": _cli(ARGS + ["--out", str(tmp / "p0")] + multi + ["--process-id", "0"]),
              "p1": _cli(ARGS + ["--out", str(tmp / "p1")] + multi + ["--process-id", "1"])}
     assert cli.main(ARGS + ["--out", str(tmp / "one")]) == 0
     for name, p in procs.items():
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, f"{name}: {err[-3000:]}"
+    p = _cli(ARGS + ["--out", str(tmp / "four"), "--resume", "--resume-with-changes", "rounds"], devices=4)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, f"resume: {err[-3000:]}"
     yield tmp
     for p in procs.values():
         if p.poll() is None:
@@ -56,7 +60,7 @@ def _same(a: list, b: list) -> None:
             np.testing.assert_allclose(ra[k], rb[k], rtol=2e-5, atol=2e-6, err_msg=k)
 
 
-def test_all_four_local_devices_by_default_equal_one_device(runs):
+def test_all_four_local_devices_by_default_resumed_halfway_equal_one_device(runs):
     timings = json.loads((runs / "four" / "timings.json").read_text())
     assert timings["devices"] == 4 and timings["processes"] == 1
     _same(_rows(runs / "four"), _rows(runs / "one"))
