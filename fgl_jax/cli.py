@@ -221,10 +221,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if entry.info.get("seeds") == "build":
         # this system draws its randomness from the seed while building (host-side stages), not from the
         # run key: one program per seed, so the members really differ
-        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode) for s in seeds])
+        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode,
+                                     devices=args.devices) for s in seeds])
         res.messages.append(f"{entry.name} draws its randomness at build time: one program per seed")
     else:
-        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode)
+        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode, devices=args.devices)
     keys = [k for k in res.axes if k != "seed"]
     print(" | ".join(["seed"] + keys) + " | best_round | best val_acc | test_acc at best val")
     for r in res.rows:
@@ -342,9 +343,12 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
                         "one program; any other option runs as separate programs")
     p.add_argument("--sweep-mode", default="auto", choices=["auto", "vmap", "sequential"],
                    help="vmap = one program over all members; sequential = compiled once, called per member; "
-                        "auto = vmap on GPU/TPU, sequential on CPU")
+                        "auto = vmap on GPU/TPU or over several devices, sequential on one CPU")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write sweep.md, sweep.json, sweep.png and config.yaml here")
+    p.add_argument("--devices", type=int, default=0, metavar="N",
+                   help="split the members of each program over the first N local devices (default 0 = all; "
+                        "a CPU is one device)")
     _add_cache_flag(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 

@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ARGS = ["run", "--dataset", "csbm", "--split", "keep", "--clients", "6", "--rounds", "4", "--hidden", "8",
         "--no-progress", "--no-cache"]
 
+# 3 members over 4 devices: the member axis is padded to 4 and split; one device runs them in turn
+SWEEP = ["sweep", "--dataset", "csbm", "--split", "keep", "--clients", "6", "--rounds", "2", "--hidden", "8",
+         "--seeds", "0,1,2", "--no-cache"]
+
 
 def _cli(args, devices=1):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
@@ -39,8 +43,10 @@ def runs(tmp_path_factory):
     half = [a if a != "4" else "2" for a in ARGS]  # --rounds 2, then resumed to 4 below
     procs = {"four": _cli(half + ["--out", str(tmp / "four"), "--checkpoint-every", "1"], devices=4),
              "p0": _cli(ARGS + ["--out", str(tmp / "p0")] + multi + ["--process-id", "0"]),
-             "p1": _cli(ARGS + ["--out", str(tmp / "p1")] + multi + ["--process-id", "1"])}
+             "p1": _cli(ARGS + ["--out", str(tmp / "p1")] + multi + ["--process-id", "1"]),
+             "sweep4": _cli(SWEEP + ["--out", str(tmp / "sweep4")], devices=4)}
     assert cli.main(ARGS + ["--out", str(tmp / "one")]) == 0
+    assert cli.main(SWEEP + ["--out", str(tmp / "sweep1")]) == 0
     for name, p in procs.items():
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, f"{name}: {err[-3000:]}"
@@ -72,6 +78,16 @@ def test_two_processes_from_the_cli_equal_one_device_and_only_process_0_writes(r
     _same(_rows(runs / "p0"), _rows(runs / "one"))
     assert not (runs / "p1").exists()
     assert not (runs / "p0" / "checkpoints").exists()
+
+
+def test_a_sweep_split_over_four_devices_equals_the_one_device_sweep(runs):
+    one = json.loads((runs / "sweep1" / "sweep.json").read_text())
+    four = json.loads((runs / "sweep4" / "sweep.json").read_text())
+    rows1, rows4 = one["rows"], four["rows"]
+    assert [r["seed"] for r in rows4] == [r["seed"] for r in rows1] == [0, 1, 2]
+    for a, b in zip(rows1, rows4):
+        np.testing.assert_allclose([b["best_val"], b["best_test"]], [a["best_val"], a["best_test"]], rtol=2e-5)
+        np.testing.assert_allclose(b["final_train_loss"], a["final_train_loss"], rtol=2e-5)
 
 
 @pytest.mark.parametrize("extra, message", [
