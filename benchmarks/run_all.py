@@ -128,7 +128,8 @@ def suite(data_dir: str, raw: Path) -> list[Bench]:
     """The benchmarks, in the order they run; `raw`: where their result files go."""
     dd = ["--data-dir", data_dir]
     return [
-        Bench("fedavg", "bench_fedavg.py", "fedavg.json", dd + ["--quick", "--repeats", "3"], dd, _fedavg),
+        Bench("fedavg", "bench_fedavg.py", "fedavg.json", dd + ["--quick", "--repeats", "3"], dd, _fedavg,
+              raw_cpu="fedavg_quick.json"),
         Bench("hifgl", "bench_hifgl.py", "hifgl.json", dd + ["--rounds", "5", "--repeats", "2"], dd, _hifgl),
         Bench("lumos", "bench_lumos.py", "lumos.json", dd + ["--quick", "--repeats", "2"], dd, _lumos),
         Bench("fedhgn", "bench_fedhgn.py", "fedhgn.json", dd + ["--quick", "--repeats", "3"], dd, _fedhgn),
