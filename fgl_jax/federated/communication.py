@@ -46,3 +46,11 @@ def per_round_bytes(algorithm: FederatedAlgorithm, data: Any, participants: int,
     col = lambda v: np.full(rounds, v, np.int64)
     return {"comm_up_bytes_per_client": col(up), "comm_down_bytes_per_client": col(down),
             "comm_up_bytes": col(up * participants), "comm_down_bytes": col(down * participants)}
+
+
+def per_round_columns(algorithm: FederatedAlgorithm, data: Any, participants: int, rounds: int) -> dict:
+    """`per_round_bytes` plus the `participants` column [rounds]: what every system's Program puts
+    in `per_round` (the baselines add the DP accountant's epsilon)."""
+    cols = per_round_bytes(algorithm, data, participants, rounds)
+    cols["participants"] = np.full(rounds, participants, np.int64)
+    return cols
