@@ -214,8 +214,8 @@ def markdown(report: dict) -> str:
              f"({', '.join(m.get('devices', []))}), {m.get('platform')}, Python {m.get('python')}.", "",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".", "",
              "The machine may be shared: each row gives the 1-minute load average before and after it. "
-             "Headline numbers are absolute times from the script's own result file (`raw/`); "
-             "comparisons inside a benchmark are in that file.", "",
+             f"Headline numbers are absolute times from each script's own result file (in "
+             f"`all_{report['device']}_raw/`); the comparisons inside a benchmark are in that file.", "",
              "| benchmark | status | wall s | load before / after | headline |", "|---|---|---|---|---|"]
     for r in report["benchmarks"]:
         load = lambda x: f"{x[0]:.1f}" if x else "?"
