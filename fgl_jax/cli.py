@@ -63,6 +63,20 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
                         "'chunk'; the last round is always saved (asynchronously, while training goes on)")
     _add_tensorboard_flag(p)
     _add_cache_flag(p)
+    _add_device_flags(p)
+
+
+def _add_device_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--devices", type=int, default=0, metavar="N",
+                   help="shard the client axis over the first N local devices (default 0 = all of them; a CPU "
+                        "is one device)")
+    p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="multi-process run (jax.distributed): address of process 0; give the same command on every "
+                        "process with --num-processes and --process-id (docs/scaling.md)")
+    p.add_argument("--num-processes", type=int, default=None, metavar="N",
+                   help="multi-process run: how many processes take part (with --coordinator)")
+    p.add_argument("--process-id", type=int, default=None, metavar="I",
+                   help="multi-process run: this process's index, 0..N-1; process 0 writes --out (with --coordinator)")
 
 
 def _add_tensorboard_flag(p: argparse.ArgumentParser) -> None:
@@ -120,9 +134,10 @@ def cmd_system(args: argparse.Namespace) -> int:
         raise ValueError("--resume-with-changes goes with --resume")
     res = experiment.run_config(cfg, out=args.out, resume=args.resume, overwrite=args.overwrite,
                                 resume_with_changes=allowed, progress=not args.no_progress,
-                                checkpoint_every=args.checkpoint_every, tensorboard=args.tensorboard)
+                                checkpoint_every=args.checkpoint_every, devices=args.devices,
+                                tensorboard=args.tensorboard)
     print_result(_command_name(entry), cfg, res)
-    if args.out:
+    if args.out and res.timings.get("writer", True):
         print(f"wrote {args.out}/config.yaml, metrics.jsonl, summary.json, checkpoints/")
     return 0
 
@@ -226,10 +241,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if entry.info.get("seeds") == "build":
         # this system draws its randomness from the seed while building (host-side stages), not from the
         # run key: one program per seed, so the members really differ
-        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode) for s in seeds])
+        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode,
+                                     devices=args.devices) for s in seeds])
         res.messages.append(f"{entry.name} draws its randomness at build time: one program per seed")
     else:
-        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode)
+        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode, devices=args.devices)
     from fgl_jax.federated.sweep import resource_cells
     keys = [k for k in res.axes if k != "seed"]
     extra = list(resource_cells(res.rows[0])) if res.rows else []  # MB up / MB down / epsilon, when the runs have them
@@ -356,12 +372,15 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
                         "one program; any other option runs as separate programs")
     p.add_argument("--sweep-mode", default="auto", choices=["auto", "vmap", "sequential"],
                    help="vmap = one program over all members; sequential = compiled once, called per member; "
-                        "auto = vmap on GPU/TPU, sequential on CPU")
+                        "auto = vmap on GPU/TPU or over several devices, sequential on one CPU")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write sweep.md, sweep.json, sweep.png and config.yaml here")
     p.add_argument("--tensorboard", default=None, metavar="DIR",
                    help="also write each member's per-round metrics as TensorBoard event files into DIR/<member> "
                         "(needs the optional tensorboardX package)")
+    p.add_argument("--devices", type=int, default=0, metavar="N",
+                   help="split the members of each program over the first N local devices (default 0 = all; "
+                        "a CPU is one device)")
     _add_cache_flag(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 
@@ -431,6 +450,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser(sweep_system)
     args = parser.parse_args(argv)
     _one_line_notices()
+    if getattr(args, "coordinator", None) is not None or getattr(args, "num_processes", None) is not None \
+            or getattr(args, "process_id", None) is not None:
+        from fgl_jax.federated import devices  # before anything touches a device
+        try:
+            devices.initialize(args.coordinator, args.num_processes, args.process_id)
+        except ValueError as e:
+            print(f"fgl-jax: error: {e}", file=sys.stderr)
+            return 2
     if hasattr(args, "no_cache"):  # before anything compiles (`fgl_jax.cache`)
         from fgl_jax import cache
         cache.disable() if args.no_cache else cache.enable()

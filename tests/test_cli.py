@@ -134,11 +134,11 @@ def test_baseline_sweep_member_equals_the_single_run(tmp_path, capsys):
 
 
 def test_sweep_resource_columns_by_hand():
-    from fgl_jax.federated.sweep import per_round_columns, resource_cells, rounds_run
+    from fgl_jax.federated.sweep import resource_cells, resource_columns, rounds_run
     per_round = {"comm_up_bytes": np.array([100, 100, 100]), "comm_down_bytes": np.array([50, 50, 50]),
                  "dp_epsilon": np.array([0.5, 0.8, 1.1])}
-    assert per_round_columns(per_round, 2) == {"comm_up_bytes": 200, "comm_down_bytes": 100, "dp_epsilon": 0.8}
-    assert per_round_columns({}, 3) == {}
+    assert resource_columns(per_round, 2) == {"comm_up_bytes": 200, "comm_down_bytes": 100, "dp_epsilon": 0.8}
+    assert resource_columns({}, 3) == {}
     assert resource_cells({"comm_up_bytes": 2e6, "comm_down_bytes": 1e6, "dp_epsilon": 0.8}) == {
         "MB up": 2.0, "MB down": 1.0, "epsilon": 0.8}
     loss = {"train_loss": np.array([[1.0, 0.9, 0.8], [1.0, np.nan, np.nan]])}

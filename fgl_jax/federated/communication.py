@@ -56,3 +56,11 @@ def totals(history: dict) -> dict:
         return {}
     return {"communication": {"up_bytes": int(np.sum(np.asarray(history["comm_up_bytes"], np.int64))),
                               "down_bytes": int(np.sum(np.asarray(history["comm_down_bytes"], np.int64)))}}
+
+
+def per_round_columns(algorithm: FederatedAlgorithm, data: Any, participants: int, rounds: int) -> dict:
+    """`per_round_bytes` plus the `participants` column [rounds]: what every system's Program puts
+    in `per_round` (the baselines add the DP accountant's epsilon)."""
+    cols = per_round_bytes(algorithm, data, participants, rounds)
+    cols["participants"] = np.full(rounds, participants, np.int64)
+    return cols

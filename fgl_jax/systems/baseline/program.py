@@ -17,7 +17,7 @@ from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_cli
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.algorithm import HostInput
 from fgl_jax.federated.baselines import BaselineState
-from fgl_jax.federated.communication import per_round_bytes
+from fgl_jax.federated import communication
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.graph import Graph
@@ -141,8 +141,7 @@ def per_round_columns(cfg: RunConfig, algorithm, data) -> dict:
     """The host-computed metrics.jsonl columns: communication bytes and the DP accountant's epsilon."""
     num_train = int(data.train.num_clients)
     m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
-    cols = per_round_bytes(algorithm, data, m, cfg.rounds)
-    cols["participants"] = np.full(cfg.rounds, m, np.int64)
+    cols = communication.per_round_columns(algorithm, data, m, cfg.rounds)
     if cfg.dp_clip > 0:
         cols["dp_epsilon"] = epsilons(cfg.dp_noise, m, num_train, cfg.rounds, cfg.dp_delta, cfg.dp_sampling)
     return cols
