@@ -345,10 +345,33 @@ class GCondCheby(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+class SumGCN(nn.Module):
+    """GCN layers on the raw adjacency: H' = A H W + b (no self-loops, no normalisation), ReLU between.
+
+    OpenFGL 1.1.0's FGGP and FedGL train this model (their `FedGCN`: torch.spmm with the unnormalised
+    client adjacency), so their algorithm modules offer it to reproduce OpenFGL's numbers."""
+
+    in_dim: int
+    hidden: int
+    num_classes: int
+    num_layers: int = 2
+    dropout: float = 0.0
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
+
+        def layer(i, h, width, in_dim, n):
+            z = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
+            return ops.neighbour_sum(z, s, r, m, n)
+
+        return _relu_stack(self, batch, train, layer)
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphsage": SAGE, "gat": GAT,
                                                "sgc": SGC, "mlp": MLP, "appnp": APPNP, "cheb": ChebNet,
                                                "chebnet": ChebNet, "cheby": ChebNet,
-                                               "cheb_gcond": GCondCheby}
+                                               "cheb_gcond": GCondCheby, "gcn_sum": SumGCN}
 
 
 for _name, _cls in MODELS.items():  # the one registry (kind "model") holds them too
