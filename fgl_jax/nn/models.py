@@ -349,21 +349,24 @@ class SumGCN(nn.Module):
     """GCN layers on the raw adjacency: H' = A H W + b (no self-loops, no normalisation), ReLU between.
 
     OpenFGL 1.1.0's FGGP and FedGL train this model (their `FedGCN`: torch.spmm with the unnormalised
-    client adjacency), so their algorithm modules offer it to reproduce OpenFGL's numbers."""
+    client adjacency), so their algorithm modules offer it to reproduce OpenFGL's numbers.
+    aggregate: the neighbour sum (`ops.neighbour_sum` signature), as GCN's."""
 
     in_dim: int
     hidden: int
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    aggregate: Optional[Callable] = None
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
         s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
+        aggregate = self.aggregate or ops.neighbour_sum
 
         def layer(i, h, width, in_dim, n):
             z = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
-            return ops.neighbour_sum(z, s, r, m, n)
+            return aggregate(z, s, r, m, n, layer=i)
 
         return _relu_stack(self, batch, train, layer)
 

@@ -63,6 +63,8 @@ FGL_OPTIONS = {
     # the first round's pseudo labels (see fgl_jax/algorithms/fedgl.py)
     "fedgl": {"fedgl_ssl_weight": 0.1, "fedgl_threshold": 0.5, "fedgl_pseudo_labels": "first_round",
               "fedgl_model": "openfgl"},
+    # FGGP: OpenFGL's Gumbel temperature 0.5 and alignment temperature 0.5 (hard-coded there) and its FedGCN
+    "fggp": {"fggp_tau": 0.5, "fggp_temperature": 0.5, "fggp_model": "openfgl"},
 }
 # The same values written into OpenFGL's config dicts (so both sides are set from here; they equal
 # OpenFGL's defaults). FedTGP's server epochs/lr are constructor defaults, left as they are.
@@ -108,6 +110,10 @@ ALGORITHM_DIFFERENCES = {
                 "every client starts from one initial draw (OpenFGL: independent draws).",
     "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
               "(same distributions as torch's nn.Embedding/nn.Linear).",
+    "fggp": "FGGP: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum), initialised differently; "
+            "OpenFGL's later local steps build the view from the previous step's sampled graph (fgl_jax: from "
+            "the client graph) and take embeddings after dropout (fgl_jax: before); OpenFGL's constant "
+            "graph-reconstruction term and unused FINCH prototypes are not computed in fgl_jax.",
     "fedgl": "FedGL: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum), initialised differently "
              "(OpenFGL: U(+-1/sqrt(fan_out)), fgl_jax: Glorot uniform). A client without pseudo labels trains "
              "one random node towards class 0 in OpenFGL, nothing here.",
