@@ -182,10 +182,11 @@ def _size(n: int) -> str:
     return f"{n} B" if n < 1000 else (f"{n / 1e3:.1f} kB" if n < 1e6 else f"{n / 1e6:.2f} MB")
 
 
-def algorithms_table(dataset: str = "cora", clients: int = 10, graph=None, **config) -> str:
+def algorithms_table(dataset: str = "cora", clients: int = 10, partition: str = "louvain", graph=None,
+                     **config) -> str:
     """One row per registered algorithm: its paper and help (registry info), what one participating
-    client uploads and downloads per round on `dataset` split into `clients` Louvain clients with the
-    default model (`FederatedAlgorithm.messages`, sized by fgl_jax.federated.communication), and its
+    client uploads and downloads per round on `dataset` split into `clients` clients (`partition`) with
+    the default model (`FederatedAlgorithm.messages`, sized by fgl_jax.federated.communication), and its
     hyperparameters with their defaults (its hparams dataclass). `config`: RunConfig overrides."""
     import jax
     from fgl_jax import registry, schema
@@ -201,7 +202,7 @@ def algorithms_table(dataset: str = "cora", clients: int = 10, graph=None, **con
     rows = ["| algorithm | paper | what it does | uploads per client per round | downloads per client per round "
             "| hyperparameters (default; * = traced, sweepable in one program) |", "|---|---|---|---|---|---|"]
     for e in registry.entries("algorithm"):
-        cfg = RunConfig(dataset=dataset, algorithm=e.name, clients=clients, partition="louvain", **config)
+        cfg = RunConfig(dataset=dataset, algorithm=e.name, clients=clients, partition=partition, **config)
         prep = prepare(cfg, graph)
         alg = algorithm_from_config(cfg, prep.graph)
         sent = "not described"
