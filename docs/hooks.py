@@ -221,7 +221,8 @@ def algorithms_table(dataset: str = "cora", clients: int = 10, partition: str = 
         opts = []
         if hp is not None:
             for name, spec in schema.fields(hp).items():
-                opts.append(f"`{name}` = {spec.default}{'*' if spec.traced else ''}")
+                mark = "\\*" if spec.traced else ""   # an escaped *, not the start of an emphasis
+                opts.append(f"`{name}` = {spec.default}{mark}")
         rows.append(f"| `{e.name}` | {cell(e.info.get('paper', ''))} | {cell(e.help)} | {cell(sent)} | {cell(got)} "
                     f"| {cell('; '.join(opts)) or 'none of its own'} |")
     return "\n".join(rows)

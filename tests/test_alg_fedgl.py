@@ -15,6 +15,7 @@ from fgl_jax.batch import build_client_batch
 from fgl_jax.cli import main
 from fgl_jax.federated import make_fed_data
 from fgl_jax.federated.algorithm import HostInput
+from fgl_jax.federated.communication import message_bytes
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 from fgl_jax.partition import random_partition
@@ -97,6 +98,10 @@ def test_fedgl_round_wiring():
         losses.append(float(masked_cross_entropy(logits, b.y, b.train_mask))
                       + w * float(masked_cross_entropy(logits, st1.pseudo[c], other)))
     wt = np.asarray(data.train_weight, np.float64)
+    # messages by hand: up the model and [N, K] float32 probabilities, down the model, [N] int32 labels, [N] bools
+    n, f, h, k = data.eval.num_nodes, 12, 8, 3
+    gcn = (f * h + h + h * k + k) * 4
+    assert message_bytes(alg, data) == (gcn + n * k * 4, gcn + n * 4 + n)
     assert float(m2["train_loss"]) == pytest.approx(float((np.array(losses) * wt).sum() / wt.sum()), rel=1e-4)
 
 

@@ -44,7 +44,7 @@ def test_every_registered_algorithm_has_a_row_with_paper_messages_and_defaults()
     assert rows["scaffold"][3] == f"model + model ({2 * GCN / 1e3:.1f} kB)"
     assert rows["global"][3] == "nothing (0 B)"
     assert rows["fedproto"][3] == f"f32[{K},{H}] + f32[{K}] ({K * H * 4 + K * 4} B)"
-    assert "`fedproto_lambda` = 1.0*" in rows["fedproto"][5] and "`proto_loss` = mse" in rows["fedproto"][5]
+    assert "`fedproto_lambda` = 1.0\\*" in rows["fedproto"][5] and "`proto_loss` = mse" in rows["fedproto"][5]
     assert rows["fedavg"][5] == "none of its own"
 
 
