@@ -23,6 +23,7 @@ The view S enters the network through its neighbour sum (`aggregate`): with `fgg
 (OpenFGL's FedGCN, raw adjacency: `gcn_sum`) a layer is S (H W) exactly as OpenFGL's; with the run's
 GCN (the default) the layer keeps the GCN normalisation of the client's graph around S (D^-1/2
 (S D^-1/2 H W) + D^-1 H W). Models without a neighbour-sum parameter (gat, sage, ...) are refused.
+S is dense: each client step holds [N, N] floats (N = the padded client size), as OpenFGL does.
 
 Differences from the paper. OpenFGL implements part of FGGP, and this module follows OpenFGL: the
 paper's server clusters the clients' class prototypes (FINCH) into several prototypes per class
