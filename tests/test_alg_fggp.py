@@ -100,9 +100,9 @@ def test_without_its_terms_a_round_is_fedavgs():
 def test_a_model_without_a_neighbour_sum_is_refused():
     _, _, common = toy_setup()
     entry = registry.entry("algorithm", "fggp")
-    gat = make_model("gat", 12, 3, hidden=8)
-    with pytest.raises(ValueError, match="neighbour sum"):
-        entry.obj(gat, common, entry.info["hparams"]())
+    for name in ("gat", "sage"):
+        with pytest.raises(ValueError, match="neighbour sum of a GCN layer"):
+            entry.obj(make_model(name, 12, 3, hidden=8), common, entry.info["hparams"]())
 
 
 def test_fggp_cli_out_and_resume_with_partial_participation(tmp_path):

@@ -22,7 +22,7 @@ models (training-node shares, as FedAvg here). A client uploads and downloads th
 The view S enters the network through its neighbour sum (`aggregate`): with `fggp_model=openfgl`
 (OpenFGL's FedGCN, raw adjacency: `gcn_sum`) a layer is S (H W) exactly as OpenFGL's; with the run's
 GCN (the default) the layer keeps the GCN normalisation of the client's graph around S (D^-1/2
-(S D^-1/2 H W) + D^-1 H W). Models without a neighbour-sum parameter (gat, sage, ...) are refused.
+(S D^-1/2 H W) + D^-1 H W). Other models (gat, sage, ...) are refused.
 S is dense: each client step holds [N, N] floats (N = the padded client size), as OpenFGL does.
 
 Differences from the paper. OpenFGL implements part of FGGP, and this module follows OpenFGL: the
@@ -53,7 +53,7 @@ from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
-from fgl_jax.nn.models import apply_with_embedding
+from fgl_jax.nn.models import GCN, SumGCN, apply_with_embedding
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -126,9 +126,9 @@ def dense_aggregate(s: jax.Array):
 def fggp(model, common: FedConfig, hp: FGGPHParams) -> FederatedAlgorithm:
     if hp.fggp_model == "openfgl":
         model = model_variant(model, common, "gcn_sum")
-    if "aggregate" not in {f.name for f in dataclasses.fields(model)}:
-        raise ValueError(f"fggp: the augmented view replaces the model's neighbour sum, which "
-                         f"{type(model).__name__} does not take (use model gcn or gcn_sum, or fggp_model=openfgl)")
+    if not isinstance(model, (GCN, SumGCN)):   # SAGE's aggregate is a sum later divided by the graph's degree
+        raise ValueError(f"fggp: the augmented view replaces the neighbour sum of a GCN layer; model "
+                         f"{type(model).__name__} is not one (use model gcn or gcn_sum, or fggp_model=openfgl)")
     optimizer = make_optimizer(common.optim, lr=1.0)
     num_classes = int(model.num_classes)
     names = ("fggp_tau", "fggp_temperature", "fggp_view_weight", "fggp_align_weight")
