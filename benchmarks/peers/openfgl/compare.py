@@ -110,13 +110,13 @@ ALGORITHM_DIFFERENCES = {
                 "every client starts from one initial draw (OpenFGL: independent draws).",
     "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
               "(same distributions as torch's nn.Embedding/nn.Linear).",
-    "fggp": "FGGP: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum), initialised differently; "
+    "fggp": "FGGP: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum, same init distribution); "
             "OpenFGL's later local steps build the view from the previous step's sampled graph (fgl_jax: from "
             "the client graph) and take embeddings after dropout (fgl_jax: before); OpenFGL's constant "
             "graph-reconstruction term and unused FINCH prototypes are not computed in fgl_jax.",
-    "fedgl": "FedGL: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum), initialised differently "
-             "(OpenFGL: U(+-1/sqrt(fan_out)), fgl_jax: Glorot uniform). A client without pseudo labels trains "
-             "one random node towards class 0 in OpenFGL, nothing here.",
+    "fedgl": "FedGL: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum, same init distribution). "
+             "A client without pseudo labels trains one random node towards class 0 in OpenFGL, nothing in "
+             "fgl_jax; OpenFGL's model averaging weights are node counts, fgl_jax's training-node counts.",
 }
 
 
