@@ -140,6 +140,15 @@ def test_gcn_sum_is_the_raw_adjacency_product():
     h = np.maximum(a @ (x @ p["layer_0"]["kernel"]) + p["bias_0"], 0)
     want = a @ (h @ p["layer_1"]["kernel"]) + p["bias_1"]
     np.testing.assert_allclose(np.asarray(net.apply(params, b)), want, rtol=1e-4, atol=1e-4)
+    # OpenFGL's initialisation: W ~ U(-1/sqrt(fan_out), 1/sqrt(fan_out)) (the variance 1/(3 fan_out) within
+    # 5 standard errors: 4 fan_out^-2 / 45 per sample variance of u^2), zero biases
+    for name, fan_out in (("layer_0", 6), ("layer_1", g.num_classes)):
+        w0 = p[name]["kernel"].ravel()
+        bound = 1 / np.sqrt(fan_out)
+        assert np.abs(w0).max() <= bound
+        se = np.sqrt(4 * bound ** 4 / 45 / w0.size)
+        assert abs((w0 ** 2).mean() - bound ** 2 / 3) < 5 * se
+    assert not p["bias_0"].any() and not p["bias_1"].any()
 
 
 def test_fedgl_cli_out_and_resume_with_partial_participation(tmp_path):
