@@ -35,6 +35,7 @@ def server_adam(hp: FedAdamHParams) -> optax.GradientTransformation:
 
 
 @register("algorithm", "fedadam", hparams=FedAdamHParams,
+          paper="Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar, McMahan, ICLR 2021, arXiv:2003.00295",
           help="FedAdam: FedAvg with a server Adam step on the averaged update (Reddi et al.)")
 def fedadam(model, common: FedConfig, hp: FedAdamHParams):
     return baseline(model, dataclasses.replace(common, algorithm="fedavg"), server_optimizer=server_adam(hp))

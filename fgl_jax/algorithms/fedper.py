@@ -14,6 +14,7 @@ class FedPerHParams:
 
 
 @register("algorithm", "fedper", hparams=FedPerHParams,
+          paper="Arivazhagan, Aggarwal, Singh, Choudhary, 2019, arXiv:1912.00818",
           help="FedPer: base layers averaged, the last layer(s) personal to each client")
 def fedper(model, common: FedConfig, hp: FedPerHParams):
     return baseline(model, dataclasses.replace(common, algorithm="fedper", personal_layers=hp.personal_layers))

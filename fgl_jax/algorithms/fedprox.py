@@ -14,6 +14,7 @@ class FedProxHParams:
 
 
 @register("algorithm", "fedprox", hparams=FedProxHParams,
+          paper="Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith, MLSys 2020, arXiv:1812.06127",
           help="FedProx: FedAvg with a proximal term pulling local models to the global one")
 def fedprox(model, common: FedConfig, hp: FedProxHParams):
     return baseline(model, dataclasses.replace(common, algorithm="fedprox", prox_mu=hp.prox_mu))

@@ -37,6 +37,7 @@ def server_yogi(hp: FedYogiHParams) -> optax.GradientTransformation:
 
 
 @register("algorithm", "fedyogi", hparams=FedYogiHParams,
+          paper="Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar, McMahan, ICLR 2021, arXiv:2003.00295",
           help="FedYogi: FedAvg with a server Yogi step on the averaged update (Reddi et al.)")
 def fedyogi(model, common: FedConfig, hp: FedYogiHParams):
     return baseline(model, dataclasses.replace(common, algorithm="fedavg"), server_optimizer=server_yogi(hp))

@@ -66,6 +66,7 @@ class ScaffoldState:
 
 
 @register("algorithm", "scaffold", hparams=ScaffoldHParams,
+          paper="Karimireddy, Kale, Mohri, Reddi, Stich, Suresh, ICML 2020, arXiv:1910.06378",
           help="SCAFFOLD: control variates c, c_i correct the local gradients (option II or I)")
 def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)  # lr applied as a traced multiplier

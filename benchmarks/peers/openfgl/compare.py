@@ -40,7 +40,8 @@ DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 
 # fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
-              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp"}
+              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp",
+              "fggp": "fggp", "fedgl": "fedgl"}
 DATASETS = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 
 # fgl_jax options per algorithm: OpenFGL 1.1.0's defaults (openfgl/flcore/<name>/<name>_config.py
@@ -58,6 +59,12 @@ FGL_OPTIONS = {
     # fedtgp_config: lambda 1; FedTGPServer(num_glb_epochs=10, lr_glb=1e-2), margin min(max gap, 100)
     "fedtgp": {"fedtgp_lambda": 1.0, "tgp_variant": "openfgl", "tgp_server_epochs": 10,
                "tgp_server_lr": 0.01, "tgp_margin": 100.0},
+    # fedgl_config: ssl_loss_weight 0.1, probability_threshold 0.5, pseudo graph off; its server keeps
+    # the first round's pseudo labels (see fgl_jax/algorithms/fedgl.py)
+    "fedgl": {"fedgl_ssl_weight": 0.1, "fedgl_threshold": 0.5, "fedgl_pseudo_labels": "first_round",
+              "fedgl_model": "openfgl"},
+    # FGGP: OpenFGL's Gumbel temperature 0.5 and alignment temperature 0.5 (hard-coded there) and its FedGCN
+    "fggp": {"fggp_tau": 0.5, "fggp_temperature": 0.5, "fggp_model": "openfgl"},
 }
 # The same values written into OpenFGL's config dicts (so both sides are set from here; they equal
 # OpenFGL's defaults). FedTGP's server epochs/lr are constructor defaults, left as they are.
@@ -66,6 +73,7 @@ OPENFGL_CONFIG = {
     "feddc": {"feddc_alpha": 0.1},
     "fedproto": {"fedproto_lambda": 1.0},
     "fedtgp": {"fedtgp_lambda": 1.0},
+    "fedgl": {"ssl_loss_weight": 0.1, "probability_threshold": 0.5, "pseudo_graph_weight": 0},
 }
 
 PROTOCOL_DIFFERENCES = [
@@ -102,6 +110,13 @@ ALGORITHM_DIFFERENCES = {
                 "every client starts from one initial draw (OpenFGL: independent draws).",
     "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
               "(same distributions as torch's nn.Embedding/nn.Linear).",
+    "fggp": "FGGP: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum, same init distribution); "
+            "OpenFGL's later local steps build the view from the previous step's sampled graph (fgl_jax: from "
+            "the client graph) and take embeddings after dropout (fgl_jax: before); OpenFGL's constant "
+            "graph-reconstruction term and unused FINCH prototypes are not computed in fgl_jax.",
+    "fedgl": "FedGL: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum, same init distribution). "
+             "A client without pseudo labels trains one random node towards class 0 in OpenFGL, nothing in "
+             "fgl_jax; OpenFGL's model averaging weights are node counts, fgl_jax's training-node counts.",
 }
 
 
