@@ -23,7 +23,7 @@ class FedAvgMHParams:
                                     high_open=True)
 
 
-@register("algorithm", "fedavgm", hparams=FedAvgMHParams,
+@register("algorithm", "fedavgm", tasks=("node_cls", "link_pred"), hparams=FedAvgMHParams,
           help="FedAvgM: FedAvg with server momentum on the averaged update (optax SGD)")
 def fedavgm(model, common: FedConfig, hp: FedAvgMHParams):
     server = optax.sgd(hp.server_lr, momentum=hp.server_momentum or None)

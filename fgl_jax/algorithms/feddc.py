@@ -75,7 +75,7 @@ class FedDCState:
     hp: dict             # traced: lr, feddc_alpha
 
 
-@register("algorithm", "feddc", hparams=FedDCHParams,
+@register("algorithm", "feddc", tasks=("node_cls", "link_pred"), hparams=FedDCHParams,
           help="FedDC: local drift variables h_i decouple and correct the local models (+ gradient correction)")
 def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)
