@@ -220,8 +220,9 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
 
 
 class _Progress:
-    def __init__(self, total: int, enabled: bool, initial: int = 0):
+    def __init__(self, total: int, enabled: bool, initial: int = 0, keys: tuple = ("val_acc", "test_acc")):
         self.bar = None
+        self.keys = ("train_loss",) + tuple(keys)  # the selection metrics (val_auc, test_auc for link prediction)
         if enabled:
             from tqdm.auto import tqdm
             self.bar = tqdm(total=total, initial=initial, unit="round", file=sys.stderr, dynamic_ncols=True)
@@ -229,8 +230,7 @@ class _Progress:
     def update(self, n: int, metrics: dict):
         if self.bar is not None:
             self.bar.update(n)
-            self.bar.set_postfix({k: f"{float(metrics[k][-1]):.4f}" for k in ("train_loss", "val_acc", "test_acc")
-                                  if k in metrics})
+            self.bar.set_postfix({k: f"{float(metrics[k][-1]):.4f}" for k in self.keys if k in metrics})
 
     def close(self):
         if self.bar is not None:
@@ -353,7 +353,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     # run calls the very program the uninterrupted one did
     length = min(chunk, num_rounds)
     program = None
-    bar = _Progress(num_rounds, progress, initial=start)
+    bar = _Progress(num_rounds, progress, initial=start, keys=algorithm.select)
     t_run = 0.0
     r = start
     diverged = False
