@@ -155,6 +155,8 @@ class BaselineFields(RunSpec):
                              f"(link prediction: {', '.join(able)})")
         if self.ldp != "none":
             raise ValueError(f"ldp={self.ldp!r} is OpenFGL's local DP for node classification, not for task link_pred")
+        if self.label_sparsity > 0 or self.label_noise > 0:
+            raise ValueError("label_sparsity / label_noise perturb node labels, which task link_pred does not use")
         if self.eval_mode.endswith("global_data"):
             raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task link_pred (each client's "
                              "edge split is its own): use auto, global_model_on_local_data or local_model_on_local_data")
