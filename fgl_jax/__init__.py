@@ -72,6 +72,10 @@ _EXPORTS = {
     "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
     "stack_partition": "fgl_jax.batch", "padding_ratio": "fgl_jax.batch", "padding_report": "fgl_jax.batch",
     "make_model": "fgl_jax.nn", "ModelSpec": "fgl_jax.nn",
+    # link prediction (docs/simulation.md): per-client edge splits, the encoder + decoder model, metrics
+    "link_client_batch": "fgl_jax.batch", "LinkPairs": "fgl_jax.batch", "LinkModel": "fgl_jax.nn.link",
+    "random_edge_split": "fgl_jax.partition.edges", "link_metrics": "fgl_jax.federated.link",
+    "hits_at_k": "fgl_jax.federated.metrics", "binary_scores": "fgl_jax.federated.metrics",
     # each system's config (its one schema)
     "RunConfig": "fgl_jax.systems.baseline", "HiFGLConfig": "fgl_jax.systems.hifgl.config",
     "LumosConfig": "fgl_jax.systems.lumos.config", "FedHGNConfig": "fgl_jax.systems.fedhgn.config",

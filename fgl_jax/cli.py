@@ -105,7 +105,8 @@ def print_result(system: str, cfg, res) -> None:
     desc = " ".join(f"{k}={_fmt(v)}" for k, v in res.summary.get("describe", {}).items()
                     if isinstance(v, (int, float, str, bool)))
     print(f"{system}: {desc} rounds={res.rounds_run} seed={cfg.seed}")
-    first = [k for k in ("train_loss", "val_acc", "test_acc") if k in res.final]
+    chosen = res.best.get("select", "val_acc")    # link prediction: val_auc, test_auc first
+    first = [k for k in ("train_loss", chosen, chosen.replace("val_", "test_", 1)) if k in res.final]
     print("final: " + " ".join(f"{k}={res.final[k]:.4f}" for k in first + sorted(set(res.final) - set(first))))
     best = res.best
     print(f"reported round {best.get('best_round')}: " +

@@ -100,7 +100,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
             st, m = algorithm.round(st, data, jax.random.fold_in(run_key, r))
             return (st, tr.update(r, m)), m
 
-        (state, tracker), metrics = jax.lax.scan(body, (state, Tracker.empty()),
+        (state, tracker), metrics = jax.lax.scan(body, (state, Tracker.empty(algorithm.select)),
                                                  jnp.arange(num_rounds, dtype=jnp.int32))
         return tracker, metrics
 
@@ -138,8 +138,8 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
             for k in history:
                 if np.issubdtype(history[k].dtype, np.floating):
                     history[k][i, bad[0]:] = np.nan
-            ok = {k: v[i, :bad[0]] for k, v in history.items() if k in ("val_acc", "test_acc")}
-            b = best_by_validation(ok) if bad[0] > 0 and "val_acc" in ok else \
+            ok = {k: v[i, :bad[0]] for k, v in history.items() if k in algorithm.select}
+            b = best_by_validation(ok, algorithm.select) if bad[0] > 0 and algorithm.select[0] in ok else \
                 {"best_val": np.nan, "best_test": np.nan, "best_round": 0}
             for k in best:
                 best[k][i] = b[k]
