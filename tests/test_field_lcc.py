@@ -514,12 +514,25 @@ def test_masks_cover_field_uniformly():
     assert len(counts) == p and chi2 < 35.0  # 10 dof: P(chi2 > 35) ~ 1e-4 (fixed seed, deterministic)
     z2 = np.asarray(L.sample_masks(jax.random.key(1), 2, (11000,), p))
     assert not np.array_equal(z, z2)
-    # large draws are generated chunk by chunk (lax.map over split keys): still uniform, chunks not repeated
-    zl = np.asarray(L.sample_masks(jax.random.key(2), 3, (50000,), p)).reshape(-1)  # 150k > one chunk
+    # a large draw: still uniform, and no block of it repeats another (one counter-mode stream)
+    zl = np.asarray(L.sample_masks(jax.random.key(2), 3, (50000,), p)).reshape(-1)
     counts = np.bincount(zl, minlength=p)
     assert float(((counts - zl.size / p) ** 2 / (zl.size / p)).sum()) < 35.0
-    chunk = L._MASK_CHUNK
-    assert not np.array_equal(zl[:chunk], zl[chunk : 2 * chunk])
+    blocks = zl[: 2 * 65536].reshape(2, 65536)
+    assert not np.array_equal(blocks[0], blocks[1])
+
+
+def test_mask_words_have_fair_bits():
+    """Every one of the 64 bit positions of the mask generator's words is set about half the time
+    (binomial, n = 40,000 words: |ones - n/2| < 5 sd = 500 at every position, fixed seed), so all
+    bits reach the reduction mod p; and split-off keys give different words."""
+    with F.x64():
+        w = np.asarray(L._random_u64(jax.random.key(5), (40000,)))
+        w2 = np.asarray(L._random_u64(jax.random.fold_in(jax.random.key(5), 1), (40000,)))
+    assert w.dtype == np.uint64
+    ones = ((w[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).sum(0).astype(np.int64)
+    assert np.all(np.abs(ones - 20000) < 500), ones
+    assert (w != w2).mean() > 0.999
 
 
 # ---------------------------------------------------------------------------------------------------------
