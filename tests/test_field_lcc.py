@@ -164,6 +164,27 @@ def test_quantize_round_trip(f):
     assert np.all(np.abs(back32 - x) <= 2.0 ** -(f + 1) + np.abs(x) * 2.0**-23)
 
 
+@pytest.mark.parametrize("p", [P, 13])
+def test_quantize_matches_python_integers_everywhere(p):
+    """quantize = round-half-even(x 2^f), clipped to +-2^62 (NaN -> 0), mod p, for every magnitude up to
+    the clip, also far outside the checked range (the Mersenne fold of |y| and the remainder path),
+    against Python's exact integers."""
+    f = 1 if p == 13 else 16
+    rng = np.random.default_rng(11)
+    mags = 2.0 ** rng.uniform(-20, 70, 3000)
+    x = np.concatenate([mags * rng.choice([-1.0, 1.0], mags.size), [2.0**62, -(2.0**62), 2.0**46 - 0.5, -(2.0**46) + 0.5,
+                        (P - 1) / 2**17, -(P - 1) / 2**17, P / 2**16, -P / 2**16, 0.0, -0.0, 1e300, -1e300,
+                        np.inf, -np.inf, np.nan]])
+
+    def ref(v):
+        if math.isnan(v):
+            return 0
+        y = max(-(2**62), min(2**62, round(Fraction(v) * 2**f))) if math.isfinite(v) else (2**62 if v > 0 else -(2**62))
+        return y % p
+
+    assert ints(F.quantize(x, f, p)) == [ref(v) for v in x]
+
+
 def test_quantized_sums_are_exact():
     rng = np.random.default_rng(5)
     f = 16
