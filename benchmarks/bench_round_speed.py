@@ -156,6 +156,9 @@ def bench_hifgl(args) -> dict:
                                      for m in ("plain", "field")}}
 
 
+_PREPARED: dict = {}   # what a later section can reuse (Lumos's trees: a minute of preparation under load)
+
+
 def bench_lumos(args) -> dict:
     from fgl_jax import load_facebook, random_split
     from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, minmax_scale, prepare, top_frequent_features
@@ -164,6 +167,7 @@ def bench_lumos(args) -> dict:
     g = random_split(g, 0.5, 0.25, 0.25, seed=0)
     cfg = LumosConfig(model="gcn", trim="mcmc", mcmc_iters=30000, mcmc_argmax="direct")
     prep = prepare(g, cfg, x_scaled=x, encode="host")
+    _PREPARED["lumos_trees"] = prep.data.trees
     alg = lumos_algorithm(cfg, g.num_classes)
     state = jax.jit(alg.init)(jax.random.PRNGKey(0), prep.data)
     prog = jax.jit(alg.round).lower(state, prep.data, jax.random.PRNGKey(1)).compile()
@@ -171,6 +175,90 @@ def bench_lumos(args) -> dict:
     return {"workload": "Lumos GCN epoch (training step + evaluation forward), all 22,470 Facebook devices, "
                         "MCMC trimming", "unit": "ms/epoch", "variants": res,
             "tree_nodes": int(prep.data.trees.num_nodes), "tree_edges": int(prep.data.trees.graph.senders.shape[0])}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Where the floor is: the indexed primitives each round is made of, timed alone at the workload's sizes
+
+def time_alone(fn, carry, consts, repeats: int, inner: int = 20) -> dict:
+    """CPU and wall ms of one call of fn(carry, consts), from a compiled scan of `inner` dependent calls.
+    Data goes in as jit arguments, never closed over (XLA would fold constant inputs at compile time)."""
+    def run(c, k):
+        def body(c, i):
+            out = fn(c, k)
+            return jax.tree.map(lambda a: a + (1e-30 * jnp.sum(out)).astype(a.dtype), c), None
+        return jax.lax.scan(body, c, jnp.arange(inner))[0]
+    prog = jax.jit(run).lower(carry, consts).compile()
+    jax.block_until_ready(prog(carry, consts))
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        jax.block_until_ready(prog(carry, consts))
+        wall.append(1000 * (time.perf_counter() - t0) / inner)
+        cpu.append(1000 * (time.process_time() - c0) / inner)
+    return {"wall_ms": statistics.median(wall), "cpu_ms": statistics.median(cpu)}
+
+
+def floor_fedavg(args) -> dict:
+    """FedAvg round = 3 local steps x 10 clients + one evaluation forward; per-pass costs of its parts."""
+    import optax
+    from fgl_jax import ops
+    from fgl_jax.systems.baseline import RunConfig, prepare
+    cfg = RunConfig(dataset="cora", data_dir=args.data_dir, algorithm="fedavg", model="gcn", clients=10,
+                    partition="louvain", split="standard", rounds=1, local_steps=3, hidden=64, seed=0)
+    b = prepare(cfg).data.train
+    c, n, f = b.num_clients, b.num_nodes, b.features.row.shape[-1]
+    w = jax.random.normal(jax.random.key(0), (c, 1433, 64))
+    dz = jax.random.normal(jax.random.key(1), (c, n, 64))
+    fm = lambda x, w: ops.feature_matmul(x, w, n)
+    vjp_w = lambda x, w, d: jax.vmap(lambda x, w, d: jax.vjp(lambda w: fm(x, w), w)[1](d)[0])(x, w, d)
+    prop = lambda h, g: jax.vmap(lambda h, s, r, m: ops.gcn_propagate(h, s, r, m, n))(h, g.senders, g.receivers, g.edge_mask)
+    adam = optax.chain(optax.add_decayed_weights(5e-4), optax.adam(1.0))
+    o = jax.vmap(adam.init)(w)
+    parts = {
+        "layer-1 forward X W (gather + segment sum), 10 clients":
+            (lambda w, x: jax.vmap(fm)(x, w), w, b.features, 4),
+        "layer-1 weight gradient X^T dZ, column order":
+            (lambda d, k: vjp_w(k[0], k[1], d), dz, (b.features, w), 3),
+        "layer-1 weight gradient X^T dZ, autodiff scatter (before)":
+            (lambda d, k: vjp_w(k[0], k[1], d), dz, (without_order(b).features, w), 0),
+        "GCN propagation of [N, 64] (forward, or its VJP)":
+            (lambda h, k: prop(h, k), dz, b, 7),
+        "Adam step on the 10 clients' first-layer weights":
+            (lambda g, k: jax.vmap(adam.update)(g, k, g)[0], w, o, 3),
+    }
+    out = {}
+    for name, (fn, carry, consts, count) in parts.items():
+        out[name] = {**time_alone(fn, carry, consts, args.repeats), "per_round": count}
+    out["sum_of_counted_parts_cpu_ms"] = sum(v["cpu_ms"] * v["per_round"] for v in out.values())
+    out["sizes"] = {"clients": c, "padded_nodes": n, "padded_nnz": f, "padded_edges": int(b.graph.senders.shape[-1])}
+    return out
+
+
+def floor_lumos(args, trees=None) -> dict:
+    """The indexed primitives of a Lumos GCN epoch at its sizes (T tree nodes, E directed tree edges, width 16)."""
+    from fgl_jax import load_facebook, random_split
+    from fgl_jax.systems.lumos import LumosConfig, minmax_scale, prepare, top_frequent_features
+    if trees is None:
+        g = load_facebook(args.data_dir)
+        x = minmax_scale(top_frequent_features(g.x, 128))
+        g = random_split(g, 0.5, 0.25, 0.25, seed=0)
+        trees = prepare(g, LumosConfig(model="gcn", trim="mcmc", mcmc_iters=30000, mcmc_argmax="direct"),
+                        x_scaled=x, encode="host").data.trees
+    t = trees.num_nodes
+    s, r = trees.graph.senders, trees.graph.receivers
+    h = jax.random.normal(jax.random.key(0), (t, 16))
+    e = jax.random.normal(jax.random.key(1), (s.shape[0], 16))
+    parts = {
+        "gather h[senders], [E, 16]": (lambda h, k: h[k[0]], h),
+        "segment sum over receivers (sorted), [E, 16] -> [T, 16]":
+            (lambda e, k: jax.ops.segment_sum(e, k[1], t, indices_are_sorted=True), e),
+        "segment sum over senders (unsorted), [E, 16] -> [T, 16]": (lambda e, k: jax.ops.segment_sum(e, k[0], t), e),
+        "elementwise e * 2 + 1 over [E, 16] (one memory pass)": (lambda e, k: e * 2.0 + 1.0, e),
+    }
+    out = {name: time_alone(fn, arg, (s, r), args.repeats, inner=5) for name, (fn, arg) in parts.items()}
+    out["sizes"] = {"tree_nodes": t, "tree_edges": int(s.shape[0])}
+    return out
 
 
 TARGETS = {"fedavg_ms_per_round": 8.0, "hifgl_field_ms_per_epoch": 45.0, "hifgl_field_over_plain": 1.3,
@@ -190,6 +278,10 @@ def markdown(payload: dict) -> str:
         extra = {k: v for k, v in r.items() if k not in ("variants", "workload", "unit")}
         lines.append(f"- {name}: {r['workload']}; " + "; ".join(f"{k} = {v}" for k, v in extra.items()))
     lines.append(f"- targets: {TARGETS}")
+    for w, parts in payload.get("floor", {}).items():
+        lines += ["", f"## Floor profile, {w}: each part timed alone (ms per call; per_round = calls per round)", ""]
+        for k, v in parts.items():
+            lines.append(f"- {k}: {v}")
     return "\n".join(lines) + "\n"
 
 
@@ -199,19 +291,27 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=50, help="FedAvg rounds per timed call")
     ap.add_argument("--hifgl-rounds", type=int, default=10, help="HiFGL epochs per timed call")
-    ap.add_argument("--only", default="fedavg,hifgl,lumos")
+    ap.add_argument("--only", default="fedavg,hifgl,lumos,floor")
+    ap.add_argument("--out", default="round_speed", help="results file stem in benchmarks/results")
     args = ap.parse_args()
     payload = {"command": command(__file__), "load_start": loadavg(), "results": {}}
     for name in args.only.split(","):
+        if name == "floor":
+            payload["floor"] = {"fedavg": floor_fedavg(args), "lumos": floor_lumos(args, _PREPARED.get("lumos_trees"))}
+            for w, parts in payload["floor"].items():
+                for k, v in parts.items():
+                    print(f"floor {w}: {k}: {v}", flush=True)
+            continue
         r = {"fedavg": bench_fedavg, "hifgl": bench_hifgl, "lumos": bench_lumos}[name](args)
         payload["results"][name] = r
+        write_json(RESULTS / f"{args.out}.json", {**payload, "partial": True, "load_now": loadavg()})
         for v, t in r["variants"].items():
             print(f"{name:7s} {v:14s} wall {t['wall_ms_median']:8.1f} ms  cpu {t['cpu_ms_median']:8.1f} ms  ({r['unit']})",
                   flush=True)
     payload.update(load_end=loadavg(), targets=TARGETS, peak_rss_mb=peak_rss_mb(), machine=machine(),
                    date=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
-    path = write_json(RESULTS / "round_speed.json", payload)
-    (RESULTS / "round_speed.md").write_text(markdown(payload))
+    path = write_json(RESULTS / f"{args.out}.json", payload)
+    (RESULTS / f"{args.out}.md").write_text(markdown(payload))
     print(f"wrote {path}")
 
 
