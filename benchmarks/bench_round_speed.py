@@ -1,7 +1,8 @@
 """Per-round speed, old vs new side by side in one process (issue 31, item 4). -> benchmarks/results/round_speed.json (+ .md)
 
 Three workloads, each compiled twice in this process, "before" (main before this change, rebuilt here:
-the autodiff first-layer gradient, jax.random's Threefry masks, HiFGL's straight-through evaluation)
+the autodiff first-layer gradient, jax.random's Threefry masks, HiFGL's straight-through evaluation;
+not rebuilt: the division-free quantize, which "before" shares, ~0.4 ms per CiteSeer layer call)
 and "after" (the library as it is), then timed alternately (before, after, before, ...), so both see
 the same machine load. Reported per variant: median wall and median process-CPU time per round, and
 the after/before ratios; the load average before and after; and how far the numbers moved.
