@@ -1,8 +1,8 @@
 """Per-round speed, old vs new side by side in one process (issue 31, item 4). -> benchmarks/results/round_speed.json (+ .md)
 
 Three workloads, each compiled twice in this process, "before" (main before this change, rebuilt here:
-the autodiff first-layer gradient, jax.random's Threefry masks, HiFGL's straight-through evaluation;
-not rebuilt: the division-free quantize, which "before" shares, ~0.4 ms per CiteSeer layer call)
+the autodiff first-layer gradient, jax.random's Threefry masks; not rebuilt, so "before" shares them:
+HiFGL's SecMP-only evaluation forward and the division-free quantize, ~0.4 ms per CiteSeer layer call)
 and "after" (the library as it is), then timed alternately (before, after, before, ...), so both see
 the same machine load. Reported per variant: median wall and median process-CPU time per round, and
 the after/before ratios; the load average before and after; and how far the numbers moved.
@@ -43,35 +43,16 @@ def without_order(batch):
     return batch.replace(features=f.replace(order=None)) if hasattr(f, "order") else batch
 
 
-def previous_random_u64(key, shape):
-    """The mask bits before this change: pairs of jax.random uint32 draws (Threefry built from HLO),
-    in lax.map chunks of 2^16 words (a copy of the old fgl_jax.privacy.lcc._random_u64)."""
-    chunk = 1 << 16
-
-    def words(k, n):
-        w = jax.random.bits(k, (2, n), dtype=jnp.uint32)
-        return (w[0].astype(jnp.uint64) << 32) | w[1].astype(jnp.uint64)
-
-    n = int(np.prod(shape, dtype=np.int64))
-    if n <= chunk:
-        return words(key, n).reshape(shape)
-    c = -(-n // chunk)
-    u = jax.lax.map(lambda k: words(k, chunk), jax.random.split(key, c))
-    return u.reshape(-1)[:n].reshape(shape)
-
-
 @contextlib.contextmanager
 def previous_hifgl():
-    """Trace HiFGL as before: old mask bits, and the evaluation forward in straight-through form."""
-    from fgl_jax.privacy import lcc
-    from fgl_jax.systems.hifgl import algorithm as hifgl_alg
-    saved_bits, saved_fwd = lcc._random_u64, hifgl_alg.forward
-    lcc._random_u64 = previous_random_u64
-    hifgl_alg.forward = lambda *a, differentiable=True, **k: saved_fwd(*a, **k)
+    """Trace HiFGL's masks as before: pairs of jax.random uint32 draws (fgl_jax.lcc.MASK_GENERATOR "jax")."""
+    import fgl_jax
+    saved = fgl_jax.lcc.MASK_GENERATOR
+    fgl_jax.lcc.MASK_GENERATOR = "jax"
     try:
         yield
     finally:
-        lcc._random_u64, hifgl_alg.forward = saved_bits, saved_fwd
+        fgl_jax.lcc.MASK_GENERATOR = saved
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -124,7 +105,6 @@ def bench_fedavg(args) -> dict:
 def bench_hifgl(args) -> dict:
     from fgl_jax import load
     from fgl_jax.systems.hifgl import HiFGLConfig, hifgl, prepare
-    from fgl_jax.systems.hifgl.data import HiFGLData  # noqa: F401
     graph = load("citeseer", data_dir=args.data_dir)
     variants, outs = {}, {}
     for mode in ("plain", "field"):
@@ -203,7 +183,7 @@ def time_alone(fn, carry, consts, repeats: int, inner: int = 20) -> dict:
 def floor_fedavg(args) -> dict:
     """FedAvg round = 3 local steps x 10 clients + one evaluation forward; per-pass costs of its parts."""
     import optax
-    from fgl_jax import ops
+    from fgl_jax import feature_matmul, gcn_propagate
     from fgl_jax.systems.baseline import RunConfig, prepare
     cfg = RunConfig(dataset="cora", data_dir=args.data_dir, algorithm="fedavg", model="gcn", clients=10,
                     partition="louvain", split="standard", rounds=1, local_steps=3, hidden=64, seed=0)
@@ -211,9 +191,9 @@ def floor_fedavg(args) -> dict:
     c, n, f = b.num_clients, b.num_nodes, b.features.row.shape[-1]
     w = jax.random.normal(jax.random.key(0), (c, 1433, 64))
     dz = jax.random.normal(jax.random.key(1), (c, n, 64))
-    fm = lambda x, w: ops.feature_matmul(x, w, n)
+    fm = lambda x, w: feature_matmul(x, w, n)
     vjp_w = lambda x, w, d: jax.vmap(lambda x, w, d: jax.vjp(lambda w: fm(x, w), w)[1](d)[0])(x, w, d)
-    prop = lambda h, g: jax.vmap(lambda h, s, r, m: ops.gcn_propagate(h, s, r, m, n))(h, g.senders, g.receivers, g.edge_mask)
+    prop = lambda h, g: jax.vmap(lambda h, s, r, m: gcn_propagate(h, s, r, m, n))(h, g.senders, g.receivers, g.edge_mask)
     adam = optax.chain(optax.add_decayed_weights(5e-4), optax.adam(1.0))
     o = jax.vmap(adam.init)(w)
     parts = {

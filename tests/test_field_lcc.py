@@ -554,6 +554,19 @@ def test_mask_words_have_fair_bits():
     ones = ((w[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).sum(0).astype(np.int64)
     assert np.all(np.abs(ones - 20000) < 500), ones
     assert (w != w2).mean() > 0.999
+    # the previous generator (MASK_GENERATOR "jax", kept for the before/after benchmark) passes the same check;
+    # an unknown name is one clear error
+    try:
+        L.MASK_GENERATOR = "jax"
+        with F.x64():
+            wj = np.asarray(L._random_u64(jax.random.key(5), (40000,)))
+        L.MASK_GENERATOR = "nope"
+        with pytest.raises(ValueError, match="MASK_GENERATOR"), F.x64():
+            L._random_u64(jax.random.key(5), (4,))
+    finally:
+        L.MASK_GENERATOR = "xla"
+    ones = ((wj[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).sum(0).astype(np.int64)
+    assert np.all(np.abs(ones - 20000) < 500), ones
 
 
 # ---------------------------------------------------------------------------------------------------------

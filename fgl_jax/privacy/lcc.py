@@ -40,6 +40,7 @@ _INT64_MAX = 2**63 - 1
 
 __all__ = [
     "LCCParams",
+    "MASK_GENERATOR",
     "sample_mu",
     "sample_mu_real",
     "check_params",
@@ -313,6 +314,27 @@ def decode_coeffs(params: LCCParams, reduction: Reduction = "auto") -> jax.Array
 # ---------------------------------------------------------------------------------------------------------
 
 
+MASK_GENERATOR: str = "xla"
+"""Where the mask bits come from (read when a program is traced): "xla" = XLA's Threefry kernel (the
+default, see `_random_u64`); "jax" = pairs of jax.random uint32 draws, the generator before it, kept
+so benchmarks/bench_round_speed.py can time both in one process. Field-mode results do not depend on it."""
+
+
+def _random_u64_jax(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """uint64 words from pairs of jax.random uint32 draws, in lax.map chunks of 2^16 words (MASK_GENERATOR "jax")."""
+    chunk = 1 << 16
+
+    def words(k: jax.Array, n: int) -> jax.Array:
+        w = jax.random.bits(k, (2, n), dtype=jnp.uint32)
+        return (w[0].astype(jnp.uint64) << 32) | w[1].astype(jnp.uint64)
+
+    n = int(np.prod(shape, dtype=np.int64))
+    if n <= chunk:
+        return words(key, n).reshape(shape)
+    u = jax.lax.map(lambda k: words(k, chunk), jax.random.split(key, -(-n // chunk)))
+    return u.reshape(-1)[:n].reshape(shape)
+
+
 def _random_u64(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """Uniform uint64 words of ``shape``: Threefry-2x32 counter-mode bits from XLA's own generator.
 
@@ -324,6 +346,10 @@ def _random_u64(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     re-tracing Python code at *lowering* time, which fails on uint64 inside an outer jit traced without x64;
     this op is lowered as it is.)
     """
+    if MASK_GENERATOR == "jax":
+        return _random_u64_jax(key, shape)
+    if MASK_GENERATOR != "xla":
+        raise ValueError(f"lcc.MASK_GENERATOR must be 'xla' or 'jax', got {MASK_GENERATOR!r}")
     n = int(np.prod(shape, dtype=np.int64))
     halves = jax.random.split(key)
     if jnp.issubdtype(halves.dtype, jax.dtypes.prng_key):
