@@ -47,6 +47,8 @@ _EXPORTS = {
     # an algorithm that needs 64-bit integers (HiFGL's field arithmetic) runs under
     "make_scan": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
     "x64_scope": "fgl_jax.federated.algorithm", "environment": "fgl_jax.experiment",
+    # message-passing primitives the models are built from (sparse first layer, GCN propagation)
+    "SparseFeatures": "fgl_jax.ops", "feature_matmul": "fgl_jax.ops", "gcn_propagate": "fgl_jax.ops",
     # the caches between commands (compiled programs, partitions): on in the CLI, opt-in in Python
     "enable_cache": "fgl_jax.cache",
     # data, partitions, client batches, models

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax.graph import Graph, GraphError
-from fgl_jax.ops import SparseFeatures
+from fgl_jax.ops import SparseFeatures, column_order
 
 Array = jax.Array
 
@@ -150,7 +150,7 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
             frow[i, :m.nnz], fcol[i, :m.nnz], fval[i, :m.nnz] = m.row, m.col, m.data
         else:
             xd[i, :n] = g.dense_x()
-    features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval)) if sparse \
+    features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval), _dev(column_order(fcol))) if sparse \
         else _dev(xd)
     gt = jraph.GraphsTuple(
         nodes=None, edges=None, globals=None,
@@ -323,7 +323,7 @@ def stack_partition(graph: Graph, assignment: np.ndarray, num_clients: int,
         fcol = np.zeros((c, nnz_pad), np.int32)
         fval = np.zeros((c, nnz_pad), np.float32)
         frow[f_row, f_pos], fcol[f_row, f_pos], fval[f_row, f_pos] = n_pos[coo.row], coo.col, coo.data
-        features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval))
+        features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval), _dev(column_order(fcol)))
     else:
         xd = np.zeros((c, n_pad, graph.num_features), np.float32)
         xd[row_of, n_pos] = graph.dense_x()[order]

@@ -83,7 +83,7 @@ def hifgl(cfg: HiFGLConfig, in_dim: int, num_classes: int) -> FederatedAlgorithm
 
         silo_params, opt = jax.vmap(silo_step)(grads, state.opt)
         params = server_average(silo_params)
-        logits, overflow_eval = forward(params, data, state.codes, cfg, k_eval)
+        logits, overflow_eval = forward(params, data, state.codes, cfg, k_eval, differentiable=False)
         metrics = accuracies(logits, data)
         metrics["train_loss"] = losses.mean()
         metrics["field_overflow"] = (overflow | overflow_eval).astype(jnp.float32)

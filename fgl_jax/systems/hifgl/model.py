@@ -37,15 +37,22 @@ def _dims(params: PyTree, num_layers: int) -> tuple[int, int]:
 
 
 def forward(params: PyTree, data: HiFGLData, codes: SiloCodes, cfg: HiFGLConfig, key: jax.Array,
-            secure: bool = True) -> tuple[jax.Array, jax.Array]:
+            secure: bool = True, differentiable: bool = True) -> tuple[jax.Array, jax.Array]:
     """Logits [N, C] of the GCN/SAGE over the whole federated graph, and the field-overflow flag.
 
     Forward values are the SecMP computation (every layer's neighbour sums through the LCC
     pipeline); the backward pass is the plain network's VJP exactly (spec 5.2.7, straight-through:
     out = plain + stop_gradient(secmp - plain)), since backpropagation across devices is unspecified.
+    differentiable=False (evaluation): the SecMP logits alone, without the plain network the
+    straight-through form needs only for its VJP (the same values up to the rounding of
+    plain + (secmp - plain)).
     """
     in_dim, num_classes = _dims(params, cfg.num_layers)
     batch = data.batch()
+    if secure and cfg.mode != "plain" and not differentiable:
+        secure_sum = SecureSum(data.silo, codes, cfg, key)
+        sec = network(cfg, in_dim, num_classes, aggregate=secure_sum).apply(jax.lax.stop_gradient(params), batch)
+        return sec, secure_sum.overflow()
     plain = network(cfg, in_dim, num_classes).apply(params, batch)
     if not secure or cfg.mode == "plain":
         return plain, jnp.array(False)
