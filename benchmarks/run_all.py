@@ -102,6 +102,14 @@ def _scaling(d):
             for r in rows[:3] if isinstance(r, dict)}
 
 
+def _round_speed(d):
+    r = d.get("results", {})
+    cpu = lambda bench, variant: _get(r, bench, "variants", variant, "cpu_ms_median")
+    return {"FedAvg cpu ms/round": cpu("fedavg", "after"), "HiFGL field cpu ms/epoch": cpu("hifgl", "field_after"),
+            "HiFGL field/plain (cpu)": _get(r, "hifgl", "field_over_plain_cpu", "after"),
+            "Lumos cpu ms/epoch": cpu("lumos", "after")}
+
+
 def _sweep(d):
     return {k: d.get(k) for k in ("one_command_s", "separate_runs_s", "speedup") if k in d}
 
@@ -131,6 +139,10 @@ def suite(data_dir: str, raw: Path) -> list[Bench]:
         Bench("fedavg", "bench_fedavg.py", "fedavg.json", dd + ["--quick", "--repeats", "3"], dd, _fedavg,
               raw_cpu="fedavg_quick.json"),
         Bench("hifgl", "bench_hifgl.py", "hifgl.json", dd + ["--rounds", "5", "--repeats", "2"], dd, _hifgl),
+        # the per-round targets of issue 31 (before/after variants alternated in one process)
+        Bench("round_speed", "bench_round_speed.py", "round_speed_all.json",
+              dd + ["--repeats", "3", "--only", "fedavg,hifgl", "--out", "round_speed_all"],
+              dd + ["--out", "round_speed_all"], _round_speed),
         Bench("lumos", "bench_lumos.py", "lumos.json", dd + ["--quick", "--repeats", "2"], dd, _lumos),
         Bench("fedhgn", "bench_fedhgn.py", "fedhgn.json", dd + ["--quick", "--repeats", "3"], dd, _fedhgn),
         Bench("fedhgl", "bench_fedhgl.py", "fedhgl.json",
