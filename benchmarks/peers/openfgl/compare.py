@@ -40,7 +40,8 @@ DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 
 # fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
-              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp"}
+              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp",
+              "fedgta": "fedgta", "fedtad": "fedtad", "adafgl": "adafgl"}
 DATASETS = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 
 # fgl_jax options per algorithm: OpenFGL 1.1.0's defaults (openfgl/flcore/<name>/<name>_config.py
@@ -58,6 +59,9 @@ FGL_OPTIONS = {
     # fedtgp_config: lambda 1; FedTGPServer(num_glb_epochs=10, lr_glb=1e-2), margin min(max gap, 100)
     "fedtgp": {"fedtgp_lambda": 1.0, "tgp_variant": "openfgl", "tgp_server_epochs": 10,
                "tgp_server_lr": 0.01, "tgp_margin": 100.0},
+    # fedgta_config: prop_steps 5, lp_alpha 0.5, temperature 20, num_moments 10, hybrid, accept_alpha 0.5
+    "fedgta": {"fedgta_prop_steps": 5, "fedgta_lp_alpha": 0.5, "fedgta_temperature": 20.0,
+               "fedgta_num_moments": 10, "fedgta_moment_type": "hybrid", "fedgta_accept_alpha": 0.5},
 }
 # The same values written into OpenFGL's config dicts (so both sides are set from here; they equal
 # OpenFGL's defaults). FedTGP's server epochs/lr are constructor defaults, left as they are.
@@ -66,6 +70,8 @@ OPENFGL_CONFIG = {
     "feddc": {"feddc_alpha": 0.1},
     "fedproto": {"fedproto_lambda": 1.0},
     "fedtgp": {"fedtgp_lambda": 1.0},
+    "fedgta": {"prop_steps": 5, "lp_alpha": 0.5, "temperature": 20, "num_moments": 10, "moment_type": "hybrid",
+               "accept_alpha": 0.5},
 }
 
 PROTOCOL_DIFFERENCES = [
@@ -102,6 +108,8 @@ ALGORITHM_DIFFERENCES = {
                 "every client starts from one initial draw (OpenFGL: independent draws).",
     "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
               "(same distributions as torch's nn.Embedding/nn.Linear).",
+    "fedgta": "FedGTA: none in the arithmetic (the aggregation weights are the clients' smoothing "
+              "confidences, not node counts, on both sides); every client starts from one initial draw.",
 }
 
 
