@@ -157,6 +157,7 @@ def test_schedule_phase1_is_fedavg_then_the_switch_builds_the_corrected_graph():
     assert np.isfinite(float(m3["test_acc"])) and np.isfinite(float(m3["train_loss"]))
 
 
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_adafgl_runs_with_partial_participation():
     prog = build(RunConfig(dataset="csbm", algorithm="adafgl", clients=4, rounds=3, hidden=8, split="keep",
                            client_fraction=0.5, adafgl_rounds_vanilla=1))
@@ -164,5 +165,6 @@ def test_adafgl_runs_with_partial_participation():
     assert np.isfinite(res.history["test_acc"]).all()
 
 
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_adafgl_cli_run_and_resume_across_the_switch(tmp_path):
     cli_run_and_resume(tmp_path, "adafgl", "--adafgl-rounds-vanilla", "1")

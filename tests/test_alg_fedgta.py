@@ -95,8 +95,9 @@ def test_a_round_gives_each_client_its_weighted_aggregate():
     idx = np.asarray(data.train_index)
     trained = jax.tree.map(lambda a: np.asarray(a, np.float64)[idx], st1.trained)
     k = int(model.num_classes)
-    stats = [client_statistics(model, jax.tree.map(lambda a: a[c], st1.trained),
-                               jax.tree.map(lambda a: a[i], data.train), k, hp) for i, c in enumerate(idx)]
+    stat = jax.jit(lambda p, b: client_statistics(model, p, b, k, hp))
+    stats = [stat(jax.tree.map(lambda a: a[c], st1.trained), jax.tree.map(lambda a: a[i], data.train))
+             for i, c in enumerate(idx)]
     w = _np_weights(np.stack([np.asarray(s[0], np.float64) for s in stats]),
                     np.array([float(s[1]) for s in stats]), hp.fedgta_accept_alpha)
     want = jax.tree.map(lambda x: np.tensordot(w, x, axes=1), trained)
@@ -106,6 +107,7 @@ def test_a_round_gives_each_client_its_weighted_aggregate():
     assert np.isfinite(float(m1["test_acc"]))
 
 
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_fedgta_runs_with_partial_participation():
     prog = build(RunConfig(dataset="csbm", algorithm="fedgta", clients=4, rounds=3, hidden=8, split="keep",
                            client_fraction=0.5))
@@ -113,5 +115,6 @@ def test_fedgta_runs_with_partial_participation():
     assert np.isfinite(res.history["test_acc"]).all()
 
 
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_fedgta_cli_run_and_resume(tmp_path):
     cli_run_and_resume(tmp_path, "fedgta", "--fedgta-prop-steps", "3")

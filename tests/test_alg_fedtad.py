@@ -161,13 +161,15 @@ def test_one_distillation_step_against_a_per_class_loop():
     assert not np.allclose(np.asarray(jax.tree.leaves(got.server)[0]), np.asarray(jax.tree.leaves(theta)[0]))
 
 
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_fedtad_runs_with_partial_participation():
     prog = build(RunConfig(dataset="csbm", algorithm="fedtad", clients=4, rounds=2, hidden=8, split="keep",
                            client_fraction=0.5, fedtad_glb_epochs=1, fedtad_num_gen=20))
     res = run(prog.algorithm, prog.data, jax.random.key(0), 2)
     assert np.isfinite(res.history["test_acc"]).all()
-    assert prog.data.extra["ckr"].shape == (4, prog.data.eval.y.max() + 1) or prog.data.extra["ckr"].shape[0] == 4
+    assert prog.data.extra["ckr"].shape[0] == 4     # [C, K] on the evaluation axis
 
 
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_fedtad_cli_run_and_resume(tmp_path):
     cli_run_and_resume(tmp_path, "fedtad", "--fedtad-glb-epochs", "1", "--fedtad-num-gen", "20")
