@@ -42,12 +42,15 @@ def _prelu(x, a):
 
 def _np_forward(p, x, adj, steps):
     """OpenFGL's AdaFGLModel forward in eval mode (no dropout), on unpadded dense inputs."""
+    p = dict(p)
+    for name in ("homo", "smooth", "prop", "local"):   # the torch layers' first weights
+        p[name] = dict(p[name], w0=A.first_block(p, name, steps))
     p = jax.tree.map(lambda a: np.asarray(a, np.float64), p)
     feats = [x]
     for _ in range(steps):
         feats.append(adj @ feats[-1])
     sm = np.concatenate(feats, 1)                     # the smoothed features [N, (P+1) F]
-    flat = lambda w: w.reshape(-1, w.shape[-1])       # [(P+1), F, h] -> [(P+1) F, h]
+    flat = lambda w: w
 
     def mlp3(inp, q, a):
         h = _prelu(inp @ flat(q["w0"]) + q["b0"], a)

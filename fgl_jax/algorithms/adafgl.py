@@ -128,17 +128,34 @@ def _xavier(key, fan_in: int, fan_out: int, shape) -> jax.Array:
 
 
 def init_phase2(key: jax.Array, feat: int, hidden: int, k: int, prop_steps: int) -> dict:
-    """Parameters of the homophilous (2 layers) and heterophilous (3 x 3 layers) models."""
+    """Parameters of the homophilous (2 layers) and heterophilous (3 x 3 layers) models. The first
+    layers of all four MLPs are one matrix "first" [F, B h], B = 3 (P + 1) + 1 blocks of width h
+    (homophilous, smoothed, propagated: P + 1 blocks each, one per propagation step; local: 1), so
+    one sparse product X W serves them all; each block is initialised as its torch layer
+    (fan_in = (P + 1) F, or F for the local one)."""
     p1 = prop_steps + 1
     keys = iter(jax.random.split(key, 16))
-    first = lambda blocks: _xavier(next(keys), blocks * feat, hidden, (blocks, feat, hidden))
+    blocks = [_xavier(next(keys), p1 * feat, hidden, (p1, feat, hidden)) for _ in range(3)]
+    blocks.append(_xavier(next(keys), feat, hidden, (1, feat, hidden)))
+    first = jnp.moveaxis(jnp.concatenate(blocks, 0), 0, 1).reshape(feat, -1)
     z = lambda n: jnp.zeros((n,), jnp.float32)
-    mlp3 = lambda blocks: {"w0": first(blocks), "b0": z(hidden), "w1": _xavier(next(keys), hidden, hidden, (hidden, hidden)),
-                           "b1": z(hidden), "w2": _xavier(next(keys), hidden, k, (hidden, k)), "b2": z(k)}
-    return {"homo": {"w0": first(p1), "b0": z(hidden), "w1": _xavier(next(keys), hidden, k, (hidden, k)), "b1": z(k),
-                     "a": jnp.float32(0.25)},
-            "smooth": mlp3(p1), "local": mlp3(1), "prop": mlp3(p1),
+    mlp3 = lambda: {"b0": z(hidden), "w1": _xavier(next(keys), hidden, hidden, (hidden, hidden)),
+                    "b1": z(hidden), "w2": _xavier(next(keys), hidden, k, (hidden, k)), "b2": z(k)}
+    return {"first": first,
+            "homo": {"b0": z(hidden), "w1": _xavier(next(keys), hidden, k, (hidden, k)), "b1": z(k), "a": jnp.float32(0.25)},
+            "smooth": mlp3(), "local": mlp3(), "prop": mlp3(),
             "a_hete": jnp.float32(0.25), "a_prop": jnp.float32(0.25)}
+
+
+def first_block(p: dict, which: str, prop_steps: int) -> jax.Array:
+    """The torch layer's weight [(P + 1) F, h] (or [F, h] for "local") inside p["first"]."""
+    h = p["homo"]["b0"].shape[0]
+    f = p["first"].shape[0]
+    p1 = prop_steps + 1
+    w = p["first"].reshape(f, -1, h)
+    start = {"homo": 0, "smooth": p1, "prop": 2 * p1, "local": 3 * p1}[which]
+    width = 1 if which == "local" else p1
+    return jnp.moveaxis(w[:, start:start + width], 1, 0).reshape(-1, h)
 
 
 def _prelu(x, a):
@@ -155,11 +172,9 @@ def _dropout(x, key, train: bool):
 def phase2_forward(p: dict, features, adj: jax.Array, node_mask: jax.Array, key: jax.Array, train: bool):
     """(H, O, M, Q) logits [N, K] of the module docstring; adj = Â' [N, N], features X (dense or sparse)."""
     n = adj.shape[0]
-    p1 = p["smooth"]["w0"].shape[0]
-    # X W for every first-layer block at once: [N, blocks * hidden]
-    w = jnp.concatenate([p[s]["w0"] for s in ("homo", "smooth", "prop", "local")], 0)      # [B, F, h]
-    h = w.shape[-1]
-    xw = ops.feature_matmul(features, jnp.moveaxis(w, 0, 1).reshape(w.shape[1], -1), n).reshape(n, -1, h)
+    h = p["homo"]["b0"].shape[0]
+    p1 = (p["first"].shape[1] // h - 1) // 3
+    xw = ops.feature_matmul(features, p["first"], n).reshape(n, -1, h)      # X W of every block [N, B, h]
 
     def smoothed(offset):   # [X, ÂX, ..., Â^P X] W = sum_k Â^k (X W_k), by Horner
         acc = xw[:, offset + p1 - 1]
