@@ -107,7 +107,10 @@ def aggregation_weights(moments: jax.Array, confidence: jax.Array, accept: float
     # i always accepts itself (cos = 1 > tau); set explicitly so rounding cannot drop it
     keep = (sim > accept) | jnp.eye(moments.shape[0], dtype=bool)
     w = keep * confidence[None, :]
-    return w / jnp.maximum(w.sum(1, keepdims=True), 1e-12)
+    total = w.sum(1, keepdims=True)
+    # all accepted clients with zero confidence (no edges): a plain mean over them, not 0/0 (OpenFGL: NaN)
+    uniform = keep / keep.sum(1, keepdims=True)
+    return jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), uniform)
 
 
 def client_statistics(model, params: PyTree, batch, num_classes: int, hp: FedGTAHParams
