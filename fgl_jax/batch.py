@@ -391,3 +391,19 @@ def padding_report(batches: Sequence[ClientBatch]) -> dict:
             "edge_slots": int(slots_e), "edge_padding_ratio": slots_e / max(real_e, 1.0),
             "per_bucket": [{"clients": b.num_clients, "padded_nodes": b.num_nodes,
                             "node_padding_ratio": padding_ratio(b)} for b in batches]}
+
+
+def dense_graph_batch(features: Array, adjacency: Array) -> ClientBatch:
+    """One graph (no client axis) from dense features [M, F] and a 0/1 adjacency [M, M] (row =
+    sender), traceable inside jit: every ordered pair is an edge slot (E = M^2, senders row-major)
+    and edge_mask = adjacency > 0, so the shapes are static while the edges may be traced (e.g. a
+    kNN graph over generated nodes). All nodes are real; no label masks (y = 0)."""
+    m = features.shape[0]
+    idx = jnp.arange(m, dtype=jnp.int32)
+    gt = jraph.GraphsTuple(nodes=None, edges=None, globals=None, senders=jnp.repeat(idx, m),
+                           receivers=jnp.tile(idx, m), n_node=jnp.array([m], jnp.int32),
+                           n_edge=jnp.array([m * m], jnp.int32))
+    none = jnp.zeros((m,), bool)
+    return ClientBatch(graph=gt, features=features, y=jnp.zeros((m,), jnp.int32), node_mask=jnp.ones((m,), bool),
+                       edge_mask=adjacency.reshape(-1) > 0, train_mask=none, val_mask=none, test_mask=none,
+                       node_ids=idx, client_mask=jnp.ones((), bool))

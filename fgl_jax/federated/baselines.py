@@ -301,3 +301,15 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
         return shared, shared
 
     return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
+
+
+def evaluate_logits(logits: jax.Array, batch, average: str = "pooled") -> dict:
+    """`evaluate`'s metrics from per-client logits [C, N, K] already computed (for algorithms whose
+    prediction is not one `model.apply`, e.g. AdaFGL's ensemble)."""
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    counts, cls = jax.vmap(lambda lg, b: (client_counts(lg, b.y, b), client_class_counts(lg, b.y, b)))(logits, batch)
+    nodes = batch.node_mask.sum(-1).astype(jnp.float32)
+    res = pool(counts, batch.client_mask) if average == "pooled" else average_clients(counts, batch.client_mask, nodes)
+    res.update(pool_classes(cls, batch.client_mask, average, nodes))
+    return res
