@@ -35,8 +35,8 @@ OpenFGL's behaviour where it changes the numbers:
     source -> target) the generated nodes receive from their node but never send to it: the
     classifier's outputs on the original nodes equal those on the unmended graph, in phase 1 and in
     phase 2. The paper mends undirected neighbours (what `paper` does). With `openfgl` we therefore
-    skip building the mended graph (exactly equal outputs) and run fGen on the training rows only
-    (the only rows with a loss).
+    skip building the mended graph (exactly equal outputs) and run fGen only on the training rows
+    with a hidden neighbour (the only rows with a feature loss; OpenFGL runs it on every node).
   - loss scale: OpenFGL divides the phase-1 loss by the number of sampled clients (`openfgl`); the
     paper does not.
   - server weights in phase 2: OpenFGL averages uniformly (`openfgl`), we weight by training nodes.

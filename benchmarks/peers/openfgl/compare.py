@@ -40,7 +40,8 @@ DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 
 # fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
-              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp"}
+              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp",
+              "fedsage_plus": "fedsage_plus"}
 DATASETS = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 
 # fgl_jax options per algorithm: OpenFGL 1.1.0's defaults (openfgl/flcore/<name>/<name>_config.py
@@ -58,6 +59,11 @@ FGL_OPTIONS = {
     # fedtgp_config: lambda 1; FedTGPServer(num_glb_epochs=10, lr_glb=1e-2), margin min(max gap, 100)
     "fedtgp": {"fedtgp_lambda": 1.0, "tgp_variant": "openfgl", "tgp_server_epochs": 10,
                "tgp_server_lr": 0.01, "tgp_margin": 100.0},
+    # fedsage_plus_config: hidden_portion 0.5, latent_dim 128, max_pred 5, gen_rounds 10, trade-offs 1;
+    # node->generated mending edges, loss / sampled clients, uniform average
+    "fedsage_plus": {"fedsage_variant": "openfgl", "fedsage_hidden_portion": 0.5, "fedsage_latent": 128,
+                     "fedsage_num_pred": 5, "fedsage_gen_rounds": 10, "fedsage_lambda_d": 1.0,
+                     "fedsage_lambda_f": 1.0, "fedsage_lambda_c": 1.0},
 }
 # The same values written into OpenFGL's config dicts (so both sides are set from here; they equal
 # OpenFGL's defaults). FedTGP's server epochs/lr are constructor defaults, left as they are.
@@ -66,6 +72,8 @@ OPENFGL_CONFIG = {
     "feddc": {"feddc_alpha": 0.1},
     "fedproto": {"fedproto_lambda": 1.0},
     "fedtgp": {"fedtgp_lambda": 1.0},
+    "fedsage_plus": {"hidden_portion": 0.5, "latent_dim": 128, "max_pred": 5, "gen_rounds": 10,
+                     "num_missing_trade_off": 1, "missing_feat_trade_off": 1, "cls_trade_off": 1},
 }
 
 PROTOCOL_DIFFERENCES = [
@@ -102,6 +110,11 @@ ALGORITHM_DIFFERENCES = {
                 "every client starts from one initial draw (OpenFGL: independent draws).",
     "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
               "(same distributions as torch's nn.Embedding/nn.Linear).",
+    "fedsage_plus": "FedSage+: both sides train GraphSAGE whatever --model says (OpenFGL's LocSAGEPlus); "
+                    "hidden nodes and the cross-client draws come from different RNGs; fGen runs on the "
+                    "training rows with a hidden neighbour only (OpenFGL: on every node; the others have no "
+                    "loss, and OpenFGL's node->generated mending edges never reach the classifier); all "
+                    "clients start from one initial draw (OpenFGL: independent draws).",
 }
 
 
