@@ -125,7 +125,7 @@ def test_greedy_loss_matches_openfgls_loop():
     assert float(got) == pytest.approx(want, rel=1e-5)
 
 
-@pytest.mark.parametrize("variant", ["paper", "openfgl"])
+@pytest.mark.parametrize("variant", ["openfgl", pytest.param("paper", marks=pytest.mark.slow)])
 def test_runs_through_build_with_partial_participation(variant):
     from fgl_jax import run
     from fgl_jax.systems.baseline import RunConfig, build
@@ -137,6 +137,7 @@ def test_runs_through_build_with_partial_participation(variant):
     assert np.isfinite(res.history["train_loss"]).all() and len(res.history["test_acc"]) == 3
 
 
+@pytest.mark.slow  # three compiles of both phases
 def test_cli_run_and_resume(tmp_path):
     from fgl_jax.cli import main
     args = ["run", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--hidden", "8", "--algorithm",

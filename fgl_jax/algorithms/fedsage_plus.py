@@ -320,7 +320,7 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
                         pick = jnp.floor(jax.random.uniform(kn, (frows.shape[0], p)) * deg[j][u][:, None]).astype(jnp.int32)
                         tgt = xs[j][nbr[j][u[:, None], pick]]                              # [T, P, F]
                         l = greedy_loss(g_rows, nc_r, tgt, mt_r, frow_mask, denom)
-                        return acc + jnp.where(j == me, 0.0, l), None
+                        return acc + jnp.where((j == me) | (has.sum() == 0), 0.0, l), None   # no edges: no draw
                     l_o, _ = jax.lax.scan(other, jnp.float32(0.0), jnp.arange(ct))
                     total = total + hp.fedsage_lambda_f * l_o
                 return total / ct if not paper else total
