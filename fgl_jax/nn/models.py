@@ -97,6 +97,9 @@ class GCN(nn.Module):
     dropout: float = 0.0
     aggregate: Optional[Callable] = None
     self_loop: bool = True
+    # True: the input features already are the first layer's neighbour aggregate (FedGCN's
+    # pre-communicated S X), so layer 0 is a linear map without propagation (FedGraph's AggreGCN)
+    pre_aggregated: bool = False
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
@@ -105,6 +108,8 @@ class GCN(nn.Module):
         def layer(i, h, width, in_dim, n):
             # propagate after the projection: S (X W) == (S X) W, and X W is the small side.
             lin = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")
+            if i == 0 and self.pre_aggregated:
+                return lin(h, n)
             return layers.gcn_layer(self, i, lin(h, n), s, r, m, n, aggregate=self.aggregate,
                                     self_loop=self.self_loop, use_bias=False)    # bias_i: _relu_stack
 

@@ -42,7 +42,8 @@ DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
               "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp",
               "fggp": "fggp", "fedgl": "fedgl",
-              "fedgta": "fedgta", "fedtad": "fedtad", "adafgl": "adafgl"}
+              "fedgta": "fedgta", "fedtad": "fedtad", "adafgl": "adafgl",
+              "fedsage_plus": "fedsage_plus"}
 DATASETS = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 
 # fgl_jax options per algorithm: OpenFGL 1.1.0's defaults (openfgl/flcore/<name>/<name>_config.py
@@ -77,6 +78,11 @@ FGL_OPTIONS = {
     # adafgl_config: 50 FedAvg rounds, prop_steps 3, r 0.5, lr 1e-2, weight decay 5e-4 (needs > 50 rounds)
     "adafgl": {"adafgl_rounds_vanilla": 50, "adafgl_prop_steps": 3, "adafgl_r": 0.5, "adafgl_lr": 1e-2,
                "adafgl_weight_decay": 5e-4},
+    # fedsage_plus_config: hidden_portion 0.5, latent_dim 128, max_pred 5, gen_rounds 10, trade-offs 1;
+    # node->generated mending edges, loss / sampled clients, uniform average
+    "fedsage_plus": {"fedsage_variant": "openfgl", "fedsage_hidden_portion": 0.5, "fedsage_latent": 128,
+                     "fedsage_num_pred": 5, "fedsage_gen_rounds": 10, "fedsage_lambda_d": 1.0,
+                     "fedsage_lambda_f": 1.0, "fedsage_lambda_c": 1.0},
 }
 # The same values written into OpenFGL's config dicts (so both sides are set from here; they equal
 # OpenFGL's defaults). FedTGP's server epochs/lr are constructor defaults, left as they are.
@@ -91,6 +97,8 @@ OPENFGL_CONFIG = {
     "fedtad": {"glb_epochs": 5, "it_g": 1, "it_d": 5, "lr_g": 1e-3, "lr_d": 1e-3, "num_gen": 100, "topk": 5,
                "lam1": 1, "lam2": 1, "max_walk_length": 5},
     "adafgl": {"num_rounds_vanilla": 50, "prop_steps": 3, "r": 0.5, "adafgl_lr": 1e-2, "adafgl_weight_decay": 5e-4},
+    "fedsage_plus": {"hidden_portion": 0.5, "latent_dim": 128, "max_pred": 5, "gen_rounds": 10,
+                     "num_missing_trade_off": 1, "missing_feat_trade_off": 1, "cls_trade_off": 1},
 }
 
 PROTOCOL_DIFFERENCES = [
@@ -141,6 +149,11 @@ ALGORITHM_DIFFERENCES = {
     "adafgl": "AdaFGL: phase-1 averaging with training-node shares (OpenFGL: node counts); the label-propagation "
               "split and the phase-2 initialisation from different RNGs; OpenFGL's CSR kernel (missing on Linux) "
               "replaced by scipy's product (run_openfgl.PATCHES).",
+    "fedsage_plus": "FedSage+: both sides train GraphSAGE whatever --model says (OpenFGL's LocSAGEPlus); "
+                    "hidden nodes and the cross-client draws come from different RNGs; fGen runs on the "
+                    "training rows with a hidden neighbour only (OpenFGL: on every node; the others have no "
+                    "loss, and OpenFGL's node->generated mending edges never reach the classifier); all "
+                    "clients start from one initial draw (OpenFGL: independent draws).",
 }
 
 
