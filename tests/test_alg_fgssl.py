@@ -12,11 +12,9 @@ import pytest
 from fgl_jax import registry
 from fgl_jax.algorithms.fgssl import edge_distillation, semantic_contrast, structure_distillation
 from fgl_jax.augment import drop_edges, mask_feature_columns
-from fgl_jax.federated import run
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn.models import apply_with_embedding
 from fgl_jax.ops import SparseFeatures
-from fgl_jax.systems.baseline import RunConfig, build
 from tests.alg_helpers import assert_trees_close, toy_setup
 
 S = np.array([0, 1, 1, 2, 2, 3, 4, 5, 0, 3], np.int32)
@@ -144,24 +142,17 @@ def test_bad_augmentation_is_one_clear_line():
         _alg(common, model, fgssl_strong=(0.8,))
 
 
-def test_fgssl_runs_with_partial_participation():
-    # the code variant, with dropout on the local embedding (the CLI test runs the paper's)
-    cfg = RunConfig(dataset="csbm", algorithm="fgssl", clients=3, rounds=2, hidden=8, split="keep", dropout=0.5,
-                    client_fraction=0.5, fgssl_variant="code")
-    prog = build(cfg)
-    res = run(prog.algorithm, prog.data, jax.random.key(0), 2)
-    assert np.all(np.isfinite(res.history["train_loss"]))
-
-
-def test_fgssl_cli_out_and_resume(tmp_path):
+def test_fgssl_cli_out_and_resume_with_partial_participation(tmp_path):
+    # the code variant with dropout on the local embedding (the wiring test compiles the paper's)
     from fgl_jax.cli import main
     out = tmp_path / "run"
     args = ["run", "--dataset", "csbm", "--algorithm", "fgssl", "--clients", "3", "--hidden", "8", "--split", "keep",
-            "--no-progress"]
+            "--client-fraction", "0.5", "--fgssl-variant", "code", "--dropout", "0.5", "--no-progress"]
     assert main(args + ["--rounds", "2", "--out", str(out)]) == 0
     assert main(args + ["--rounds", "3", "--out", str(out), "--resume", "--resume-with-changes", "rounds"]) == 0
     rows = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["round"] for row in rows] == [1, 2, 3]
+    assert all(np.isfinite(row["train_loss"]) for row in rows)
 
 
 def test_traced_options_are_in_state_hp():
