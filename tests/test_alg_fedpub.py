@@ -7,7 +7,6 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from fgl_jax import registry
 from fgl_jax.algorithms.fedpub import proxy_graph, similarity_weights
