@@ -26,10 +26,11 @@ class InputDense(nn.Module):
     features: int
     in_dim: int
     use_bias: bool = True
+    kernel_init: Callable = nn.initializers.glorot_uniform()
 
     @nn.compact
     def __call__(self, x, num_nodes: int):
-        w = self.param("kernel", nn.initializers.glorot_uniform(), (self.in_dim, self.features), jnp.float32)
+        w = self.param("kernel", self.kernel_init, (self.in_dim, self.features), jnp.float32)
         out = ops.feature_matmul(x, w, num_nodes)
         if self.use_bias:
             out = out + self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
@@ -345,10 +346,43 @@ class GCondCheby(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+def _uniform_fan_out(key, shape, dtype=jnp.float32):
+    """U(-1/sqrt(fan_out), 1/sqrt(fan_out)) for a [fan_in, fan_out] kernel (OpenFGL's GraphConvolution)."""
+    bound = 1.0 / jnp.sqrt(shape[-1])
+    return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+
+class SumGCN(nn.Module):
+    """GCN layers on the raw adjacency: H' = A H W + b (no self-loops, no normalisation), ReLU between.
+
+    OpenFGL 1.1.0's FGGP and FedGL train this model (their `FedGCN`: torch.spmm with the unnormalised
+    client adjacency), so their algorithm modules offer it to reproduce OpenFGL's numbers; its
+    initialisation is that model's too: W ~ U(-1/sqrt(fan_out), 1/sqrt(fan_out)), b = 0.
+    aggregate: the neighbour sum (`ops.neighbour_sum` signature), as GCN's."""
+
+    in_dim: int
+    hidden: int
+    num_classes: int
+    num_layers: int = 2
+    dropout: float = 0.0
+    aggregate: Optional[Callable] = None
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
+        aggregate = self.aggregate or ops.neighbour_sum
+
+        def layer(i, h, width, in_dim, n):
+            z = InputDense(width, in_dim, use_bias=False, kernel_init=_uniform_fan_out, name=f"layer_{i}")(h, n)
+            return aggregate(z, s, r, m, n, layer=i)
+
+        return _relu_stack(self, batch, train, layer)
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphsage": SAGE, "gat": GAT,
                                                "sgc": SGC, "mlp": MLP, "appnp": APPNP, "cheb": ChebNet,
                                                "chebnet": ChebNet, "cheby": ChebNet,
-                                               "cheb_gcond": GCondCheby}
+                                               "cheb_gcond": GCondCheby, "gcn_sum": SumGCN}
 
 
 for _name, _cls in MODELS.items():  # the one registry (kind "model") holds them too
