@@ -41,6 +41,7 @@ DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 # fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
               "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp",
+              "fedpub": "fedpub", "fgssl": "fgssl",
               "fggp": "fggp", "fedgl": "fedgl",
               "fedgta": "fedgta", "fedtad": "fedtad", "adafgl": "adafgl",
               "fedsage_plus": "fedsage_plus"}
@@ -61,6 +62,12 @@ FGL_OPTIONS = {
     # fedtgp_config: lambda 1; FedTGPServer(num_glb_epochs=10, lr_glb=1e-2), margin min(max gap, 100)
     "fedtgp": {"fedtgp_lambda": 1.0, "tgp_variant": "openfgl", "tgp_server_epochs": 10,
                "tgp_server_lr": 0.01, "tgp_margin": 100.0},
+    # fedpub_config: l1 1e-3, loc_l2 1e-3, agg_norm exp, norm_scale 10, n_proxy 5; its regularisers
+    # never reach the gradient (state_dict tensors are detached): fedpub_reg=code
+    "fedpub": {"fedpub_l1": 1e-3, "fedpub_loc_l2": 1e-3, "fedpub_agg_norm": "exp", "fedpub_tau": 10.0,
+               "fedpub_proxy_graphs": 5, "fedpub_reg": "code"},
+    # OpenFGL's FGSSLClient trains CE + 0.1 x its edge-wise distillation (constants in the module)
+    "fgssl": {"fgssl_variant": "code", "fgssl_edge": 0.1},
     # fedgl_config: ssl_loss_weight 0.1, probability_threshold 0.5, pseudo graph off; its server keeps
     # the first round's pseudo labels (see fgl_jax/algorithms/fedgl.py)
     "fedgl": {"fedgl_ssl_weight": 0.1, "fedgl_threshold": 0.5, "fedgl_pseudo_labels": "first_round",
@@ -91,6 +98,7 @@ OPENFGL_CONFIG = {
     "feddc": {"feddc_alpha": 0.1},
     "fedproto": {"fedproto_lambda": 1.0},
     "fedtgp": {"fedtgp_lambda": 1.0},
+    "fedpub": {"l1": 1e-3, "loc_l2": 1e-3, "agg_norm": "exp", "norm_scale": 10, "n_proxy": 5},
     "fedgl": {"ssl_loss_weight": 0.1, "probability_threshold": 0.5, "pseudo_graph_weight": 0},
     "fedgta": {"prop_steps": 5, "lp_alpha": 0.5, "temperature": 20, "num_moments": 10, "moment_type": "hybrid",
                "accept_alpha": 0.5},
@@ -135,6 +143,15 @@ ALGORITHM_DIFFERENCES = {
                 "every client starts from one initial draw (OpenFGL: independent draws).",
     "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
               "(same distributions as torch's nn.Embedding/nn.Linear).",
+    "fedpub": "FedPub: both sides use the masked GCN (2 masked GCN layers x hidden + masked linear "
+              "classifier), not the plain GCN; the random proxy graph is drawn with NumPy in fgl_jax, with "
+              "networkx + torch in OpenFGL (same distribution, different draws); OpenFGL's module imports "
+              "torch_scatter/torch_sparse, which have no wheel for this torch: run_openfgl.py serves the "
+              "names it uses (scatter_add through torch_geometric.utils.scatter; the SparseTensor branch is "
+              "never taken).",
+    "fgssl": "FGSSL: augmentations drawn from JAX's RNG vs torch's (same probabilities); the dropout on "
+             "the local embedding is a separate draw from the next layer's (OpenFGL: one draw); OpenFGL's "
+             "module imports torch_scatter (unused for its L2L contrast), served by run_openfgl.py.",
     "fggp": "FGGP: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum, same init distribution); "
             "OpenFGL's later local steps build the view from the previous step's sampled graph (fgl_jax: from "
             "the client graph) and take embeddings after dropout (fgl_jax: before); OpenFGL's constant "

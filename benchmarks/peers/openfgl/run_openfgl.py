@@ -32,6 +32,39 @@ import torch  # noqa: E402
 from torch_geometric.data import Data  # noqa: E402
 
 PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+# OpenFGL algorithms whose modules import torch_scatter / torch_sparse at module level (compiled
+# extensions with no wheel for this torch); the names they use are served by `install_scatter_shims`.
+NEEDS_SCATTER_SHIMS = {"fedpub", "fgssl"}
+
+
+def install_scatter_shims() -> None:
+    """Stand-in modules `torch_scatter` and `torch_sparse` for OpenFGL's FedPub (maskedgcn.py: scatter_add,
+    and SparseTensor & co. only in its never-taken SparseTensor branch) and FGSSL (samplers.py: scatter,
+    only in its unused G2L mode). The sums go through torch_geometric.utils.scatter, the same
+    arithmetic. Installed after torch_geometric.typing has been imported, so PyG itself still sees
+    neither package and keeps its own code paths (WITH_TORCH_SCATTER/SPARSE stay False)."""
+    import types
+    import torch_geometric.typing  # noqa: F401  (decides WITH_TORCH_* before the stand-ins exist)
+    from torch_geometric.utils import scatter as pyg_scatter
+
+    def scatter(src, index, dim=-1, out=None, dim_size=None, reduce="sum"):
+        if out is not None:
+            raise NotImplementedError("scatter shim: out= is not supported")
+        return pyg_scatter(src, index, dim=dim, dim_size=dim_size, reduce=reduce)
+
+    def scatter_add(src, index, dim=-1, out=None, dim_size=None):
+        return scatter(src, index, dim=dim, out=out, dim_size=dim_size, reduce="sum")
+
+    def unavailable(*_a, **_k):
+        raise NotImplementedError("torch_sparse shim: SparseTensor inputs are not supported")
+
+    ts = types.ModuleType("torch_scatter")
+    ts.scatter, ts.scatter_add = scatter, scatter_add
+    sp = types.ModuleType("torch_sparse")
+    sp.SparseTensor = type("SparseTensor", (), {})   # isinstance(edge_index, SparseTensor) is False
+    sp.fill_diag = sp.matmul = sp.mul = sp.sum = unavailable
+    sys.modules.setdefault("torch_scatter", ts)
+    sys.modules.setdefault("torch_sparse", sp)
 
 
 def lay_out(job: dict, arrays: dict) -> str:
@@ -104,6 +137,8 @@ def main(job_path: str, result_path: str) -> None:
     arrays = dict(np.load(job["arrays"]))
     torch.set_num_threads(job.get("threads") or torch.get_num_threads())
     lay_out(job, arrays)
+    if job["openfgl_algorithm"] in NEEDS_SCATTER_SHIMS:
+        install_scatter_shims()
     from openfgl.flcore.trainer import FGLTrainer
     from openfgl.utils.basic_utils import seed_everything
     if job["openfgl_algorithm"] == "fedprox":
