@@ -122,3 +122,23 @@ def test_cli_run_and_resume(tmp_path):
     assert main([*args, "--rounds", "3", "--out", str(part), "--resume", "--resume-with-changes", "rounds"]) == 0
     acc = lambda d: [json.loads(l)["test_acc"] for l in (d / "metrics.jsonl").read_text().splitlines()]
     assert acc(whole) == acc(part)
+
+
+@pytest.mark.parametrize("hops, variant, rows_up, rows_down", [
+    (1, "paper", 6, 4), (2, "paper", 6, 6), (1, "fedgraph", 6, 6), (2, "fedgraph", 6, 6)])
+def test_pre_training_bytes_equal_a_hand_count(hops, variant, rows_up, rows_down):
+    """Path 0-1-2-3 (both directions), clients {0, 1} and {2, 3}, F = 5 float32 features.
+    Up: client 0's nodes feed rows {0, 1, 2} (paper: self terms 0, 1 and out-neighbours 1, 0, 2;
+    fedgraph's A X: the out-neighbours alone, the same set here), client 1's rows {1, 2, 3}: 6 rows.
+    Down: its own nodes (2 + 2) for hops 1 (paper); own + in-neighbours ({0, 1, 2}, {1, 2, 3}: 6 rows)
+    for hops 2 and for the fedgraph variant, which always uses the extended set."""
+    from fgl_jax.algorithms.fedgcn import FedGCNHParams, fedgcn_pre_bytes
+    from fgl_jax.batch import build_client_batch
+    from fgl_jax.data import from_edge_index
+    from fgl_jax.federated.algorithm import HostInput
+    x = np.ones((4, 5), np.float32)
+    g = from_edge_index(np.array([[0, 1, 2], [1, 2, 3]]), x, np.array([0, 1, 0, 1]))
+    assign = np.array([0, 0, 1, 1])
+    inp = HostInput(g, assign, build_client_batch(g, assign, 2), 0)
+    up, down = fedgcn_pre_bytes(inp, FedGCNHParams(fedgcn_hops=hops, fedgcn_variant=variant))
+    assert (up, down) == (rows_up * 5 * 4, rows_down * 5 * 4)

@@ -19,8 +19,9 @@ All of it is host preparation (`prepare`, run once); the jitted rounds are the b
 round with the pre-aggregated model. Labels and the train/val/test masks stay on the owned nodes
 only; the borrowed neighbours are inputs, never trained on or evaluated.
 
-Per round a client sends and receives the GCN (as FedAvg). The one-off exchange (not in the
-per-round accounting) is F floats per touched node each way.
+Per round a client sends and receives the GCN (as FedAvg). The one-off exchange is counted apart
+(`fedgcn_pre_bytes`, summary.json's `describe.pre_training_communication`): F floats per
+touched node each way.
 
 Differences from FedGraph (`fedgraph` 0.2.5, github FedGraph/fedgraph; `fedgcn_variant=fedgraph`
 reproduces its arithmetic):
@@ -110,7 +111,30 @@ def fedgcn_prepare(inp: HostInput, hp: FedGCNHParams):
     return stack_graphs(subs, node_ids, sparse=sp.issparse(g.x)), None
 
 
-@register("algorithm", "fedgcn", hparams=FedGCNHParams, prepare=fedgcn_prepare,
+def fedgcn_pre_bytes(inp: HostInput, hp: FedGCNHParams) -> tuple[int, int]:
+    """Bytes of the one-off exchange, summed over the clients: (up, down).
+
+    Up: client k's share of row i of S X (or A X) for every node i one of its nodes j feeds
+    (S_ij != 0: j itself, paper variant, and j's out-neighbours); down: the rows it gets back (its
+    own nodes, plus their in-neighbours for the extended node set). F float32 entries per row, as
+    dense rows (a sparse encoding would send less on bag-of-words features)."""
+    if hp.fedgcn_hops == 0:
+        return 0, 0
+    g, assign, c = inp.graph, np.asarray(inp.assignment), inp.batch.num_clients
+    row = 4 * g.num_features
+    extended = hp.fedgcn_hops == 2 or hp.fedgcn_variant == "fedgraph"
+    up = 0
+    for k in range(c):
+        own = np.flatnonzero(assign == k)
+        fed = np.unique(g.receivers[np.isin(g.senders, own)])
+        if hp.fedgcn_variant == "paper":  # S has the self term
+            fed = np.union1d(fed, own)
+        up += fed.size * row
+    down = sum(nodes.size for nodes in client_node_sets(g, assign, c, extended)) * row
+    return int(up), int(down)
+
+
+@register("algorithm", "fedgcn", hparams=FedGCNHParams, prepare=fedgcn_prepare, pre_communication=fedgcn_pre_bytes,
           paper="Yao, Jin, Ravi, Joe-Wong, NeurIPS 2023, arXiv:2201.12433",
           help="FedGCN: neighbour aggregates exchanged once before training (0/1/2 hops), then FedAvg of a GCN")
 def fedgcn(model, common: FedConfig, hp: FedGCNHParams) -> FederatedAlgorithm:

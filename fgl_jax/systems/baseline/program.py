@@ -33,6 +33,9 @@ class Prepared:
     graph: Graph
     partition: Optional[Partition]
     data: object  # FedData
+    # bytes of an algorithm's one-off exchange before training, summed over clients (registry info
+    # `pre_communication`, e.g. FedGCN's neighbour aggregates): {"up_bytes", "down_bytes"} or None
+    pre_communication: Optional[dict] = None
 
 
 PER_CLIENT = ("per_client", "openfgl")
@@ -105,11 +108,15 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
             return Prepared(graph, part, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
     batch = build_client_batch(graph, part.assignment, cfg.clients)
     glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
-    extra = None
-    host = registry.entry("algorithm", cfg.algorithm).info.get("prepare")
-    if host is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
-        batch, extra = host(HostInput(graph, np.asarray(part.assignment), batch, cfg.partition_seed), cfg.hparams())
-    return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra))
+    extra, pre = None, None
+    info = registry.entry("algorithm", cfg.algorithm).info
+    inp = HostInput(graph, np.asarray(part.assignment), batch, cfg.partition_seed)
+    if info.get("pre_communication") is not None:  # bytes of a one-off exchange before training
+        up, down = info["pre_communication"](inp, cfg.hparams())
+        pre = {"up_bytes": int(up), "down_bytes": int(down)}
+    if info.get("prepare") is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
+        batch, extra = info["prepare"](inp, cfg.hparams())
+    return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre)
 
 
 def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
@@ -190,5 +197,7 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
                 **({"task": cfg.task} if cfg.task != "node_cls" else {})}
     if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
+    if prepared.pre_communication is not None:
+        describe["pre_training_communication"] = prepared.pre_communication
     return Program(algorithm, prepared.data, cfg.rounds, describe,
                    per_round=per_round_columns(cfg, algorithm, prepared.data))
