@@ -1,13 +1,25 @@
 """Federated self-training (FedGC Algorithm 1 line 5; spec §2.4): FedSGD on the clients' training
-nodes; its argmax labels the clients' own non-training nodes for the IB (or the PL baseline)."""
+nodes; its argmax labels the clients' own non-training nodes for the IB (or the PL baseline).
+
+Simulation shortcut (same numbers up to float reassociation): in FedSGD every client takes its
+gradient at the same broadcast φ, and the server's plain mean of the M gradients is the gradient
+of the mean of the M losses. The first GCN layer's product X W1 is the same for a node in every
+client that holds it (the 2-hop expansions overlap: on Cora the 10 local graphs hold ~4x the 2,708
+nodes), so it is taken once over the distinct nodes (`shared_rows`) and each client gathers its
+rows; the weight gradient is then one sparse contraction over the distinct nodes instead of one
+per client copy.
+"""
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
+import scipy.sparse as sp
+
+from fgl_jax import ops
 
 from fgl_jax.batch import ClientBatch
-from fgl_jax.reduce import client_mean
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 
@@ -41,27 +53,34 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
     params = model.init(key, one, train=False)
     server_opt = self_train_optimizer(optimizer, lr, weight_decay)
     mask_name = "val_mask" if select == "val" else "test_mask"
+    rows, index = shared_rows(clients)
+    n_rows = int(index.max()) + 1
 
-    def client(p, b):
-        def loss(q):
-            logits = model.apply(q, b, train=True)
-            return masked_cross_entropy(logits, b.y, b.train_mask), logits
-        (l, logits), g = jax.value_and_grad(loss, has_aux=True)(p)
-        m = getattr(b, mask_name)
-        return g, ((jnp.argmax(logits, -1) == b.y) & m).sum(), m.sum()
+    def mean_loss(p, rows, clients):
+        """(1/M) Σ_j NLL_j(φ) (its gradient is the server's mean of the clients' FedSGD gradients)
+        and each client's (correct, total) on its selection mask, from one forward."""
+        q = p["params"]
+        xw = ops.feature_matmul(rows, q["layer_0"]["kernel"], n_rows)  # X W1 once per distinct node
+
+        def client(b, idx):
+            logits = gcn_from_projection(q, xw[idx], b)
+            m = getattr(b, mask_name)
+            return (masked_cross_entropy(logits, b.y, b.train_mask),
+                    ((jnp.argmax(logits, -1) == b.y) & m).sum(), m.sum())
+
+        losses, correct, total = jax.vmap(client)(clients, index)
+        return losses.mean(), (correct, total)
 
     @jax.jit
-    def run(params, clients):  # clients as an argument: closed-over arrays would be constant-folded
+    def run(params, rows, index, clients):  # data as arguments: closed-over arrays would be constant-folded
         def body(carry, _):
             p, o, best_p, best_acc = carry
-            g, correct, total = jax.vmap(client, in_axes=(None, 0))(p, clients)
+            g, (correct, total) = jax.grad(mean_loss, has_aux=True)(p, rows, clients)
             acc = correct.sum() / jnp.maximum(total.sum(), 1)  # accuracy of p (before this update)
             better = acc > best_acc
             best_p = jax.tree.map(lambda a, b: jnp.where(better, a, b), p, best_p)
             best_acc = jnp.where(better, acc, best_acc)
-            # unweighted mean (code), summed client by client: XLA:CPU's reduce over the client axis of
-            # [C, F, hidden] gradients is ~15x slower (see client_mean)
-            u, o = server_opt.update(client_mean(g), o, p)
+            u, o = server_opt.update(g, o, p)
             p = optax.apply_updates(p, u)
             return (p, o, best_p, best_acc), None
         init = (params, server_opt.init(params), params, jnp.float32(-1.0))
@@ -70,5 +89,59 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
         labels = jnp.where(clients.train_mask, clients.y, preds)
         return best_p, labels, best_acc
 
-    best_p, labels, acc = run(params, clients)
+    best_p, labels, acc = run(params, rows, jnp.asarray(index), clients)
     return best_p, labels, float(acc)
+
+
+def gcn_from_projection(q: dict, xw: Array, b: ClientBatch) -> Array:
+    """Logits [N, C] of `fgl_jax.nn`'s 2-layer GCN (dropout 0) on one client slice `b`, given the
+    first layer's product xw = X W1 [N, H]: Â xw + b0, ReLU, Â (h W2) + b1 (the model's own order;
+    tests/test_fedgc_ib_attack.py checks it against `model.apply`). q: the params' "params" dict."""
+    n = b.y.shape[-1]
+    s, r, m = b.graph.senders, b.graph.receivers, b.edge_mask
+    h = jax.nn.relu(ops.gcn_propagate(xw, s, r, m, n) + q["bias_0"])
+    return ops.gcn_propagate(h @ q["layer_1"]["kernel"], s, r, m, n) + q["bias_1"]
+
+
+def shared_rows(clients: ClientBatch):
+    """The clients' feature rows with every source node once (host, NumPy).
+
+    clients: stacked client graphs whose `node_ids` name each row's node in a common graph.
+    Returns (rows, index): rows = the distinct nodes' features (SparseFeatures when the clients'
+    are, else dense [G + 1, F]) index int32 [M, N] = the row of each client slot (padding slots share one
+    empty row), so clients.features[j] == rows[index[j]] row by row. A node
+    id whose rows differ between clients (or no ids) is not shared: each such slot keeps its own row.
+    """
+    ids = np.asarray(clients.node_ids).astype(np.int64)
+    real = np.asarray(clients.node_mask, bool)
+    m, n = ids.shape
+    feats = clients.features
+    if isinstance(feats, ops.SparseFeatures):
+        r, c, v = (np.asarray(a) for a in (feats.row, feats.col, feats.val))
+        f = int(c.max()) + 1 if c.size else 1
+        local = [sp.csr_matrix((v[j], (r[j], c[j])), shape=(n, f)) for j in range(m)]
+        for x in local:
+            x.eliminate_zeros()  # padded entries carry 0
+    else:
+        dense = np.asarray(feats)
+        f = dense.shape[-1]
+        local = [sp.csr_matrix(dense[j]) for j in range(m)]
+    stacked = sp.vstack(local, format="csr")                          # slot j*n + i
+    slot = np.arange(m * n).reshape(m, n)
+    key = np.where(real & (ids >= 0), ids, -1 - slot)                 # unshared slots get unique keys
+    key = np.where(real, key, np.iinfo(np.int64).min)
+    uniq, first, inv = np.unique(key.ravel(), return_index=True, return_inverse=True)
+    inv = inv.reshape(m, n)
+    rows = stacked[first]
+    if (stacked - rows[inv.ravel()]).count_nonzero():                 # ids that do not name one row
+        key = np.where(real, -1 - slot, np.iinfo(np.int64).min)
+        uniq, first, inv = np.unique(key.ravel(), return_index=True, return_inverse=True)
+        inv, rows = inv.reshape(m, n), stacked[first]
+    index = inv.astype(np.int32)
+    if isinstance(feats, ops.SparseFeatures):
+        coo = rows.tocoo()
+        out = ops.SparseFeatures(jnp.asarray(coo.row, jnp.int32), jnp.asarray(coo.col, jnp.int32),
+                                 jnp.asarray(coo.data, jnp.float32))
+    else:
+        out = jnp.asarray(rows.toarray(), jnp.float32)
+    return out, index
