@@ -87,6 +87,9 @@ class GCN(nn.Module):
 
     aggregate: the neighbour sum (`ops.neighbour_sum` signature); None = plain segment sums.
     HiFGL passes its secure sum here. self_loop=False: HiFGL's Eq. 2/3 without the self term.
+    propagated_input: the batch's features are already S X (`ops.gcn_propagate` of the raw
+    features), so layer 0 is only the linear map: (S X) W = S (X W). Same parameters; for fixed
+    dense features narrower than `hidden` the propagation is then taken once, at the narrow width.
     """
 
     in_dim: int
@@ -96,6 +99,7 @@ class GCN(nn.Module):
     dropout: float = 0.0
     aggregate: Optional[Callable] = None
     self_loop: bool = True
+    propagated_input: bool = False
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
@@ -104,6 +108,8 @@ class GCN(nn.Module):
         def layer(i, h, width, in_dim, n):
             # propagate after the projection: S (X W) == (S X) W, and X W is the small side.
             lin = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")
+            if i == 0 and self.propagated_input:
+                return lin(h, n)
             return layers.gcn_layer(self, i, lin(h, n), s, r, m, n, aggregate=self.aggregate,
                                     self_loop=self.self_loop, use_bias=False)    # bias_i: _relu_stack
 
