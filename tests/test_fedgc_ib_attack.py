@@ -413,3 +413,26 @@ def test_gcn_on_propagated_input_equals_gcn():
     sx = ops.gcn_propagate(b.features, b.graph.senders, b.graph.receivers, b.edge_mask, b.y.shape[-1])
     np.testing.assert_allclose(np.asarray(pre.apply(p, b.replace(features=sx))), np.asarray(plain.apply(p, b)),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_encoder_equals_dense_numpy():
+    """ẑ = Â (relu(x W1 + b1) W2 + b2) against a dense NumPy Â = D̃^-1/2 (A+I) D̃^-1/2 (encode applies Â
+    on the narrower side of W2)."""
+    from fgl_jax.systems.fedgc.ib import encode, init_encoder
+    g, graphs, ids, clients = _toy_clients(True)
+    b = jax.tree.map(lambda a: a[0], clients)
+    gr = graphs[0]
+    n = gr.num_nodes
+    for hidden, zdim in ((4, 6), (16, 3)):                    # 2·dim(z) wider and narrower than hidden
+        enc = init_encoder(jax.random.PRNGKey(1), 12, hidden, zdim)
+        z, mu, sigma = encode(enc, b, jax.random.PRNGKey(2))
+        a = np.zeros((n, n))
+        a[gr.receivers, gr.senders] = 1.0
+        a += np.eye(n)
+        dinv = 1.0 / np.sqrt(a.sum(1))
+        a_hat = a * dinv[:, None] * dinv[None, :]
+        e = {k: np.asarray(v, np.float64) for k, v in enc.items()}
+        h = np.maximum(np.asarray(gr.dense_x(), np.float64) @ e["w1"] + e["b1"], 0) @ e["w2"] + e["b2"]
+        zh = a_hat @ h
+        np.testing.assert_allclose(np.asarray(mu)[:n], zh[:, :zdim], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(sigma)[:n], np.log1p(np.exp(zh[:, zdim:])) + 1e-10, rtol=1e-4, atol=1e-5)

@@ -75,13 +75,21 @@ def init_encoder(key: Array, in_dim: int, hidden: int, z_dim: Optional[int] = No
 
 def encode(enc: dict, batch: ClientBatch, key: Array):
     """Eq. 9-10: ẑ = Â (W2 ReLU(W1 x)), μ = ẑ[:, :d], σ = softplus(ẑ[:, d:]) + 1e-10, z = μ + σ ε.
+    Â is applied on the narrower side of W2 (the product reassociated).
 
     batch: one client's slice (no client axis). Returns (z, μ, σ), each [N, d].
     """
     n = batch.y.shape[-1]
     d = enc["w2"].shape[1] // 2
-    h = jax.nn.relu(ops.feature_matmul(batch.features, enc["w1"], n) + enc["b1"]) @ enc["w2"] + enc["b2"]
-    zh = ops.gcn_propagate(h, batch.graph.senders, batch.graph.receivers, batch.edge_mask, n)
+    g = batch.graph
+    h = jax.nn.relu(ops.feature_matmul(batch.features, enc["w1"], n) + enc["b1"])
+    if h.shape[-1] < enc["w2"].shape[1]:
+        # Â (h W2 + b2) = (Â h) W2 + (Â 1) b2: propagate at the hidden width, not at 2·dim(z)
+        ones = jnp.ones((n, 1), h.dtype)
+        zh = ops.gcn_propagate(jnp.concatenate([h, ones], 1), g.senders, g.receivers, batch.edge_mask, n)
+        zh = zh[:, :-1] @ enc["w2"] + zh[:, -1:] * enc["b2"]
+    else:
+        zh = ops.gcn_propagate(h @ enc["w2"] + enc["b2"], g.senders, g.receivers, batch.edge_mask, n)
     mu, sigma = zh[:, :d], jax.nn.softplus(zh[:, d:]) + 1e-10
     z = mu + sigma * jax.random.normal(key, mu.shape, mu.dtype)
     return z, mu, sigma

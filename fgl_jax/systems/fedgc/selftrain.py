@@ -7,7 +7,8 @@ of the mean of the M losses. The first GCN layer's product X W1 is the same for 
 client that holds it (the 2-hop expansions overlap: on Cora the 10 local graphs hold ~4x the 2,708
 nodes), so it is taken once over the distinct nodes (`shared_rows`) and each client gathers its
 rows; the weight gradient is then one sparse contraction over the distinct nodes instead of one
-per client copy.
+per client copy. The loss and the selection accuracy read only the training and selection nodes'
+logits, so each propagation sums only the edges into the rows the next step reads (`target_edges`).
 """
 from __future__ import annotations
 
@@ -56,26 +57,28 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
     rows, index = shared_rows(clients)
     n_rows = int(index.max()) + 1
 
-    def mean_loss(p, rows, clients):
+    edges = target_edges(clients, mask_name)
+
+    def mean_loss(p, rows, clients, edges):
         """(1/M) Σ_j NLL_j(φ) (its gradient is the server's mean of the clients' FedSGD gradients)
         and each client's (correct, total) on its selection mask, from one forward."""
         q = p["params"]
         xw = ops.feature_matmul(rows, q["layer_0"]["kernel"], n_rows)  # X W1 once per distinct node
 
-        def client(b, idx):
-            logits = gcn_from_projection(q, xw[idx], b)
+        def client(b, idx, edges):
+            logits = gcn_from_projection(q, xw[idx], b, edges)
             m = getattr(b, mask_name)
             return (masked_cross_entropy(logits, b.y, b.train_mask),
                     ((jnp.argmax(logits, -1) == b.y) & m).sum(), m.sum())
 
-        losses, correct, total = jax.vmap(client)(clients, index)
+        losses, correct, total = jax.vmap(client)(clients, index, edges)
         return losses.mean(), (correct, total)
 
     @jax.jit
-    def run(params, rows, index, clients):  # data as arguments: closed-over arrays would be constant-folded
+    def run(params, rows, index, clients, edges):  # data as arguments: closed-over arrays would be constant-folded
         def body(carry, _):
             p, o, best_p, best_acc = carry
-            g, (correct, total) = jax.grad(mean_loss, has_aux=True)(p, rows, clients)
+            g, (correct, total) = jax.grad(mean_loss, has_aux=True)(p, rows, clients, edges)
             acc = correct.sum() / jnp.maximum(total.sum(), 1)  # accuracy of p (before this update)
             better = acc > best_acc
             best_p = jax.tree.map(lambda a, b: jnp.where(better, a, b), p, best_p)
@@ -89,18 +92,59 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
         labels = jnp.where(clients.train_mask, clients.y, preds)
         return best_p, labels, best_acc
 
-    best_p, labels, acc = run(params, rows, jnp.asarray(index), clients)
+    best_p, labels, acc = run(params, rows, jnp.asarray(index), clients, edges)
     return best_p, labels, float(acc)
 
 
-def gcn_from_projection(q: dict, xw: Array, b: ClientBatch) -> Array:
+def target_edges(clients: ClientBatch, select_mask: str) -> tuple:
+    """The edges FedSGD's forward needs (host, NumPy): with T = train ∪ selection nodes, the edges into
+    T ∪ N(T) (layer 1) and into T (layer 2); the loss and the selection accuracy read only T's logits.
+    Returns (e1, m1, e2, m2): edge indices int32 [M, E_l] into the client's edge list and their
+    validity masks, padded per layer to the largest client."""
+    s, r = np.asarray(clients.graph.senders), np.asarray(clients.graph.receivers)
+    em = np.asarray(clients.edge_mask, bool)
+    t = np.asarray(clients.train_mask, bool) | np.asarray(getattr(clients, select_mask), bool)
+    e1, e2 = [], []
+    for j in range(s.shape[0]):
+        into_t = em[j] & t[j][r[j]]
+        need = t[j].copy()
+        need[s[j][into_t]] = True
+        e1.append(np.flatnonzero(em[j] & need[r[j]]))
+        e2.append(np.flatnonzero(into_t))
+
+    def pad(lists):
+        k = max(1, max(len(e) for e in lists))
+        idx, ok = np.zeros((len(lists), k), np.int32), np.zeros((len(lists), k), bool)
+        for j, e in enumerate(lists):
+            idx[j, :len(e)], ok[j, :len(e)] = e, True
+        return jnp.asarray(idx), jnp.asarray(ok)
+
+    return (*pad(e1), *pad(e2))
+
+
+def gcn_from_projection(q: dict, xw: Array, b: ClientBatch, edges: tuple = None) -> Array:
     """Logits [N, C] of `fgl_jax.nn`'s 2-layer GCN (dropout 0) on one client slice `b`, given the
     first layer's product xw = X W1 [N, H]: Â xw + b0, ReLU, Â (h W2) + b1 (the model's own order;
-    tests/test_fedgc_ib_attack.py checks it against `model.apply`). q: the params' "params" dict."""
+    tests/test_fedgc_ib_attack.py checks it against `model.apply`). q: the params' "params" dict.
+    edges: one client's (e1, m1, e2, m2) of `target_edges`: each propagation sums only the edges
+    into the rows the next step reads (Â's degrees still from all edges); the logits are then
+    exact on T and meaningless elsewhere. None = all edges."""
     n = b.y.shape[-1]
-    s, r, m = b.graph.senders, b.graph.receivers, b.edge_mask
-    h = jax.nn.relu(ops.gcn_propagate(xw, s, r, m, n) + q["bias_0"])
-    return ops.gcn_propagate(h @ q["layer_1"]["kernel"], s, r, m, n) + q["bias_1"]
+    s, r, em = b.graph.senders, b.graph.receivers, b.edge_mask
+    deg = ops.in_degree(r, em, n) + 1.0
+    inv = jax.lax.rsqrt(deg)
+    self_w = (1.0 / deg)[:, None]
+
+    def prop(h, e=None, ok=None):  # ops.gcn_propagate restricted to the edges e
+        if e is None:
+            return ops.gcn_propagate(h, s, r, em, n)
+        se, re = s[e], r[e]
+        coef = (em[e] & ok).astype(h.dtype) * inv[se] * inv[re]
+        return jax.ops.segment_sum(h[se] * coef[:, None], re, num_segments=n) + h * self_w
+
+    e1, m1, e2, m2 = edges if edges is not None else (None,) * 4
+    h = jax.nn.relu(prop(xw, e1, m1) + q["bias_0"])
+    return prop(h @ q["layer_1"]["kernel"], e2, m2) + q["bias_1"]
 
 
 def shared_rows(clients: ClientBatch):
