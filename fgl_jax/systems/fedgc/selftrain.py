@@ -151,41 +151,45 @@ def shared_rows(clients: ClientBatch):
     """The clients' feature rows with every source node once (host, NumPy).
 
     clients: stacked client graphs whose `node_ids` name each row's node in a common graph.
-    Returns (rows, index): rows = the distinct nodes' features (SparseFeatures when the clients'
-    are, else dense [G + 1, F]) index int32 [M, N] = the row of each client slot (padding slots share one
-    empty row), so clients.features[j] == rows[index[j]] row by row. A node
-    id whose rows differ between clients (or no ids) is not shared: each such slot keeps its own row.
+    Returns (rows, index): rows = the distinct nodes' features plus one empty row that every padding
+    slot shares (SparseFeatures when the clients' are, else dense [G, F]); index int32 [M, N] = each
+    client slot's row, so clients.features[j] == rows[index[j]] row by row. When the ids do not name
+    one feature row each, no row is shared (every slot keeps its own).
     """
     ids = np.asarray(clients.node_ids).astype(np.int64)
     real = np.asarray(clients.node_mask, bool)
     m, n = ids.shape
     feats = clients.features
-    if isinstance(feats, ops.SparseFeatures):
+    sparse = isinstance(feats, ops.SparseFeatures)
+    if sparse:
         r, c, v = (np.asarray(a) for a in (feats.row, feats.col, feats.val))
         f = int(c.max()) + 1 if c.size else 1
         local = [sp.csr_matrix((v[j], (r[j], c[j])), shape=(n, f)) for j in range(m)]
         for x in local:
             x.eliminate_zeros()  # padded entries carry 0
+        stacked = sp.vstack(local, format="csr")                      # slot j*n + i
     else:
-        dense = np.asarray(feats)
-        f = dense.shape[-1]
-        local = [sp.csr_matrix(dense[j]) for j in range(m)]
-    stacked = sp.vstack(local, format="csr")                          # slot j*n + i
+        stacked = np.asarray(feats).reshape(m * n, -1)
+
+    def differ(rows, inv):
+        if sparse:
+            return bool((stacked - rows[inv]).count_nonzero())
+        return not np.array_equal(stacked, rows[inv])
+
     slot = np.arange(m * n).reshape(m, n)
-    key = np.where(real & (ids >= 0), ids, -1 - slot)                 # unshared slots get unique keys
-    key = np.where(real, key, np.iinfo(np.int64).min)
-    uniq, first, inv = np.unique(key.ravel(), return_index=True, return_inverse=True)
+    lowest = np.iinfo(np.int64).min                                   # every padding slot: one key
+    for key in (np.where(real & (ids >= 0), ids, -1 - slot), -1 - slot):  # shared ids, else none shared
+        key = np.where(real, key, lowest).ravel()
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        rows = stacked[first]
+        if not differ(rows, inv.ravel()):                              # ids name one row each
+            break
     inv = inv.reshape(m, n)
-    rows = stacked[first]
-    if (stacked - rows[inv.ravel()]).count_nonzero():                 # ids that do not name one row
-        key = np.where(real, -1 - slot, np.iinfo(np.int64).min)
-        uniq, first, inv = np.unique(key.ravel(), return_index=True, return_inverse=True)
-        inv, rows = inv.reshape(m, n), stacked[first]
     index = inv.astype(np.int32)
-    if isinstance(feats, ops.SparseFeatures):
+    if sparse:
         coo = rows.tocoo()
         out = ops.SparseFeatures(jnp.asarray(coo.row, jnp.int32), jnp.asarray(coo.col, jnp.int32),
                                  jnp.asarray(coo.data, jnp.float32))
     else:
-        out = jnp.asarray(rows.toarray(), jnp.float32)
+        out = jnp.asarray(rows, jnp.float32)
     return out, index
