@@ -97,6 +97,9 @@ def main() -> None:
     ap.add_argument("--only", default=None,
                     help="re-run only these 200k-node client counts (comma-separated, unchunked) and replace "
                          "their rows in the existing results file")
+    ap.add_argument("--configs", default=None, metavar="N:M:K[:CHUNK],...",
+                    help="run exactly these graphs instead: N nodes in M communities split over K clients (e.g. "
+                         "169343:17000:1000 for an ogbn-arxiv-sized graph); results to scaling_configs.json")
     args = ap.parse_args()
     if args.worker:
         worker(args)
@@ -108,6 +111,13 @@ def main() -> None:
         configs += [(200_000, 20_000, 20_000, 2_000), (1_000_000, 1_000, 1_000, None), (1_000_000, 1_000, 1_000, 100)]
     if args.only:
         configs = [(200_000, 20_000, int(k), None) for k in args.only.split(",")]
+    if args.configs:
+        try:
+            configs = [tuple(int(x) for x in c.split(":")) for c in args.configs.split(",")]
+            configs = [c + (None,) * (4 - len(c)) for c in configs]
+            assert all(len(c) == 4 for c in configs)
+        except (ValueError, AssertionError):
+            ap.error(f"--configs: expected N:M:K[:CHUNK],..., got {args.configs!r}")
     rows = []
     for nodes, comm, k, chunk in configs:
         cmd = [sys.executable, __file__, "--worker", "--nodes", str(nodes), "--communities", str(comm),
@@ -137,7 +147,7 @@ def main() -> None:
                "command": command(__file__),
                "machine": {**machine(), "note": "2 vCPUs shared with other jobs; load average recorded per row"},
                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    name = "scaling_quick" if args.quick else "scaling"
+    name = "scaling_configs" if args.configs else "scaling_quick" if args.quick else "scaling"
     if args.only and (OUT / f"{name}.json").exists():
         old = json.loads((OUT / f"{name}.json").read_text())
         new = {(r["nodes"], r["clients"], r["client_chunk"]): r for r in rows}

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+# `python -m benchmarks all` points this elsewhere, so a suite run never overwrites the committed results
+RESULTS = Path(os.environ.get("FGL_JAX_BENCH_RESULTS") or ROOT / "benchmarks" / "results")
 
 # printed by a worker process in front of its one JSON line, so that the parent can find that line
 # among whatever else the worker (jax, the library) prints on stdout

@@ -6,6 +6,9 @@
 * `cli.md` is generated from the CLI parser, i.e. from each system's config class (fgl_jax.schema), and
   rewritten when the committed docs/cli.md differs;
 * a page line `<!-- include: experiments/results/hifgl/README.md -->` is replaced by that file;
+* `<!-- algorithms: registry -->` becomes the table of every registered algorithm (paper, messages
+  sized on Cora, hyperparameters and defaults) and `<!-- algorithms: openfgl -->` the comparison
+  with OpenFGL from the harness's results*.json files, so docs/algorithms.md cannot go stale;
 * relative links are written for GitHub (`../experiments/results/x.md`, `docs/x.md` from the README) and
   rewritten here to the site's paths; a link to a repository file that is not on the site (source
   code) becomes a code span, so `mkdocs build --strict` checks every link that can be checked.
@@ -148,6 +151,117 @@ def _cli_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shape_text(x) -> str:
+    dt = {"float32": "f32", "int32": "i32", "bool": "bool", "float64": "f64", "int64": "i64"}.get(str(x.dtype), str(x.dtype))
+    return f"{dt}[{','.join(map(str, x.shape))}]"
+
+
+def _describe(tree, params) -> str:
+    """A message pytree in words: its top-level tuple's parts, each 'model' when it holds exactly the
+    model's arrays, 'n model arrays' for a part of them, dtype[shape] for one other array."""
+    import jax
+    shapes = lambda t: sorted((tuple(x.shape), str(x.dtype)) for x in jax.tree.leaves(t))
+    model = shapes(params)
+    words = []
+    for part in (tree if isinstance(tree, tuple) else (tree,)):
+        mine = shapes(part)
+        if not mine:
+            continue
+        if mine == model:
+            words.append("model")
+        elif len(mine) > 1 and all(m in model for m in mine):
+            words.append(f"{len(mine)} of the model's arrays")
+        elif len(mine) == 1:
+            words.append(_shape_text(jax.tree.leaves(part)[0]))
+        else:
+            words.append(f"{len(mine)} arrays")
+    return " + ".join(words)
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1000 else (f"{n / 1e3:.1f} kB" if n < 1e6 else f"{n / 1e6:.2f} MB")
+
+
+def algorithms_table(dataset: str = "cora", clients: int = 10, partition: str = "louvain", graph=None,
+                     **config) -> str:
+    """One row per registered algorithm: its paper and help (registry info), what one participating
+    client uploads and downloads per round on `dataset` split into `clients` clients (`partition`) with
+    the default model (`FederatedAlgorithm.messages`, sized by fgl_jax.federated.communication), and its
+    hyperparameters with their defaults (its hparams dataclass). `config`: RunConfig overrides."""
+    import jax
+    from fgl_jax import registry, schema
+    from fgl_jax.federated.communication import tree_bytes
+    from fgl_jax.nn import ModelSpec
+    from fgl_jax.systems.baseline import RunConfig
+    from fgl_jax.systems.baseline.program import algorithm_from_config, prepare
+
+    if graph is None:
+        from fgl_jax.data import load_graph
+        graph = load_graph(dataset)
+    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    rows = ["| algorithm | paper | what it does | uploads per client per round | downloads per client per round "
+            "| hyperparameters (default; * = traced, sweepable in one program) |", "|---|---|---|---|---|---|"]
+    for e in registry.entries("algorithm"):
+        cfg = RunConfig(dataset=dataset, algorithm=e.name, clients=clients, partition=partition, **config)
+        prep = prepare(cfg, graph)
+        alg = algorithm_from_config(cfg, prep.graph)
+        sent = "not described"
+        got = "not described"
+        if alg.messages is not None:
+            state = jax.eval_shape(alg.init, jax.eval_shape(jax.random.key, 0), prep.data)
+            up, down = jax.eval_shape(alg.messages, state)
+            net = ModelSpec(cfg.model, prep.graph.num_features, prep.graph.num_classes, cfg.hidden, cfg.num_layers,
+                            cfg.dropout).build()
+            one = jax.tree.map(lambda a: a[0], prep.data.eval)
+            params = jax.eval_shape(lambda k: net.init({"params": k, "dropout": k}, one, train=False),
+                                    jax.random.key(0))
+            sent = f"{_describe(up, params) or 'nothing'} ({_size(tree_bytes(up))})"
+            got = f"{_describe(down, params) or 'nothing'} ({_size(tree_bytes(down))})"
+        hp = e.info.get("hparams")
+        opts = []
+        if hp is not None:
+            for name, spec in schema.fields(hp).items():
+                mark = "\\*" if spec.traced else ""   # an escaped *, not the start of an emphasis
+                opts.append(f"`{name}` = {spec.default}{mark}")
+        rows.append(f"| `{e.name}` | {cell(e.info.get('paper', ''))} | {cell(e.help)} | {cell(sent)} | {cell(got)} "
+                    f"| {cell('; '.join(opts)) or 'none of its own'} |")
+    return "\n".join(rows)
+
+
+OPENFGL_RESULTS = ROOT / "benchmarks" / "peers" / "openfgl"
+
+
+def openfgl_table(folder: Path = OPENFGL_RESULTS) -> str:
+    """fgl_jax against OpenFGL: the rows of every results*.json the harness
+    (benchmarks/peers/openfgl/compare.py) wrote in `folder`; where several files hold the same
+    (dataset, algorithm), the most recently finished one."""
+    import json
+    best: dict[tuple[str, str], tuple[str, str, dict]] = {}
+    for path in sorted(folder.glob("results*.json")):
+        try:
+            payload = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            log.warning("openfgl_table: %s is not readable JSON (%s); skipped", path.name, err)
+            continue
+        rows = payload.get("rows") if isinstance(payload, dict) else None
+        if not rows or "OpenFGL acc %" not in rows[0]:
+            continue   # another table (e.g. whole processes)
+        finished = str((payload.get("provenance") or {}).get("finished", ""))
+        for row in rows:
+            cell = (row["dataset"], row["algorithm"])
+            if cell not in best or finished >= best[cell][0]:
+                best[cell] = (finished, path.name, row)
+    if not best:
+        return "(no results yet: run benchmarks/peers/openfgl/compare.py)"
+    out = ["| algorithm (fgl_jax / OpenFGL) | dataset | seeds | fgl_jax acc % | OpenFGL acc % | diff (pts) "
+           "| speed-up (wall) | speed-up (CPU) | file |", "|---|---|---|---|---|---|---|---|---|"]
+    for (ds, algo), (_, name, r) in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        out.append(f"| {algo} | {ds} | {r.get('seeds', '')} | {r['fgl_jax acc %']} | {r['OpenFGL acc %']} "
+                   f"| {r['diff (pts)']} | {r.get('speed-up', '-')} | {r.get('cpu speed-up', '-')} "
+                   f"| [{name[:-5]}](../benchmarks/peers/openfgl/{name[:-5]}.md) |")
+    return "\n".join(out)
+
+
 def _present(page: str) -> bool:
     top, _, rest = page.partition("/")
     for src, dst in MOUNTS.items():
@@ -214,6 +328,8 @@ def on_page_markdown(markdown: str, page, config, files: Files) -> str:
 
     markdown = re.sub(r"<!--\s*include:\s*(\S+)\s*-->", include, markdown)
     markdown = re.sub(r"<!--\s*equations:\s*(\w+)\s*-->", lambda m: equations_table(m.group(1)), markdown)
+    markdown = re.sub(r"<!--\s*algorithms:\s*registry\s*-->", lambda m: algorithms_table(), markdown)
+    markdown = re.sub(r"<!--\s*algorithms:\s*openfgl\s*-->", lambda m: openfgl_table(), markdown)
     if page.file.abs_src_path is None:
         return markdown
     return rewrite_links(markdown, _repo_path(page), page.file.src_uri, site_files)

@@ -47,6 +47,8 @@ _EXPORTS = {
     # an algorithm that needs 64-bit integers (HiFGL's field arithmetic) runs under
     "make_scan": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
     "x64_scope": "fgl_jax.federated.algorithm", "environment": "fgl_jax.experiment",
+    # message-passing primitives the models are built from (sparse first layer, GCN propagation)
+    "SparseFeatures": "fgl_jax.ops", "feature_matmul": "fgl_jax.ops", "gcn_propagate": "fgl_jax.ops",
     # the caches between commands (compiled programs, partitions): on in the CLI, opt-in in Python
     "enable_cache": "fgl_jax.cache",
     # data, partitions, client batches, models
@@ -66,10 +68,16 @@ _EXPORTS = {
     "inspect_dataset": "fgl_jax.inspection",
     "make_partition": "fgl_jax.partition", "louvain_partition": "fgl_jax.partition",
     "random_partition": "fgl_jax.partition", "partition_stats": "fgl_jax.partition",
+    "partition_report": "fgl_jax.partition", "Partition": "fgl_jax.partition",
+    "louvain_communities": "fgl_jax.partition",
     "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",
     "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
     "stack_partition": "fgl_jax.batch", "padding_ratio": "fgl_jax.batch", "padding_report": "fgl_jax.batch",
     "make_model": "fgl_jax.nn", "ModelSpec": "fgl_jax.nn",
+    # link prediction (docs/simulation.md): per-client edge splits, the encoder + decoder model, metrics
+    "link_client_batch": "fgl_jax.batch", "LinkPairs": "fgl_jax.batch", "LinkModel": "fgl_jax.nn.link",
+    "random_edge_split": "fgl_jax.partition.edges", "link_metrics": "fgl_jax.federated.link",
+    "hits_at_k": "fgl_jax.federated.metrics", "binary_scores": "fgl_jax.federated.metrics",
     # each system's config (its one schema)
     "RunConfig": "fgl_jax.systems.baseline", "HiFGLConfig": "fgl_jax.systems.hifgl.config",
     "LumosConfig": "fgl_jax.systems.lumos.config", "FedHGNConfig": "fgl_jax.systems.fedhgn.config",

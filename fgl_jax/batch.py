@@ -8,6 +8,7 @@ same outputs and gradients as the unpadded one).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Optional, Sequence
 
@@ -19,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax.graph import Graph, GraphError
-from fgl_jax.ops import SparseFeatures
+from fgl_jax.ops import SparseFeatures, column_order
 
 Array = jax.Array
 
@@ -28,6 +29,24 @@ def _dev(x, dtype=None) -> Array:
     """A host array on the default device: `jax.device_put` is a copy, whereas jnp.asarray compiles
     a small XLA program per shape and dtype (start-up time; see fgl_jax.cache)."""
     return jax.device_put(np.asarray(x, dtype))
+
+
+@flax.struct.dataclass
+class LinkPairs:
+    """The node pairs a link-prediction model scores, per client (`link_client_batch`).
+
+    src, dst: int32 [C, P] node rows of the client's graph; label: bool [C, P] (True: an edge,
+    False: a sampled non-edge); train_mask, val_mask, test_mask: bool [C, P] (padded pairs: all
+    False, so they count nowhere). Val/test positives are absent from the client's message-passing
+    edges (`ClientBatch.graph`).
+    """
+
+    src: Array
+    dst: Array
+    label: Array
+    train_mask: Array
+    val_mask: Array
+    test_mask: Array
 
 
 @flax.struct.dataclass
@@ -40,6 +59,7 @@ class ClientBatch:
     node_mask, train_mask, val_mask, test_mask: bool [C, N]; edge_mask: bool [C, E].
     node_ids: int32 [C, N] id of each row in the source graph, -1 for padding.
     client_mask: bool [C]: False for padded (dummy) clients.
+    pairs: LinkPairs [C, P] for link prediction (`link_client_batch`), else None.
     """
 
     graph: jraph.GraphsTuple
@@ -52,6 +72,7 @@ class ClientBatch:
     test_mask: Array
     node_ids: Array
     client_mask: Array
+    pairs: Optional[LinkPairs] = None
 
     @property
     def num_clients(self) -> int:
@@ -129,7 +150,7 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
             frow[i, :m.nnz], fcol[i, :m.nnz], fval[i, :m.nnz] = m.row, m.col, m.data
         else:
             xd[i, :n] = g.dense_x()
-    features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval)) if sparse \
+    features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval), _dev(column_order(fcol))) if sparse \
         else _dev(xd)
     gt = jraph.GraphsTuple(
         nodes=None, edges=None, globals=None,
@@ -156,6 +177,52 @@ def build_client_batch(graph: Graph, assignment: np.ndarray, num_clients: int, *
     """Partitioned graph -> padded ClientBatch (cross-client edges dropped, as in FedAvg-style FGL)."""
     subs, nodes = client_graphs(graph, assignment, num_clients)
     return stack_graphs(subs, nodes, **kwargs)
+
+
+def link_client_batch(graph: Graph, assignment: np.ndarray, num_clients: int, train: float = 0.8,
+                      val: float = 0.1, test: float = 0.1, seed: int = 0, train_negatives: bool = False,
+                      pair_multiple: int = 64, **kwargs) -> ClientBatch:
+    """Partitioned graph -> padded ClientBatch for link prediction (host side, once).
+
+    Each client's undirected edges (of its induced subgraph) are split into train/val/test by
+    `fgl_jax.partition.edges.random_edge_split` with the seed (seed, client), with as many sampled
+    non-edges as positives in val and test (and in train when `train_negatives`: OpenFGL's fixed
+    training negatives). The client's message-passing graph keeps every edge except its val/test
+    positives (both directions), so no evaluated edge is seen by the encoder. Pairs are padded to
+    a common P (a multiple of `pair_multiple`). Client c of `num_clients` = 1 (all nodes) is the
+    centralised split of the whole graph, pair for pair.
+    """
+    from fgl_jax.partition.edges import random_edge_split
+    subs, nodes = client_graphs(graph, assignment, num_clients)
+    parts, graphs = [], []
+    for k, g in enumerate(subs):
+        es = random_edge_split(g.senders, g.receivers, g.num_nodes, train, val, test, seed=(seed, k),
+                               train_negatives=train_negatives)
+        n = max(g.num_nodes, 1)
+        held = np.concatenate([es.val_pos, es.test_pos]).astype(np.int64)
+        held = np.sort(held[:, 0] * n + held[:, 1])
+        s, r = g.senders.astype(np.int64), g.receivers.astype(np.int64)
+        keep = ~np.isin(np.minimum(s, r) * n + np.maximum(s, r), held)
+        graphs.append(dataclasses.replace(g, senders=g.senders[keep], receivers=g.receivers[keep]))
+        empty = np.zeros((0, 2), np.int64)
+        blocks = [(es.train, True, 0), (es.train_neg if es.train_neg is not None else empty, False, 0),
+                  (es.val_pos, True, 1), (es.val_neg, False, 1), (es.test_pos, True, 2), (es.test_neg, False, 2)]
+        parts.append([(np.asarray(b, np.int64).reshape(-1, 2), lab, split) for b, lab, split in blocks])
+    batch = stack_graphs(graphs, nodes, **kwargs)
+    c = len(parts)
+    p_pad = _round_up(max(sum(len(b) for b, _, _ in blocks) for blocks in parts), pair_multiple)
+    src, dst = np.zeros((c, p_pad), np.int32), np.zeros((c, p_pad), np.int32)
+    label = np.zeros((c, p_pad), bool)
+    masks = np.zeros((3, c, p_pad), bool)
+    for k, blocks in enumerate(parts):
+        at = 0
+        for b, lab, split in blocks:
+            src[k, at:at + len(b)], dst[k, at:at + len(b)] = b[:, 0], b[:, 1]
+            label[k, at:at + len(b)] = lab
+            masks[split, k, at:at + len(b)] = True
+            at += len(b)
+    pairs = LinkPairs(_dev(src), _dev(dst), _dev(label), _dev(masks[0]), _dev(masks[1]), _dev(masks[2]))
+    return batch.replace(pairs=pairs)
 
 
 def full_graph_batch(graph: Graph, **kwargs) -> ClientBatch:
@@ -256,7 +323,7 @@ def stack_partition(graph: Graph, assignment: np.ndarray, num_clients: int,
         fcol = np.zeros((c, nnz_pad), np.int32)
         fval = np.zeros((c, nnz_pad), np.float32)
         frow[f_row, f_pos], fcol[f_row, f_pos], fval[f_row, f_pos] = n_pos[coo.row], coo.col, coo.data
-        features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval))
+        features = SparseFeatures(_dev(frow), _dev(fcol), _dev(fval), _dev(column_order(fcol)))
     else:
         xd = np.zeros((c, n_pad, graph.num_features), np.float32)
         xd[row_of, n_pos] = graph.dense_x()[order]
@@ -324,3 +391,19 @@ def padding_report(batches: Sequence[ClientBatch]) -> dict:
             "edge_slots": int(slots_e), "edge_padding_ratio": slots_e / max(real_e, 1.0),
             "per_bucket": [{"clients": b.num_clients, "padded_nodes": b.num_nodes,
                             "node_padding_ratio": padding_ratio(b)} for b in batches]}
+
+
+def dense_graph_batch(features: Array, adjacency: Array) -> ClientBatch:
+    """One graph (no client axis) from dense features [M, F] and a 0/1 adjacency [M, M] (row =
+    sender), traceable inside jit: every ordered pair is an edge slot (E = M^2, senders row-major)
+    and edge_mask = adjacency > 0, so the shapes are static while the edges may be traced (e.g. a
+    kNN graph over generated nodes). All nodes are real; no label masks (y = 0)."""
+    m = features.shape[0]
+    idx = jnp.arange(m, dtype=jnp.int32)
+    gt = jraph.GraphsTuple(nodes=None, edges=None, globals=None, senders=jnp.repeat(idx, m),
+                           receivers=jnp.tile(idx, m), n_node=jnp.array([m], jnp.int32),
+                           n_edge=jnp.array([m * m], jnp.int32))
+    none = jnp.zeros((m,), bool)
+    return ClientBatch(graph=gt, features=features, y=jnp.zeros((m,), jnp.int32), node_mask=jnp.ones((m,), bool),
+                       edge_mask=adjacency.reshape(-1) > 0, train_mask=none, val_mask=none, test_mask=none,
+                       node_ids=idx, client_mask=jnp.ones((), bool))

@@ -17,14 +17,13 @@ them were really compiled (the rest came from the persistent cache), from jax.mo
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -129,14 +128,6 @@ def graph_digest(graph) -> str:
         _digest(h, getattr(graph, name))
     h.update(str(int(graph.num_classes)).encode())
     return h.hexdigest()
-
-
-def source_digest(fn: Callable) -> str:
-    """sha256 of the source file defining `fn`: a changed partitioner never reads old entries."""
-    try:
-        return hashlib.sha256(Path(inspect.getsourcefile(fn)).read_bytes()).hexdigest()[:16]
-    except (TypeError, OSError):
-        return "unknown"
 
 
 def prep_key(kind: str, **parts: Any) -> str:

@@ -61,7 +61,28 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--checkpoint-every", default="30s", metavar="WHEN",
                    help="checkpoint at most every WHEN: seconds ('30s', the default), a number of rounds, or "
                         "'chunk'; the last round is always saved (asynchronously, while training goes on)")
+    _add_tensorboard_flag(p)
     _add_cache_flag(p)
+    _add_device_flags(p)
+
+
+def _add_device_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--devices", type=int, default=0, metavar="N",
+                   help="shard the client axis over the first N local devices (default 0 = all of them; a CPU "
+                        "is one device)")
+    p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="multi-process run (jax.distributed): address of process 0; give the same command on every "
+                        "process with --num-processes and --process-id (docs/scaling.md)")
+    p.add_argument("--num-processes", type=int, default=None, metavar="N",
+                   help="multi-process run: how many processes take part (with --coordinator)")
+    p.add_argument("--process-id", type=int, default=None, metavar="I",
+                   help="multi-process run: this process's index, 0..N-1; process 0 writes --out (with --coordinator)")
+
+
+def _add_tensorboard_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also write the per-round metrics as TensorBoard event files into DIR (needs the optional "
+                        "tensorboardX package)")
 
 
 def _add_cache_flag(p: argparse.ArgumentParser) -> None:
@@ -84,7 +105,8 @@ def print_result(system: str, cfg, res) -> None:
     desc = " ".join(f"{k}={_fmt(v)}" for k, v in res.summary.get("describe", {}).items()
                     if isinstance(v, (int, float, str, bool)))
     print(f"{system}: {desc} rounds={res.rounds_run} seed={cfg.seed}")
-    first = [k for k in ("train_loss", "val_acc", "test_acc") if k in res.final]
+    chosen = res.best.get("select", "val_acc")    # link prediction: val_auc, test_auc first
+    first = [k for k in ("train_loss", chosen, chosen.replace("val_", "test_", 1)) if k in res.final]
     print("final: " + " ".join(f"{k}={res.final[k]:.4f}" for k in first + sorted(set(res.final) - set(first))))
     best = res.best
     print(f"reported round {best.get('best_round')}: " +
@@ -113,9 +135,10 @@ def cmd_system(args: argparse.Namespace) -> int:
         raise ValueError("--resume-with-changes goes with --resume")
     res = experiment.run_config(cfg, out=args.out, resume=args.resume, overwrite=args.overwrite,
                                 resume_with_changes=allowed, progress=not args.no_progress,
-                                checkpoint_every=args.checkpoint_every)
+                                checkpoint_every=args.checkpoint_every, devices=args.devices,
+                                tensorboard=args.tensorboard)
     print_result(_command_name(entry), cfg, res)
-    if args.out:
+    if args.out and res.timings.get("writer", True):
         print(f"wrote {args.out}/config.yaml, metrics.jsonl, summary.json, checkpoints/")
     return 0
 
@@ -156,8 +179,17 @@ Details: docs/your_own_graph.md"""
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from fgl_jax.inspection import inspect_dataset
+    options = {}
+    for text in args.partition_option or []:
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"--partition-option expects KEY=VALUE (e.g. packing=whole), got {text!r}")
+        import yaml
+        options[name.strip().replace("-", "_")] = yaml.safe_load(value)
+    if options and not args.partition:
+        raise ValueError("--partition-option needs --partition")
     for line in inspect_dataset(args.dataset, data_dir=args.data_dir, partition=args.partition,
-                                clients=args.clients, seed=args.partition_seed):
+                                clients=args.clients, seed=args.partition_seed, options=options):
         print(line)
     return 0
 
@@ -198,6 +230,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from fgl_jax.federated.sweep import merge_grids, run_grid, write_grid_report
     entry = registry.entry("system", args.system)
     cls = entry.info["config"]
+    if args.tensorboard:  # a missing writer fails before the sweep runs
+        from fgl_jax.tensorboard import check_available
+        check_available(args.tensorboard)
     from fgl_jax.experiment import resolve_dataset
     cfg = resolve_dataset(_resolve(entry, args))
     seeds = _parse_seeds(args.seeds)
@@ -207,15 +242,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if entry.info.get("seeds") == "build":
         # this system draws its randomness from the seed while building (host-side stages), not from the
         # run key: one program per seed, so the members really differ
-        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode) for s in seeds])
+        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode,
+                                     devices=args.devices) for s in seeds])
         res.messages.append(f"{entry.name} draws its randomness at build time: one program per seed")
     else:
-        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode)
+        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode, devices=args.devices)
+    from fgl_jax.federated.sweep import resource_cells
     keys = [k for k in res.axes if k != "seed"]
-    print(" | ".join(["seed"] + keys) + " | best_round | best val_acc | test_acc at best val")
+    extra = list(resource_cells(res.rows[0])) if res.rows else []  # MB up / MB down / epsilon, when the runs have them
+    print(" | ".join(["seed"] + keys) + " | best_round | best val_acc | test_acc at best val"
+          + "".join(f" | {c}" for c in extra))
     for r in res.rows:
+        cells = resource_cells(r)
         print(" | ".join(str(r[k]) for k in ["seed"] + keys) +
-              f" | {r['best_round']} | {r['best_val']:.4f} | {r['best_test']:.4f}")
+              f" | {r['best_round']} | {r['best_val']:.4f} | {r['best_test']:.4f}"
+              + "".join(f" | {cells[c]:.4f}" if c in cells else " | " for c in extra))
     print(f"{len(res.rows)} members in {res.programs} program(s): compile {res.compile_seconds:.2f} s, "
           f"run {res.run_seconds:.2f} s")
     if args.out:
@@ -224,6 +265,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{k}={options[k]}" for k in ("dataset", "algorithm", "model", "method") if k in options)
         paths = write_grid_report(res, args.out, title, {"system": entry.name, "options": options})
         print(f"wrote {paths['md']}, {paths['json']}, {paths['png']}, {Path(args.out) / 'config.yaml'}")
+    if args.tensorboard:
+        from fgl_jax.tensorboard import write_sweep
+        dirs = write_sweep(args.tensorboard, res.rows, res.history, keys)
+        print(f"wrote TensorBoard event files of {len(dirs)} members under {args.tensorboard}")
     return 0
 
 
@@ -328,9 +373,15 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
                         "one program; any other option runs as separate programs")
     p.add_argument("--sweep-mode", default="auto", choices=["auto", "vmap", "sequential"],
                    help="vmap = one program over all members; sequential = compiled once, called per member; "
-                        "auto = vmap on GPU/TPU, sequential on CPU")
+                        "auto = vmap on GPU/TPU or over several devices, sequential on one CPU")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write sweep.md, sweep.json, sweep.png and config.yaml here")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also write each member's per-round metrics as TensorBoard event files into DIR/<member> "
+                        "(needs the optional tensorboardX package)")
+    p.add_argument("--devices", type=int, default=0, metavar="N",
+                   help="split the members of each program over the first N local devices (default 0 = all; "
+                        "a CPU is one device)")
     _add_cache_flag(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 
@@ -377,9 +428,12 @@ def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
                    "graph file or directory")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
     p.add_argument("--partition", default=None, choices=registry.names("partition"),
-                   help="also show what this partitioner gives (client sizes, edges cut)")
+                   help="also show what this partitioner gives (client sizes, edges cut, label skew)")
     p.add_argument("--clients", type=int, default=10, help="number of clients of --partition (default: 10)")
     p.add_argument("--partition-seed", type=int, default=0, help="seed of --partition (default: 0)")
+    p.add_argument("--partition-option", action="append", metavar="KEY=VALUE",
+                   help="a keyword of the partitioner, repeatable (e.g. packing=whole for louvain, beta=0.1 for "
+                        "dirichlet, num_communities=50 for metis_plus)")
     p.set_defaults(func=cmd_inspect)
     return parser
 
@@ -397,6 +451,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser(sweep_system)
     args = parser.parse_args(argv)
     _one_line_notices()
+    if getattr(args, "coordinator", None) is not None or getattr(args, "num_processes", None) is not None \
+            or getattr(args, "process_id", None) is not None:
+        from fgl_jax.federated import devices  # before anything touches a device
+        try:
+            devices.initialize(args.coordinator, args.num_processes, args.process_id)
+        except ValueError as e:
+            print(f"fgl-jax: error: {e}", file=sys.stderr)
+            return 2
     if hasattr(args, "no_cache"):  # before anything compiles (`fgl_jax.cache`)
         from fgl_jax import cache
         cache.disable() if args.no_cache else cache.enable()

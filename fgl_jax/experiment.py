@@ -124,12 +124,9 @@ def summary_dict(system: str, program, res) -> dict:
 
 
 def totals(history: dict) -> dict:
-    """Sums over the rounds run of the communication columns (`fgl_jax.federated.communication`):
-    {"communication": {"up_bytes", "down_bytes"}} when the run accounted for them, else {}."""
-    if "comm_up_bytes" not in history:
-        return {}
-    return {"communication": {"up_bytes": int(np.sum(np.asarray(history["comm_up_bytes"], np.int64))),
-                              "down_bytes": int(np.sum(np.asarray(history["comm_down_bytes"], np.int64)))}}
+    """Sums over the rounds run of the communication columns (`fgl_jax.federated.communication.totals`)."""
+    from fgl_jax.federated.communication import totals as comm_totals
+    return comm_totals(history)
 
 
 def run_warnings(res) -> list[str]:
@@ -151,7 +148,8 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
             out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
             resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
             build_seconds: float = 0.0, on_nonfinite: str = "raise", loss_guard: float = 0.0,
-            checkpoint_every: Any = "30s", counter=None):
+            checkpoint_every: Any = "30s", counter=None, devices: Optional[int] = None,
+            tensorboard: Optional[str] = None):
     """Run a built Program with its hooks; with `out`, write config.yaml, metrics.jsonl, summary.json,
     timings.json and checkpoints/.
 
@@ -161,12 +159,28 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
     only after the checkpoint was restored. A finished run (summary.json) is not resumed unless
     its rounds grow. checkpoint_every: `fgl_jax.federated.run`'s save policy ("30s", rounds, "chunk").
     counter: a started `fgl_jax.cache.CompileCounter` (run_config starts one before the build).
+    devices: None/0 = every local device, N = the first N (`fgl_jax.federated.devices`); the client
+    axis is sharded when there is more than one. Under jax.distributed only process 0 writes `out`.
+    tensorboard: also write the per-round metrics as TensorBoard event files into this directory,
+    after each chunk (`fgl_jax.tensorboard`; needs tensorboardX). A resumed run appends from the
+    restored round.
     """
     from fgl_jax import cache, rundir
-    from fgl_jax.federated.run import run
+    from fgl_jax.federated import devices as dev
     t0 = time.perf_counter()
     counter = counter or cache.CompileCounter()
     on_restored = None
+    mesh = dev.choose_mesh(devices)
+    multi = jax_process_count() > 1
+    if multi and resume:
+        raise ValueError("--resume is single-process only: a multi-process run writes no checkpoints "
+                         "(docs/scaling.md)")
+    if multi:
+        # every process must run the same chunks (each chunk is a collective program): the chunk
+        # length may not depend on whether this process writes files
+        chunk = chunk or program.num_rounds
+        if not dev.is_main_process():
+            out = None  # process 0 writes the run's files
     if out is not None:
         out_path = rundir.prepare(out, resume=resume, overwrite=overwrite)
         saved = (out_path / "config.yaml").read_text() if (out_path / "config.yaml").is_file() else None
@@ -183,14 +197,34 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
         elif config_text is not None and config_text != saved:
             def on_restored(_start: int) -> None:
                 rundir.write_atomic(out_path / "config.yaml", config_text)
-    res = run(program.algorithm, program.data, seed_key(int(seed)), program.num_rounds, chunk=chunk,
-              progress=progress, out_dir=out, resume=resume, hooks=program.hooks, on_nonfinite=on_nonfinite,
-              loss_guard=loss_guard, on_restored=on_restored, per_round=getattr(program, "per_round", None),
-              checkpoint_every=checkpoint_every)
+    hooks, tb = program.hooks, None
+    if tensorboard is not None and (not multi or dev.is_main_process()):  # process 0 writes, as for `out`
+        from fgl_jax import tensorboard as tbmod
+        tb = tbmod.TensorBoardLog(tensorboard)
+        hooks = tbmod.with_tensorboard(hooks, tb)
+        restored = on_restored
+
+        def on_restored(start: int) -> None:  # a resumed run's earlier rounds are in the log already
+            tb.rounds_written = int(start)
+            if restored is not None:
+                restored(start)
+    try:
+        res = dev.run_on_devices(program.algorithm, program.data, seed_key(int(seed)), program.num_rounds,
+                                 mesh=mesh, system=system, chunk=chunk, progress=progress, out_dir=out,
+                                 resume=resume, hooks=hooks, on_nonfinite=on_nonfinite, loss_guard=loss_guard,
+                                 on_restored=on_restored, per_round=getattr(program, "per_round", None),
+                                 checkpoint_every=checkpoint_every, checkpoint_every_chunk=not multi)
+        if tb is not None:  # rounds after the last chunk hook (a stop, a divergence)
+            tb.write({k: list(v) for k, v in res.history.items()})
+    finally:
+        if tb is not None:
+            tb.close()
     timings = {"build_seconds": build_seconds, "compile_seconds": res.compile_seconds,
                "run_seconds": res.run_seconds, "checkpoint_seconds": res.checkpoint_seconds,
                "wall_seconds": build_seconds + time.perf_counter() - t0, **counter.read(),
-               "cache_dir": str(cache.root()) if cache.root() is not None else None}
+               "cache_dir": str(cache.root()) if cache.root() is not None else None,
+               "devices": 1 if mesh is None else int(mesh.size), "processes": jax_process_count(),
+               "writer": out is not None}
     res.summary = summary_dict(system, program, res)
     res.timings = timings
     for w in res.summary["warnings"]:
@@ -199,6 +233,11 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
         rundir.write_atomic(Path(out) / "summary.json", json.dumps(res.summary, indent=2))
         rundir.write_atomic(Path(out) / "timings.json", json.dumps(_jsonable(timings), indent=2))
     return res
+
+
+def jax_process_count() -> int:
+    import jax
+    return jax.process_count()
 
 
 def seed_key(seed: int):
@@ -213,13 +252,17 @@ def seed_key(seed: int):
 
 def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
                resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
-               on_nonfinite: str = "raise", checkpoint_every: Any = "30s"):
+               on_nonfinite: str = "raise", checkpoint_every: Any = "30s", devices: Optional[int] = None,
+               tensorboard: Optional[str] = None):
     """Build and run any system's config; the CLI, the experiments and the notebooks all call this.
 
     A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml.
     checkpoint_every: "30s" (default; at most one save per 30 s plus the last round), a number of
-    rounds, or "chunk"."""
+    rounds, or "chunk". tensorboard: a directory for TensorBoard event files (`execute`)."""
     from fgl_jax.cache import CompileCounter
+    if tensorboard is not None:  # a missing writer fails before the build, not after it
+        from fgl_jax.tensorboard import check_available
+        check_available(tensorboard)
     counter = CompileCounter()
     entry = system_of(cfg)
     cfg = resolve_dataset(cfg, warn=not resume)  # a resume with a changed file is refused instead
@@ -230,4 +273,4 @@ def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, ove
                    resume=resume, overwrite=overwrite, resume_with_changes=resume_with_changes, progress=progress,
                    chunk=chunk if chunk is not None else getattr(cfg, "chunk", None), build_seconds=t_build, on_nonfinite=on_nonfinite,
                    loss_guard=float(getattr(cfg, "loss_guard", 0.0)), checkpoint_every=checkpoint_every,
-                   counter=counter)
+                   counter=counter, devices=devices, tensorboard=tensorboard)

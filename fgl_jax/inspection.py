@@ -62,17 +62,28 @@ def graph_lines(g: Graph) -> list[str]:
             f"split:      {_split(g)}"]
 
 
-def partition_lines(g: Graph, method: str, clients: int, seed: int = 0) -> list[str]:
-    """What `method` gives on `g` with `clients` clients: sizes and cut edges."""
-    from fgl_jax.partition import make_partition, partition_stats
-    part = make_partition(g, method, clients, seed=seed)
+def partition_lines(g: Graph, method: str, clients: int, seed: int = 0, options: Optional[dict] = None) -> list[str]:
+    """What `method` gives on `g` with `clients` clients: sizes, cut edges and label skew
+    (`fgl_jax.partition.partition_report`). options: the partitioner's keywords (e.g. packing="whole")."""
+    from fgl_jax.partition import PartitionError, make_partition, partition_report, partition_stats
+    try:
+        part = make_partition(g, method, clients, seed=seed, **(options or {}))
+    except TypeError as e:  # an option the partitioner does not take
+        raise PartitionError(f"--partition-option: partition {method!r} does not take {e}") from None
     s = partition_stats(g, part)
+    r = partition_report(g, part, s)
     sizes = np.asarray(s["num_nodes"])
     total = max(g.num_undirected_edges(), 1)
-    lines = [f"partition:  {method}, {clients} clients, seed {seed}",
+    opts = "".join(f", {k}={v}" for k, v in (options or {}).items())
+    lines = [f"partition:  {method}, {clients} clients, seed {seed}{opts}",
              f"  client nodes: {_stats(sizes)}" + (f" ({sizes.tolist()})" if clients <= 20 else ""),
              f"  edges cut:    {s['cross_edges_undirected']} of {total} undirected ({s['cross_edges_undirected'] / total:.1%}) "
              "cross clients (what a federated GNN loses)"]
+    if r["label_tv"] is not None:
+        c = r["classes_per_client"]
+        lines.append(f"  label skew:   total-variation distance from the global label mix: mean "
+                     f"{r['label_tv']['mean']:.3f}, max {r['label_tv']['max']:.3f}; classes per client: mean "
+                     f"{c['mean']:.1f}, min {c['min']} of {c['of']}")
     if g.train_mask.any():
         tr = np.asarray(s["train_nodes"])
         lines.append(f"  train nodes per client: {_stats(tr)}" + ("; some client has none" if (tr == 0).any() else ""))
@@ -100,9 +111,10 @@ def hetero_lines(g: Any) -> list[str]:
 
 
 def inspect_dataset(dataset: Any, data_dir: Optional[str] = None, partition: Optional[str] = None,
-                    clients: int = 10, seed: int = 0) -> list[str]:
+                    clients: int = 10, seed: int = 0, options: Optional[dict] = None) -> list[str]:
     """Lines describing `dataset` (a name, a path, or a loaded Graph / Hypergraph / HeteroGraph);
-    with `partition`, also what that partitioner gives with `clients` clients (plain graphs)."""
+    with `partition`, also what that partitioner (with keyword `options`) gives with `clients`
+    clients (plain graphs)."""
     from fgl_jax.data import load
     from fgl_jax.data.hypergraph import Hypergraph
     obj = dataset if not isinstance(dataset, str) else load(dataset, data_dir=data_dir)
@@ -110,7 +122,7 @@ def inspect_dataset(dataset: Any, data_dir: Optional[str] = None, partition: Opt
     if isinstance(obj, Graph):
         lines = [f"dataset:    {name} (graph)"] + graph_lines(obj)
         if partition:
-            lines += partition_lines(obj, partition, clients, seed)
+            lines += partition_lines(obj, partition, clients, seed, options)
         return lines
     if partition:
         raise ValueError(f"--partition: {name!r} is a {type(obj).__name__}; partitions are shown for plain graphs")

@@ -5,9 +5,13 @@ edge contributes exactly zero, a masked node is left to the caller's loss/metric
 """
 from __future__ import annotations
 
+import functools
+from typing import Optional
+
+import flax
 import jax
 import jax.numpy as jnp
-import flax
+import numpy as np
 
 Array = jax.Array
 
@@ -18,11 +22,21 @@ class SparseFeatures:
 
     Padded entries have val = 0 (row/col may point anywhere valid), so they add nothing.
     `num_rows` lives in the graph (node count), not here, to keep the pytree static-free.
+    order: optional int32 [nnz], the entries' positions sorted by column (stable; `column_order`):
+    with it, the weight gradient of `feature_matmul` is a sorted segment sum (see there).
     """
 
     row: Array
     col: Array
     val: Array
+    order: Optional[Array] = None
+
+
+def column_order(col) -> np.ndarray:
+    """Host side: the stable argsort of `col` over its last axis (int32, same shape): entry order
+    of the transposed matrix, each column's entries kept in their original (row) order."""
+    col = np.asarray(col)
+    return np.argsort(col, axis=-1, kind="stable").astype(np.int32)
 
 
 def feature_matmul(x, w: Array, num_nodes: int) -> Array:
@@ -34,8 +48,36 @@ def feature_matmul(x, w: Array, num_nodes: int) -> Array:
     is a scatter-add, which XLA handles without materialising X^T.
     """
     if isinstance(x, SparseFeatures):
+        if x.order is not None:
+            return _sparse_matmul(w, x.row, x.col, x.val, x.order, num_nodes)
         return jax.ops.segment_sum(x.val[:, None] * w[x.col], x.row, num_segments=num_nodes)
     return x @ w
+
+
+# X W with a hand-written VJP for the weight gradient X^T dZ: autodiff's transpose is a scatter-add
+# over the entries in row order into [F, H]; walking them in column order (`SparseFeatures.order`)
+# makes it a sorted segment sum, which XLA:CPU (jax 0.10.2) runs ~1.8x faster (Cora, 10 clients,
+# benchmarks/bench_round_speed.py). The stable order keeps each column's entries in the order the
+# scatter visits them, so the sums are the same floats.
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
+def _sparse_matmul(w, row, col, val, order, num_nodes):
+    return jax.ops.segment_sum(val[:, None] * w[col], row, num_segments=num_nodes)
+
+
+def _sparse_matmul_fwd(w, row, col, val, order, num_nodes):
+    return _sparse_matmul(w, row, col, val, order, num_nodes), (w, row, col, val, order)
+
+
+def _sparse_matmul_bwd(num_nodes, res, dz):
+    w, row, col, val, order = res
+    t_row, t_col, t_val = row[order], col[order], val[order]
+    dw = jax.ops.segment_sum(t_val[:, None] * dz[t_row], t_col, num_segments=w.shape[0], indices_are_sorted=True)
+    dval = (w[col] * dz[row]).sum(-1)   # only kept by XLA when a caller differentiates the features
+    zero = lambda a: np.zeros(a.shape, jax.dtypes.float0)
+    return dw, zero(row), zero(col), dval, zero(order)
+
+
+_sparse_matmul.defvjp(_sparse_matmul_fwd, _sparse_matmul_bwd)
 
 
 def in_degree(receivers: Array, edge_mask: Array, num_nodes: int) -> Array:

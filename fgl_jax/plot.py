@@ -8,7 +8,8 @@
 One panel per kind of metric a run logged, each run one line (same colour in every panel):
 losses (`*loss`), accuracies (`*_acc`) and, when rows carry fields whose name contains "bytes",
 the cumulative communication in MB (round totals such as `comm_up_bytes`; per-client columns only when a
-run logs no totals). matplotlib is imported only here, when a figure is drawn.
+run logs no totals) and, for a DP run, the accountant's epsilon after each round (`dp_epsilon`).
+matplotlib is imported only here, when a figure is drawn.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ PANELS = (
     ("loss", lambda k: k.endswith("loss")),
     ("accuracy", lambda k: k.endswith("_acc")),
     ("communication, cumulative MB", lambda k: "bytes" in k),
+    ("privacy, epsilon spent", lambda k: k == "dp_epsilon"),
 )
 
 
@@ -91,7 +93,7 @@ def plot_runs(runs: Sequence[os.PathLike], out: os.PathLike = "runs.png", *,
         placed = {k for _, ks in panels for k in ks}
         panels += [(k, [k]) for k in names if k not in placed]
     if not panels:
-        raise ValueError(f"plot: no loss, accuracy or bytes fields in the runs (they log: {', '.join(names)})")
+        raise ValueError(f"plot: no loss, accuracy, bytes or epsilon fields in the runs (they log: {', '.join(names)})")
 
     # a bare Figure (no pyplot): no backend, no display, nothing left open in a notebook session
     import matplotlib

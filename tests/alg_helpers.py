@@ -54,3 +54,22 @@ def softmax_regression_grad(w, b, x, y, mask, k):
     p /= p.sum(1, keepdims=True)
     d = (p - np.eye(k)[y]) * mask[:, None] / max(mask.sum(), 1.0)
     return x.T @ d, d.sum(0)
+
+
+def cli_run_and_resume(tmp_path, algorithm: str, *flags: str, rounds: int = 4) -> None:
+    """`fgl-jax run --algorithm <name> --out` for `rounds`, and the same run stopped at rounds/2 then
+    resumed with `--resume`: the resumed run's metrics equal the uninterrupted one's."""
+    import json
+
+    from fgl_jax.cli import main
+    base = ["run", "--algorithm", algorithm, "--dataset", "csbm", "--split", "keep", "--clients", "3",
+            "--hidden", "8", "--no-progress", *flags]
+    full, part = tmp_path / "full", tmp_path / "part"
+    assert main([*base, "--rounds", str(rounds), "--out", str(full)]) == 0
+    assert main([*base, "--rounds", str(rounds // 2), "--out", str(part)]) == 0
+    assert main([*base, "--rounds", str(rounds), "--out", str(part), "--resume",
+                 "--resume-with-changes", "rounds"]) == 0
+    rows = lambda d: [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
+    a, b = rows(full), rows(part)
+    assert len(a) == len(b) == rounds
+    np.testing.assert_allclose([r["test_acc"] for r in a], [r["test_acc"] for r in b], rtol=1e-5, atol=1e-6)

@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import yaml
 
@@ -44,7 +45,7 @@ def test_flags_override_the_file_and_the_file_overrides_defaults(tmp_path, capsy
     (["run", "--lr", "0"], "lr must be > 0"),
     (["run", "--clients", "-2"], "clients must be >= 1"),
     (["run", "--rounds", "2.5"], "rounds must be an integer"),
-    (["run", "--partition", "metis"], "partition"),
+    (["run", "--partition", "spectral"], "partition"),
     (["run", "--algorithm", "fedavg", "--prox-mu", "0.5"], "option of algorithm 'fedprox'"),
     (["run", "--dataset", "csbm", "--split", "keep", "--clients", "5000"], "more than"),
     (["run", "--dataset", "aifb"], "hetero dataset"),
@@ -126,6 +127,22 @@ def test_baseline_sweep_member_equals_the_single_run(tmp_path, capsys):
     row = next(r for r in rows if r["seed"] == 1 and r["lr"] == 0.05 and r["hidden"] == 16)
     assert row["best_test"] == pytest.approx(best["best_test"], abs=1e-6)
     assert row["best_round"] == best["best_round"]
+    # the sweep reports the run's communication totals (the single run's summary.json has them too)
+    comm = json.loads((single / "summary.json").read_text())["communication"]
+    assert (row["comm_up_bytes"], row["comm_down_bytes"]) == (comm["up_bytes"], comm["down_bytes"])
+    assert "| MB up | MB down" in text and "MB up" in (out / "sweep.md").read_text()
+
+
+def test_sweep_resource_columns_by_hand():
+    from fgl_jax.federated.sweep import resource_cells, resource_columns, rounds_run
+    per_round = {"comm_up_bytes": np.array([100, 100, 100]), "comm_down_bytes": np.array([50, 50, 50]),
+                 "dp_epsilon": np.array([0.5, 0.8, 1.1])}
+    assert resource_columns(per_round, 2) == {"comm_up_bytes": 200, "comm_down_bytes": 100, "dp_epsilon": 0.8}
+    assert resource_columns({}, 3) == {}
+    assert resource_cells({"comm_up_bytes": 2e6, "comm_down_bytes": 1e6, "dp_epsilon": 0.8}) == {
+        "MB up": 2.0, "MB down": 1.0, "epsilon": 0.8}
+    loss = {"train_loss": np.array([[1.0, 0.9, 0.8], [1.0, np.nan, np.nan]])}
+    assert rounds_run(loss, 0, 3) == 3 and rounds_run(loss, 1, 3) == 1
 
 
 def test_nothing_below_the_cli_imports_it():

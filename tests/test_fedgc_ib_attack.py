@@ -401,14 +401,14 @@ def test_self_training_three_clients_equals_mean_of_client_gradients():
                  best_p, want_p)
 
 
-def test_gcn_on_propagated_input_equals_gcn():
-    """GCN(propagated_input=True) on S X equals the plain GCN on X (same parameters)."""
+def test_gcn_on_pre_aggregated_equals_gcn():
+    """GCN(pre_aggregated=True) on S X equals the plain GCN on X (same parameters)."""
     from fgl_jax import ops
     from fgl_jax.nn import make_model
     g, graphs, ids, clients = _toy_clients(False)
     b = jax.tree.map(lambda a: a[1], clients)
     plain = make_model("gcn", 12, 3, hidden=16, num_layers=2, dropout=0.0)
-    pre = make_model("gcn", 12, 3, hidden=16, num_layers=2, dropout=0.0, propagated_input=True)
+    pre = make_model("gcn", 12, 3, hidden=16, num_layers=2, dropout=0.0, pre_aggregated=True)
     p = plain.init(jax.random.PRNGKey(0), b)
     sx = ops.gcn_propagate(b.features, b.graph.senders, b.graph.receivers, b.edge_mask, b.y.shape[-1])
     np.testing.assert_allclose(np.asarray(pre.apply(p, b.replace(features=sx))), np.asarray(plain.apply(p, b)),

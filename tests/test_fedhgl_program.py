@@ -125,3 +125,17 @@ def test_final_evaluation_matches_metrics():
     assert float(e["test_acc"]) == pytest.approx(res.history["test_acc"][-1], abs=1e-6)
     assert float(e["best_val_acc"]) == pytest.approx(res.history["best_val_acc"][-1], abs=1e-6)
     assert res.best["best_round"] == 6 and res.extras["test_acc"] == pytest.approx(res.best["best_test"], abs=1e-6)
+
+
+@pytest.mark.parametrize("method, bias", [("fedhgl", False), ("fedhgl", True), ("hgnn_local", False)])
+def test_communication_equals_a_hand_count(method, bias):
+    """FedAvg: each client uploads and downloads the two linears, F x hidden and hidden x C (+ the
+    biases), float32, every round; local training exchanges nothing."""
+    hg = planted_hypergraph()
+    cfg = dataclasses.replace(CFG, method=method, bias=bias)
+    prog = build(cfg, hypergraph=hg)
+    f, h, c = hg.num_features, cfg.hidden, hg.num_classes
+    per_client = 0 if method == "hgnn_local" else 4 * (f * h + h * c + (h + c if bias else 0))
+    cols = prog.per_round
+    assert cols["comm_up_bytes_per_client"].tolist() == [per_client] * cfg.rounds
+    assert cols["comm_down_bytes"].tolist() == [3 * per_client] * cfg.rounds

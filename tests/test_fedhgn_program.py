@@ -155,3 +155,25 @@ def test_run_config_writes_the_four_outputs_and_resumes(tmp_path, data_dir):
     np.testing.assert_allclose(resumed.history["train_loss"], full.history["train_loss"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(resumed.history["val_acc"], full.history["val_acc"])
     assert resumed.best == full.best
+
+
+@pytest.mark.parametrize("method", ["fedhgn", "fedavg"])
+def test_message_bytes_equal_a_hand_count(method):
+    """Per sampled client and round: up = theta_c (b1, b2 [D], W_out [D, C], b_out [C]) + the bases
+    V [B, D, D] and its beta [R, B] (FedHGN) or the full W [R, D, D] (FedAvg); down = the same
+    averaged weights + (FedHGN) the other clients' beta, (K - 1) x [R, B]; float32."""
+    from fgl_jax.federated.communication import message_bytes, per_round_columns
+    g = toy_hetero(0, n=(24, 15, 12), edges_per_type=30)
+    blocks, _ = build_hetero_blocks(list(random_edge_type_split(g, 3, seed=3).clients))
+    cfg = FedHGNConfig(method=method, num_bases=3, hidden=8, local_steps=1, client_fraction=2 / 3)
+    alg, data = fedhgn(cfg), make_fed_data(blocks)
+    K, D, C, B = 3, 8, g.num_classes, 3
+    R = jax.eval_shape(alg.init, jax.random.key(0), data).beta_store.shape[1]
+    theta_c = D + D + D * C + C
+    if method == "fedhgn":
+        up, down = theta_c + B * D * D + R * B, theta_c + B * D * D + (K - 1) * R * B
+    else:
+        up = down = theta_c + R * D * D
+    assert message_bytes(alg, data) == (4 * up, 4 * down)
+    cols = per_round_columns(alg, data, 2, 5)
+    assert cols["comm_up_bytes"].tolist() == [2 * 4 * up] * 5 and cols["participants"].tolist() == [2] * 5

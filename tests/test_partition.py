@@ -117,8 +117,8 @@ def test_make_partition_dispatch():
                           random_partition(g, 4, seed=5).assignment)
     assert np.array_equal(make_partition(g, "dirichlet", 4, seed=5, beta=0.3).assignment,
                           label_dirichlet_partition(g, 4, 0.3, seed=5).assignment)
-    with pytest.raises(PartitionError, match="unknown partition method 'metis'"):
-        make_partition(g, "metis", 4)
+    with pytest.raises(PartitionError, match="unknown partition method 'spectral'"):
+        make_partition(g, "spectral", 4)
 
 
 # ---- random ------------------------------------------------------------------------------

@@ -44,6 +44,11 @@ def test_two_runs_on_one_png_with_a_panel_per_kind(tmp_path, capsys):
     w3, h3 = _png_size(out3)
     assert (w2, h2) == (round(2 * 4.2 * 50), round(3.4 * 50))
     assert (w3, h3) == (round(3 * 4.2 * 50), round(3.4 * 50))
+    # a DP run's epsilon gets a fourth panel
+    d = _run_dir(tmp_path / "d", [{**row, "dp_epsilon": 0.1 * row["round"]} for row in _rows(5, with_bytes=True)])
+    out4 = tmp_path / "d.png"
+    assert main(["plot", str(d), "--out", str(out4), "--dpi", "50"]) == 0
+    assert _png_size(out4) == (round(4 * 4.2 * 50), round(3.4 * 50))
 
 
 def test_missing_metrics_is_one_clear_line(tmp_path, capsys):

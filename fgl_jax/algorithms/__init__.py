@@ -10,4 +10,10 @@ optimiser, client chunking) and `hp` an instance of the module's own frozen `hpa
 (fields declared with `fgl_jax.schema.option`). `fgl-jax run --algorithm <name>` gets the module's
 hyperparameters as flags, YAML keys and help text from that dataclass: adding an algorithm is one
 new file here (+ its test) and no edit anywhere else.
+
+`tasks=("node_cls", "link_pred")` in the registration declares that the algorithm also serves link
+prediction: it trains with `fgl_jax.federated.client.node_loss_fn` and reports through
+`evaluate_models` / `evaluate_round` only (no class labels, prototypes or node-level CE of its
+own), so given a `fgl_jax.nn.link.LinkModel` it is link prediction unchanged. Without `tasks`,
+an algorithm is node classification only and `--task link_pred` refuses it.
 """

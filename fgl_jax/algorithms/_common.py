@@ -19,6 +19,15 @@ def init_params(model, key: jax.Array, data: FedData) -> PyTree:
     return model.init({"params": key, "dropout": key}, one, train=False)
 
 
+def model_variant(model, common, name: str):
+    """The run's model rebuilt as registered model `name` (same in_dim, hidden, classes, layers,
+    dropout): from `common.model` (a ModelSpec) when the run set it, else from the model's fields."""
+    from fgl_jax.nn import ModelSpec
+    spec = common.model or ModelSpec(type(model).__name__.lower(), model.in_dim, model.num_classes,
+                                     model.hidden, model.num_layers, model.dropout)
+    return spec.build(name=name)
+
+
 def round_start(optimizer, common, state, data: FedData, start: PyTree = None) -> tuple[PyTree, PyTree, jax.Array]:
     """The prologue every algorithm's round shares: (start [C_t, ...], opt [C_t, ...], scale).
 

@@ -7,6 +7,8 @@ from fgl_jax.federated.baselines import FedConfig, baseline
 from fgl_jax.registry import register
 
 
-@register("algorithm", "fedavg", help="FedAvg: every parameter averaged, weighted by training nodes")
+@register("algorithm", "fedavg", tasks=("node_cls", "link_pred"),
+          paper="McMahan, Moore, Ramage, Hampson, Agüera y Arcas, AISTATS 2017, arXiv:1602.05629",
+          help="FedAvg: every parameter averaged, weighted by training nodes")
 def fedavg(model, common: FedConfig, hp=None):
     return baseline(model, dataclasses.replace(common, algorithm="fedavg"))

@@ -23,7 +23,8 @@ class FedAvgMHParams:
                                     high_open=True)
 
 
-@register("algorithm", "fedavgm", hparams=FedAvgMHParams,
+@register("algorithm", "fedavgm", tasks=("node_cls", "link_pred"), hparams=FedAvgMHParams,
+          paper="Hsu, Qi, Brown, 2019, arXiv:1909.06335",
           help="FedAvgM: FedAvg with server momentum on the averaged update (optax SGD)")
 def fedavgm(model, common: FedConfig, hp: FedAvgMHParams):
     server = optax.sgd(hp.server_lr, momentum=hp.server_momentum or None)

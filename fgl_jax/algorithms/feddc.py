@@ -75,7 +75,8 @@ class FedDCState:
     hp: dict             # traced: lr, feddc_alpha
 
 
-@register("algorithm", "feddc", hparams=FedDCHParams,
+@register("algorithm", "feddc", tasks=("node_cls", "link_pred"), hparams=FedDCHParams,
+          paper="Gao, Xu, Wang, Wang, Zhang, Xu, CVPR 2022, arXiv:2203.11751",
           help="FedDC: local drift variables h_i decouple and correct the local models (+ gradient correction)")
 def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)

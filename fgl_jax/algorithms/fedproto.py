@@ -169,6 +169,7 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
 
 
 @register("algorithm", "fedproto", hparams=FedProtoHParams,
+          paper="Tan, Long, Liu, Zhou, Lu, Jiang, Zhang, AAAI 2022, arXiv:2105.00243",
           help="FedProto: personal models regularised towards averaged class prototypes")
 def fedproto(model, common: FedConfig, hp: FedProtoHParams) -> FederatedAlgorithm:
     def server_update(server, local, counts, data, _hp):

@@ -13,7 +13,8 @@ class FedProxHParams:
     prox_mu: float = option(0.01, "FedProx proximal weight mu (0 = FedAvg)", low=0, traced=True)
 
 
-@register("algorithm", "fedprox", hparams=FedProxHParams,
+@register("algorithm", "fedprox", tasks=("node_cls", "link_pred"), hparams=FedProxHParams,
+          paper="Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith, MLSys 2020, arXiv:1812.06127",
           help="FedProx: FedAvg with a proximal term pulling local models to the global one")
 def fedprox(model, common: FedConfig, hp: FedProxHParams):
     return baseline(model, dataclasses.replace(common, algorithm="fedprox", prox_mu=hp.prox_mu))

@@ -96,6 +96,7 @@ def margin_loss(gen: dict, x: jax.Array, y: jax.Array, valid: jax.Array, margin:
 
 
 @register("algorithm", "fedtgp", hparams=FedTGPHParams,
+          paper="Zhang, Hua, Cao, Wang, Guan, Ma, AAAI 2024, arXiv:2401.03230",
           help="FedTGP: trainable global prototypes with an adaptive-margin contrastive server loss")
 def fedtgp(model, common: FedConfig, hp: FedTGPHParams):
     openfgl = hp.tgp_variant == "openfgl"

@@ -76,6 +76,7 @@ def moon_contrastive(z: jax.Array, z_glob: jax.Array, z_prev: jax.Array, mask: j
 
 
 @register("algorithm", "moon", hparams=MoonHParams,
+          paper="Li, He, Song, CVPR 2021, arXiv:2103.16257",
           help="MOON: FedAvg + model-contrastive loss (global vs previous local representation)")
 def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)

@@ -65,7 +65,8 @@ class ScaffoldState:
     hp: dict             # traced: lr, scaffold_server_lr
 
 
-@register("algorithm", "scaffold", hparams=ScaffoldHParams,
+@register("algorithm", "scaffold", tasks=("node_cls", "link_pred"), hparams=ScaffoldHParams,
+          paper="Karimireddy, Kale, Mohri, Reddi, Stich, Suresh, ICML 2020, arXiv:1910.06378",
           help="SCAFFOLD: control variates c, c_i correct the local gradients (option II or I)")
 def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)  # lr applied as a traced multiplier

@@ -35,6 +35,10 @@ class FederatedAlgorithm(NamedTuple):
     # from the server in a round, as pytrees of arrays; only their shapes and dtypes count
     # (`fgl_jax.federated.communication`). None: not described (no communication accounting).
     messages: Optional[Callable[[PyTree], tuple[PyTree, PyTree]]] = None
+    # (validation metric, test metric) of the engine's best-validation selection: the reported
+    # round is the first with the highest metrics[select[0]] (`fgl_jax.federated.run.Tracker`);
+    # link prediction selects by ("val_auc", "test_auc")
+    select: tuple = ("val_acc", "test_acc")
 
 
 class Hooks(NamedTuple):
@@ -139,10 +143,15 @@ def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None, extra:
     """Split a ClientBatch into its evaluation view and its trainable clients (host side, once);
     glob: the whole graph as a one-client batch, kept for evaluation on global data; extra: an
     algorithm's prepared arrays (`FedData.extra`)."""
-    counts = np.asarray(batch.train_mask).sum(axis=1) * np.asarray(batch.client_mask)
+    if batch.pairs is None:
+        counts = np.asarray(batch.train_mask).sum(axis=1) * np.asarray(batch.client_mask)
+    else:  # link prediction: a client's training examples are its training edges
+        counts = (np.asarray(batch.pairs.train_mask) & np.asarray(batch.pairs.label)).sum(axis=1) \
+            * np.asarray(batch.client_mask)
     index = np.flatnonzero(counts > 0).astype(np.int32)
     if index.size == 0:
-        raise ValueError("no client holds a training node: check the split masks")
+        raise ValueError("no client holds a training " + ("node: check the split masks" if batch.pairs is None
+                                                           else "edge: check the edge split fractions"))
     train = batch if index.size == batch.num_clients else select_clients(batch, index)
     # device_put, not jnp.asarray: no start-up compilation for a host copy
     return FedData(eval=batch, train=train, train_index=jax.device_put(index),

@@ -21,6 +21,7 @@ import optax
 
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import check_chunk, map_clients
+from fgl_jax.federated.link import evaluate_links, is_link
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer, node_loss_fn, stack
 from fgl_jax.batch import unstack
 from fgl_jax.reduce import client_mean  # noqa: F401  (SCAFFOLD's and the tests' import path)
@@ -122,11 +123,14 @@ def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int
     """Metrics of `params` on every client of `batch`; params [C, ...] if per_client else one model.
 
     Keys: train/val/test_acc and val_loss (as always), and per split precision_macro,
-    recall_macro, f1_macro (+ auc, ap for two classes). average "pooled": counts summed over
+    recall_macro, f1_macro (+ auc, ap for two classes). A link-prediction model is evaluated on
+    the batch's node pairs instead (`fgl_jax.federated.link.evaluate_links`: auc, ap, hits@K, acc). average "pooled": counts summed over
     clients; "client_nodes": OpenFGL's mean of per-client metrics weighted by client node counts.
     """
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    if is_link(model):  # link prediction: AUC, AP, Hits@K over the clients' pairs
+        return evaluate_links(model, params, batch, per_client, chunk, average=average)
     def one(p, b):
         logits = model.apply(p, b, train=False)
         return client_counts(logits, b.y, b), client_class_counts(logits, b.y, b)
@@ -161,6 +165,9 @@ def evaluate_models(model, data: FedData, mode: str, *, server: PyTree = None, l
         raise ValueError(f"evaluate_models: mode {mode!r} needs the global model (server=...)")
     if mode.startswith("local_model") and local is None:
         raise ValueError(f"evaluate_models: mode {mode!r} needs the clients' models (local=...)")
+    if mode.endswith("global_data") and is_link(model):
+        raise ValueError(f"evaluate_models: mode {mode!r} is not available for link prediction (each client's "
+                         "edge split is its own); use global_model_on_local_data or local_model_on_local_data")
     if mode.endswith("global_data") and data.glob is None:
         raise ValueError(f"evaluate_models: mode {mode!r} needs the whole graph in FedData.glob "
                          "(make_fed_data(batch, glob=full_graph_batch(graph)))")
@@ -199,6 +206,9 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
     """
     # lr = 1: the LR is applied as a traced multiplier (hp["lr"]), exact for Adam and SGD, so
     # LR sweeps vectorise without recompiling.
+    if cfg.ldp is not None and is_link(model):
+        raise ValueError("FedConfig: ldp (OpenFGL's local DP clips per-node gradients of node classification) "
+                         "is not available for link prediction")
     optimizer = make_optimizer(cfg.optim, lr=1.0)
     loss_fn = node_loss_fn(model)
     num_layers = getattr(model, "num_layers", 2)
@@ -291,3 +301,15 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
         return shared, shared
 
     return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
+
+
+def evaluate_logits(logits: jax.Array, batch, average: str = "pooled") -> dict:
+    """`evaluate`'s metrics from per-client logits [C, N, K] already computed (for algorithms whose
+    prediction is not one `model.apply`, e.g. AdaFGL's ensemble)."""
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    counts, cls = jax.vmap(lambda lg, b: (client_counts(lg, b.y, b), client_class_counts(lg, b.y, b)))(logits, batch)
+    nodes = batch.node_mask.sum(-1).astype(jnp.float32)
+    res = pool(counts, batch.client_mask) if average == "pooled" else average_clients(counts, batch.client_mask, nodes)
+    res.update(pool_classes(cls, batch.client_mask, average, nodes))
+    return res

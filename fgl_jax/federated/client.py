@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from fgl_jax.federated.link import is_link, link_loss_fn
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax import validate as V
 
@@ -68,7 +69,11 @@ def lr_scale(cfg: OptimConfig, round_index: jax.Array) -> jax.Array:
 
 
 def node_loss_fn(model) -> Callable:
-    """loss(params, batch, key) = mean CE over the client's training nodes."""
+    """loss(params, batch, key) = mean CE over the client's training nodes; for a link-prediction
+    model (`fgl_jax.nn.link.LinkModel`) the mean BCE over its training edges and negatives
+    (`fgl_jax.federated.link.link_loss_fn`), so an algorithm using this loss serves both tasks."""
+    if is_link(model):
+        return link_loss_fn(model)
 
     def loss(params, batch, key):
         logits = model.apply(params, batch, train=True, rngs={"dropout": key})

@@ -46,3 +46,21 @@ def per_round_bytes(algorithm: FederatedAlgorithm, data: Any, participants: int,
     col = lambda v: np.full(rounds, v, np.int64)
     return {"comm_up_bytes_per_client": col(up), "comm_down_bytes_per_client": col(down),
             "comm_up_bytes": col(up * participants), "comm_down_bytes": col(down * participants)}
+
+
+def totals(history: dict) -> dict:
+    """Sums over the rounds of a history (metric -> values per round) of the accounting's round
+    totals: {"communication": {"up_bytes", "down_bytes"}} when it has them, else {} (summary.json,
+    the sweep's rows)."""
+    if "comm_up_bytes" not in history:
+        return {}
+    return {"communication": {"up_bytes": int(np.sum(np.asarray(history["comm_up_bytes"], np.int64))),
+                              "down_bytes": int(np.sum(np.asarray(history["comm_down_bytes"], np.int64)))}}
+
+
+def per_round_columns(algorithm: FederatedAlgorithm, data: Any, participants: int, rounds: int) -> dict:
+    """`per_round_bytes` plus the `participants` column [rounds]: what every system's Program puts
+    in `per_round` (the baselines add the DP accountant's epsilon)."""
+    cols = per_round_bytes(algorithm, data, participants, rounds)
+    cols["participants"] = np.full(rounds, participants, np.int64)
+    return cols

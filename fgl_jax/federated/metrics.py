@@ -185,3 +185,18 @@ def average_clients(counts: dict, client_mask: jax.Array, weight: jax.Array) -> 
     res = {f"{s}_acc": _weighted_mean(per(counts[f"{s}_correct"], counts[f"{s}_total"]), w) for s in SPLITS}
     res["val_loss"] = _weighted_mean(per(counts["val_loss_sum"], counts["val_total"]), w)
     return res
+
+
+def hits_at_k(score: jax.Array, positive: jax.Array, mask: jax.Array, k: int) -> jax.Array:
+    """OGB's Hits@K over masked entries: the fraction of positives scoring strictly above the K-th
+    highest negative score (`ogb.linkproppred.Evaluator`); 1 when there are fewer than K negatives
+    (as OGB), NaN when there is no positive. score float [M], positive/mask bool [M], k static."""
+    score = score.astype(jnp.float32)
+    pos = positive & mask
+    neg = ~positive & mask
+    kk = min(int(k), score.shape[0])
+    kth = jax.lax.top_k(jnp.where(neg, score, -jnp.inf), kk)[0][kk - 1]
+    npos = pos.sum().astype(jnp.float32)
+    hits = jnp.where(pos & (score > kth), 1.0, 0.0).sum() / jnp.maximum(npos, 1.0)
+    hits = jnp.where(neg.sum() < k, 1.0, hits)
+    return jnp.where(npos > 0, hits, jnp.nan)

@@ -37,23 +37,26 @@ class NonFiniteError(FloatingPointError):
 
 @flax.struct.dataclass
 class Tracker:
-    """Best-validation selection: metrics at the round with the highest val_acc (first on ties)."""
+    """Best-validation selection: metrics at the round with the highest validation metric (first on
+    ties). keys: (validation, test) metric names, `FederatedAlgorithm.select` (val_acc, test_acc by
+    default; val_auc, test_auc for link prediction); static, so a checkpoint holds the same leaves."""
 
     best_val: jax.Array
     best_test: jax.Array
     best_round: jax.Array
+    keys: tuple = flax.struct.field(pytree_node=False, default=("val_acc", "test_acc"))
 
     @staticmethod
-    def empty() -> "Tracker":
+    def empty(keys: tuple = ("val_acc", "test_acc")) -> "Tracker":
         # NumPy scalars: jnp.float32(...) would compile a tiny XLA program per dtype at start-up
-        return Tracker(np.float32(-1.0), np.float32(0.0), np.int32(-1))
+        return Tracker(np.float32(-1.0), np.float32(0.0), np.int32(-1), tuple(keys))
 
     def update(self, r: jax.Array, m: dict) -> "Tracker":
-        val, test = m["val_acc"].astype(jnp.float32), m["test_acc"].astype(jnp.float32)
+        val, test = m[self.keys[0]].astype(jnp.float32), m[self.keys[1]].astype(jnp.float32)
         better = val > self.best_val
         return Tracker(jnp.where(better, val, self.best_val),
                        jnp.where(better, test, self.best_test),
-                       jnp.where(better, r, self.best_round))
+                       jnp.where(better, r, self.best_round), self.keys)
 
 
 @dataclasses.dataclass
@@ -217,8 +220,9 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
 
 
 class _Progress:
-    def __init__(self, total: int, enabled: bool, initial: int = 0):
+    def __init__(self, total: int, enabled: bool, initial: int = 0, keys: tuple = ("val_acc", "test_acc")):
         self.bar = None
+        self.keys = ("train_loss",) + tuple(keys)  # the selection metrics (val_auc, test_auc for link prediction)
         if enabled:
             from tqdm.auto import tqdm
             self.bar = tqdm(total=total, initial=initial, unit="round", file=sys.stderr, dynamic_ncols=True)
@@ -226,8 +230,7 @@ class _Progress:
     def update(self, n: int, metrics: dict):
         if self.bar is not None:
             self.bar.update(n)
-            self.bar.set_postfix({k: f"{float(metrics[k][-1]):.4f}" for k in ("train_loss", "val_acc", "test_acc")
-                                  if k in metrics})
+            self.bar.set_postfix({k: f"{float(metrics[k][-1]):.4f}" for k in self.keys if k in metrics})
 
     def close(self):
         if self.bar is not None:
@@ -315,7 +318,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
         init = compiled_scan(algorithm, 0, key, data, kind="init")
         compile_s += time.perf_counter() - t0
         state = init(key, data)
-    tracker = Tracker.empty()
+    tracker = Tracker.empty(algorithm.select)
     start = 0
     rows: list[dict] = []
     out = Path(out_dir) if out_dir is not None else None
@@ -350,7 +353,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     # run calls the very program the uninterrupted one did
     length = min(chunk, num_rounds)
     program = None
-    bar = _Progress(num_rounds, progress, initial=start)
+    bar = _Progress(num_rounds, progress, initial=start, keys=algorithm.select)
     t_run = 0.0
     r = start
     diverged = False
@@ -463,22 +466,28 @@ def _noop() -> None:
 def _finish(state, history, evaluations, tracker, compile_s, t_run, hooks: Hooks, diverged: bool) -> RunResult:
     hist = {k: np.asarray(v) for k, v in history.items()}
     best = hooks.select(hist, evaluations) if hooks.select is not None else _best_dict(tracker)
-    if hooks.select is None and diverged and "val_acc" in hist and len(hist["val_acc"]):
-        best = best_by_validation(hist)  # the tracker saw the non-finite rounds too
+    if hooks.select is None and diverged and tracker.keys[0] in hist and len(hist[tracker.keys[0]]):
+        best = best_by_validation(hist, tracker.keys)  # the tracker saw the non-finite rounds too
     res = RunResult(state, hist, best, compile_s, t_run, evaluations, {}, diverged)
     if hooks.finalize is not None:
         res.extras = dict(hooks.finalize(res) or {})
     return res
 
 
-def best_by_validation(history: dict) -> dict:
-    """The in-scan tracker's rule on a host history: first round with the highest val_acc."""
-    val = np.asarray(history["val_acc"], np.float32)
+def best_by_validation(history: dict, keys: tuple = ("val_acc", "test_acc")) -> dict:
+    """The in-scan tracker's rule on a host history: first round with the highest keys[0]."""
+    val = np.asarray(history[keys[0]], np.float32)
     i = int(np.argmax(val))
-    return {"best_val": float(val[i]), "best_test": float(np.asarray(history["test_acc"], np.float32)[i]),
-            "best_round": i + 1}
+    return {"best_val": float(val[i]), "best_test": float(np.asarray(history[keys[1]], np.float32)[i]),
+            "best_round": i + 1, **_selected_by(keys)}
+
+
+def _selected_by(keys: tuple) -> dict:
+    """{"select": validation metric} when it is not the default val_acc (summary.json of node
+    classification runs is unchanged)."""
+    return {} if tuple(keys) == ("val_acc", "test_acc") else {"select": keys[0]}
 
 
 def _best_dict(tracker: Tracker) -> dict:
     return {"best_val": float(tracker.best_val), "best_test": float(tracker.best_test),
-            "best_round": int(tracker.best_round) + 1}
+            "best_round": int(tracker.best_round) + 1, **_selected_by(tracker.keys)}

@@ -44,8 +44,13 @@ def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
 
 def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
               hparams: Optional[Mapping[str, Sequence[float]]] = None, mode: str = "auto",
-              loss_guard: float = 0.0) -> SweepResult:
+              loss_guard: float = 0.0, mesh=None) -> SweepResult:
     """Run S = len(seeds) members; hparams maps a name in state.hp to S values.
+
+    mesh: a 1-D device mesh (`fgl_jax.federated.devices.choose_mesh`): the members are split over
+    its devices (vmap mode; the member axis is padded to a multiple of the device count with
+    copies of member 0, dropped afterwards) and the data is replicated. Members are independent,
+    so this needs no communication and gives the one-device numbers.
 
     mode: "vmap" = one program over all members at once (the win on accelerators);
     "sequential" = the single-member program compiled ONCE and called S times (on a CPU,
@@ -57,12 +62,19 @@ def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], nu
     its rounds before that, with `SweepResult.diverged` saying where; the others are unaffected.
     """
     with x64_scope(algorithm):
-        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard)
+        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh)
 
 
-def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0) -> SweepResult:
+def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0, mesh=None) -> SweepResult:
+    if mesh is not None and mesh.size > 1 and mode == "sequential":
+        import sys
+        print(f"fgl-jax: notice: a sequential sweep runs on one device; --sweep-mode vmap (or auto) splits the "
+              f"members over the {mesh.size} devices", file=sys.stderr)
+        mesh = None
+    if mesh is not None and mesh.size == 1:
+        mesh = None
     if mode == "auto":
-        mode = "sequential" if jax.default_backend() == "cpu" else "vmap"
+        mode = "vmap" if mesh is not None or jax.default_backend() != "cpu" else "sequential"
     if mode not in ("vmap", "sequential"):
         raise ValueError(f"sweep mode must be 'auto', 'vmap' or 'sequential', got {mode!r}")
     seeds = [int(s) for s in seeds]
@@ -88,16 +100,19 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
             st, m = algorithm.round(st, data, jax.random.fold_in(run_key, r))
             return (st, tr.update(r, m)), m
 
-        (state, tracker), metrics = jax.lax.scan(body, (state, Tracker.empty()),
+        (state, tracker), metrics = jax.lax.scan(body, (state, Tracker.empty(algorithm.select)),
                                                  jnp.arange(num_rounds, dtype=jnp.int32))
         return tracker, metrics
 
     hp_arrays = {k: jnp.asarray(v, jnp.float32) for k, v in hparams.items()}
     if mode == "vmap":
+        args = (data, init_keys, run_keys, hp_arrays)
+        if mesh is not None:
+            args = _split_members(args, mesh)
         t0 = time.perf_counter()
-        compiled = jax.jit(jax.vmap(member, in_axes=(None, 0, 0, 0))).lower(data, init_keys, run_keys, hp_arrays).compile()
+        compiled = jax.jit(jax.vmap(member, in_axes=(None, 0, 0, 0))).lower(*args).compile()
         t1 = time.perf_counter()
-        tracker, metrics = jax.device_get(compiled(data, init_keys, run_keys, hp_arrays))
+        tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], jax.device_get(compiled(*args)))
         t2 = time.perf_counter()
     else:
         pick = lambda i: (data, init_keys[i], run_keys[i], {k: v[i] for k, v in hp_arrays.items()})
@@ -123,12 +138,28 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
             for k in history:
                 if np.issubdtype(history[k].dtype, np.floating):
                     history[k][i, bad[0]:] = np.nan
-            ok = {k: v[i, :bad[0]] for k, v in history.items() if k in ("val_acc", "test_acc")}
-            b = best_by_validation(ok) if bad[0] > 0 and "val_acc" in ok else \
+            ok = {k: v[i, :bad[0]] for k, v in history.items() if k in algorithm.select}
+            b = best_by_validation(ok, algorithm.select) if bad[0] > 0 and algorithm.select[0] in ok else \
                 {"best_val": np.nan, "best_test": np.nan, "best_round": 0}
             for k in best:
                 best[k][i] = b[k]
     return SweepResult(history, best, members, t1 - t0, t2 - t1, diverged)
+
+
+def _split_members(args, mesh):
+    """(data, init_keys, run_keys, hp_arrays) placed on `mesh`: data replicated, the member axis
+    padded (copies of member 0) to a multiple of the device count and split over the devices."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    data, *members = args
+    s = int(members[0].shape[0])
+    pad = -s % mesh.size
+    split, rep = NamedSharding(mesh, P(mesh.axis_names[0])), NamedSharding(mesh, P())
+
+    def place(a):
+        if pad:
+            a = jnp.concatenate([a, jnp.repeat(a[:1], pad, axis=0)])
+        return jax.device_put(a, split)
+    return (jax.device_put(data, rep), *jax.tree.map(place, members))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -164,14 +195,17 @@ def traced_hparams(program) -> list[str]:
 
 
 def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapping[str, Sequence[Any]],
-             mode: str = "auto", log=print) -> GridResult:
+             mode: str = "auto", log=print, devices: Optional[int] = None) -> GridResult:
     """Run every (seed, grid point): traced hyperparameters vectorised with `run_sweep`, the rest
     (shape- or program-changing options) as separate programs, one per value, with a message.
 
     build(options) -> Program (a system's `build_program`); options: the base options; grid:
-    name -> values, where a name is a `state.hp` entry or an option of the system.
+    name -> values, where a name is a `state.hp` entry or an option of the system. devices: the
+    members of each program are split over this many local devices (None/0 = all; see run_sweep).
     """
     import itertools
+    from fgl_jax.federated.devices import choose_mesh
+    mesh = choose_mesh(devices)
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("sweep needs at least one seed")
@@ -211,7 +245,7 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             res = _run_members_with_hooks(program, members, vector, guard)
         else:
             res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
-                            mode=mode, loss_guard=guard)
+                            mode=mode, loss_guard=guard, mesh=mesh)
         compile_s += res.compile_seconds
         run_s += res.run_seconds
         for i, m in enumerate(members):  # both paths keep the member order
@@ -227,6 +261,8 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             for name, hist in res.history.items():  # every metric's last round (e.g. FedHGL's sel_test_acc)
                 if hist.ndim == 2:
                     row[f"final_{name}"] = float(hist[i, -1])
+            row.update(resource_columns(getattr(program, "per_round", None) or {},
+                                         rounds_run(res.history, i, int(program.num_rounds))))
             rows.append(row)
             hists.append({k: np.asarray(v[i], np.float64) for k, v in res.history.items() if v.ndim == 2})
     names = sorted(set().union(*[h.keys() for h in hists]))
@@ -240,6 +276,29 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         history[n] = arr
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
+
+def rounds_run(history: dict, member: int, num_rounds: int) -> int:
+    """Rounds member `member` ran: up to its first non-finite train_loss (a diverged member), else all."""
+    loss = history.get("train_loss")
+    if loss is None or loss.ndim != 2:
+        return num_rounds
+    bad = np.flatnonzero(~np.isfinite(loss[member]))
+    return int(bad[0]) if bad.size else min(num_rounds, loss.shape[1])
+
+
+def resource_columns(per_round: dict, rounds: int) -> dict:
+    """A sweep row's columns from the program's host-computed per-round values (`Program.per_round`)
+    over its first `rounds` rounds: comm_up_bytes / comm_down_bytes (totals, as in summary.json) and
+    dp_epsilon (the accountant's epsilon after the last round run). Empty when the run has neither."""
+    from fgl_jax.federated.communication import totals
+    out = {}
+    comm = totals({k: np.asarray(v)[:rounds] for k, v in per_round.items()}).get("communication")
+    if comm:
+        out["comm_up_bytes"], out["comm_down_bytes"] = comm["up_bytes"], comm["down_bytes"]
+    if "dp_epsilon" in per_round and rounds > 0:
+        out["dp_epsilon"] = float(np.asarray(per_round["dp_epsilon"])[rounds - 1])
+    return out
 
 
 def _run_members_with_hooks(program, members: list, vector: list, loss_guard: float = 0.0) -> SweepResult:
@@ -301,10 +360,31 @@ def summarize_grid(result: GridResult) -> list[dict]:
     for point, rs in groups.items():
         bt = np.array([r["best_test"] for r in rs])
         bv = np.array([r["best_val"] for r in rs])
-        out.append({**dict(zip(keys, point)), "seeds": len(rs), "best_test_mean": float(bt.mean()),
-                    "best_test_std": float(bt.std()), "best_test_min": float(bt.min()),
-                    "best_test_max": float(bt.max()), "best_val_mean": float(bv.mean()),
-                    "best_val_std": float(bv.std())})
+        row = {**dict(zip(keys, point)), "seeds": len(rs), "best_test_mean": float(bt.mean()),
+               "best_test_std": float(bt.std()), "best_test_min": float(bt.min()),
+               "best_test_max": float(bt.max()), "best_val_mean": float(bv.mean()),
+               "best_val_std": float(bv.std())}
+        for col in RESOURCE_COLUMNS:  # the same for every seed unless a member diverged: the mean
+            vals = [r[col] for r in rs if col in r]
+            if vals:
+                row[f"{col}_mean"] = float(np.mean(vals))
+        out.append(row)
+    return out
+
+
+# per-member columns a sweep reports when its runs have them (communication accounting, DP accountant)
+RESOURCE_COLUMNS = ("comm_up_bytes", "comm_down_bytes", "dp_epsilon")
+
+
+def resource_cells(row: dict, suffix: str = "") -> dict:
+    """Table cells (floats) for a row's resource columns: "MB up", "MB down" (totals over the rounds
+    run, 1 MB = 1e6 bytes), "epsilon" (after the last round); absent when the row has none."""
+    out = {}
+    if f"comm_up_bytes{suffix}" in row:
+        out["MB up"] = row[f"comm_up_bytes{suffix}"] / 1e6
+        out["MB down"] = row[f"comm_down_bytes{suffix}"] / 1e6
+    if f"dp_epsilon{suffix}" in row:
+        out["epsilon"] = float(row[f"dp_epsilon{suffix}"])
     return out
 
 
@@ -327,7 +407,8 @@ def write_grid_report(result: GridResult, out_dir, title: str, extra: Optional[d
     md.append(table([{**{k: str(s[k]) for k in keys}, "seeds": s["seeds"],
                       "test acc at best val (mean ± std)": f"{s['best_test_mean']:.4f} ± {s['best_test_std']:.4f}",
                       "min": s["best_test_min"], "max": s["best_test_max"],
-                      "best val acc (mean ± std)": f"{s['best_val_mean']:.4f} ± {s['best_val_std']:.4f}"}
+                      "best val acc (mean ± std)": f"{s['best_val_mean']:.4f} ± {s['best_val_std']:.4f}",
+                      **resource_cells(s, "_mean")}
                      for s in summary]))
     md += ["", "![sweep](sweep.png)", ""]
     (out / "sweep.md").write_text("\n".join(md))

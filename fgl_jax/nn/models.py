@@ -26,10 +26,11 @@ class InputDense(nn.Module):
     features: int
     in_dim: int
     use_bias: bool = True
+    kernel_init: Callable = nn.initializers.glorot_uniform()
 
     @nn.compact
     def __call__(self, x, num_nodes: int):
-        w = self.param("kernel", nn.initializers.glorot_uniform(), (self.in_dim, self.features), jnp.float32)
+        w = self.param("kernel", self.kernel_init, (self.in_dim, self.features), jnp.float32)
         out = ops.feature_matmul(x, w, num_nodes)
         if self.use_bias:
             out = out + self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
@@ -87,9 +88,6 @@ class GCN(nn.Module):
 
     aggregate: the neighbour sum (`ops.neighbour_sum` signature); None = plain segment sums.
     HiFGL passes its secure sum here. self_loop=False: HiFGL's Eq. 2/3 without the self term.
-    propagated_input: the batch's features are already S X (`ops.gcn_propagate` of the raw
-    features), so layer 0 is only the linear map: (S X) W = S (X W). Same parameters; for fixed
-    dense features narrower than `hidden` the propagation is then taken once, at the narrow width.
     """
 
     in_dim: int
@@ -99,7 +97,9 @@ class GCN(nn.Module):
     dropout: float = 0.0
     aggregate: Optional[Callable] = None
     self_loop: bool = True
-    propagated_input: bool = False
+    # True: the input features already are the first layer's neighbour aggregate (FedGCN's
+    # pre-communicated S X), so layer 0 is a linear map without propagation (FedGraph's AggreGCN)
+    pre_aggregated: bool = False
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
@@ -108,7 +108,7 @@ class GCN(nn.Module):
         def layer(i, h, width, in_dim, n):
             # propagate after the projection: S (X W) == (S X) W, and X W is the small side.
             lin = InputDense(width, in_dim, use_bias=False, name=f"layer_{i}")
-            if i == 0 and self.propagated_input:
+            if i == 0 and self.pre_aggregated:
                 return lin(h, n)
             return layers.gcn_layer(self, i, lin(h, n), s, r, m, n, aggregate=self.aggregate,
                                     self_loop=self.self_loop, use_bias=False)    # bias_i: _relu_stack
@@ -351,10 +351,43 @@ class GCondCheby(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+def _uniform_fan_out(key, shape, dtype=jnp.float32):
+    """U(-1/sqrt(fan_out), 1/sqrt(fan_out)) for a [fan_in, fan_out] kernel (OpenFGL's GraphConvolution)."""
+    bound = 1.0 / jnp.sqrt(shape[-1])
+    return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+
+class SumGCN(nn.Module):
+    """GCN layers on the raw adjacency: H' = A H W + b (no self-loops, no normalisation), ReLU between.
+
+    OpenFGL 1.1.0's FGGP and FedGL train this model (their `FedGCN`: torch.spmm with the unnormalised
+    client adjacency), so their algorithm modules offer it to reproduce OpenFGL's numbers; its
+    initialisation is that model's too: W ~ U(-1/sqrt(fan_out), 1/sqrt(fan_out)), b = 0.
+    aggregate: the neighbour sum (`ops.neighbour_sum` signature), as GCN's."""
+
+    in_dim: int
+    hidden: int
+    num_classes: int
+    num_layers: int = 2
+    dropout: float = 0.0
+    aggregate: Optional[Callable] = None
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        s, r, m = batch.graph.senders, batch.graph.receivers, batch.edge_mask
+        aggregate = self.aggregate or ops.neighbour_sum
+
+        def layer(i, h, width, in_dim, n):
+            z = InputDense(width, in_dim, use_bias=False, kernel_init=_uniform_fan_out, name=f"layer_{i}")(h, n)
+            return aggregate(z, s, r, m, n, layer=i)
+
+        return _relu_stack(self, batch, train, layer)
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphsage": SAGE, "gat": GAT,
                                                "sgc": SGC, "mlp": MLP, "appnp": APPNP, "cheb": ChebNet,
                                                "chebnet": ChebNet, "cheby": ChebNet,
-                                               "cheb_gcond": GCondCheby}
+                                               "cheb_gcond": GCondCheby, "gcn_sum": SumGCN}
 
 
 for _name, _cls in MODELS.items():  # the one registry (kind "model") holds them too

@@ -1,4 +1,5 @@
-"""Host-side (NumPy) node partitioners: random, Louvain, label-Dirichlet, and their statistics.
+"""Host-side (NumPy) node partitioners: random, Louvain, METIS, OpenFGL's louvain+/metis+,
+label-Dirichlet over nodes or over communities, and their statistics.
 
 Every partitioner is a pure function `(graph, num_clients, ..., seed) -> Partition`; the
 Partition gives client node sets (`client_nodes`) and cross-client edges (`cross_edges(graph)`).
@@ -13,25 +14,32 @@ import numpy as np
 from fgl_jax import registry
 from fgl_jax.graph import Graph
 from fgl_jax.partition.base import Partition, PartitionError, validate
-from fgl_jax.partition.dirichlet import label_dirichlet_partition
-from fgl_jax.partition.louvain import louvain_capacity, louvain_partition
+from fgl_jax.partition.dirichlet import community_dirichlet_partition, label_dirichlet_partition
+from fgl_jax.partition.louvain import louvain_capacity, louvain_communities, louvain_partition
+from fgl_jax.partition.metis import metis_partition
+from fgl_jax.partition.plus import louvain_plus_partition, metis_plus_partition
 from fgl_jax.partition.random import random_partition
-from fgl_jax.partition.stats import leakage, partition_stats
+from fgl_jax.partition.stats import leakage, partition_report, partition_stats
 
 PARTITIONERS: dict[str, Callable[..., Partition]] = {
     "random": random_partition,
     "louvain": louvain_partition,
     "dirichlet": label_dirichlet_partition,
+    "metis": metis_partition,
+    "louvain_plus": louvain_plus_partition,
+    "metis_plus": metis_plus_partition,
+    "community_dirichlet": community_dirichlet_partition,
 }
 for _name, _fn in PARTITIONERS.items():  # the one registry (kind "partition") holds them too
     registry.add("partition", _name, _fn, help=(_fn.__doc__ or "").strip().splitlines()[0])
 
 
 def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, **kwargs) -> Partition:
-    """Run the partitioner registered as `method` ("random", "louvain", "dirichlet", or one a user
-    registered with `fgl_jax.register("partition", name)`).
+    """Run the partitioner registered as `method` (one of `PARTITIONERS`, or one a user registered
+    with `fgl_jax.register("partition", name)`).
 
-    kwargs go to the partitioner (e.g. beta=0.5 for "dirichlet", resolution=1.0 for "louvain").
+    kwargs go to the partitioner (e.g. beta=0.5 for "dirichlet", resolution=1.0 and
+    packing="whole" for "louvain", num_communities=100 for "metis_plus").
     """
     if not registry.has("partition", method):
         raise PartitionError(f"unknown partition method {method!r}; choose one of {registry.names('partition')}")
@@ -50,7 +58,7 @@ def _cached(fn: Callable[..., Partition], graph: Graph, method: str, num_clients
     if cache.root() is None:
         return fn(graph, num_clients, seed=seed, **kwargs)
     key = cache.prep_key("partition", graph=cache.graph_digest(graph), method=method, clients=num_clients,
-                         seed=seed, kwargs=sorted(kwargs.items()), source=cache.source_digest(fn))
+                         seed=seed, kwargs=sorted(kwargs.items()), source=_source_digest())
     hit = cache.load_arrays(key)
     if hit is not None and "assignment" in hit:
         try:
@@ -62,8 +70,26 @@ def _cached(fn: Callable[..., Partition], graph: Graph, method: str, num_clients
     return part
 
 
+def _source_digest() -> str:
+    """sha256 of this package's sources and of the versions of the libraries the partitioners call
+    (a partitioner's helpers live in sibling modules: louvain+ uses kmeans.py, metis.py, louvain.py)."""
+    import hashlib
+    from importlib import metadata
+    from pathlib import Path
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + path.read_bytes())
+    for lib in ("networkx", "pymetis"):
+        try:
+            h.update(f"{lib}={metadata.version(lib)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{lib}=none".encode())
+    return h.hexdigest()[:16]
+
+
 __all__ = [
-    "PARTITIONERS", "Partition", "PartitionError", "label_dirichlet_partition", "leakage",
-    "louvain_capacity", "louvain_partition", "make_partition", "partition_stats", "random_partition",
+    "PARTITIONERS", "Partition", "PartitionError", "community_dirichlet_partition", "label_dirichlet_partition",
+    "leakage", "louvain_capacity", "louvain_communities", "louvain_partition", "louvain_plus_partition", "make_partition",
+    "metis_partition", "metis_plus_partition", "partition_report", "partition_stats", "random_partition",
     "validate",
 ]

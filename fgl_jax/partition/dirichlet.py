@@ -73,3 +73,88 @@ def label_dirichlet_partition(graph: Graph, num_clients: int, beta: float, seed:
         f"label_dirichlet_partition: no draw in max_retries={max_retries} gave every one of the "
         f"{k} clients >= min_size={min_size} nodes (beta={beta}, seed={seed}; largest smallest-client "
         f"size seen: {max(smallest)}). Increase beta or max_retries, or lower num_clients or min_size.")
+
+
+def community_labels(graph: Graph, communities: list[np.ndarray]) -> np.ndarray:
+    """int64 [M]: each community's majority label among its labelled nodes (ties: the smallest
+    label), -1 for a community without labelled nodes."""
+    y = np.asarray(graph.y)
+    out = np.full(len(communities), -1, np.int64)
+    for i, nodes in enumerate(communities):
+        lab = y[nodes]
+        lab = lab[lab >= 0]
+        if lab.size:
+            out[i] = int(np.bincount(lab).argmax())  # argmax returns the first (smallest) on ties
+    return out
+
+
+def _draw_communities(sizes: np.ndarray, labels: np.ndarray, k: int, beta: float,
+                      rng: np.random.Generator) -> np.ndarray:
+    """Client id int32 [M] of each community for one draw (see community_dirichlet_partition)."""
+    client = np.empty(sizes.size, np.int32)
+    for c in np.unique(labels[labels >= 0]):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        p = rng.dirichlet(np.full(k, beta))
+        ends = np.cumsum(sizes[idx])
+        mid = ends - sizes[idx] / 2.0  # a community goes where its middle node falls
+        bounds = np.cumsum(p)[:-1] * ends[-1]
+        client[idx] = np.searchsorted(bounds, mid, side="right")
+    none = np.flatnonzero(labels < 0)
+    client[none] = rng.integers(k, size=none.size)
+    return client
+
+
+def community_dirichlet_partition(graph: Graph, num_clients: int, beta: float = 0.5, seed: int = 0,
+                                  communities: str = "louvain", resolution: float = 1.0,
+                                  num_communities: int = 100, min_size: int = 1,
+                                  max_retries: int = 100) -> Partition:
+    """Label-Dirichlet(β) split over whole communities: label skew without cutting communities.
+
+    Communities come from Louvain (`communities="louvain"`, `resolution`) or METIS
+    (`communities="metis"`, `num_communities` parts). Each community takes the majority label of
+    its labelled nodes. For every class c, proportions p_c ~ Dir(β·1_K) are drawn; the class's
+    communities, in a random order, are laid end to end (by node count) and each goes to the client
+    whose share [Σ_{j<k} p_cj, Σ_{j<=k} p_cj) of that length holds its middle node. So client k
+    holds ≈ p_ck of the nodes of class-c communities, up to one community's size. Communities
+    without labelled nodes go to uniformly random clients. A draw leaving a client with fewer than
+    `min_size` nodes is redrawn (up to `max_retries` draws), as in `label_dirichlet_partition`.
+
+    Returns a Partition with assignment int32 [N].
+    """
+    from fgl_jax.partition.louvain import louvain_communities
+    from fgl_jax.partition.metis import metis_membership
+    k = check_num_clients(num_clients, graph)
+    beta = check_positive("beta", beta)
+    seed = check_seed(seed)
+    min_size = check_int("min_size", min_size, minimum=1)
+    max_retries = check_int("max_retries", max_retries, minimum=1)
+    if communities == "louvain":
+        comms = louvain_communities(graph, resolution, seed)
+    elif communities == "metis":
+        m = check_int("num_communities", num_communities, minimum=1, maximum=graph.num_nodes)
+        parts, _ = metis_membership(graph, m, seed)
+        comms = [np.flatnonzero(parts == j) for j in range(m)]
+        comms = [c for c in comms if c.size]
+    else:
+        raise PartitionError(f"communities must be 'louvain' or 'metis', got {communities!r}")
+    if len(comms) < k:
+        raise PartitionError(f"community_dirichlet: {len(comms)} communities for {k} clients "
+                             "(raise the resolution / number of communities, or lower the number of clients)")
+    sizes = np.array([c.size for c in comms], np.int64)
+    labels = community_labels(graph, comms)
+    node_of = np.concatenate(comms)
+    rng = np.random.default_rng(seed)
+    smallest = []
+    for _ in range(max_retries):
+        client = _draw_communities(sizes, labels, k, beta, rng)
+        assignment = np.empty(graph.num_nodes, np.int32)
+        assignment[node_of] = np.repeat(client, sizes)
+        got = np.bincount(assignment, minlength=k)
+        if got.min() >= min_size:
+            return validate(Partition(assignment, k, "community_dirichlet", seed), graph)
+        smallest.append(int(got.min()))
+    raise PartitionError(
+        f"community_dirichlet_partition: no draw in max_retries={max_retries} gave every one of the {k} "
+        f"clients >= min_size={min_size} nodes (beta={beta}, seed={seed}, {len(comms)} communities; largest "
+        f"smallest-client size seen: {max(smallest)}). Increase beta, resolution or max_retries, or lower "
+        "num_clients.")

@@ -3,6 +3,10 @@
 Like PyG's `train_test_split_edges` (Lumos uses 80/5/15): undirected edges are shuffled with a
 seed and cut by fraction; validation and test negatives are sampled uniformly among vertex
 pairs that are not edges of the full graph (and not self-pairs), as many as the positives.
+`train_negatives=True` also draws a fixed set of training negatives (OpenFGL's link prediction
+keeps one such set for the whole run), disjoint from the evaluation negatives. On a graph too
+dense or too small to hold that many non-edges (a small client's subgraph), every non-edge is
+used: a split then has fewer negatives than positives, never an error.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ class EdgeSplit:
     val_neg: np.ndarray
     test_pos: np.ndarray
     test_neg: np.ndarray
+    train_neg: np.ndarray = None   # fixed training negatives (train_negatives=True), else None
 
     def train_directed(self) -> tuple[np.ndarray, np.ndarray]:
         """Training edges in both directions (senders, receivers) int32."""
@@ -42,6 +47,14 @@ def sample_non_edges(num_nodes: int, count: int, forbidden: np.ndarray, rng: np.
     """`count` distinct pairs (u < v) that are not in `forbidden` (sorted int64 keys u*N+v)."""
     if count > num_nodes * (num_nodes - 1) // 2 - forbidden.size:
         raise ValueError(f"sample_non_edges: cannot draw {count} non-edges from a graph with {num_nodes} nodes")
+    if 2 * count > num_nodes * (num_nodes - 1) // 2 - forbidden.size:
+        # most of the non-edges are wanted (a small or dense graph): list them all rather than
+        # rejection-sample (which would wait for the last few to be hit)
+        lo, hi = np.triu_indices(num_nodes, 1)
+        key = lo.astype(np.int64) * num_nodes + hi
+        key = key[~np.isin(key, forbidden)]
+        got = rng.permutation(key)[:count]
+        return np.stack([got // num_nodes, got % num_nodes], 1)
     got = np.zeros(0, np.int64)
     while got.size < count:
         need = 2 * (count - got.size) + 16
@@ -57,8 +70,11 @@ def sample_non_edges(num_nodes: int, count: int, forbidden: np.ndarray, rng: np.
 
 
 def random_edge_split(senders, receivers, num_nodes: int, train: float = 0.8, val: float = 0.05,
-                      test: float = 0.15, seed: int = 0) -> EdgeSplit:
-    """Split the undirected edges into train/val/test by fraction (must sum to 1 within 1e-6)."""
+                      test: float = 0.15, seed: int = 0, train_negatives: bool = False) -> EdgeSplit:
+    """Split the undirected edges into train/val/test by fraction (must sum to 1 within 1e-6):
+    round(val * M) validation and round(test * M) test edges, the rest training edges, so every
+    edge is in exactly one part. Negatives: as many as the positives of each part (val, test, and
+    train when `train_negatives`), distinct, never an edge; capped by the non-edges there are."""
     for name, f in (("train", train), ("val", val), ("test", test)):
         if not 0.0 <= f <= 1.0:
             raise ValueError(f"random_edge_split: {name} fraction must be in [0, 1], got {f}")
@@ -71,5 +87,10 @@ def random_edge_split(senders, receivers, num_nodes: int, train: float = 0.8, va
     n_test = int(round(test * pairs.shape[0]))
     va, te, tr = perm[:n_val], perm[n_val:n_val + n_test], perm[n_val + n_test:]
     forbidden = np.sort(pairs[:, 0] * num_nodes + pairs[:, 1])
-    neg = sample_non_edges(num_nodes, n_val + n_test, forbidden, rng)
-    return EdgeSplit(num_nodes, pairs[tr], pairs[va], neg[:n_val], pairs[te], neg[n_val:])
+    free = num_nodes * (num_nodes - 1) // 2 - forbidden.size   # non-edges there are
+    neg = sample_non_edges(num_nodes, min(n_val + n_test, free), forbidden, rng)
+    train_neg = None
+    if train_negatives:
+        taken = np.sort(np.concatenate([forbidden, neg[:, 0] * num_nodes + neg[:, 1]]))
+        train_neg = sample_non_edges(num_nodes, min(len(tr), free - len(neg)), taken, rng)
+    return EdgeSplit(num_nodes, pairs[tr], pairs[va], neg[:n_val], pairs[te], neg[n_val:], train_neg)

@@ -23,6 +23,15 @@ Merging rule (exact):
 Guarantees: every client holds >= 1 and <= cap nodes, hence >= N - (K-1)·cap. A community is split
 only by rule 3 or when it exceeds the room left in the emptiest client. The result is a deterministic
 function of (graph, K, seed, resolution, slack); the seed acts only through Louvain.
+
+packing="whole" (a community is never cut for size, as in plain PyG loops that deal Louvain
+communities to clients): rules 1 and 3 as above, then every piece, largest first, goes whole to the
+client with the fewest nodes (ties: lowest id): greedy longest-processing-time packing, no cap.
+Client sizes then follow the community sizes (Cora, 10 clients: the largest client holds the
+largest community, 350-388 nodes against 297 capped), and only rule 3 (fewer communities than
+clients) ever cuts a community. OpenFGL's `subgraph_fl_louvain` is neither: it cuts communities
+longer than N//K - 20 into consecutive chunks (in node-id order) and deals the pieces round-robin
+with a soft bound of N//K + 20 (docs/simulation.md compares the three on Cora and CiteSeer).
 """
 from __future__ import annotations
 
@@ -33,8 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax.graph import Graph
-from fgl_jax.partition.base import (Partition, check_num_clients, check_positive, check_seed,
-                                    validate)
+from fgl_jax.partition.base import (Partition, PartitionError, check_num_clients, check_positive,
+                                    check_seed, validate)
 
 
 def louvain_capacity(num_nodes: int, num_clients: int, slack: float) -> int:
@@ -70,14 +79,41 @@ def _bfs_order(adj: sp.csr_matrix, nodes: np.ndarray) -> np.ndarray:
     return nodes[np.concatenate(parts)]
 
 
+PACKINGS = ("capped", "whole")
+
+
+def louvain_communities(graph: Graph, resolution: float = 1.0, seed: int = 0,
+                        adjacency: sp.csr_matrix | None = None) -> list[np.ndarray]:
+    """Louvain communities of `graph` (edges undirected, self-loops ignored; networkx's Louvain).
+
+    Returns int64 arrays of sorted node ids, in canonical order: size descending, then smallest
+    node id (independent of set iteration order). Isolated nodes are singleton communities.
+    """
+    resolution = check_positive("resolution", resolution)
+    seed = check_seed(seed)
+    adj = _undirected_adjacency(graph) if adjacency is None else adjacency
+    import networkx as nx  # here: a cached partition (fgl_jax.cache) never needs networkx's import time
+    g = nx.Graph()
+    g.add_nodes_from(range(graph.num_nodes))
+    coo = sp.triu(adj, k=1).tocoo()
+    g.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
+    comms = [np.array(sorted(c), np.int64) for c in
+             nx.community.louvain_communities(g, resolution=resolution, seed=seed)]
+    comms.sort(key=lambda c: (-c.size, int(c[0])))
+    return comms
+
+
 def louvain_partition(graph: Graph, num_clients: int, seed: int = 0, resolution: float = 1.0,
-                      slack: float = 0.1) -> Partition:
-    """Louvain communities merged greedily into `num_clients` clients of size <= cap.
+                      slack: float = 0.1, packing: str = "capped") -> Partition:
+    """Louvain communities merged greedily into `num_clients` clients (capped: of size <= cap).
 
     graph: host Graph with N nodes (edges treated as undirected).
     resolution: Louvain resolution (> 0; larger gives more, smaller communities).
-    slack: allowed relative excess of a client over N/K (>= 0); cap = louvain_capacity(N, K, slack).
-    See the module docstring for the exact merging rule and its guarantees.
+    slack: allowed relative excess of a client over N/K (>= 0); cap = louvain_capacity(N, K, slack)
+        (packing "capped" only).
+    packing: "capped" (default: a community that does not fit the emptiest client is cut at the
+        cap) or "whole" (communities are never cut for size; largest first into the emptiest client).
+    See the module docstring for the exact merging rules and their guarantees.
 
     Returns a Partition with assignment int32 [N].
     """
@@ -85,23 +121,18 @@ def louvain_partition(graph: Graph, num_clients: int, seed: int = 0, resolution:
     seed = check_seed(seed)
     resolution = check_positive("resolution", resolution)
     slack = check_positive("slack", slack, allow_zero=True)
+    if packing not in PACKINGS:
+        raise PartitionError(f"packing must be one of {PACKINGS}, got {packing!r}")
     n = graph.num_nodes
     adj = _undirected_adjacency(graph)
 
     # 1. Louvain on the undirected graph, in a canonical order independent of set iteration order.
-    import networkx as nx  # here: a cached partition (fgl_jax.cache) never needs networkx's import time
-    g = nx.Graph()
-    g.add_nodes_from(range(n))
-    coo = sp.triu(adj, k=1).tocoo()
-    g.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
-    comms = [np.array(sorted(c), np.int64) for c in
-             nx.community.louvain_communities(g, resolution=resolution, seed=seed)]
-    comms.sort(key=lambda c: (-c.size, int(c[0])))
+    comms = louvain_communities(graph, resolution, seed, adjacency=adj)
 
     # BFS order is only needed for communities that will be cut, which are those larger than the
     # room in some client (<= cap); computing it lazily keeps the common case (many small
     # communities) cheap.
-    cap = louvain_capacity(n, k, slack)
+    cap = louvain_capacity(n, k, slack) if packing == "capped" else n
     ordered = [False] * len(comms)
 
     def ensure_order(i: int) -> None:

@@ -8,6 +8,10 @@ Conventions (spec hifgl.md §3, §4, §5.2 item 15):
   edges; both are given, plus the paper's mixed-unit ratio cross / (mean intra + cross).
 - ε_p^i = |{v in client i : v has a neighbour (either edge direction) in another client}| / |V_i|;
   the global ε_p is the unweighted mean over clients (a random 5-way split of Cora gives ≈ 0.95).
+- Label skew: the total-variation distance TV_i = ½ Σ_c |P_i(c) - P(c)| between client i's label
+  distribution (over its labelled nodes) and the whole graph's; 0 = the global mix, 1 = disjoint.
+  `partition_report` condenses all of it into a few numbers (what summary.json and
+  `fgl-jax inspect --partition` show).
 """
 from __future__ import annotations
 
@@ -47,8 +51,9 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
     """Per-client and federation-wide statistics of `partition` on `graph` (JSON-serialisable).
 
     Per-client lists (length K): num_nodes, intra_edges_undirected, intra_edges_directed,
-    train_nodes, val_nodes, test_nodes, labelled_nodes, label_counts ([K, C]), leakage_count,
-    leakage (ε_p^i as a fraction).
+    train_nodes, val_nodes, test_nodes, labelled_nodes, label_counts ([K, C]), label_tv (TV distance
+    of the client's label distribution from the global one; None for a client without labelled
+    nodes), classes_present, leakage_count, leakage (ε_p^i as a fraction).
     Scalars: num_clients, cross_edges_undirected, cross_edges_directed, cross_edge_fraction
     (undirected cross / all undirected pairs), cross_edge_fraction_directed,
     mean_intra_edges_undirected, mean_intra_edges_directed, table2_cross_ratio
@@ -77,6 +82,7 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
     # Labels outside [0, num_classes) would be a loader bug; clip keeps the table shape fixed.
     np.add.at(label_counts, (a[lab], np.clip(y[lab], 0, graph.num_classes - 1)), 1)
     leak_counts, leak = leakage(graph, partition)
+    tv = label_tv(label_counts)
 
     return {
         "method": partition.method,
@@ -100,7 +106,56 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
         "test_nodes": per_client(graph.test_mask),
         "labelled_nodes": per_client(lab),
         "label_counts": label_counts.tolist(),
+        "label_tv": [None if np.isnan(v) else float(v) for v in tv],
+        "classes_present": (label_counts > 0).sum(1).tolist(),
         "leakage_count": leak_counts.tolist(),
         "leakage": leak.tolist(),
         "leakage_mean": float(leak.mean()),
+    }
+
+
+def label_tv(label_counts: np.ndarray) -> np.ndarray:
+    """float64 [K]: ½ Σ_c |P_k(c) - P(c)| for label_counts int [K, C] (NaN for a client without labels)."""
+    counts = np.asarray(label_counts, np.float64)
+    total = counts.sum()
+    if total == 0:
+        return np.full(counts.shape[0], np.nan)
+    glob = counts.sum(0) / total
+    per = counts.sum(1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = counts / per
+    tv = 0.5 * np.abs(p - glob).sum(1)
+    tv[per[:, 0] == 0] = np.nan
+    return tv
+
+
+def partition_report(graph: Graph, partition: Partition, stats: dict | None = None) -> dict[str, Any]:
+    """A compact edge-cut and label-distribution report of `partition` (JSON-serialisable, size
+    independent of K except `client_nodes` for K <= 50): what a run records in summary.json.
+
+    Keys: method, seed, clients; client_nodes {min, median, max, cv (std / mean)} (+ "sizes" list
+    for K <= 50); edge_cut (undirected cross-client edges), edge_cut_fraction (of all undirected
+    edges); label_tv {mean, max} over clients with labels; classes_per_client {mean, min} (of
+    num_classes); leakage_mean (HiFGL's ε_p); clients_without_train (clients holding no training node).
+    """
+    s = partition_stats(graph, partition) if stats is None else stats
+    sizes = np.asarray(s["num_nodes"], np.float64)
+    tv = np.array([np.nan if v is None else v for v in s["label_tv"]], np.float64)
+    classes = np.asarray(s["classes_present"])
+    nodes = {"min": int(sizes.min()), "median": float(np.median(sizes)), "max": int(sizes.max()),
+             "cv": float(sizes.std() / sizes.mean())}
+    if s["num_clients"] <= 50:
+        nodes["sizes"] = [int(v) for v in sizes]
+    has_tv = ~np.isnan(tv)
+    return {
+        "method": s["method"], "seed": s["seed"], "clients": s["num_clients"],
+        "client_nodes": nodes,
+        "edge_cut": s["cross_edges_undirected"],
+        "edge_cut_fraction": s["cross_edge_fraction"],
+        "label_tv": ({"mean": float(tv[has_tv].mean()), "max": float(tv[has_tv].max())} if has_tv.any()
+                     else None),
+        "classes_per_client": {"mean": float(classes.mean()), "min": int(classes.min()),
+                               "of": graph.num_classes},
+        "leakage_mean": s["leakage_mean"],
+        "clients_without_train": int((np.asarray(s["train_nodes"]) == 0).sum()),
     }

@@ -293,8 +293,13 @@ def _quantize_impl(x: jax.Array, frac_bits: int, p: int) -> jax.Array:
     # such values are garbage anyway and check_range rejects them.
     y = jnp.round(jnp.asarray(x).astype(jnp.float64) * (2.0**frac_bits))
     y = jnp.clip(y, -(2.0**62), 2.0**62)
-    y = jnp.where(jnp.isnan(y), 0.0, y)
-    return jnp.remainder(y.astype(jnp.int64), p)  # remainder has the sign of p: result in [0, p)
+    y = jnp.where(jnp.isnan(y), 0.0, y).astype(jnp.int64)
+    if _mersenne_exponent(p) is None:
+        return jnp.remainder(y, p)  # remainder has the sign of p: result in [0, p)
+    # Mersenne p: reduce |y| <= 2^62 by folds (no int64 division, which XLA:CPU does element by element:
+    # ~2x faster on a [3327, 64] layer) and negate in the field: y mod p = p - (|y| mod p) for y < 0
+    a = _reduce_impl(jnp.abs(y), p, "mersenne", 2**62 + 1)
+    return jnp.where((y < 0) & (a != 0), p - a, a)
 
 
 def _dequantize_impl(r: jax.Array, frac_bits: int, p: int, dtype: Any) -> jax.Array:

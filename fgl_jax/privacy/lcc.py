@@ -40,6 +40,7 @@ _INT64_MAX = 2**63 - 1
 
 __all__ = [
     "LCCParams",
+    "MASK_GENERATOR",
     "sample_mu",
     "sample_mu_real",
     "check_params",
@@ -313,31 +314,52 @@ def decode_coeffs(params: LCCParams, reduction: Reduction = "auto") -> jax.Array
 # ---------------------------------------------------------------------------------------------------------
 
 
-# Masks are drawn in chunks of this many 64-bit words, one lax.map step per chunk: measured on the 2-core dev
-# machine, threefry over one large array (T * E * d words) is superlinearly slow (1.6-3x slower at T = 3 on a
-# Cora-sized edge set) while cache-sized chunks keep it linear; the loop keeps the compiled program small.
-_MASK_CHUNK = 1 << 16
+MASK_GENERATOR: str = "xla"
+"""Where the mask bits come from (read when a program is traced): "xla" = XLA's Threefry kernel (the
+default, see `_random_u64`); "jax" = pairs of jax.random uint32 draws, the generator before it, kept
+so benchmarks/bench_round_speed.py can time both in one process. Field-mode results do not depend on it."""
 
 
-def _random_u64(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    """Uniform uint64 words of ``shape`` built from pairs of uint32 draws.
-
-    Not ``jax.random.bits(..., uint64)``: random bits are a primitive lowered by re-tracing Python code at
-    *lowering* time, and when these functions are called inside an outer ``jax.jit`` that is traced without
-    x64, that lowering runs outside our x64 scope and fails on uint64. uint32 bits lower fine anywhere; the
-    combination below is traced here, inside the scope.
-    """
+def _random_u64_jax(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """uint64 words from pairs of jax.random uint32 draws, in lax.map chunks of 2^16 words (MASK_GENERATOR "jax")."""
+    chunk = 1 << 16
 
     def words(k: jax.Array, n: int) -> jax.Array:
         w = jax.random.bits(k, (2, n), dtype=jnp.uint32)
         return (w[0].astype(jnp.uint64) << 32) | w[1].astype(jnp.uint64)
 
     n = int(np.prod(shape, dtype=np.int64))
-    if n <= _MASK_CHUNK:
+    if n <= chunk:
         return words(key, n).reshape(shape)
-    c = -(-n // _MASK_CHUNK)
-    u = jax.lax.map(lambda k: words(k, _MASK_CHUNK), jax.random.split(key, c))  # [c, chunk]
+    u = jax.lax.map(lambda k: words(k, chunk), jax.random.split(key, -(-n // chunk)))
     return u.reshape(-1)[:n].reshape(shape)
+
+
+def _random_u64(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """Uniform uint64 words of ``shape``: Threefry-2x32 counter-mode bits from XLA's own generator.
+
+    ``lax.rng_bit_generator`` with ``RNG_THREE_FRY`` is the Threefry-2x32 algorithm jax.random uses, run as
+    one XLA:CPU kernel: on the 2-core dev machine it drew the 2 x 9,104 x 64 words of a CiteSeer layer's masks
+    in ~2 ms where jax.random's Threefry, built from elementwise HLO, took ~6.5 ms
+    (benchmarks/bench_round_speed.py). Its 128-bit key is the two halves of ``split(key)``, so distinct jax
+    keys give distinct streams. (Not ``jax.random.bits(..., uint64)``: random bits are a primitive lowered by
+    re-tracing Python code at *lowering* time, which fails on uint64 inside an outer jit traced without x64;
+    this op is lowered as it is.)
+    """
+    if MASK_GENERATOR == "jax":
+        return _random_u64_jax(key, shape)
+    if MASK_GENERATOR != "xla":
+        raise ValueError(f"lcc.MASK_GENERATOR must be 'xla' or 'jax', got {MASK_GENERATOR!r}")
+    n = int(np.prod(shape, dtype=np.int64))
+    halves = jax.random.split(key)
+    if jnp.issubdtype(halves.dtype, jax.dtypes.prng_key):
+        halves = jax.random.key_data(halves)
+    key4 = halves.reshape(-1).astype(jnp.uint32)                                          # [4]
+    if key4.shape != (4,):
+        raise ValueError(f"mask keys must be 2-word (threefry) jax keys, got key data of {key4.shape[0]} words")
+    _, bits = jax.lax.rng_bit_generator(key4, (max(n, 1),), dtype=jnp.uint64,
+                                        algorithm=jax.lax.RandomAlgorithm.RNG_THREE_FRY)
+    return bits[:n].reshape(shape)
 
 
 def _uniform_below(key: jax.Array, shape: tuple[int, ...], m: int) -> jax.Array:

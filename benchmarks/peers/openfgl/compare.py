@@ -40,7 +40,10 @@ DEFAULT_VENV = HERE.parent / ".venv-openfgl"
 
 # fgl_jax algorithm -> OpenFGL fl_algorithm; names fgl_jax has not registered are skipped.
 ALGORITHMS = {"local": "isolate", "fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold",
-              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp"}
+              "moon": "moon", "feddc": "feddc", "fedproto": "fedproto", "fedtgp": "fedtgp",
+              "fggp": "fggp", "fedgl": "fedgl",
+              "fedgta": "fedgta", "fedtad": "fedtad", "adafgl": "adafgl",
+              "fedsage_plus": "fedsage_plus"}
 DATASETS = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 
 # fgl_jax options per algorithm: OpenFGL 1.1.0's defaults (openfgl/flcore/<name>/<name>_config.py
@@ -58,6 +61,28 @@ FGL_OPTIONS = {
     # fedtgp_config: lambda 1; FedTGPServer(num_glb_epochs=10, lr_glb=1e-2), margin min(max gap, 100)
     "fedtgp": {"fedtgp_lambda": 1.0, "tgp_variant": "openfgl", "tgp_server_epochs": 10,
                "tgp_server_lr": 0.01, "tgp_margin": 100.0},
+    # fedgl_config: ssl_loss_weight 0.1, probability_threshold 0.5, pseudo graph off; its server keeps
+    # the first round's pseudo labels (see fgl_jax/algorithms/fedgl.py)
+    "fedgl": {"fedgl_ssl_weight": 0.1, "fedgl_threshold": 0.5, "fedgl_pseudo_labels": "first_round",
+              "fedgl_model": "openfgl"},
+    # FGGP: OpenFGL's Gumbel temperature 0.5 and alignment temperature 0.5 (hard-coded there) and its FedGCN
+    "fggp": {"fggp_tau": 0.5, "fggp_temperature": 0.5, "fggp_model": "openfgl"},
+    # fedgta_config: prop_steps 5, lp_alpha 0.5, temperature 20, num_moments 10, hybrid, accept_alpha 0.5
+    "fedgta": {"fedgta_prop_steps": 5, "fedgta_lp_alpha": 0.5, "fedgta_temperature": 20.0,
+               "fedgta_num_moments": 10, "fedgta_moment_type": "hybrid", "fedgta_accept_alpha": 0.5},
+    # fedtad_config: glb_epochs 5, it_g 1, it_d 5, lr_g = lr_d = 1e-3, num_gen 100, topk 5, lam1 = lam2 = 1,
+    # max_walk_length 5; OpenFGL normalises each client's CKR over its classes
+    "fedtad": {"fedtad_glb_epochs": 5, "fedtad_it_g": 1, "fedtad_it_d": 5, "fedtad_lr_g": 1e-3, "fedtad_lr_d": 1e-3,
+               "fedtad_num_gen": 100, "fedtad_topk": 5, "fedtad_lam1": 1.0, "fedtad_lam2": 1.0,
+               "fedtad_walk_length": 5, "fedtad_ckr_norm": "classes"},
+    # adafgl_config: 50 FedAvg rounds, prop_steps 3, r 0.5, lr 1e-2, weight decay 5e-4 (needs > 50 rounds)
+    "adafgl": {"adafgl_rounds_vanilla": 50, "adafgl_prop_steps": 3, "adafgl_r": 0.5, "adafgl_lr": 1e-2,
+               "adafgl_weight_decay": 5e-4},
+    # fedsage_plus_config: hidden_portion 0.5, latent_dim 128, max_pred 5, gen_rounds 10, trade-offs 1;
+    # node->generated mending edges, loss / sampled clients, uniform average
+    "fedsage_plus": {"fedsage_variant": "openfgl", "fedsage_hidden_portion": 0.5, "fedsage_latent": 128,
+                     "fedsage_num_pred": 5, "fedsage_gen_rounds": 10, "fedsage_lambda_d": 1.0,
+                     "fedsage_lambda_f": 1.0, "fedsage_lambda_c": 1.0},
 }
 # The same values written into OpenFGL's config dicts (so both sides are set from here; they equal
 # OpenFGL's defaults). FedTGP's server epochs/lr are constructor defaults, left as they are.
@@ -66,6 +91,14 @@ OPENFGL_CONFIG = {
     "feddc": {"feddc_alpha": 0.1},
     "fedproto": {"fedproto_lambda": 1.0},
     "fedtgp": {"fedtgp_lambda": 1.0},
+    "fedgl": {"ssl_loss_weight": 0.1, "probability_threshold": 0.5, "pseudo_graph_weight": 0},
+    "fedgta": {"prop_steps": 5, "lp_alpha": 0.5, "temperature": 20, "num_moments": 10, "moment_type": "hybrid",
+               "accept_alpha": 0.5},
+    "fedtad": {"glb_epochs": 5, "it_g": 1, "it_d": 5, "lr_g": 1e-3, "lr_d": 1e-3, "num_gen": 100, "topk": 5,
+               "lam1": 1, "lam2": 1, "max_walk_length": 5},
+    "adafgl": {"num_rounds_vanilla": 50, "prop_steps": 3, "r": 0.5, "adafgl_lr": 1e-2, "adafgl_weight_decay": 5e-4},
+    "fedsage_plus": {"hidden_portion": 0.5, "latent_dim": 128, "max_pred": 5, "gen_rounds": 10,
+                     "num_missing_trade_off": 1, "missing_feat_trade_off": 1, "cls_trade_off": 1},
 }
 
 PROTOCOL_DIFFERENCES = [
@@ -102,6 +135,25 @@ ALGORITHM_DIFFERENCES = {
                 "every client starts from one initial draw (OpenFGL: independent draws).",
     "fedtgp": "FedTGP: as FedProto on the client side; server generator initialised from JAX's RNG "
               "(same distributions as torch's nn.Embedding/nn.Linear).",
+    "fggp": "FGGP: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum, same init distribution); "
+            "OpenFGL's later local steps build the view from the previous step's sampled graph (fgl_jax: from "
+            "the client graph) and take embeddings after dropout (fgl_jax: before); OpenFGL's constant "
+            "graph-reconstruction term and unused FINCH prototypes are not computed in fgl_jax.",
+    "fedgl": "FedGL: both sides train OpenFGL's raw-adjacency GCN (fgl_jax: gcn_sum, same init distribution). "
+             "A client without pseudo labels trains one random node towards class 0 in OpenFGL, nothing in "
+             "fgl_jax; OpenFGL's model averaging weights are node counts, fgl_jax's training-node counts.",
+    "fedgta": "FedGTA: none in the arithmetic (the aggregation weights are the clients' smoothing "
+              "confidences, not node counts, on both sides); every client starts from one initial draw.",
+    "fedtad": "FedTAD: models averaged with training-node shares (OpenFGL: node counts); the CKR walks, "
+              "the noise z and the generator's initialisation come from different RNGs (NumPy/JAX vs torch).",
+    "adafgl": "AdaFGL: phase-1 averaging with training-node shares (OpenFGL: node counts); the label-propagation "
+              "split and the phase-2 initialisation from different RNGs; OpenFGL's CSR kernel (missing on Linux) "
+              "replaced by scipy's product (run_openfgl.PATCHES).",
+    "fedsage_plus": "FedSage+: both sides train GraphSAGE whatever --model says (OpenFGL's LocSAGEPlus); "
+                    "hidden nodes and the cross-client draws come from different RNGs; fGen runs on the "
+                    "training rows with a hidden neighbour only (OpenFGL: on every node; the others have no "
+                    "loss, and OpenFGL's node->generated mending edges never reach the classifier); all "
+                    "clients start from one initial draw (OpenFGL: independent draws).",
 }
 
 

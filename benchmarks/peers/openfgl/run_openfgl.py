@@ -67,6 +67,17 @@ def lay_out(job: dict, arrays: dict) -> str:
     return split_dir
 
 
+def _adafgl_scipy_matmul() -> None:
+    """openfgl 1.1.0's AdaFGL calls a compiled CSR kernel from a hard-coded path that does not exist
+    on Linux (`/home/ai2/work/OPENFGL/.../libmatmul.so`); scipy's CSR product is the same arithmetic."""
+    from openfgl.flcore.adafgl import op
+    op.csr_sparse_dense_matmul = lambda adj, feature: adj.dot(feature).astype(np.float32)
+
+
+# per-algorithm fixes needed for OpenFGL to run here (applied before FGLTrainer is built)
+PATCHES = {"adafgl": _adafgl_scipy_matmul}
+
+
 def make_args(job: dict):
     from openfgl.config import parser
     args = parser.parse_args([])
@@ -106,6 +117,8 @@ def main(job_path: str, result_path: str) -> None:
         if unknown:
             raise KeyError(f"{name}_config has no keys {sorted(unknown)} (has {sorted(config)})")
         config.update(job["openfgl_config"])
+    if job["openfgl_algorithm"] in PATCHES:
+        PATCHES[job["openfgl_algorithm"]]()
     args = make_args(job)
     seed_everything(args.seed)
     quiet = io.StringIO()

@@ -36,8 +36,10 @@ fi
 torch_version="$("$venv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 echo "torch==$torch_version" > "$venv/torch-pin.txt"
 # OpenFGL imports these at module level (data/simulation.py, utils/metrics.py) even for the
-# algorithms compared here: scikit-network (Louvain), pymetis, scikit-learn, munkres.
+# algorithms compared here: scikit-network (Louvain), pymetis, scikit-learn, munkres; pynndescent
+# (flcore/fggp/utils.py imports it at module level).
 $pip install --quiet -c "$venv/torch-pin.txt" "openfgl-lib==1.1.0" torch_geometric scikit-learn scikit-network pymetis munkres tqdm \
+    pynndescent \
     numpy scipy networkx
 "$venv/bin/python" - <<'PY'
 import torch, torch_geometric, openfgl

@@ -12,6 +12,11 @@ eval_mode: OpenFGL's evaluation modes (global or local model, on local subgraphs
 graph); "auto" = the global model on local data, or each client's own model for personalised
 algorithms (local, fedper). eval_average: "pooled" counts over clients, or "client_nodes" =
 OpenFGL's mean of per-client metrics weighted by the client's node count.
+
+task: "node_cls" (default) or "link_pred": each client's edges split into train/val/test
+(lp_*_frac) with sampled non-edges, a GNN encoder and a pair decoder (lp_decoder), reported by
+ROC-AUC, AP and Hits@K and selected by val_auc (docs/simulation.md, "Link prediction"); the node
+split options are then unused.
 """
 from __future__ import annotations
 
@@ -22,10 +27,19 @@ from typing import Optional
 from fgl_jax import registry
 from fgl_jax.federated.baselines import EVAL_MODES
 from fgl_jax.federated.metrics import AVERAGES
+from fgl_jax.nn.link import DECODERS, NEGATIVES
 from fgl_jax.schema import RunSpec, option
 
 SPLITS = ("standard", "random", "per_class", "per_client", "openfgl", "keep")
-PARTITIONS = ("random", "louvain", "dirichlet")
+# the built-in partitioners (fgl_jax.partition.PARTITIONERS); `partition` accepts any registered one
+PARTITIONS = ("random", "louvain", "dirichlet", "metis", "louvain_plus", "metis_plus", "community_dirichlet")
+# which partitioner reads which option (the others must keep their defaults: see __post_init__)
+PARTITION_OPTIONS = {"dirichlet_beta": ("dirichlet", "community_dirichlet"),
+                     "louvain_packing": ("louvain",),
+                     "louvain_resolution": ("louvain", "louvain_plus", "community_dirichlet"),
+                     "num_communities": ("metis_plus", "community_dirichlet"),
+                     "communities": ("community_dirichlet",)}
+TASKS = ("node_cls", "link_pred")
 
 
 def _algorithms() -> list[str]:
@@ -45,7 +59,18 @@ class BaselineFields(RunSpec):
     clients: int = option(5, "number of clients", low=1)
     partition: str = option("random", "how nodes are split over clients",
                             choices=lambda: registry.names("partition"))
-    dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet)", low=0, low_open=True)
+    dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet, community_dirichlet)",
+                                   low=0, low_open=True)
+    louvain_packing: str = option("capped", "partition louvain: capped = clients of at most 1.1 N/K nodes (a "
+                                  "community that does not fit is cut); whole = communities never cut for size "
+                                  "(largest first into the emptiest client)", choices=("capped", "whole"))
+    louvain_resolution: float = option(1.0, "Louvain resolution (partition louvain, louvain_plus, "
+                                       "community_dirichlet; larger = more, smaller communities)", low=0,
+                                       low_open=True)
+    num_communities: int = option(100, "METIS parts grouped into clients (partition metis_plus, OpenFGL's "
+                                  "metis_num_coms; community_dirichlet with communities metis)", low=1)
+    communities: str = option("louvain", "community detector of partition community_dirichlet",
+                              choices=("louvain", "metis"))
     split: str = option("standard", "train/val/test split of the nodes", choices=SPLITS)
     train_frac: float = option(0.6, "training fraction (split random / per_client)", low=0, high=1)
     val_frac: float = option(0.2, "validation fraction (split random / per_client)", low=0, high=1)
@@ -106,6 +131,18 @@ class BaselineFields(RunSpec):
     label_noise: float = option(0.0, "robustness: give this fraction of the training nodes a wrong label",
                                 low=0, high=1)
     processing_seed: int = option(0, "seed of the robustness perturbations (one stream per kind)")
+    # --- the learning task (docs/simulation.md, "Link prediction") ---
+    task: str = option("node_cls", "learning task: node_cls (node classification) or link_pred (link prediction "
+                       "on each client's own edges)", choices=TASKS)
+    lp_decoder: str = option("dot", "link prediction: pair decoder, dot product of the embeddings or a 2-layer "
+                             "MLP on their elementwise product", choices=DECODERS)
+    lp_train_frac: float = option(0.8, "link prediction: fraction of each client's edges used for training "
+                                  "(OpenFGL's 0.8)", low=0, high=1)
+    lp_val_frac: float = option(0.1, "link prediction: fraction of each client's edges for validation", low=0, high=1)
+    lp_test_frac: float = option(0.1, "link prediction: fraction of each client's edges for testing", low=0, high=1)
+    lp_negatives: str = option("resample", "link prediction training negatives: resample (new uniform pairs every "
+                               "local step) or fixed (drawn once on the host, OpenFGL's)", choices=NEGATIVES)
+    lp_hits_k: int = option(50, "link prediction: K of the Hits@K metric (OGB's ogbl-collab K)", low=1)
 
     def __post_init__(self):
         super().__post_init__()
@@ -115,12 +152,43 @@ class BaselineFields(RunSpec):
             raise ValueError("give client_fraction or clients_per_round, not both")
         if self.dp_noise > 0 and self.dp_clip <= 0:
             raise ValueError(f"dp_noise={self.dp_noise} needs a clipping norm: set dp_clip > 0")
+        for name, methods in PARTITION_OPTIONS.items():
+            default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
+            if self.partition not in methods and getattr(self, name) != default:
+                raise ValueError(f"{name}={getattr(self, name)!r} is an option of partition "
+                                 f"{' / '.join(methods)}, not of {self.partition!r}")
+        if self.task == "link_pred":
+            self._check_link_pred()
         owner = _owner_of_hparams()
         for name, algo in owner.items():
             default = _hparam_default(name)
             if algo != self.algorithm and getattr(self, name) != default:
                 raise ValueError(f"{name}={getattr(self, name)!r} is an option of algorithm {algo!r}, "
                                  f"not of {self.algorithm!r}")
+
+    def partition_kwargs(self) -> dict:
+        """The options of the chosen partitioner, as `fgl_jax.partition.make_partition` keywords."""
+        names = {"dirichlet_beta": "beta", "louvain_packing": "packing", "louvain_resolution": "resolution",
+                 "num_communities": "num_communities", "communities": "communities"}
+        return {names[k]: getattr(self, k) for k, methods in PARTITION_OPTIONS.items() if self.partition in methods}
+
+    def _check_link_pred(self) -> None:
+        total = self.lp_train_frac + self.lp_val_frac + self.lp_test_frac
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"lp_train_frac + lp_val_frac + lp_test_frac must be 1, got {self.lp_train_frac} + "
+                             f"{self.lp_val_frac} + {self.lp_test_frac} = {total:g}")
+        tasks = registry.entry("algorithm", self.algorithm).info.get("tasks", ("node_cls",))
+        if "link_pred" not in tasks:
+            able = [e.name for e in registry.entries("algorithm") if "link_pred" in e.info.get("tasks", ())]
+            raise ValueError(f"task link_pred: algorithm {self.algorithm!r} is node classification only "
+                             f"(link prediction: {', '.join(able)})")
+        if self.ldp != "none":
+            raise ValueError(f"ldp={self.ldp!r} is OpenFGL's local DP for node classification, not for task link_pred")
+        if self.label_sparsity > 0 or self.label_noise > 0:
+            raise ValueError("label_sparsity / label_noise perturb node labels, which task link_pred does not use")
+        if self.eval_mode.endswith("global_data"):
+            raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task link_pred (each client's "
+                             "edge split is its own): use auto, global_model_on_local_data or local_model_on_local_data")
 
     def hparams(self):
         """The chosen algorithm's own hyperparameters (its `hparams` dataclass), or None."""

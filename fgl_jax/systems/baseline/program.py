@@ -9,7 +9,7 @@ import dataclasses
 from typing import Optional
 
 from fgl_jax import registry
-from fgl_jax.batch import build_client_batch, full_graph_batch
+from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batch
 import jax
 import numpy as np
 
@@ -17,12 +17,14 @@ from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_cli
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.algorithm import HostInput
 from fgl_jax.federated.baselines import BaselineState
-from fgl_jax.federated.communication import per_round_bytes
+from fgl_jax.federated import communication
+from fgl_jax.federated.link import SELECT as LINK_SELECT
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.graph import Graph
 from fgl_jax.nn import ModelSpec
-from fgl_jax.partition import Partition, make_partition
+from fgl_jax.nn.link import LinkModel
+from fgl_jax.partition import Partition, make_partition, partition_report
 from fgl_jax.systems.baseline.config import RunConfig
 
 
@@ -84,6 +86,8 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     """Host-side preparation (once): the padded client batch of the configured partition."""
     if graph is None:
         graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
+    if cfg.task == "link_pred":
+        return prepare_links(perturb_structure(graph, cfg), cfg)
     graph = split_graph(perturb_structure(graph, cfg), cfg)
     if cfg.split not in PER_CLIENT:
         graph = perturb_labels(graph, cfg)
@@ -93,8 +97,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         return Prepared(graph, None, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
-    kwargs = {"beta": cfg.dirichlet_beta} if cfg.partition == "dirichlet" else {}
-    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **kwargs)
+    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
     if cfg.split in PER_CLIENT:
         graph = perturb_labels(split_clients(graph, part.assignment, cfg), cfg)
         if full:  # centralised training on the union of the clients' splits
@@ -109,11 +112,37 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra))
 
 
+def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
+    """Link prediction's host preparation: partition the nodes, then split each client's edges
+    (`fgl_jax.batch.link_client_batch`); Global holds the whole graph as one client, so with one
+    client every algorithm sees the centralised split pair for pair."""
+    full = registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph"
+    # training negatives are drawn on the host either way: "fixed" trains on them, "resample" only
+    # reports the train_* metrics on them (its loss draws new ones every step)
+    link = dict(train=cfg.lp_train_frac, val=cfg.lp_val_frac, test=cfg.lp_test_frac, seed=cfg.split_seed,
+                train_negatives=True)
+    if full:
+        return Prepared(graph, None, make_fed_data(link_client_batch(graph, np.zeros(graph.num_nodes, np.int64), 1,
+                                                                     **link)))
+    if cfg.clients > graph.num_nodes:
+        raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
+    kwargs = {"beta": cfg.dirichlet_beta} if cfg.partition == "dirichlet" else {}
+    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **kwargs)
+    batch = link_client_batch(graph, np.asarray(part.assignment), cfg.clients, **link)
+    return Prepared(graph, part, make_fed_data(batch))
+
+
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
-    """The registered algorithm with the configured model and common hyperparameters."""
-    spec = ModelSpec(cfg.model, graph.num_features, graph.num_classes, hidden=cfg.hidden,
+    """The registered algorithm with the configured model and common hyperparameters (for task
+    link_pred: the model is a `LinkModel` whose encoder outputs `hidden`-wide embeddings, and the
+    reported round is selected by val_auc)."""
+    link = cfg.task == "link_pred"
+    spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if link else graph.num_classes, hidden=cfg.hidden,
                      num_layers=cfg.num_layers, dropout=cfg.dropout)
     model = spec.build()
+    if link:
+        model = LinkModel(model, decoder=cfg.lp_decoder, hidden=cfg.hidden, dropout=cfg.dropout,
+                          train_negatives=cfg.lp_negatives, hits_k=cfg.lp_hits_k)
     optim = OptimConfig(name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay, gamma=cfg.lr_gamma,
                         decay_every=cfg.lr_decay_every)
     ldp = None
@@ -125,6 +154,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
                        dp_noise=cfg.dp_noise, ldp=ldp, model=spec)
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
+    if link:
+        algorithm = algorithm._replace(select=LINK_SELECT)
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
@@ -142,8 +173,7 @@ def per_round_columns(cfg: RunConfig, algorithm, data) -> dict:
     """The host-computed metrics.jsonl columns: communication bytes and the DP accountant's epsilon."""
     num_train = int(data.train.num_clients)
     m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
-    cols = per_round_bytes(algorithm, data, m, cfg.rounds)
-    cols["participants"] = np.full(cfg.rounds, m, np.int64)
+    cols = communication.per_round_columns(algorithm, data, m, cfg.rounds)
     if cfg.dp_clip > 0:
         cols["dp_epsilon"] = epsilons(cfg.dp_noise, m, num_train, cfg.rounds, cfg.dp_delta, cfg.dp_sampling)
     return cols
@@ -155,7 +185,10 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
     prepared = prepare(cfg, graph)
     algorithm = algorithm_from_config(cfg, prepared.graph)
     check_privacy(cfg, algorithm, prepared.data)
-    return Program(algorithm, prepared.data, cfg.rounds,
-                   {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
-                    "clients": cfg.clients, "partition": cfg.partition},
+    describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
+                "clients": cfg.clients, "partition": cfg.partition,
+                **({"task": cfg.task} if cfg.task != "node_cls" else {})}
+    if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
+        describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
+    return Program(algorithm, prepared.data, cfg.rounds, describe,
                    per_round=per_round_columns(cfg, algorithm, prepared.data))

@@ -116,7 +116,7 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
     # parameters, the product reassociated). Sparse features keep the sparse first layer.
     pre_gcn = cfg.arch == "gcn" and not cfg.model_kwargs and not cfg.syn_model_kwargs and in_dim <= cfg.hidden
     model_pre = make_model("gcn", in_dim, num_classes, hidden=cfg.hidden, num_layers=cfg.num_layers,
-                           dropout=cfg.dropout, propagated_input=True) if pre_gcn else None
+                           dropout=cfg.dropout, pre_aggregated=True) if pre_gcn else None
 
     def propagated(b: ClientBatch) -> ClientBatch:  # one graph slice: features := S X
         return b.replace(features=ops.gcn_propagate(b.features, b.graph.senders, b.graph.receivers, b.edge_mask,

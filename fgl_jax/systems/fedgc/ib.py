@@ -148,11 +148,11 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
     hidden = cfg.hidden or d
     in_dim = in_dim or d
     # z is propagated once per epoch at width dim(z) and the decoder's layer 0 is the product
-    # (Â z) W (`propagated_input`), when dim(z) <= its hidden width: instead of two propagations
+    # (Â z) W (`pre_aggregated`), when dim(z) <= its hidden width: instead of two propagations
     # (train and selection forwards) at the hidden width. Same φ, the product reassociated.
     pre = d <= cfg.decoder_hidden
     decoder = make_model("gcn", d, num_classes, hidden=cfg.decoder_hidden, num_layers=2, dropout=cfg.decoder_dropout,
-                         propagated_input=pre)
+                         pre_aggregated=pre)
     opt = optax.adam(cfg.lr)
     gamma = check_gamma(cfg.gamma)
     phi = jax.lax.stop_gradient(decoder_params)  # frozen: only the encoder is differentiated

@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from fgl_jax.data.hypergraph import HYPERGRAPH_DATASETS, Hypergraph, graph_to_hypergraph, load_hypergraph
+from fgl_jax.federated.communication import per_round_columns
 from fgl_jax.federated.algorithm import Hooks, Program
 from fgl_jax.registry import register
 from fgl_jax.systems.fedhgl.algorithm import evaluate, make_algorithm
@@ -69,4 +70,6 @@ def build(cfg: FedHGLConfig, hypergraph: Optional[Hypergraph] = None) -> Program
                 "eps": cfg.eps, "seed": cfg.seed, "traced_eps": cfg.traced_eps, "train_ratio": info["train_ratio"],
                 "propagation_seconds": info["propagation_seconds"], "split_stats": info["split_stats"]}
     hooks = Hooks(select=select_final, finalize=lambda res: final_evaluation(res.state, data, cfg.final_relu))
-    return Program(make_algorithm(hg.num_classes, cfg), data, cfg.rounds, describe, hooks)
+    algorithm = make_algorithm(hg.num_classes, cfg)
+    return Program(algorithm, data, cfg.rounds, describe, hooks,
+                   per_round=per_round_columns(algorithm, data, int(data.x_train.shape[0]), cfg.rounds))

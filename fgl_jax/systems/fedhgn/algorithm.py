@@ -222,7 +222,8 @@ def _evaluate_flat(cfg: FedHGNConfig, params: dict, fb: FlatBlocks) -> dict:
 # ---------------------------------------------------------------------------------------------
 # The algorithm
 # ---------------------------------------------------------------------------------------------
-def _num_sampled(cfg: FedHGNConfig, C: int) -> int:
+def num_sampled(cfg: FedHGNConfig, C: int) -> int:
+    """Clients sampled per round (client_fraction of C, at least 1)."""
     return max(int(round(cfg.client_fraction * C)), 1)
 
 
@@ -265,7 +266,7 @@ def fedhgn(cfg: FedHGNConfig) -> FederatedAlgorithm:
     def round_fn(state: FedHGNState, data: HeteroFedData, key: jax.Array):
         blocks = data.blocks
         C = blocks.num_clients
-        m = _num_sampled(cfg, C)
+        m = num_sampled(cfg, C)
         k_sample, k_pool = jax.random.split(key)
         # Line 3: sample S_t (all clients when C = 1).
         idx = jnp.arange(C) if m == C else jnp.sort(jax.random.permutation(k_sample, C)[:m])
@@ -317,6 +318,21 @@ def fedhgn(cfg: FedHGNConfig) -> FederatedAlgorithm:
         }
         return state, metrics
 
-    return FederatedAlgorithm(init=init, round=round_fn)
+    def messages(state: FedHGNState):
+        """One sampled client's round: up = its averaged shared weights and its coefficients β
+        [R, B] (R relation slots, padded to the largest client's); down = the averaged weights
+        and, with alignment, the anonymised pool of the other C - 1 clients' β."""
+        C, R, B = state.beta_store.shape
+        up = {k: state.server[k] for k in avg_keys}
+        down = dict(up)
+        if cfg.share_coeffs:
+            up["beta"] = down["beta"] = state.server["beta"]
+        elif cfg.decomposed:
+            up["beta"] = state.beta_store[0]
+        if cfg.align:
+            down["pool"] = jnp.zeros(((C - 1) * R, B), state.beta_store.dtype)
+        return up, down
+
+    return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
 
 

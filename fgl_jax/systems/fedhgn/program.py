@@ -20,7 +20,8 @@ import numpy as np
 
 from fgl_jax.federated.algorithm import Hooks, Program
 from fgl_jax.registry import register
-from fgl_jax.systems.fedhgn.algorithm import fedhgn
+from fgl_jax.federated.communication import per_round_columns
+from fgl_jax.systems.fedhgn.algorithm import fedhgn, num_sampled
 from fgl_jax.systems.fedhgn.config import FedHGNConfig
 from fgl_jax.systems.fedhgn.data import HeteroFedData, client_data
 
@@ -83,7 +84,10 @@ def early_stopping_hooks(cfg: FedHGNConfig, data: HeteroFedData) -> Hooks:
 
 def program(cfg: FedHGNConfig, data: HeteroFedData, describe: Optional[dict] = None) -> Program:
     """The Program of `cfg` on prepared data (e.g. the authors' own split files, read elsewhere)."""
-    return Program(fedhgn(cfg), data, cfg.max_rounds, dict(describe or {}), early_stopping_hooks(cfg, data))
+    algorithm = fedhgn(cfg)
+    m = num_sampled(cfg, data.blocks.num_clients)
+    return Program(algorithm, data, cfg.max_rounds, dict(describe or {}), early_stopping_hooks(cfg, data),
+                   per_round=per_round_columns(algorithm, data, m, cfg.max_rounds))
 
 
 @register("system", "fedhgn", config=FedHGNConfig,

@@ -83,7 +83,7 @@ def hifgl(cfg: HiFGLConfig, in_dim: int, num_classes: int) -> FederatedAlgorithm
 
         silo_params, opt = jax.vmap(silo_step)(grads, state.opt)
         params = server_average(silo_params)
-        logits, overflow_eval = forward(params, data, state.codes, cfg, k_eval)
+        logits, overflow_eval = forward(params, data, state.codes, cfg, k_eval, differentiable=False)
         metrics = accuracies(logits, data)
         metrics["train_loss"] = losses.mean()
         metrics["field_overflow"] = (overflow | overflow_eval).astype(jnp.float32)
@@ -92,7 +92,9 @@ def hifgl(cfg: HiFGLConfig, in_dim: int, num_classes: int) -> FederatedAlgorithm
         metrics["lr"] = scale
         return HiFGLState(state.round + 1, params, opt, state.codes, state.hp), metrics
 
-    return FederatedAlgorithm(init=init, round=round_fn, needs_x64=cfg.mode != "plain")
+    # each silo uploads its model and downloads the average (SecMP's device traffic: model.secmp_bytes)
+    return FederatedAlgorithm(init=init, round=round_fn, needs_x64=cfg.mode != "plain",
+                              messages=lambda s: (s.params, s.params))
 
 
 def silo_train_acc(silo_params, data: HiFGLData, codes: SiloCodes, cfg: HiFGLConfig, key) -> jax.Array:

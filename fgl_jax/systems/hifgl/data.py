@@ -67,7 +67,7 @@ def make_hifgl_data(graph: Graph, assignment: np.ndarray, clients: int) -> HiFGL
     if sp.issparse(graph.x):
         coo = sp.coo_matrix(graph.x)
         feats = ops.SparseFeatures(jnp.asarray(coo.row, jnp.int32), jnp.asarray(coo.col, jnp.int32),
-                                   jnp.asarray(coo.data, jnp.float32))
+                                   jnp.asarray(coo.data, jnp.float32), jnp.asarray(ops.column_order(coo.col)))
     else:
         feats = jnp.asarray(graph.dense_x())
     labelled = graph.y >= 0

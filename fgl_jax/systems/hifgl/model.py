@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fgl_jax import ops
 from fgl_jax.nn.models import GCN, SAGE
@@ -36,18 +37,48 @@ def _dims(params: PyTree, num_layers: int) -> tuple[int, int]:
 
 
 def forward(params: PyTree, data: HiFGLData, codes: SiloCodes, cfg: HiFGLConfig, key: jax.Array,
-            secure: bool = True) -> tuple[jax.Array, jax.Array]:
+            secure: bool = True, differentiable: bool = True) -> tuple[jax.Array, jax.Array]:
     """Logits [N, C] of the GCN/SAGE over the whole federated graph, and the field-overflow flag.
 
     Forward values are the SecMP computation (every layer's neighbour sums through the LCC
     pipeline); the backward pass is the plain network's VJP exactly (spec 5.2.7, straight-through:
     out = plain + stop_gradient(secmp - plain)), since backpropagation across devices is unspecified.
+    differentiable=False (evaluation): the SecMP logits alone, without the plain network the
+    straight-through form needs only for its VJP (the same values up to the rounding of
+    plain + (secmp - plain)).
     """
     in_dim, num_classes = _dims(params, cfg.num_layers)
     batch = data.batch()
+    if secure and cfg.mode != "plain" and not differentiable:
+        secure_sum = SecureSum(data.silo, codes, cfg, key)
+        sec = network(cfg, in_dim, num_classes, aggregate=secure_sum).apply(jax.lax.stop_gradient(params), batch)
+        return sec, secure_sum.overflow()
     plain = network(cfg, in_dim, num_classes).apply(params, batch)
     if not secure or cfg.mode == "plain":
         return plain, jnp.array(False)
     secure_sum = SecureSum(data.silo, codes, cfg, key)
     sec = network(cfg, in_dim, num_classes, aggregate=secure_sum).apply(jax.lax.stop_gradient(params), batch)
     return plain + jax.lax.stop_gradient(sec - plain), secure_sum.overflow()
+
+
+def secmp_bytes(cfg: HiFGLConfig, data: HiFGLData, in_dim: int, num_classes: int) -> int:
+    """Bytes the devices exchange in one SecMP forward pass over the federated graph (0 in plain mode).
+
+    Every neighbour sum a layer asks for (its message width d read from the model itself, by
+    tracing it with a recording `aggregate`) costs, per real directed edge, the source device's
+    T+1 coded shares [T+1, d] to the target device, and per device its T+1 aggregated shares to its
+    silo; each entry is a field element (int64) or, in real mode, a float64: 8 bytes."""
+    if cfg.mode == "plain":
+        return 0
+    widths: list = []
+
+    def record(msg, senders, receivers, edge_mask, num_nodes, *args, **kwargs):
+        widths.append(int(msg.shape[-1]))
+        return ops.neighbour_sum(msg, senders, receivers, edge_mask, num_nodes)
+
+    plain = network(cfg, in_dim, num_classes)
+    params = jax.eval_shape(lambda k: plain.init({"params": k, "dropout": k}, data.batch()), jax.random.key(0))
+    model = network(cfg, in_dim, num_classes, aggregate=record)
+    jax.eval_shape(lambda p: model.apply(p, data.batch()), params)  # fills `widths`, computes nothing
+    edges, nodes = int(np.asarray(data.edge_mask).sum()), int(np.asarray(data.node_mask).sum())
+    return int(sum((edges + nodes) * (cfg.T + 1) * d * 8 for d in widths))

@@ -1,7 +1,11 @@
 """`fgl-jax hifgl`: a HiFGLConfig -> a Program (host preparation once) for the one engine."""
 from __future__ import annotations
 
+import numpy as np
+
 from fgl_jax.federated.algorithm import Program
+from fgl_jax.federated.communication import per_round_columns
+from fgl_jax.systems.hifgl.model import secmp_bytes
 from fgl_jax.registry import register
 from fgl_jax.systems.hifgl.algorithm import hifgl
 from fgl_jax.systems.hifgl.config import HiFGLConfig, split_sizes
@@ -20,4 +24,15 @@ def build(cfg: HiFGLConfig) -> Program:
                 "T": cfg.T, "nodes": g.num_nodes, "train_per_class": per_class, "num_val": num_val,
                 "train_nodes": int(g.train_mask.sum()), "val_nodes": int(g.val_mask.sum()),
                 "test_nodes": int(g.test_mask.sum())}
-    return Program(hifgl(cfg, g.num_features, g.num_classes), prep.data, cfg.rounds, describe)
+    algorithm = hifgl(cfg, g.num_features, g.num_classes)
+    return Program(algorithm, prep.data, cfg.rounds, describe,
+                   per_round=communication_columns(cfg, algorithm, prep.data, g.num_features, g.num_classes))
+
+
+def communication_columns(cfg: HiFGLConfig, algorithm, data, in_dim: int, num_classes: int) -> dict:
+    """metrics.jsonl columns: every silo's model up and down (`comm_*`, all silos take part) and
+    `comm_secmp_bytes`, the devices' coded shares of one training forward pass (the evaluation
+    pass the simulation adds for its metrics is not counted)."""
+    cols = per_round_columns(algorithm, data, data.clients, cfg.rounds)
+    cols["comm_secmp_bytes"] = np.full(cfg.rounds, secmp_bytes(cfg, data, in_dim, num_classes), np.int64)
+    return cols

@@ -1,0 +1,317 @@
+"""AdaFGL (Li et al., ICDE 2024, "AdaFGL: A New Paradigm for Federated Node Classification with
+Topology Heterogeneity").
+
+Two phases in one round schedule (one jitted program; `lax.cond` on the round number picks the phase):
+
+Phase 1, rounds 1..R (`adafgl_rounds_vanilla`, default 50): FedAvg, the federated knowledge extractor.
+
+Phase 2, rounds R+1.. (personalised local propagation; nothing is communicated): at its first round
+every client takes the global model theta and, on its own subgraph (A its adjacency, X its features),
+  * soft labels S = softmax(f(X; theta)) [N, K];
+  * a topology-reliability score rho: label propagation (10 steps, alpha = 0.5) of the one-hot labels
+    of a random half of its training nodes (the other half, val and test nodes start at 1/K),
+        Y_t = alpha Â Y_{t-1} + (1 - alpha) Y_0,  Y_t[seed] += Y_0[seed],
+    and rho = the accuracy of argmax Y_10 on the held-out half; Â = D^{r-1} (A + I)^T D^{-r}, r = 0.5;
+  * a corrected graph A' = alpha A + (1 - alpha) 1[cos(softmax(S_u), softmax(S_v)) > 0.999] (u != v),
+    and the smoothed features X~ = [X, Â' X, ..., Â'^P X] (P = `adafgl_prop_steps`, Â' normalised as Â).
+It then trains (`adafgl_steps` Adam steps per round, lr `adafgl_lr`, L2 `adafgl_weight_decay`) two
+models with dropout 0.5 and PReLU:
+  homophilous: H = MLP_2(X~),  loss CE(H) + MSE(H, S);
+  heterophilous: O = MLP_3(X), M = MLP_3'(X~), E = MLP_3''(X~) and the propagated
+      Q = ((softmax(P+ E) - softmax(P- E)) + E) / 2, P+- = prelu(+-(L + I)), L = the rescaled cosine
+      similarities of softmax(E) (positive part over (max - mean), negative part -sim/mean);
+      loss CE(O) + CE(M) + CE(Q)   (CE over the training nodes),
+and predicts p = rho (softmax(H) + softmax(S)) / 2 + (1 - rho) (softmax(O) + softmax(M) + softmax(Q)) / 3.
+Phase-2 metrics are those predictions on each client's own subgraph (log p as logits).
+
+MLP_2(X~)'s first layer [X~] W = sum_k Â'^k (X W_k) is computed as propagations of X W_k (Horner), so
+X~ [N, (P+1) F] is never stored (the same arithmetic up to rounding; X stays sparse).
+
+Follows OpenFGL (openfgl/flcore/adafgl; the paper's first author's code) step by step, including its
+softmax of the already-softmaxed S in the similarity and in the prediction, its one Adam step per
+round, and its PyTorch initialisation (Xavier-uniform with the ReLU gain, zero biases, PReLU 0.25).
+Differences: padded nodes are masked out of the similarity statistics; OpenFGL's 1.1.0 release calls
+a compiled CSR kernel from a hard-coded path (missing on Linux), the harness swaps in scipy's product.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+
+from fgl_jax import ops
+from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+from fgl_jax.federated.baselines import FedConfig, evaluate_logits, weighted_mean
+from fgl_jax.federated.chunking import map_clients
+from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
+from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax.registry import register
+from fgl_jax.schema import option
+
+PyTree = Any
+LP_STEPS, LP_ALPHA, SIM_THRESHOLD, DROPOUT = 10, 0.5, 0.999, 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaFGLHParams:
+    adafgl_rounds_vanilla: int = option(50, "AdaFGL rounds of phase 1 (FedAvg) before the personalised phase", low=0)
+    adafgl_prop_steps: int = option(3, "AdaFGL feature propagation steps P of the smoothed features", low=1)
+    adafgl_r: float = option(0.5, "AdaFGL normalisation exponent r of D^(r-1) A D^(-r)", low=0, high=1)
+    adafgl_alpha: float = option(0.5, "AdaFGL weight alpha of the original edges in the corrected graph", low=0, high=1)
+    adafgl_lr: float = option(1e-2, "AdaFGL phase-2 Adam learning rate", low=0, low_open=True)
+    adafgl_weight_decay: float = option(5e-4, "AdaFGL phase-2 L2 weight decay", low=0)
+    adafgl_steps: int = option(1, "AdaFGL phase-2 Adam steps per round (OpenFGL: 1)", low=1)
+
+
+@flax.struct.dataclass
+class AdaFGLState:
+    round: jax.Array      # int32 scalar: rounds done
+    server: PyTree        # the global model (fixed after phase 1)
+    opt: PyTree           # phase-1 client optimiser states [C_t, ...]
+    ada: PyTree           # phase-2 models of every client [C, ...]
+    ada_opt: PyTree       # their Adam states [C, ...]
+    graph: dict           # phase-2 per-client inputs [C, ...]: adj (normalised A'), soft (S), rho
+    hp: dict              # traced: lr
+
+
+# ---- graph operators ---------------------------------------------------------------------------
+
+def dense_adjacency(senders: jax.Array, receivers: jax.Array, edge_mask: jax.Array, n: int) -> jax.Array:
+    """M [N, N] with M[s, r] = number of unmasked edges s -> r (scipy's coo of edge_index)."""
+    return jnp.zeros((n, n), jnp.float32).at[senders, receivers].add(edge_mask.astype(jnp.float32))
+
+
+def normalise(m: jax.Array, r: float) -> jax.Array:
+    """D^{r-1} (M + I)^T D^{-r}, D the row sums of M + I (OpenFGL's adj_to_symmetric_norm)."""
+    m = m + jnp.eye(m.shape[0], dtype=m.dtype)
+    d = m.sum(1)
+    return (d ** (r - 1.0))[:, None] * m.T * (d ** (-r))[None, :]
+
+
+def cosine_rescaled(emb: jax.Array, node_mask: jax.Array) -> jax.Array:
+    """getre_scale: cosine similarities of softmax(emb) rows [N, N], zero diagonal (and padding)."""
+    s = jax.nn.softmax(emb, -1)
+    re = s @ s.T
+    d = jnp.diag(re)
+    re = re / jnp.maximum(jnp.sqrt(d[:, None] * d[None, :]), 1e-9)
+    pair = node_mask[:, None] & node_mask[None, :]
+    return jnp.where(pair & ~jnp.eye(emb.shape[0], dtype=bool), re, 0.0)
+
+
+def reliability(adj: jax.Array, y: jax.Array, seed: jax.Array, held: jax.Array, unlabelled: jax.Array,
+                num_classes: int, r: float) -> jax.Array:
+    """rho: accuracy on `held` of label propagation from the one-hot labels of `seed` (OpenFGL's NonParaLP)."""
+    a = normalise(adj, r)
+    y0 = jax.nn.one_hot(y, num_classes, dtype=jnp.float32)
+    y0 = jnp.where(unlabelled[:, None], 1.0 / num_classes, y0)
+    boost = jnp.where(seed[:, None], y0, 0.0)
+
+    def step(out, _):
+        return LP_ALPHA * (a @ out) + (1.0 - LP_ALPHA) * y0 + boost, None
+
+    out = jax.lax.scan(step, y0, None, length=LP_STEPS)[0]
+    hit = (jnp.argmax(out, -1) == y) & held
+    return hit.sum() / jnp.maximum(held.sum(), 1)
+
+
+# ---- phase-2 models ----------------------------------------------------------------------------
+
+def _xavier(key, fan_in: int, fan_out: int, shape) -> jax.Array:
+    bound = math.sqrt(2.0) * math.sqrt(6.0 / (fan_in + fan_out))    # gain of relu
+    return jax.random.uniform(key, shape, jnp.float32, -bound, bound)
+
+
+def init_phase2(key: jax.Array, feat: int, hidden: int, k: int, prop_steps: int) -> dict:
+    """Parameters of the homophilous (2 layers) and heterophilous (3 x 3 layers) models. The first
+    layers of all four MLPs are one matrix "first" [F, B h], B = 3 (P + 1) + 1 blocks of width h
+    (homophilous, smoothed, propagated: P + 1 blocks each, one per propagation step; local: 1), so
+    one sparse product X W serves them all; each block is initialised as its torch layer
+    (fan_in = (P + 1) F, or F for the local one)."""
+    p1 = prop_steps + 1
+    keys = iter(jax.random.split(key, 16))
+    blocks = [_xavier(next(keys), p1 * feat, hidden, (p1, feat, hidden)) for _ in range(3)]
+    blocks.append(_xavier(next(keys), feat, hidden, (1, feat, hidden)))
+    first = jnp.moveaxis(jnp.concatenate(blocks, 0), 0, 1).reshape(feat, -1)
+    z = lambda n: jnp.zeros((n,), jnp.float32)
+    mlp3 = lambda: {"b0": z(hidden), "w1": _xavier(next(keys), hidden, hidden, (hidden, hidden)),
+                    "b1": z(hidden), "w2": _xavier(next(keys), hidden, k, (hidden, k)), "b2": z(k)}
+    return {"first": first,
+            "homo": {"b0": z(hidden), "w1": _xavier(next(keys), hidden, k, (hidden, k)), "b1": z(k), "a": jnp.float32(0.25)},
+            "smooth": mlp3(), "local": mlp3(), "prop": mlp3(),
+            "a_hete": jnp.float32(0.25), "a_prop": jnp.float32(0.25)}
+
+
+def first_block(p: dict, which: str, prop_steps: int) -> jax.Array:
+    """The torch layer's weight [(P + 1) F, h] (or [F, h] for "local") inside p["first"]."""
+    h = p["homo"]["b0"].shape[0]
+    f = p["first"].shape[0]
+    p1 = prop_steps + 1
+    w = p["first"].reshape(f, -1, h)
+    start = {"homo": 0, "smooth": p1, "prop": 2 * p1, "local": 3 * p1}[which]
+    width = 1 if which == "local" else p1
+    return jnp.moveaxis(w[:, start:start + width], 1, 0).reshape(-1, h)
+
+
+def _prelu(x, a):
+    return jnp.where(x >= 0, x, a * x)
+
+
+def _dropout(x, key, train: bool):
+    if not train:
+        return x
+    keep = jax.random.bernoulli(key, 1.0 - DROPOUT, x.shape)
+    return jnp.where(keep, x / (1.0 - DROPOUT), 0.0)
+
+
+def phase2_forward(p: dict, features, adj: jax.Array, node_mask: jax.Array, key: jax.Array, train: bool):
+    """(H, O, M, Q) logits [N, K] of the module docstring; adj = Â' [N, N], features X (dense or sparse)."""
+    n = adj.shape[0]
+    h = p["homo"]["b0"].shape[0]
+    p1 = (p["first"].shape[1] // h - 1) // 3
+    xw = ops.feature_matmul(features, p["first"], n).reshape(n, -1, h)      # X W of every block [N, B, h]
+
+    def smoothed(offset):   # [X, ÂX, ..., Â^P X] W = sum_k Â^k (X W_k), by Horner
+        acc = xw[:, offset + p1 - 1]
+        for j in range(p1 - 2, -1, -1):
+            acc = adj @ acc + xw[:, offset + j]
+        return acc
+
+    keys = iter(jax.random.split(key, 8))
+
+    def tail(first, q, a):   # the 3-layer MLP after its first linear map
+        x = _dropout(_prelu(first + q["b0"], a), next(keys), train)
+        x = _dropout(_prelu(x @ q["w1"] + q["b1"], a), next(keys), train)
+        return x @ q["w2"] + q["b2"]
+
+    hh = _dropout(_prelu(smoothed(0) + p["homo"]["b0"], p["homo"]["a"]), next(keys), train)
+    homo = hh @ p["homo"]["w1"] + p["homo"]["b1"]
+    smooth = tail(smoothed(p1), p["smooth"], p["a_hete"])
+    local = tail(xw[:, 3 * p1], p["local"], p["a_hete"])
+    emb = tail(smoothed(2 * p1), p["prop"], p["a_prop"])
+    re = cosine_rescaled(emb, node_mask)
+    pair = (node_mask[:, None] & node_mask[None, :]).astype(re.dtype)
+    mean = (re * pair).sum() / jnp.maximum(pair.sum(), 1.0)
+    top = jnp.where(pair > 0, re, -jnp.inf).max()
+    x = re - mean
+    lrn = jnp.where(x > 0, x / jnp.maximum(top - mean, 1e-12), -(x + mean) / jnp.maximum(mean, 1e-12))
+    lrn = lrn + jnp.eye(n, dtype=lrn.dtype)
+    col = node_mask.astype(lrn.dtype)[None, :]        # padded nodes send nothing
+    pos = jax.nn.softmax((_prelu(lrn, p["a_prop"]) * col) @ emb, -1)
+    neg = jax.nn.softmax((_prelu(-lrn, p["a_prop"]) * col) @ emb, -1)
+    prop = ((pos - neg) + emb) / 2.0
+    return homo, local, smooth, prop
+
+
+def phase2_loss(p, b, adj, soft, key):
+    homo, local, smooth, prop = phase2_forward(p, b.features, adj, b.node_mask, key, True)
+    ce = lambda z: masked_cross_entropy(z, b.y, b.train_mask)
+    real = b.node_mask.astype(homo.dtype)[:, None]
+    mse = (((homo - soft) ** 2) * real).sum() / jnp.maximum(real.sum() * homo.shape[-1], 1.0)
+    return ce(homo) + mse + ce(local) + ce(smooth) + ce(prop)
+
+
+def phase2_predict(p, b, adj, soft, rho) -> jax.Array:
+    """log of the mixture p of the module docstring [N, K]."""
+    homo, local, smooth, prop = phase2_forward(p, b.features, adj, b.node_mask, jax.random.key(0), False)
+    sm = lambda z: jax.nn.softmax(z, -1)
+    mix = rho * (sm(homo) + sm(soft)) / 2.0 + (1.0 - rho) * (sm(local) + sm(smooth) + sm(prop)) / 3.0
+    return jnp.log(jnp.maximum(mix, 1e-30))
+
+
+@register("algorithm", "adafgl", hparams=AdaFGLHParams,
+          paper="Li, Wu, Zhang, Sun, Li, Wang, ICDE 2024, arXiv:2401.11750",
+          help="AdaFGL: FedAvg, then per-client adaptive homophilous/heterophilous propagation (two phases)")
+def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
+    if common.eval_mode not in ("auto", "local_model_on_local_data"):
+        raise ValueError(f"adafgl: eval_mode={common.eval_mode!r} is not available (its second phase predicts with "
+                         "each client's own models on its own subgraph); use 'auto' or 'local_model_on_local_data'")
+    optimizer = make_optimizer(common.optim, lr=1.0)
+    loss_fn = node_loss_fn(model)
+    num_classes = int(model.num_classes)
+    hidden = int(common.model.hidden) if common.model is not None else int(getattr(model, "hidden"))
+    ada_opt = optax.adam(hp.adafgl_lr)
+    if hp.adafgl_weight_decay:
+        ada_opt = optax.chain(optax.add_decayed_weights(hp.adafgl_weight_decay), ada_opt)
+
+    def init(key: jax.Array, data: FedData) -> AdaFGLState:
+        k_model, k_ada = jax.random.split(key)
+        params = init_params(model, k_model, data)
+        c, n = data.eval.num_clients, data.eval.num_nodes
+        ada = jax.vmap(lambda k: init_phase2(k, int(getattr(model, "in_dim")), hidden, num_classes,
+                                             hp.adafgl_prop_steps))(jax.random.split(k_ada, c))
+        graph = {"adj": jnp.zeros((c, n, n), jnp.float32), "soft": jnp.zeros((c, n, num_classes), jnp.float32),
+                 "rho": jnp.zeros((c,), jnp.float32)}
+        return AdaFGLState(round=jnp.zeros((), jnp.int32), server=params,
+                           opt=stack(optimizer.init(params), data.train.num_clients), ada=ada,
+                           ada_opt=jax.vmap(ada_opt.init)(ada), graph=graph, hp={"lr": jnp.float32(common.optim.lr)})
+
+    def switch(state: AdaFGLState, data: FedData, key: jax.Array) -> dict:
+        """Phase 2's per-client inputs from the global model (its first round)."""
+        def one(b, k):
+            n = b.y.shape[-1]
+            adj = dense_adjacency(b.senders, b.receivers, b.edge_mask, n)
+            soft = jax.nn.softmax(model.apply(state.server, b, train=False), -1)
+            rank = jnp.argsort(jnp.argsort(jnp.where(b.train_mask, jax.random.uniform(k, (n,)), 2.0)))
+            seed = b.train_mask & (rank < b.train_mask.sum() // 2)
+            held = b.train_mask & ~seed
+            rho = reliability(adj, b.y, seed, held, held | b.val_mask | b.test_mask, num_classes, hp.adafgl_r)
+            similar = (cosine_rescaled(soft, b.node_mask) > SIM_THRESHOLD).astype(adj.dtype)
+            corrected = hp.adafgl_alpha * adj + (1.0 - hp.adafgl_alpha) * similar
+            return {"adj": normalise(corrected, hp.adafgl_r), "soft": soft, "rho": rho.astype(jnp.float32)}
+
+        return map_clients(one, common.client_chunk)(data.eval, jax.random.split(key, data.eval.num_clients))
+
+    def phase1(state: AdaFGLState, data: FedData, key: jax.Array):
+        ct = data.train.num_clients
+        start, opt, scale = round_start(optimizer, common, state, data)
+        train = lambda p, o, b, k: local_train(loss_fn, optimizer, common.local_steps, p, o, b, k, scale)
+        new, opt, losses = map_clients(train, common.client_chunk)(start, opt, data.train, jax.random.split(key, ct))
+        server = weighted_mean(new, data.train_weight)
+        # each client's own (just trained) model, as phase 2 predicts with per-client models too
+        personal = scatter_clients(stack(server, data.eval.num_clients), data.train_index, new)
+        metrics = evaluate_round(model, common, data, personal=personal)
+        metrics["train_loss"] = weighted_loss(losses, data.train_weight)
+        metrics["lr"] = scale
+        return state.replace(round=state.round + 1, server=server, opt=opt), metrics
+
+    def phase2(state: AdaFGLState, data: FedData, key: jax.Array):
+        k_switch, k_train = jax.random.split(key)
+        graph = jax.lax.cond(state.round == hp.adafgl_rounds_vanilla, lambda: switch(state, data, k_switch),
+                             lambda: state.graph)
+        idx = data.train_index
+        mine = lambda tree: jax.tree.map(lambda a: a[idx], tree)
+
+        def client(p, o, b, g, k):
+            def step(carry, kk):
+                p, o = carry
+                loss, grads = jax.value_and_grad(phase2_loss)(p, b, g["adj"], g["soft"], kk)
+                upd, o = ada_opt.update(grads, o, p)
+                return (optax.apply_updates(p, upd), o), loss
+            (p, o), losses = jax.lax.scan(step, (p, o), jax.random.split(k, hp.adafgl_steps))
+            return p, o, losses[0]
+
+        new, new_opt, losses = map_clients(client, common.client_chunk)(
+            mine(state.ada), mine(state.ada_opt), data.train, mine(graph), jax.random.split(k_train, data.train.num_clients))
+        ada = scatter_clients(state.ada, idx, new)
+        logits = map_clients(lambda p, b, g: phase2_predict(p, b, g["adj"], g["soft"], g["rho"]), common.client_chunk)(
+            ada, data.eval, graph)
+        metrics = evaluate_logits(logits, data.eval, common.eval_average)
+        metrics["train_loss"] = weighted_loss(losses, data.train_weight)
+        metrics["lr"] = jnp.float32(hp.adafgl_lr)
+        return state.replace(round=state.round + 1, ada=ada, ada_opt=scatter_clients(state.ada_opt, idx, new_opt),
+                             graph=graph), metrics
+
+    def round_fn(state: AdaFGLState, data: FedData, key: jax.Array):
+        return jax.lax.cond(state.round < hp.adafgl_rounds_vanilla, phase1, phase2, state, data, key)
+
+    def messages(s: AdaFGLState):
+        # phase 1 (the rounds that communicate): the model both ways; phase 2 sends nothing
+        return s.server, s.server
+
+    return FederatedAlgorithm(init=init, round=round_fn, messages=messages)

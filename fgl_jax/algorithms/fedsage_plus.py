@@ -1,0 +1,406 @@
+"""FedSage+ (Zhang, Yang, Li, Sun, Yiu, NeurIPS 2021, arXiv:2106.13430): missing-neighbour
+generation (NeighGen), then FedAvg of a GraphSAGE classifier on the mended subgraphs.
+
+Phase 1, rounds < `fedsage_gen_rounds`: every client hides part of its nodes (the impaired graph),
+learns from it how many neighbours each remaining node lost (`missing`, the hidden nodes among its
+neighbours) and their features, and trains its NeighGen
+
+    z = SAGE_enc(impaired graph)                      [N, latent]   (2 layers)
+    d~ = relu(z w_d + b_d)                            [N]           (dGen: number of missing neighbours)
+    g~ = tanh(MLP(z + eps)),  eps ~ N(0, I)            [N, P, F]     (fGen: P = fedsage_num_pred)
+
+jointly with its own SAGE classifier, on
+    L = lambda_d SmoothL1(d~, missing) + lambda_f L_f + lambda_c CE(classifier(mended impaired graph))
+        + lambda_f sum_{j != i} L_f^j                                   (FedSage+; LocSage+ without it)
+with the greedy feature loss  L_f = 1/(|V| P) sum_i sum_{p < n_i} min_{k < m_i} mean_F (g~_ip - x_ik)^2,
+n_i = min(P, floor(d~_i)), m_i = min(P, missing_i), x_ik the hidden neighbours' features (i over the
+training nodes of the impaired graph); L_f^j the same loss against P neighbours of random nodes of
+client j (the cross-client term that makes the generators federated). At the end of phase 1 the
+server averages the clients' classifiers and every client mends its subgraph: node i gets
+n_i generated neighbours with features g~_i. Phase 2: FedAvg of the classifier on the mended graphs.
+
+Host preparation (`prepare`, once): the hidden nodes, missing counts, the hidden neighbours' ids, the
+neighbour table for the cross-client draws and each client's training rows, in `FedData.extra`.
+Everything after it is one jitted program: the phase is `lax.cond` on the round; the generators
+(per client, `gen` on the client axis) and the mended features live in the state.
+
+Mending with static shapes: client i's mended graph has N + N P nodes (slot p of node i is node
+N + i P + p, its edge live when p < n_i); `mend_batch` builds it. With the true hidden neighbours
+as generated features and counts, the mended impaired graph has the same first-layer aggregates as
+the full local graph (tests/test_alg_fedsage_plus.py).
+
+Differences from OpenFGL 1.1.0 (openfgl/flcore/fedsage_plus); `fedsage_variant=openfgl` selects
+OpenFGL's behaviour where it changes the numbers:
+  - mending edges: OpenFGL adds one directed edge node -> generated per slot, so (PyG flow
+    source -> target) the generated nodes receive from their node but never send to it: the
+    classifier's outputs on the original nodes equal those on the unmended graph, in phase 1 and in
+    phase 2. The paper mends undirected neighbours (what `paper` does). With `openfgl` we therefore
+    skip building the mended graph (exactly equal outputs) and run fGen only on the training rows
+    with a hidden neighbour (the only rows with a feature loss; OpenFGL runs it on every node).
+  - loss scale: OpenFGL divides the phase-1 loss by the number of sampled clients (`openfgl`); the
+    paper does not.
+  - server weights in phase 2: OpenFGL averages uniformly (`openfgl`), we weight by training nodes.
+  - both variants follow OpenFGL where the paper leaves it open: nodes hidden = `fedsage_hidden_portion`
+    of each client's validation nodes (the paper hides a random portion of the subgraph's nodes),
+    classifiers trained locally during phase 1 and averaged (uniformly) at its end, the cross-client
+    term compared with the client's own missing counts, one optimiser over generator + classifier.
+  - initialisation: all clients start from one draw of classifier and generator (OpenFGL draws each
+    client's model independently).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fgl_jax.algorithms._common import evaluate_round, scatter_clients, stack, weighted_loss
+from fgl_jax.batch import ClientBatch
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
+from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.chunking import map_clients
+from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
+from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax.nn.models import SAGE
+from fgl_jax.ops import SparseFeatures
+from fgl_jax.registry import register
+from fgl_jax.schema import option
+
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class FedSagePlusHParams:
+    fedsage_num_pred: int = option(5, "P: most neighbours NeighGen generates per node", low=1)
+    fedsage_latent: int = option(128, "NeighGen encoder output width", low=1)
+    fedsage_gen_width: int = option(2048, "width of fGen's second hidden layer (its first is 256)", low=1)
+    fedsage_gen_rounds: int = option(10, "rounds of phase 1 (NeighGen training) before mending", low=0)
+    fedsage_hidden_portion: float = option(0.5, "fraction of each client's validation nodes hidden to "
+                                           "simulate missing neighbours", low=0.0, high=1.0)
+    fedsage_lambda_d: float = option(1.0, "weight of the missing-count loss", low=0.0)
+    fedsage_lambda_f: float = option(1.0, "weight of the feature (greedy) losses", low=0.0)
+    fedsage_lambda_c: float = option(1.0, "weight of the classification loss in phase 1", low=0.0)
+    fedsage_cross: bool = option(True, "the cross-client feature loss (FedSage+); off = LocSage+")
+    fedsage_gen_chunk: int = option(1, "phase 1 trains this many clients at a time (lax.map over blocks; "
+                                    "0 = all vmapped): fGen's output layer, 2048 x P F weights plus Adam "
+                                    "state per client, dominates memory (5.7 GB peak on Cora vmapped)", low=0)
+    fedsage_variant: str = option("paper", "paper = undirected mending edges, unscaled loss, training-node "
+                                  "weights; openfgl = OpenFGL 1.1.0 (node->generated edges only, so mending "
+                                  "leaves the classifier unchanged; loss / clients; uniform average)",
+                                  choices=("paper", "openfgl"))
+
+
+# ----------------------------------------------------------------------------------- host preparation
+
+def fedsage_prepare(inp: HostInput, hp: FedSagePlusHParams):
+    """Hidden nodes, missing counts and targets, neighbour tables, training rows (host, once).
+
+    extra (all [C, ...]): keep bool [C, N] (node in the impaired graph), missing f32 [C, N],
+    targets int32 [C, N, P] (local ids of hidden neighbours, 0-padded; first `missing` valid),
+    nbr int32 [C, N, D] / deg int32 [C, N] (each node's neighbours, for the cross-client draws),
+    rows int32 [C, T] / row_mask bool [C, T] (the training nodes of the impaired graph), frows int32
+    [C, T_f] / frow_mask (those of them with a hidden neighbour: only they have a feature loss, own
+    or cross-client, since both compare against min(P, missing_i) targets)."""
+    b = inp.batch
+    c, n, p = b.num_clients, b.num_nodes, hp.fedsage_num_pred
+    rng = np.random.default_rng([inp.seed, 0x5A6E])
+    s_all, r_all = np.asarray(b.graph.senders), np.asarray(b.graph.receivers)
+    em, vm, tm = np.asarray(b.edge_mask), np.asarray(b.val_mask), np.asarray(b.train_mask)
+    nm = np.asarray(b.node_mask)
+    keep = nm.copy()
+    nbrs = []
+    for k in range(c):
+        val = np.flatnonzero(vm[k])
+        hide = rng.choice(val, int(hp.fedsage_hidden_portion * len(val)), replace=False) if len(val) else val
+        keep[k, hide] = False
+        s, r = s_all[k][em[k]], r_all[k][em[k]]
+        loops = s != r
+        s, r = np.concatenate([s[loops], r[loops]]), np.concatenate([r[loops], s[loops]])  # undirected sets
+        key = np.unique(r.astype(np.int64) * n + s)
+        nbrs.append([[] for _ in range(n)])
+        for rv, sv in zip(key // n, key % n):
+            nbrs[k][rv].append(int(sv))
+    dmax = max(1, max(len(l) for cl in nbrs for l in cl))
+    nbr = np.zeros((c, n, dmax), np.int32)
+    deg = np.zeros((c, n), np.int32)
+    missing = np.zeros((c, n), np.float32)
+    targets = np.zeros((c, n, p), np.int32)
+    for k in range(c):
+        for i, l in enumerate(nbrs[k]):
+            deg[k, i] = len(l)
+            nbr[k, i, :len(l)] = l
+            if keep[k, i]:
+                hidden = [j for j in l if not keep[k, j] and nm[k, j]]
+                missing[k, i] = len(hidden)
+                targets[k, i, :min(p, len(hidden))] = hidden[:p]
+    def padded_rows(sel):
+        t = max(1, int(sel.sum(axis=1).max()))
+        rows, mask = np.zeros((c, t), np.int32), np.zeros((c, t), bool)
+        for k in range(c):
+            idx = np.flatnonzero(sel[k])
+            rows[k, :len(idx)], mask[k, :len(idx)] = idx, True
+        return rows, mask
+
+    rows, row_mask = padded_rows(tm & keep)
+    frows, frow_mask = padded_rows(tm & keep & (missing > 0))
+    return b, {"keep": keep, "missing": missing, "targets": targets, "nbr": nbr, "deg": deg,
+               "rows": rows, "row_mask": row_mask, "frows": frows, "frow_mask": frow_mask}
+
+
+# ----------------------------------------------------------------------------------- pieces
+
+def dense_features(features, num_nodes: int, num_features: int) -> jax.Array:
+    """One client's features as a dense [N, F] array (SparseFeatures scattered)."""
+    if isinstance(features, SparseFeatures):
+        return jnp.zeros((num_nodes, num_features), jnp.float32).at[features.row, features.col].add(features.val)
+    return features
+
+
+def impaired_batch(b: ClientBatch, keep: jax.Array) -> ClientBatch:
+    """One client's graph without its hidden nodes (their edges dropped, out of every mask)."""
+    s, r = b.graph.senders, b.graph.receivers
+    return b.replace(edge_mask=b.edge_mask & keep[s] & keep[r], node_mask=b.node_mask & keep,
+                     train_mask=b.train_mask & keep, val_mask=b.val_mask & keep, test_mask=b.test_mask & keep)
+
+
+def mend_batch(b: ClientBatch, x: jax.Array, gen: jax.Array, count: jax.Array) -> ClientBatch:
+    """One client's graph mended with generated neighbours (undirected edges), static shapes.
+
+    b: the client's graph (N nodes); x: its dense features [N, F]; gen [N, P, F]: generated
+    features; count int [N]: how many of node i's P slots are live. Returns a graph of N + N P
+    nodes with dense features: slot p of node i is node N + i P + p, linked both ways to i."""
+    n, p, f = gen.shape
+    live = (jnp.arange(p)[None, :] < count[:, None]) & b.node_mask[:, None]              # [N, P]
+    slot = n + jnp.arange(n * p, dtype=b.graph.senders.dtype)
+    owner = jnp.repeat(jnp.arange(n, dtype=b.graph.senders.dtype), p)
+    flat = live.reshape(-1)
+    senders = jnp.concatenate([b.graph.senders, slot, owner])
+    receivers = jnp.concatenate([b.graph.receivers, owner, slot])
+    no = jnp.zeros((n * p,), bool)
+    graph = b.graph._replace(senders=senders, receivers=receivers)
+    return ClientBatch(graph=graph, features=jnp.concatenate([x, gen.reshape(n * p, f)]),
+                       y=jnp.concatenate([b.y, jnp.zeros((n * p,), b.y.dtype)]),
+                       node_mask=jnp.concatenate([b.node_mask, flat]),
+                       edge_mask=jnp.concatenate([b.edge_mask, flat, flat]),
+                       train_mask=jnp.concatenate([b.train_mask, no]), val_mask=jnp.concatenate([b.val_mask, no]),
+                       test_mask=jnp.concatenate([b.test_mask, no]),
+                       node_ids=jnp.concatenate([b.node_ids, jnp.full((n * p,), -1, b.node_ids.dtype)]),
+                       client_mask=b.client_mask)
+
+
+def greedy_loss(pred: jax.Array, pred_count: jax.Array, target: jax.Array, true_count: jax.Array,
+                rows: jax.Array, denom: jax.Array) -> jax.Array:
+    """1/(denom P) sum_i sum_{p < n_i} min_{k < m_i} mean_F (pred_ip - target_ik)^2 over rows i with m_i > 0.
+
+    pred, target [T, P, F]; pred_count, true_count int [T] (clipped to [0, P]); rows bool [T];
+    denom: the number of rows the mean is over (OpenFGL: every training row, with or without loss)."""
+    t, p, f = pred.shape
+    d = (jnp.sum(pred ** 2, -1)[:, :, None] - 2.0 * jnp.einsum("tpf,tkf->tpk", pred, target)
+         + jnp.sum(target ** 2, -1)[:, None, :]) / f                                     # [T, P, P]
+    d = jnp.where(jnp.arange(p)[None, None, :] < true_count[:, None, None], d, jnp.inf)
+    best = jnp.min(d, axis=-1)                                                           # [T, P]
+    use = (jnp.arange(p)[None, :] < pred_count[:, None]) & (true_count > 0)[:, None] & rows[:, None]
+    return jnp.sum(jnp.where(use, best, 0.0)) / (jnp.maximum(denom, 1) * p)
+
+
+class NeighGen(nn.Module):
+    """NeighGen: a 2-layer SAGE encoder, dGen (missing count) and fGen (P neighbours' features)."""
+
+    in_dim: int
+    hidden: int
+    latent: int
+    num_pred: int
+    width: int
+    dropout: float
+
+    def setup(self):
+        self.encoder = SAGE(self.in_dim, self.hidden, self.latent, num_layers=2, dropout=self.dropout)
+        self.d_gen = nn.Dense(1)
+        self.fc1, self.fc2 = nn.Dense(256), nn.Dense(self.width)
+        self.fc_flat = nn.Dense(self.num_pred * self.in_dim)
+        self.drop = nn.Dropout(self.dropout)
+
+    def encode(self, batch, train: bool):
+        """(z [N, latent], d~ [N]) on the given (impaired) graph."""
+        z = self.encoder(batch, train=train)
+        return z, nn.relu(self.d_gen(z))[:, 0]
+
+    def features(self, z, key, train: bool):
+        """g~ [rows, P, F] from encodings z [rows, latent] (Gaussian noise added, as the paper)."""
+        h = z + jax.random.normal(key, z.shape)
+        h = nn.relu(self.fc2(nn.relu(self.fc1(h))))
+        h = self.drop(h, deterministic=not train)
+        return jnp.tanh(self.fc_flat(h)).reshape(z.shape[0], self.num_pred, self.in_dim)
+
+    def __call__(self, batch, key, train: bool = False):
+        z, d = self.encode(batch, train)
+        return d, self.features(z, key, train)
+
+
+@flax.struct.dataclass
+class FedSagePlusState:
+    round: jax.Array          # int32 scalar: rounds done
+    server: PyTree            # the global SAGE classifier (phase 2; the mean of `local` after phase 1)
+    local: PyTree             # [C, ...] the clients' classifiers of phase 1
+    gen: PyTree               # [C, ...] the clients' NeighGens
+    cls_opt: PyTree           # [C_t, ...] optimiser states of the classifier
+    gen_opt: PyTree           # [C_t, ...] optimiser states of the NeighGen
+    mend_x: Optional[jax.Array]   # [C, N, P, F] generated features (paper variant; None for openfgl)
+    mend_n: Optional[jax.Array]   # int32 [C, N] live slots per node (paper variant)
+    hp: dict                  # traced: lr
+
+
+@register("algorithm", "fedsage_plus", hparams=FedSagePlusHParams, prepare=fedsage_prepare,
+          paper="Zhang, Yang, Li, Sun, Yiu, NeurIPS 2021, arXiv:2106.13430",
+          help="FedSage+: NeighGen learns missing neighbours, then FedAvg of GraphSAGE on the mended subgraphs")
+def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedAlgorithm:
+    f, p = int(model.in_dim), hp.fedsage_num_pred
+    cls = SAGE(in_dim=f, hidden=int(model.hidden), num_classes=int(model.num_classes),
+               num_layers=int(getattr(model, "num_layers", 2)), dropout=float(getattr(model, "dropout", 0.0)))
+    gen_net = NeighGen(f, int(model.hidden), hp.fedsage_latent, p, hp.fedsage_gen_width,
+                       float(getattr(model, "dropout", 0.0)))
+    optimizer = make_optimizer(common.optim, lr=1.0)
+    steps, gen_rounds, paper = common.local_steps, hp.fedsage_gen_rounds, hp.fedsage_variant == "paper"
+
+    def init(key: jax.Array, data: FedData) -> FedSagePlusState:
+        one = jax.tree.map(lambda a: a[0], data.eval)
+        k1, k2 = jax.random.split(key)
+        params = cls.init({"params": k1, "dropout": k1}, one, train=False)
+        g = gen_net.init({"params": k2, "dropout": k2}, one, k2, train=False)
+        c, ct, n = data.eval.num_clients, data.train.num_clients, data.eval.num_nodes
+        return FedSagePlusState(
+            round=jnp.zeros((), jnp.int32), server=params, local=stack(params, c), gen=stack(g, c),
+            cls_opt=stack(optimizer.init(params), ct), gen_opt=stack(optimizer.init(g), ct),
+            mend_x=jnp.zeros((c, n, p, f), jnp.float32) if paper else None,
+            mend_n=jnp.zeros((c, n), jnp.int32) if paper else None,
+            hp={"lr": jnp.float32(common.optim.lr)})
+
+    def counts(d):   # n_i = min(P, floor(d~_i)) (OpenFGL's int cast of a non-negative float)
+        return jnp.clip(jnp.floor(d), 0, p).astype(jnp.int32)
+
+    def phase1(state: FedSagePlusState, data: FedData, key: jax.Array):
+        ex, idx, ct = data.extra, data.train_index, data.train.num_clients
+        n = data.eval.num_nodes
+        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
+        # every training client's dense features and neighbour tables: the cross-client targets
+        xs = jax.vmap(lambda b: dense_features(b.features, n, f))(data.train)              # [C_t, N, F]
+        nbr, deg = ex["nbr"][idx], ex["deg"][idx]
+
+        def client(cp, gp, co, go, b, k, me, keep, missing, targets, rows, row_mask, frows, frow_mask, x):
+            imp = impaired_batch(b, keep)
+            m_true = jnp.clip(missing, 0, p).astype(jnp.int32)
+
+            def loss_fn(both, kk):
+                c_p, g_p = both
+                k_enc, k_noise, k_cls, k_other = jax.random.split(kk, 4)
+                z, d = gen_net.apply(g_p, imp, True, method=NeighGen.encode, rngs={"dropout": k_enc})
+                if paper:   # every node's neighbours: they mend the graph the classifier sees
+                    g_all = gen_net.apply(g_p, z, k_noise, True, method=NeighGen.features, rngs={"dropout": k_enc})
+                    g_rows = g_all[frows]
+                    mended = mend_batch(imp, x, g_all, counts(d))
+                    logits = cls.apply(c_p, mended, train=True, rngs={"dropout": k_cls})[:n]
+                else:       # OpenFGL's mending never reaches the original nodes: fGen on the rows only
+                    g_rows = gen_net.apply(g_p, z[frows], k_noise, True, method=NeighGen.features,
+                                           rngs={"dropout": k_enc})
+                    logits = cls.apply(c_p, imp, train=True, rngs={"dropout": k_cls})
+                mt_r, nc_r, denom = m_true[frows], counts(d)[frows], row_mask.sum()
+                diff = jnp.abs(d[rows] - missing[rows])
+                l_d = jnp.sum(jnp.where(row_mask, jnp.where(diff < 1.0, 0.5 * diff ** 2, diff - 0.5), 0.0)) \
+                    / jnp.maximum(row_mask.sum(), 1)
+                l_f = greedy_loss(g_rows, nc_r, x[targets[frows]], mt_r, frow_mask, denom)
+                l_c = masked_cross_entropy(logits, b.y, imp.train_mask)
+                total = hp.fedsage_lambda_d * l_d + hp.fedsage_lambda_f * l_f + hp.fedsage_lambda_c * l_c
+                if hp.fedsage_cross:
+                    def other(acc, j):
+                        kj = jax.random.fold_in(k_other, j)
+                        ku, kn = jax.random.split(kj)
+                        has = deg[j] > 0
+                        u = jax.random.choice(ku, n, (frows.shape[0],), p=has / jnp.maximum(has.sum(), 1))
+                        pick = jnp.floor(jax.random.uniform(kn, (frows.shape[0], p)) * deg[j][u][:, None]).astype(jnp.int32)
+                        tgt = xs[j][nbr[j][u[:, None], pick]]                              # [T, P, F]
+                        l = greedy_loss(g_rows, nc_r, tgt, mt_r, frow_mask, denom)
+                        return acc + jnp.where((j == me) | (has.sum() == 0), 0.0, l), None   # no edges: no draw
+                    l_o, _ = jax.lax.scan(other, jnp.float32(0.0), jnp.arange(ct))
+                    total = total + hp.fedsage_lambda_f * l_o
+                return total / ct if not paper else total
+
+            def step(carry, kk):
+                both, (o1, o2) = carry
+                val, g = jax.value_and_grad(loss_fn)(both, kk)
+                u1, o1 = optimizer.update(g[0], o1, both[0])
+                u2, o2 = optimizer.update(g[1], o2, both[1])
+                new = (jax.tree.map(lambda w, u: w + scale * u, both[0], u1),
+                       jax.tree.map(lambda w, u: w + scale * u, both[1], u2))
+                return (new, (o1, o2)), val
+
+            ((cp, gp), (co, go)), losses = jax.lax.scan(step, ((cp, gp), (co, go)), jax.random.split(k, steps))
+            mend = None
+            if paper:  # the mended neighbours of the (whole) local graph, for phase 2
+                km = jax.random.fold_in(k, 7)
+                z, d = gen_net.apply(gp, b, False, method=NeighGen.encode)
+                mend = (gen_net.apply(gp, z, km, False, method=NeighGen.features), counts(d))
+            return cp, gp, co, go, losses[0], mend
+
+        cp = jax.tree.map(lambda a: a[idx], state.local)
+        gp = jax.tree.map(lambda a: a[idx], state.gen)
+        cp, gp, co, go, losses, mend = map_clients(client, hp.fedsage_gen_chunk or None)(
+            cp, gp, state.cls_opt, state.gen_opt, data.train, jax.random.split(key, ct), jnp.arange(ct),
+            ex["keep"][idx], ex["missing"][idx], ex["targets"][idx], ex["rows"][idx], ex["row_mask"][idx],
+            ex["frows"][idx], ex["frow_mask"][idx], xs)
+        local = scatter_clients(state.local, idx, cp)
+        # the server's classifier: OpenFGL's uniform mean of the clients' (used from phase 2 on)
+        server = jax.tree.map(lambda a: a.mean(0), cp)
+        metrics = evaluate_round(cls, common, data, server=server, trained=cp)
+        metrics["train_loss"] = weighted_loss(losses, data.train_weight)
+        mend_x, mend_n = state.mend_x, state.mend_n
+        if paper:
+            mend_x, mend_n = mend_x.at[idx].set(mend[0]), mend_n.at[idx].set(mend[1])
+        return dataclasses.replace(state, round=state.round + 1, server=server, local=local,
+                                   gen=scatter_clients(state.gen, idx, gp), cls_opt=co, gen_opt=go,
+                                   mend_x=mend_x, mend_n=mend_n), metrics
+
+    def with_mending(data: FedData, state: FedSagePlusState) -> FedData:
+        """data with every client's graph mended (paper variant; openfgl: unchanged, see above)."""
+        if not paper:
+            return data
+        n = data.eval.num_nodes
+        mend = jax.vmap(lambda b, gx, gn: mend_batch(b, dense_features(b.features, n, f), gx, gn))
+        ev = mend(data.eval, state.mend_x, state.mend_n)
+        tr = mend(data.train, state.mend_x[data.train_index], state.mend_n[data.train_index])
+        return data.replace(eval=ev, train=tr, glob=None)
+
+    def phase2(state: FedSagePlusState, data: FedData, key: jax.Array):
+        ct = data.train.num_clients
+        mdata = with_mending(data, state)
+        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
+        loss = lambda prm, b, k: masked_cross_entropy(cls.apply(prm, b, train=True, rngs={"dropout": k}), b.y,
+                                                      b.train_mask)
+        start = stack(state.server, ct)
+        train = lambda prm, o, b, k: local_train(loss, optimizer, steps, prm, o, b, k, scale)
+        new, co, losses = map_clients(train, common.client_chunk)(start, state.cls_opt, mdata.train,
+                                                                 jax.random.split(key, ct))
+        w = data.train_weight if paper else jnp.ones_like(data.train_weight)
+        server = weighted_mean(new, w)
+        metrics = evaluate_round(cls, common, mdata, server=server, trained=new)
+        metrics["train_loss"] = weighted_loss(losses, data.train_weight)
+        return dataclasses.replace(state, round=state.round + 1, server=server, cls_opt=co), metrics
+
+    def round_fn(state: FedSagePlusState, data: FedData, key: jax.Array):
+        if data.extra is None or "keep" not in data.extra:
+            raise ValueError("fedsage_plus needs its host preparation (FedData.extra from fedsage_prepare): "
+                             "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
+        if gen_rounds == 0:
+            state, m = phase2(state, data, key)
+        else:
+            state, m = jax.lax.cond(state.round < gen_rounds, phase1, phase2, state, data, key)
+        m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
+        return state, m
+
+    # phase 2 (most rounds): the classifier each way; phase 1 sends nothing to the server in OpenFGL
+    # but the cross-client term needs other clients' targets (here: read from their data, see above)
+    return FederatedAlgorithm(init=init, round=round_fn, train_axis=("cls_opt", "gen_opt"),
+                              messages=lambda s: (s.server, s.server))

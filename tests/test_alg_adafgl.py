@@ -1,0 +1,173 @@
+"""AdaFGL: the normalised operator, the reliability label propagation and the phase-2 models
+(homophilous / heterophilous forward, the mixture) against a dense NumPy re-derivation with the
+smoothed features [X, ÂX, ..., Â^P X] built explicitly; the schedule (phase-1 rounds equal FedAvg's,
+the switch builds the corrected graph from the global model's soft labels); the run under partial
+participation and through the CLI with --resume across the phase switch."""
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from fgl_jax import registry
+from fgl_jax.algorithms import adafgl as A
+from fgl_jax.federated import run
+from fgl_jax.systems.baseline import RunConfig, build
+from tests.alg_helpers import assert_trees_close, cli_run_and_resume, toy_setup
+
+
+def _np_norm(m, r):
+    m = m + np.eye(len(m))
+    d = m.sum(1)
+    return np.diag(d ** (r - 1)) @ m.T @ np.diag(d ** -r)
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _np_getre(emb):
+    s = _softmax(emb)
+    re = s @ s.T
+    d = np.diag(re)
+    re = re / np.maximum(np.sqrt(np.outer(d, d)), 1e-9)
+    return re - np.diag(np.diag(re))
+
+
+def _prelu(x, a):
+    return np.where(x >= 0, x, a * x)
+
+
+def _np_forward(p, x, adj, steps):
+    """OpenFGL's AdaFGLModel forward in eval mode (no dropout), on unpadded dense inputs."""
+    p = dict(p)
+    for name in ("homo", "smooth", "prop", "local"):   # the torch layers' first weights
+        p[name] = dict(p[name], w0=A.first_block(p, name, steps))
+    p = jax.tree.map(lambda a: np.asarray(a, np.float64), p)
+    feats = [x]
+    for _ in range(steps):
+        feats.append(adj @ feats[-1])
+    sm = np.concatenate(feats, 1)                     # the smoothed features [N, (P+1) F]
+    flat = lambda w: w
+
+    def mlp3(inp, q, a):
+        h = _prelu(inp @ flat(q["w0"]) + q["b0"], a)
+        h = _prelu(h @ q["w1"] + q["b1"], a)
+        return h @ q["w2"] + q["b2"]
+
+    homo = _prelu(sm @ flat(p["homo"]["w0"]) + p["homo"]["b0"], p["homo"]["a"]) @ p["homo"]["w1"] + p["homo"]["b1"]
+    local = mlp3(x, p["local"], p["a_hete"])
+    smooth = mlp3(sm, p["smooth"], p["a_hete"])
+    emb = mlp3(sm, p["prop"], p["a_prop"])
+    re = _np_getre(emb)
+    mean, top = re.mean(), re.max()
+    t = re - mean
+    lrn = np.where(t > 0, t / (top - mean), -(t + mean) / mean) + np.eye(len(re))
+    prop = ((_softmax(_prelu(lrn, p["a_prop"]) @ emb) - _softmax(_prelu(-lrn, p["a_prop"]) @ emb)) + emb) / 2
+    return homo, local, smooth, prop
+
+
+def _client(data, c):
+    b = jax.tree.map(lambda a: a[c], data.eval)
+    nodes = np.asarray(b.node_mask)
+    em = np.asarray(b.edge_mask)
+    s, r = np.asarray(b.senders)[em], np.asarray(b.receivers)[em]
+    n = int(nodes.sum())
+    m = np.zeros((n, n))
+    np.add.at(m, (s, r), 1.0)
+    return b, nodes, m
+
+
+def test_normalise_and_reliability_match_numpy():
+    data, _, _ = toy_setup()
+    b, nodes, m = _client(data, 0)
+    npad = b.y.shape[0]
+    mp = np.zeros((npad, npad))
+    mp[: len(m), : len(m)] = m
+    for r in (0.5, 0.3):
+        got = np.asarray(A.normalise(jnp.asarray(mp, jnp.float32), r))[: len(m), : len(m)]
+        np.testing.assert_allclose(got, _np_norm(m, r), rtol=1e-5, atol=1e-7)
+    y = np.asarray(b.y)
+    train = np.asarray(b.train_mask)
+    rng = np.random.default_rng(0)
+    seed = train & (rng.random(npad) < 0.5)
+    held = train & ~seed
+    unl = held | np.asarray(b.val_mask) | np.asarray(b.test_mask)
+    k = int(y.max()) + 1
+    got = float(A.reliability(jnp.asarray(mp, jnp.float32), jnp.asarray(y), jnp.asarray(seed), jnp.asarray(held),
+                              jnp.asarray(unl), k, 0.5))
+    a = _np_norm(mp, 0.5)
+    lab = np.eye(k)[y]
+    lab[unl] = 1.0 / k
+    out = lab.copy()
+    for _ in range(10):                               # OpenFGL's init_lp_propagate
+        nxt = 0.5 * a @ out + 0.5 * lab
+        nxt[seed] += lab[seed]
+        out = nxt
+    want = (out.argmax(1) == y)[held].mean()
+    assert got == pytest.approx(want)
+
+
+def test_phase2_models_match_a_dense_numpy_forward():
+    data, model, _ = toy_setup(hidden=8)
+    steps, k = 2, int(model.num_classes)
+    b, nodes, m = _client(data, 1)
+    npad, n = b.y.shape[0], len(m)
+    p = A.init_phase2(jax.random.key(2), int(model.in_dim), 8, k, steps)
+    p = jax.tree.map(lambda a: a + 0.05 * jax.random.normal(jax.random.key(9), jnp.shape(a)), p)  # nonzero biases
+    mp = np.zeros((npad, npad))
+    mp[:n, :n] = m + (np.random.default_rng(1).random((n, n)) > 0.97) * 0.5
+    adj = A.normalise(jnp.asarray(mp, jnp.float32), 0.5)
+    got = jax.jit(lambda p, b, a: A.phase2_forward(p, b.features, a, b.node_mask, jax.random.key(0), False))(p, b, adj)
+    x = np.asarray(b.features, np.float64)[:n]
+    want = _np_forward(p, x, np.asarray(adj, np.float64)[:n, :n], steps)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g)[:n], w, rtol=2e-4, atol=2e-5)
+    soft = jax.nn.softmax(jax.random.normal(jax.random.key(4), (npad, k)), -1)
+    rho = 0.3
+    logp = np.asarray(A.phase2_predict(p, b, adj, soft, rho))[:n]
+    s = lambda z: _softmax(np.asarray(z, np.float64))
+    mix = rho * (s(want[0]) + s(np.asarray(soft)[:n])) / 2 + (1 - rho) * (s(want[1]) + s(want[2]) + s(want[3])) / 3
+    np.testing.assert_allclose(np.exp(logp), mix, rtol=2e-4, atol=1e-6)
+
+
+def test_schedule_phase1_is_fedavg_then_the_switch_builds_the_corrected_graph():
+    data, model, common = toy_setup(local_steps=2)
+    hp = A.AdaFGLHParams(adafgl_rounds_vanilla=2)
+    alg = registry.get("algorithm", "adafgl")(model, common, hp)
+    avg = registry.get("algorithm", "fedavg")(model, common, None)
+    st, ref = alg.init(jax.random.key(0), data), avg.init(jax.random.key(0), data)
+    ref = dataclasses.replace(ref, server=st.server)
+    step, ref_step = jax.jit(alg.round), jax.jit(avg.round)
+    for r in range(2):
+        st, m = step(st, data, jax.random.key(10 + r))
+        ref, _ = ref_step(ref, data, jax.random.key(10 + r))
+        assert_trees_close(st.server, ref.server, rtol=1e-6, atol=1e-7)
+    server = st.server
+    st, m3 = step(st, data, jax.random.key(20))
+    assert_trees_close(st.server, server, rtol=0, atol=0)           # phase 2 leaves the global model
+    for c in range(data.eval.num_clients):
+        b, nodes, mm = _client(data, c)
+        n = len(mm)
+        soft = _softmax(np.asarray(model.apply(server, b), np.float64))[:n]
+        sim = (_np_getre(soft) > 0.999).astype(float)
+        want = _np_norm(0.5 * mm + 0.5 * sim, 0.5)
+        np.testing.assert_allclose(np.asarray(st.graph["adj"][c])[:n, :n], want, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(st.graph["soft"][c])[:n], soft, rtol=1e-4, atol=1e-6)
+        assert 0.0 <= float(st.graph["rho"][c]) <= 1.0
+    assert np.isfinite(float(m3["test_acc"])) and np.isfinite(float(m3["train_loss"]))
+
+
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
+def test_adafgl_runs_with_partial_participation():
+    prog = build(RunConfig(dataset="csbm", algorithm="adafgl", clients=4, rounds=3, hidden=8, split="keep",
+                           client_fraction=0.5, adafgl_rounds_vanilla=1))
+    res = run(prog.algorithm, prog.data, jax.random.key(0), 3)
+    assert np.isfinite(res.history["test_acc"]).all()
+
+
+@pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
+def test_adafgl_cli_run_and_resume_across_the_switch(tmp_path):
+    cli_run_and_resume(tmp_path, "adafgl", "--adafgl-rounds-vanilla", "1")
