@@ -55,13 +55,28 @@ def test_weighted_federated_gradient_equals_centralised(relay):
     data = build_client_data(graphs, [h.dense_x() for h in graphs], relay=relay, cap=None, fanout=None)
     theta = init_relay(jax.random.PRNGKey(0), 10, 16, 3)
     ref = central_class_grads(theta, g, relay)
-    for axis in ("vmap", "scan", "fused"):
-        fed = jax.jit(aggregated_client_grads, static_argnums=(3, 4, 5))(theta, data, jnp.int32(0), relay,
-                                                                          "weighted", axis)
+    for axis, d in (("vmap", data), ("scan", data), ("fused", data), ("fused-padded", data.replace(flat=()))):
+        fed = jax.jit(aggregated_client_grads, static_argnums=(3, 4, 5))(theta, d, jnp.int32(0), relay,
+                                                                          "weighted", axis.split("-")[0])
         assert max_diff(fed, ref) < 1e-5, axis
     # the counts the server weights by are the clients' own training counts
     np.testing.assert_array_equal(np.asarray(data.counts).sum(0),
                                   np.bincount(g.y[g.train_mask], minlength=3))
+
+
+@pytest.mark.parametrize("agg", ["weighted", "uniform"])
+def test_flat_blocks_equal_per_client_blocks_with_sampling(agg):
+    """The end-to-end class blocks (`ClientData.flat`, the default fused path) give the per-client
+    blocks' aggregate for sampled neighbours, capped targets and every pool."""
+    g = toy_graph(80, 3, 10, seed=2)
+    assignment = np.random.default_rng(1).integers(0, 4, g.num_nodes)
+    graphs, _ = expand_clients(g, assignment, 4, 2)
+    data = build_client_data(graphs, [h.dense_x() for h in graphs], fanout=2, cap=3, pools=2, seed=3)
+    theta = init_relay(jax.random.PRNGKey(1), 10, 16, 3)
+    fn = jax.jit(aggregated_client_grads, static_argnums=(3, 4, 5))
+    for pool in (0, 1):
+        ref = fn(theta, data, jnp.int32(pool), "gcn", agg, "vmap")
+        assert max_diff(fn(theta, data, jnp.int32(pool), "gcn", agg, "fused"), ref) < 1e-5, pool
 
 
 def test_truncated_neighbourhood_differs():

@@ -1,4 +1,6 @@
 """FedGC's information-bottleneck estimator and the membership inference attack."""
+import dataclasses
+
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -325,3 +327,112 @@ def test_mia_queries_the_features_fedgc_condensed(monkeypatch):
     rows = np.abs(seen["graph"].dense_x()).sum(1)
     assert rows.max() > 0
     np.testing.assert_allclose(rows[rows > 0], 1.0, rtol=1e-4)
+
+
+def _toy_clients(sparse: bool):
+    """Three overlapping 1-hop-expanded clients of a small CSBM (ids name the shared nodes)."""
+    import scipy.sparse as sp
+    from fgl_jax.batch import stack_graphs
+    from fgl_jax.systems.fedgc import expand_clients
+    g = csbm(num_nodes=60, num_classes=3, num_features=12, avg_degree=4.0, feature_signal=1.0, seed=3)
+    x = np.asarray(g.dense_x(), np.float32)
+    x[np.abs(x) < 0.8] = 0.0                                  # sparse-ish rows, some empty
+    g = dataclasses.replace(g, x=sp.csr_matrix(x) if sparse else x)
+    graphs, ids = expand_clients(g, np.arange(g.num_nodes) % 3, 3, 1)
+    return g, graphs, ids, stack_graphs(graphs, ids)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_shared_rows_give_every_client_its_own_rows(sparse):
+    """rows[index[j]] is client j's feature matrix (padding: an empty row), with every node once."""
+    from fgl_jax import ops
+    from fgl_jax.systems.fedgc.selftrain import shared_rows
+    g, graphs, ids, clients = _toy_clients(sparse)
+    rows, index = shared_rows(clients)
+    w = np.random.default_rng(0).normal(size=(12, 5)).astype(np.float32)
+    n = int(index.max()) + 1
+    xw = np.asarray(ops.feature_matmul(rows, jnp.asarray(w), n))
+    assert n == len(np.unique(np.concatenate(ids))) + 1      # distinct nodes + the padding row
+    for j, gr in enumerate(graphs):
+        want = np.asarray(gr.dense_x()) @ w
+        np.testing.assert_allclose(xw[index[j, :gr.num_nodes]], want, rtol=1e-5, atol=1e-5)
+        assert np.all(xw[index[j, gr.num_nodes:]] == 0.0)
+    # ids that do not name one feature row are not shared
+    bad = clients.replace(node_ids=jnp.zeros_like(clients.node_ids))
+    rows2, index2 = shared_rows(bad)
+    xw2 = np.asarray(ops.feature_matmul(rows2, jnp.asarray(w), int(index2.max()) + 1))
+    for j, gr in enumerate(graphs):
+        np.testing.assert_allclose(xw2[index2[j, :gr.num_nodes]], np.asarray(gr.dense_x()) @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_self_training_three_clients_equals_mean_of_client_gradients():
+    """FedSGD with overlapping clients: the server's plain mean of each client's own full-batch
+    gradient (computed here client by client with the library's GCN, averaged in NumPy)."""
+    from fgl_jax.federated.metrics import masked_cross_entropy
+    from fgl_jax.nn import make_model
+    from fgl_jax.systems.fedgc import self_train
+    from fgl_jax.systems.fedgc.selftrain import gcn_from_projection
+    g, graphs, ids, clients = _toy_clients(True)
+    key, rounds, lr = jax.random.PRNGKey(2), 6, 0.5
+    best_p, _, _ = self_train(key, clients, 12, 3, rounds=rounds, lr=lr, hidden=8, select="test")
+    model = make_model("gcn", 12, 3, hidden=8, num_layers=2, dropout=0.0)
+    bs = [jax.tree.map(lambda a: a[j], clients) for j in range(3)]
+    p = model.init(key, bs[0], train=False)
+    # the explicit forward equals the model's
+    b0 = bs[0]
+    q = p["params"]
+    xw = jnp.asarray(graphs[0].dense_x()) @ q["layer_0"]["kernel"]
+    xw = jnp.zeros((b0.y.shape[0], 8)).at[:graphs[0].num_nodes].set(xw)
+    np.testing.assert_allclose(np.asarray(gcn_from_projection(q, xw, b0)), np.asarray(model.apply(p, b0)),
+                               rtol=1e-5, atol=1e-6)
+    grad = jax.jit(jax.grad(lambda q, b: masked_cross_entropy(model.apply(q, b, train=True), b.y, b.train_mask)))
+    acc = jax.jit(lambda q, b: (((jnp.argmax(model.apply(q, b), -1) == b.y) & b.test_mask).sum(), b.test_mask.sum()))
+    want_p, want_acc = p, -1.0
+    for _ in range(rounds + 1):
+        counts = np.asarray([acc(p, b) for b in bs], np.float64)
+        a = counts[:, 0].sum() / counts[:, 1].sum()
+        if a > want_acc:
+            want_p, want_acc = p, a
+        gs = [grad(p, b) for b in bs]
+        mean = jax.tree.map(lambda *v: np.mean(np.stack([np.asarray(x, np.float64) for x in v]), 0), *gs)
+        p = jax.tree.map(lambda w, d: np.asarray(w, np.float64) - lr * d, p, mean)
+        p = jax.tree.map(lambda w: jnp.asarray(w, jnp.float32), p)
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-5),
+                 best_p, want_p)
+
+
+def test_gcn_on_pre_aggregated_equals_gcn():
+    """GCN(pre_aggregated=True) on S X equals the plain GCN on X (same parameters)."""
+    from fgl_jax import ops
+    from fgl_jax.nn import make_model
+    g, graphs, ids, clients = _toy_clients(False)
+    b = jax.tree.map(lambda a: a[1], clients)
+    plain = make_model("gcn", 12, 3, hidden=16, num_layers=2, dropout=0.0)
+    pre = make_model("gcn", 12, 3, hidden=16, num_layers=2, dropout=0.0, pre_aggregated=True)
+    p = plain.init(jax.random.PRNGKey(0), b)
+    sx = ops.gcn_propagate(b.features, b.graph.senders, b.graph.receivers, b.edge_mask, b.y.shape[-1])
+    np.testing.assert_allclose(np.asarray(pre.apply(p, b.replace(features=sx))), np.asarray(plain.apply(p, b)),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_encoder_equals_dense_numpy():
+    """ẑ = Â (relu(x W1 + b1) W2 + b2) against a dense NumPy Â = D̃^-1/2 (A+I) D̃^-1/2 (encode applies Â
+    on the narrower side of W2)."""
+    from fgl_jax.systems.fedgc.ib import encode, init_encoder
+    g, graphs, ids, clients = _toy_clients(True)
+    b = jax.tree.map(lambda a: a[0], clients)
+    gr = graphs[0]
+    n = gr.num_nodes
+    for hidden, zdim in ((4, 6), (16, 3)):                    # 2·dim(z) wider and narrower than hidden
+        enc = init_encoder(jax.random.PRNGKey(1), 12, hidden, zdim)
+        z, mu, sigma = encode(enc, b, jax.random.PRNGKey(2))
+        a = np.zeros((n, n))
+        a[gr.receivers, gr.senders] = 1.0
+        a += np.eye(n)
+        dinv = 1.0 / np.sqrt(a.sum(1))
+        a_hat = a * dinv[:, None] * dinv[None, :]
+        e = {k: np.asarray(v, np.float64) for k, v in enc.items()}
+        h = np.maximum(np.asarray(gr.dense_x(), np.float64) @ e["w1"] + e["b1"], 0) @ e["w2"] + e["b2"]
+        zh = a_hat @ h
+        np.testing.assert_allclose(np.asarray(mu)[:n], zh[:, :zdim], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(sigma)[:n], np.log1p(np.exp(zh[:, zdim:])) + 1e-10, rtol=1e-4, atol=1e-5)

@@ -28,6 +28,7 @@ import jraph
 import numpy as np
 import optax
 
+from fgl_jax import ops
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -109,15 +110,24 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
                            dropout=cfg.dropout, **{**dict(cfg.model_kwargs), **dict(cfg.syn_model_kwargs)})
     opt = _optimizer(cfg)
     ft_opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), optax.adam(cfg.lr))
+    # A plain GCN on dense features no wider than its hidden layer: the graphs' features are fixed
+    # while it trains, so its first propagation S X is taken once per call (at width d) and layer 0
+    # is a dense product (S X) W instead of a propagation at the hidden width every step (same
+    # parameters, the product reassociated). Sparse features keep the sparse first layer.
+    pre_gcn = cfg.arch == "gcn" and not cfg.model_kwargs and not cfg.syn_model_kwargs and in_dim <= cfg.hidden
+    model_pre = make_model("gcn", in_dim, num_classes, hidden=cfg.hidden, num_layers=cfg.num_layers,
+                           dropout=cfg.dropout, pre_aggregated=True) if pre_gcn else None
+
+    def propagated(b: ClientBatch) -> ClientBatch:  # one graph slice: features := S X
+        return b.replace(features=ops.gcn_propagate(b.features, b.graph.senders, b.graph.receivers, b.edge_mask,
+                                                    b.y.shape[-1]))
 
     def loss_of(m):
         def train_loss(p, b, k):  # cross-entropy on b's training nodes, dropout on
             return masked_cross_entropy(m.apply(p, b, train=True, rngs={"dropout": k}), b.y, b.train_mask)
         return train_loss
 
-    train_loss, syn_loss = loss_of(model), loss_of(syn_model)
-
-    def client_scores(params, clients):
+    def client_scores(model):
         def one(p, b):
             logits = model.apply(p, b, train=False)
             vc, vt = _accuracy(logits, b.y, b.val_mask)
@@ -133,7 +143,13 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
         params = model.init({"params": k_init, "dropout": k_init}, syn, train=False)
         opt_state = opt.init(params)
         m = clients.y.shape[0]
-        score = client_scores(None, clients)
+        if pre_gcn and not isinstance(clients.features, ops.SparseFeatures):
+            syn, clients = propagated(syn), jax.vmap(propagated)(clients)
+            train_loss = syn_loss = loss_of(model_pre)
+            score = client_scores(model_pre)
+        else:
+            train_loss, syn_loss = loss_of(model), loss_of(syn_model)
+            score = client_scores(model)
         per_client_score = jax.vmap(score, in_axes=(None, 0))
         tile = lambda p: jax.tree.map(lambda a: jnp.broadcast_to(a, (m,) + a.shape), p)
 

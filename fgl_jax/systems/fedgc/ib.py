@@ -75,13 +75,21 @@ def init_encoder(key: Array, in_dim: int, hidden: int, z_dim: Optional[int] = No
 
 def encode(enc: dict, batch: ClientBatch, key: Array):
     """Eq. 9-10: ẑ = Â (W2 ReLU(W1 x)), μ = ẑ[:, :d], σ = softplus(ẑ[:, d:]) + 1e-10, z = μ + σ ε.
+    Â is applied on the narrower side of W2 (the product reassociated).
 
     batch: one client's slice (no client axis). Returns (z, μ, σ), each [N, d].
     """
     n = batch.y.shape[-1]
     d = enc["w2"].shape[1] // 2
-    h = jax.nn.relu(ops.feature_matmul(batch.features, enc["w1"], n) + enc["b1"]) @ enc["w2"] + enc["b2"]
-    zh = ops.gcn_propagate(h, batch.graph.senders, batch.graph.receivers, batch.edge_mask, n)
+    g = batch.graph
+    h = jax.nn.relu(ops.feature_matmul(batch.features, enc["w1"], n) + enc["b1"])
+    if h.shape[-1] < enc["w2"].shape[1]:
+        # Â (h W2 + b2) = (Â h) W2 + (Â 1) b2: propagate at the hidden width, not at 2·dim(z)
+        ones = jnp.ones((n, 1), h.dtype)
+        zh = ops.gcn_propagate(jnp.concatenate([h, ones], 1), g.senders, g.receivers, batch.edge_mask, n)
+        zh = zh[:, :-1] @ enc["w2"] + zh[:, -1:] * enc["b2"]
+    else:
+        zh = ops.gcn_propagate(h @ enc["w2"] + enc["b2"], g.senders, g.receivers, batch.edge_mask, n)
     mu, sigma = zh[:, :d], jax.nn.softplus(zh[:, d:]) + 1e-10
     z = mu + sigma * jax.random.normal(key, mu.shape, mu.dtype)
     return z, mu, sigma
@@ -139,7 +147,12 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
     d = int(decoder_params["params"]["layer_0"]["kernel"].shape[0])  # dim(z)
     hidden = cfg.hidden or d
     in_dim = in_dim or d
-    decoder = make_model("gcn", d, num_classes, hidden=cfg.decoder_hidden, num_layers=2, dropout=cfg.decoder_dropout)
+    # z is propagated once per epoch at width dim(z) and the decoder's layer 0 is the product
+    # (Â z) W (`pre_aggregated`), when dim(z) <= its hidden width: instead of two propagations
+    # (train and selection forwards) at the hidden width. Same φ, the product reassociated.
+    pre = d <= cfg.decoder_hidden
+    decoder = make_model("gcn", d, num_classes, hidden=cfg.decoder_hidden, num_layers=2, dropout=cfg.decoder_dropout,
+                         pre_aggregated=pre)
     opt = optax.adam(cfg.lr)
     gamma = check_gamma(cfg.gamma)
     phi = jax.lax.stop_gradient(decoder_params)  # frozen: only the encoder is differentiated
@@ -155,15 +168,22 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
             enc, o, best, best_acc = carry  # best: (z,) or (z, μ, σ) of the best epoch so far
             k_eps, k_drop = jax.random.split(kk)
 
+            def decoder_input(z):
+                if not pre:
+                    return b.replace(features=z)
+                n = b.y.shape[-1]
+                return b.replace(features=ops.gcn_propagate(z, b.graph.senders, b.graph.receivers, b.edge_mask, n))
+
             def loss(e):
                 z, mu, sigma = encode(e, b, k_eps)
-                logits = decoder.apply(phi, b.replace(features=z), train=True, rngs={"dropout": k_drop})
+                zb = decoder_input(z)
+                logits = decoder.apply(phi, zb, train=True, rngs={"dropout": k_drop})
                 ce = masked_cross_entropy(logits, lab, lmask)
                 kl = kl_mc(z, mu, sigma, b.node_mask) if cfg.kl == "mc" else kl_analytic(mu, sigma, b.node_mask)
-                return ce + gamma * kl, (z, kl, mu, sigma)
+                return ce + gamma * kl, (z, kl, mu, sigma, zb)
 
-            (l, (z, kl, mu, sigma)), g = jax.value_and_grad(loss, has_aux=True)(enc)
-            logits = decoder.apply(phi, b.replace(features=z), train=False)
+            (l, (z, kl, mu, sigma, zb)), g = jax.value_and_grad(loss, has_aux=True)(enc)
+            logits = decoder.apply(phi, zb, train=False)
             acc = ((jnp.argmax(logits, -1) == b.y) & sel).sum() / jnp.maximum(sel.sum(), 1)
             better = acc > best_acc
             best = tuple(jnp.where(better, v, w) for v, w in zip((z, mu, sigma), best))

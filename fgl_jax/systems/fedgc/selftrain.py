@@ -1,13 +1,26 @@
 """Federated self-training (FedGC Algorithm 1 line 5; spec §2.4): FedSGD on the clients' training
-nodes; its argmax labels the clients' own non-training nodes for the IB (or the PL baseline)."""
+nodes; its argmax labels the clients' own non-training nodes for the IB (or the PL baseline).
+
+Simulation shortcut (same numbers up to float reassociation): in FedSGD every client takes its
+gradient at the same broadcast φ, and the server's plain mean of the M gradients is the gradient
+of the mean of the M losses. The first GCN layer's product X W1 is the same for a node in every
+client that holds it (the 2-hop expansions overlap: on Cora the 10 local graphs hold ~4x the 2,708
+nodes), so it is taken once over the distinct nodes (`shared_rows`) and each client gathers its
+rows; the weight gradient is then one sparse contraction over the distinct nodes instead of one
+per client copy. The loss and the selection accuracy read only the training and selection nodes'
+logits, so each propagation sums only the edges into the rows the next step reads (`target_edges`).
+"""
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
+import scipy.sparse as sp
+
+from fgl_jax import ops
 
 from fgl_jax.batch import ClientBatch
-from fgl_jax.reduce import client_mean
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 
@@ -41,27 +54,36 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
     params = model.init(key, one, train=False)
     server_opt = self_train_optimizer(optimizer, lr, weight_decay)
     mask_name = "val_mask" if select == "val" else "test_mask"
+    rows, index = shared_rows(clients)
+    n_rows = int(index.max()) + 1
 
-    def client(p, b):
-        def loss(q):
-            logits = model.apply(q, b, train=True)
-            return masked_cross_entropy(logits, b.y, b.train_mask), logits
-        (l, logits), g = jax.value_and_grad(loss, has_aux=True)(p)
-        m = getattr(b, mask_name)
-        return g, ((jnp.argmax(logits, -1) == b.y) & m).sum(), m.sum()
+    edges = target_edges(clients, mask_name)
+
+    def mean_loss(p, rows, clients, edges):
+        """(1/M) Σ_j NLL_j(φ) (its gradient is the server's mean of the clients' FedSGD gradients)
+        and each client's (correct, total) on its selection mask, from one forward."""
+        q = p["params"]
+        xw = ops.feature_matmul(rows, q["layer_0"]["kernel"], n_rows)  # X W1 once per distinct node
+
+        def client(b, idx, edges):
+            logits = gcn_from_projection(q, xw[idx], b, edges)
+            m = getattr(b, mask_name)
+            return (masked_cross_entropy(logits, b.y, b.train_mask),
+                    ((jnp.argmax(logits, -1) == b.y) & m).sum(), m.sum())
+
+        losses, correct, total = jax.vmap(client)(clients, index, edges)
+        return losses.mean(), (correct, total)
 
     @jax.jit
-    def run(params, clients):  # clients as an argument: closed-over arrays would be constant-folded
+    def run(params, rows, index, clients, edges):  # data as arguments: closed-over arrays would be constant-folded
         def body(carry, _):
             p, o, best_p, best_acc = carry
-            g, correct, total = jax.vmap(client, in_axes=(None, 0))(p, clients)
+            g, (correct, total) = jax.grad(mean_loss, has_aux=True)(p, rows, clients, edges)
             acc = correct.sum() / jnp.maximum(total.sum(), 1)  # accuracy of p (before this update)
             better = acc > best_acc
             best_p = jax.tree.map(lambda a, b: jnp.where(better, a, b), p, best_p)
             best_acc = jnp.where(better, acc, best_acc)
-            # unweighted mean (code), summed client by client: XLA:CPU's reduce over the client axis of
-            # [C, F, hidden] gradients is ~15x slower (see client_mean)
-            u, o = server_opt.update(client_mean(g), o, p)
+            u, o = server_opt.update(g, o, p)
             p = optax.apply_updates(p, u)
             return (p, o, best_p, best_acc), None
         init = (params, server_opt.init(params), params, jnp.float32(-1.0))
@@ -70,5 +92,104 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
         labels = jnp.where(clients.train_mask, clients.y, preds)
         return best_p, labels, best_acc
 
-    best_p, labels, acc = run(params, clients)
+    best_p, labels, acc = run(params, rows, jnp.asarray(index), clients, edges)
     return best_p, labels, float(acc)
+
+
+def target_edges(clients: ClientBatch, select_mask: str) -> tuple:
+    """The edges FedSGD's forward needs (host, NumPy): with T = train ∪ selection nodes, the edges into
+    T ∪ N(T) (layer 1) and into T (layer 2); the loss and the selection accuracy read only T's logits.
+    Returns (e1, m1, e2, m2): edge indices int32 [M, E_l] into the client's edge list and their
+    validity masks, padded per layer to the largest client."""
+    s, r = np.asarray(clients.graph.senders), np.asarray(clients.graph.receivers)
+    em = np.asarray(clients.edge_mask, bool)
+    t = np.asarray(clients.train_mask, bool) | np.asarray(getattr(clients, select_mask), bool)
+    e1, e2 = [], []
+    for j in range(s.shape[0]):
+        into_t = em[j] & t[j][r[j]]
+        need = t[j].copy()
+        need[s[j][into_t]] = True
+        e1.append(np.flatnonzero(em[j] & need[r[j]]))
+        e2.append(np.flatnonzero(into_t))
+
+    def pad(lists):
+        k = max(1, max(len(e) for e in lists))
+        idx, ok = np.zeros((len(lists), k), np.int32), np.zeros((len(lists), k), bool)
+        for j, e in enumerate(lists):
+            idx[j, :len(e)], ok[j, :len(e)] = e, True
+        return jnp.asarray(idx), jnp.asarray(ok)
+
+    return (*pad(e1), *pad(e2))
+
+
+def gcn_from_projection(q: dict, xw: Array, b: ClientBatch, edges: tuple = None) -> Array:
+    """Logits [N, C] of `fgl_jax.nn`'s 2-layer GCN (dropout 0) on one client slice `b`, given the
+    first layer's product xw = X W1 [N, H]: Â xw + b0, ReLU, Â (h W2) + b1 (the model's own order;
+    tests/test_fedgc_ib_attack.py checks it against `model.apply`). q: the params' "params" dict.
+    edges: one client's (e1, m1, e2, m2) of `target_edges`: each propagation sums only the edges
+    into the rows the next step reads (Â's degrees still from all edges); the logits are then
+    exact on T and meaningless elsewhere. None = all edges."""
+    n = b.y.shape[-1]
+    s, r, em = b.graph.senders, b.graph.receivers, b.edge_mask
+    deg = ops.in_degree(r, em, n) + 1.0
+    inv = jax.lax.rsqrt(deg)
+    self_w = (1.0 / deg)[:, None]
+
+    def prop(h, e=None, ok=None):  # ops.gcn_propagate restricted to the edges e
+        if e is None:
+            return ops.gcn_propagate(h, s, r, em, n)
+        se, re = s[e], r[e]
+        coef = (em[e] & ok).astype(h.dtype) * inv[se] * inv[re]
+        return jax.ops.segment_sum(h[se] * coef[:, None], re, num_segments=n) + h * self_w
+
+    e1, m1, e2, m2 = edges if edges is not None else (None,) * 4
+    h = jax.nn.relu(prop(xw, e1, m1) + q["bias_0"])
+    return prop(h @ q["layer_1"]["kernel"], e2, m2) + q["bias_1"]
+
+
+def shared_rows(clients: ClientBatch):
+    """The clients' feature rows with every source node once (host, NumPy).
+
+    clients: stacked client graphs whose `node_ids` name each row's node in a common graph.
+    Returns (rows, index): rows = the distinct nodes' features plus one empty row that every padding
+    slot shares (SparseFeatures when the clients' are, else dense [G, F]); index int32 [M, N] = each
+    client slot's row, so clients.features[j] == rows[index[j]] row by row. When the ids do not name
+    one feature row each, no row is shared (every slot keeps its own).
+    """
+    ids = np.asarray(clients.node_ids).astype(np.int64)
+    real = np.asarray(clients.node_mask, bool)
+    m, n = ids.shape
+    feats = clients.features
+    sparse = isinstance(feats, ops.SparseFeatures)
+    if sparse:
+        r, c, v = (np.asarray(a) for a in (feats.row, feats.col, feats.val))
+        f = int(c.max()) + 1 if c.size else 1
+        local = [sp.csr_matrix((v[j], (r[j], c[j])), shape=(n, f)) for j in range(m)]
+        for x in local:
+            x.eliminate_zeros()  # padded entries carry 0
+        stacked = sp.vstack(local, format="csr")                      # slot j*n + i
+    else:
+        stacked = np.asarray(feats).reshape(m * n, -1)
+
+    def differ(rows, inv):
+        if sparse:
+            return bool((stacked - rows[inv]).count_nonzero())
+        return not np.array_equal(stacked, rows[inv])
+
+    slot = np.arange(m * n).reshape(m, n)
+    lowest = np.iinfo(np.int64).min                                   # every padding slot: one key
+    for key in (np.where(real & (ids >= 0), ids, -1 - slot), -1 - slot):  # shared ids, else none shared
+        key = np.where(real, key, lowest).ravel()
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        rows = stacked[first]
+        if not differ(rows, inv.ravel()):                              # ids name one row each
+            break
+    inv = inv.reshape(m, n)
+    index = inv.astype(np.int32)
+    if sparse:
+        coo = rows.tocoo()
+        out = ops.SparseFeatures(jnp.asarray(coo.row, jnp.int32), jnp.asarray(coo.col, jnp.int32),
+                                 jnp.asarray(coo.data, jnp.float32))
+    else:
+        out = jnp.asarray(rows, jnp.float32)
+    return out, index

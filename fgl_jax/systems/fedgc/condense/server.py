@@ -156,21 +156,26 @@ def make_condenser(cfg: CondenseConfig, in_dim: int, num_classes: int) -> Conden
         def loss_fn(x, pge):
             return matching_loss(x, pge, theta, g_real, state.y_syn, state.coeff, cfg.relay, cfg.dist)
 
-        loss, (gx, gp) = jax.value_and_grad(loss_fn, argnums=(0, 1))(state.x_syn, state.pge)
         # Alternation (code, spec §2.2): Φ in the first adj_steps rounds of every adj_period, else X'.
+        # Only the variable the round updates is differentiated (lax.cond runs one branch): the
+        # other's gradient and Adam step were discarded anyway.
         update_adj = (state.round % cfg.adj_period) < cfg.adj_steps
-        ux, new_ox = opt_x.update(gx, state.opt_x, state.x_syn)
-        up, new_op = opt_pge.update(gp, state.opt_pge, state.pge)
-        if lr_feat is not None:
-            ux = jax.tree.map(lambda u: u * (lr_feat / cfg.lr_feat), ux)
-        if lr_adj is not None:
-            up = jax.tree.map(lambda u: u * (lr_adj / cfg.lr_adj), up)
-        pick = lambda cond, a, b: jax.tree.map(lambda u, v: jnp.where(cond, u, v), a, b)
-        x = pick(update_adj, state.x_syn, optax.apply_updates(state.x_syn, ux))
-        opt_x_state = pick(update_adj, state.opt_x, new_ox)
-        pge = pick(update_adj, optax.apply_updates(state.pge, up), state.pge)
-        opt_pge_state = pick(update_adj, new_op, state.opt_pge)
-        return state.replace(x_syn=x, pge=pge, opt_x=opt_x_state, opt_pge=opt_pge_state), loss
+
+        def step_adj(state):
+            loss, gp = jax.value_and_grad(loss_fn, argnums=1)(state.x_syn, state.pge)
+            up, new_op = opt_pge.update(gp, state.opt_pge, state.pge)
+            if lr_adj is not None:
+                up = jax.tree.map(lambda u: u * (lr_adj / cfg.lr_adj), up)
+            return state.replace(pge=optax.apply_updates(state.pge, up), opt_pge=new_op), loss
+
+        def step_feat(state):
+            loss, gx = jax.value_and_grad(loss_fn, argnums=0)(state.x_syn, state.pge)
+            ux, new_ox = opt_x.update(gx, state.opt_x, state.x_syn)
+            if lr_feat is not None:
+                ux = jax.tree.map(lambda u: u * (lr_feat / cfg.lr_feat), ux)
+            return state.replace(x_syn=optax.apply_updates(state.x_syn, ux), opt_x=new_ox), loss
+
+        return jax.lax.cond(update_adj, step_adj, step_feat, state)
 
     return Condenser(init=init, step=step, sample_theta=sample_theta, config=cfg)
 
