@@ -160,3 +160,15 @@ def _as_if_killed_after(src, dst, rounds_done: int) -> None:
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     rows = (dst / "metrics.jsonl").read_text().splitlines()[:rounds_done]
     (dst / "metrics.jsonl").write_text("".join(r + "\n" for r in rows))
+
+
+def test_message_bytes_equal_a_hand_count(tiny):
+    """Per round and client: down = the relay GCN θ (w1 [d, h], b1 [h], w2 [h, C], b2 [C]), up = its
+    gradients per class and outer step, outer x C x |θ|; float32; every client takes part."""
+    cfg, r = tiny
+    d, h, c, m = 8, cfg.relay_hidden, 3, cfg.clients
+    theta = d * h + h + h * c + c
+    cols = r.program.per_round
+    assert cols["comm_down_bytes_per_client"].tolist() == [4 * theta] * cfg.rounds
+    assert cols["comm_up_bytes_per_client"].tolist() == [4 * cfg.outer * c * theta] * cfg.rounds
+    assert cols["comm_up_bytes"][0] == m * 4 * cfg.outer * c * theta and cols["participants"][0] == m

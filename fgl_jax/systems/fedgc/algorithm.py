@@ -80,4 +80,13 @@ def condense_algorithm(condenser: Condenser) -> FederatedAlgorithm:
         nan = jnp.float32(jnp.nan)
         return state.replace(cond=cond), {"train_loss": loss, "val_acc": nan, "test_acc": nan}
 
-    return FederatedAlgorithm(init=init, round=round_fn)
+    def messages(state: CondenseRunState):
+        """A round, per client: down = the relay θ; up = its per-class gradients at θ, once per outer
+        step ([outer, C, ...] like θ's leaves). Under the default fused client axis the simulation
+        forms only their weighted sum, but each client's upload is what a deployment sends."""
+        theta = condenser.sample_theta(jax.random.key(0))  # shapes only (traced by eval_shape)
+        c = state.cond.coeff.shape[0]
+        up = jax.tree.map(lambda a: jnp.zeros((cfg.outer, c) + a.shape, a.dtype), theta)
+        return up, theta
+
+    return FederatedAlgorithm(init=init, round=round_fn, messages=messages)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.batch import ClientBatch, stack_graphs
+from fgl_jax.federated.communication import per_round_columns
 from fgl_jax.federated.algorithm import Hooks, Program
 from fgl_jax.graph import Graph
 from fgl_jax.registry import register
@@ -132,10 +133,12 @@ class FedGCRun:
                          "graph": graph.name, "clients": cfg.clients, "rate": cfg.rate,
                          "n_syn": int(self.syn_counts.sum()), **prep.info,
                          **{k: round(v, 3) for k, v in self.timings.items()}}
+        clients = int(self.data.client.counts.shape[0])
         self.program = Program(self.algorithm, self.data, cfg.rounds, self.describe,
                                Hooks(every=cfg.eval_period, on_chunk=self.on_chunk, select=self.select,
                                      finalize=self.finalize, save_state=self.save_state,
-                                     load_state=self.load_state))
+                                     load_state=self.load_state),
+                               per_round=per_round_columns(self.algorithm, self.data, clients, cfg.rounds))
 
     # --- hooks -----------------------------------------------------------------------------------
     def evaluate(self, syn: ClientBatch, mark: int) -> dict:
