@@ -112,6 +112,7 @@ def test_runs_through_build_with_partial_participation(hops):
     assert np.isfinite(res.history["train_loss"]).all()
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_cli_run_and_resume(tmp_path):
     from fgl_jax.cli import main
     args = ["run", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--hidden", "8", "--algorithm", "fedgcn",

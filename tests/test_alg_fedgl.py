@@ -151,6 +151,7 @@ def test_gcn_sum_is_the_raw_adjacency_product():
     assert not p["bias_0"].any() and not p["bias_1"].any()
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_fedgl_cli_out_and_resume_with_partial_participation(tmp_path):
     """`fgl-jax run --algorithm fedgl --out DIR`, then --resume with more rounds, half the clients per
     round and OpenFGL's network."""

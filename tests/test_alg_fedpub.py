@@ -7,6 +7,7 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from fgl_jax import registry
 from fgl_jax.algorithms.fedpub import proxy_graph, similarity_weights
@@ -120,6 +121,7 @@ def test_one_round_server_step_against_numpy():
     assert not np.allclose(m0, 1.0) and not np.allclose(m0[0], m0[1])
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_fedpub_cli_out_and_resume_with_partial_participation(tmp_path):
     # the code variant (the paper's is the one test_one_round_server_step_against_numpy compiles)
     from fgl_jax.cli import main

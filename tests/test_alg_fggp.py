@@ -105,6 +105,7 @@ def test_a_model_without_a_neighbour_sum_is_refused():
             entry.obj(make_model(name, 12, 3, hidden=8), common, entry.info["hparams"]())
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_fggp_cli_out_and_resume_with_partial_participation(tmp_path):
     small = ["--dataset", "csbm", "--split", "keep", "--clients", "4", "--hidden", "8", "--no-progress",
              "--algorithm", "fggp", "--fggp-model", "openfgl", "--client-fraction", "0.5",

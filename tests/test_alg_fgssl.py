@@ -142,6 +142,7 @@ def test_bad_augmentation_is_one_clear_line():
         _alg(common, model, fgssl_strong=(0.8,))
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_fgssl_cli_out_and_resume_with_partial_participation(tmp_path):
     # the code variant with dropout on the local embedding (the wiring test compiles the paper's)
     from fgl_jax.cli import main

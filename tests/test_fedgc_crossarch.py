@@ -87,6 +87,7 @@ def test_arch_configs_reject_unknown_names():
     assert arch_configs("gcond", CFG, []) == {} == arch_configs("recipe", CFG, [])   # an empty list is no column
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_archs_evaluate_the_condensed_graph_with_each_architecture():
     """`archs` (Hooks.finalize) reports one accuracy per requested column in RunResult.extras (SAGE is
     trained once and shares GCN's numbers under GCond's protocol); an unknown name fails in the config,

@@ -118,6 +118,7 @@ def test_pge_init_bias_reaches_the_condenser(tiny):
             np.testing.assert_array_equal(b, np.float32(bias))
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_ib_lr_and_epochs_reach_the_encoder():
     """`ib_lr` / `ib_epochs` set the IB encoder's Adam lr and step count: the code's values given
     explicitly equal the component defaults (bit-identical Z), and another lr gives another Z."""

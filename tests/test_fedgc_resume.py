@@ -65,6 +65,7 @@ def full(cfg, tmp_path_factory):
     return out, res
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_resumed_run_equals_uninterrupted(tmp_path, cfg, full):
     out_full, res_full = full
     best = res_full.best["round"]

@@ -157,6 +157,7 @@ def test_index_reads_both_fedgc_schemas_and_links_sweeps(tmp_path, monkeypatch):
     assert "sweeps/s1/sweep.png" in text and "lr=0.1: 50.00" in text
 
 
+@pytest.mark.slow   # whole-run integration (compiles and runs a full program); the default suite stays short
 def test_fedgc_sweep_members_of_different_seeds_differ(tmp_path, capsys):
     """FedGC draws its randomness from the seed at build time: a seed sweep must build per seed (not
     vectorise over a run key FedGC ignores) and equal the single runs."""
