@@ -73,7 +73,7 @@ def _fedhgn(d):
 def _fedhgl(d):
     r = _get(d, "results", 0, default={})
     return {"dataset": r.get("dataset"), "hc s": _get(r, "hc", "median_seconds"),
-            "round ms": _get(r, "round", "median_ms") or _get(r, "basic", "median_seconds")}
+            "round ms": _get(r, "round", "median_ms")}
 
 
 def _fedgc(d):
@@ -82,18 +82,18 @@ def _fedgc(d):
 
 
 def _lcc(d):
-    rows = d.get("timings") or d.get("results") or []
-    first = rows[0] if isinstance(rows, list) and rows else {}
-    return {k: v for k, v in first.items() if isinstance(v, (int, float)) and "ms" in k} or \
-        {"checks bit-exact": all(v.get("bit_exact", True) for v in (d.get("checks") or {}).values())}
+    first = _get(d, "results", 0, default={})
+    return {f"{first.get('name', 'first row')} median ms": first.get("median_ms"),
+            "checks bit-exact": all(v.get("bit_exact", True) for v in (d.get("checks") or {}).values())}
 
 
 def _participation(d):
     out = {}
-    for r in d.get("results") or d.get("rows") or []:
-        if isinstance(r, dict) and "local_steps" in r:
-            out[f"gathered/full (K={r['local_steps']})"] = r.get("gathered_over_full")
-    return out or {k: v for k, v in d.items() if isinstance(v, (int, float))}
+    for r in d.get("rows") or []:
+        k = r.get("local_steps")
+        out[f"gathered ms/round (K={k})"] = _get(r, "ms_per_round_median", "gathered")
+        out[f"gathered / full (K={k})"] = _get(r, "ratio_to_full", "gathered")
+    return out
 
 
 def _scaling(d):
