@@ -140,7 +140,7 @@ def make_algorithm(num_classes: int, cfg: FedHGLConfig) -> FederatedAlgorithm:
     the traced hp (lr; eps for traced-ε Laplace programs)."""
     model = make_model(num_classes, cfg)
     # FedAvg: each client uploads its model and downloads the average; local mode exchanges nothing
-    # (the one-time pre-propagation of Algorithm 1, lines 1-3, is not counted here)
+    # (the one-time pre-propagation of Algorithm 1, lines 1-3, is counted apart: data.pre_communication)
     messages = (lambda s: ((), ())) if cfg.mode == "local" else (lambda s: (s.server, s.server))
     return FederatedAlgorithm(init=lambda key, data: init_state(model, cfg, data, key), round=make_round(model, cfg),
                               messages=messages)

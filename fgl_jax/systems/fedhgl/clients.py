@@ -27,6 +27,10 @@ Array = jax.Array
 # with different seeds then share shapes, hence compiled programs.
 PAD = 64
 
+# dtype of the hyperedge id that tags every HC upload (`HCClients.cross_ids`); the communication
+# count (`data.pre_communication`) reads it from here
+ID_DTYPE = np.int32
+
 
 def _round_up(n: int, m: int = PAD) -> int:
     return max(m, -(-int(n) // m) * m)
@@ -187,7 +191,7 @@ def build_hc_clients(split: HypergraphSplit, pad: int = PAD) -> HCClients:
     s_max = i_max + m_max
     num_cross = int(split.cross_edges.size)
     pairs, degs, scales = [], [], []
-    cross_ids = np.full((k, m_max), num_cross, np.int32)
+    cross_ids = np.full((k, m_max), num_cross, ID_DTYPE)
     cross_valid = np.zeros((k, m_max), bool)
     cross_unsafe = np.zeros((k, m_max), bool)
     cross_single = np.zeros((k, m_max), np.int32)

@@ -24,7 +24,7 @@ from fgl_jax.data.hypergraph import Hypergraph
 from fgl_jax.privacy.ldp import check_binary
 from fgl_jax.schema import split_mode
 from fgl_jax.systems.fedhgl import propagation as P
-from fgl_jax.systems.fedhgl.clients import (PAD, HypergraphSplit, _round_up, _to_global, build_basic_clients,
+from fgl_jax.systems.fedhgl.clients import (ID_DTYPE, PAD, HypergraphSplit, _round_up, _to_global, build_basic_clients,
                                             build_hc_clients, client_features, partition_hypergraph,
                                             split_hypergraph)
 from fgl_jax.systems.fedhgl.completion import auto_chunk, basic_propagation, hyperedge_completion
@@ -88,6 +88,34 @@ def propagate(split: HypergraphSplit, cfg: FedHGLConfig, key: Array, impl: str =
         xs = sp.csr_matrix(hg.x, dtype=np.float32) if sp.issparse(hg.x) else np.asarray(hg.x, np.float32)
         out = P.propagate_sparse(P.global_operator(hg), xs, cfg.hops)
     return np.asarray(out, np.float32), {"propagation_seconds": time.perf_counter() - t0, "mechanism": mech}
+
+
+def pre_communication(split: HypergraphSplit, cfg: FedHGLConfig, feature_dtype) -> dict:
+    """Bytes of the one-time pre-propagation exchange (Algorithm 2), summed over the clients.
+
+    Hyperedge completion, every hop: client k uploads, for each cross hyperedge it touches (E*_k),
+    its partial sum [F] (Eq. 7; the perturbed vector for an unsafe upload, same size) tagged with
+    the hyperedge id, and the server returns that hyperedge's total [F] (in the order asked, so no
+    id). Dense rows of `feature_dtype` (the propagated features' dtype) and ids of
+    `clients.ID_DTYPE`, as `completion.hyperedge_completion` moves them. Basic FedHGL smooths
+    each client's trimmed local hypergraph and Global is the centralised reference: no exchange.
+    The authors'-code ablation noise_propagation="first_hop" needs clean sums no client has; the
+    count is the paper's protocol's.
+
+    Returns {"up_bytes", "down_bytes", "per_client_up_bytes", "per_client_down_bytes",
+    "hops", "uploads_per_hop"} (per-client lists [C]).
+    """
+    c = split.clients
+    if cfg.propagation != "hc":
+        slots = np.zeros(c, np.int64)
+    else:
+        slots = np.asarray([len(split.client_cross_edges(k)) for k in range(c)], np.int64)
+    f = split.hypergraph.num_features
+    row = f * np.dtype(feature_dtype).itemsize
+    up = cfg.hops * slots * (row + np.dtype(ID_DTYPE).itemsize)
+    down = cfg.hops * slots * row
+    return {"up_bytes": int(up.sum()), "down_bytes": int(down.sum()), "per_client_up_bytes": up.tolist(),
+            "per_client_down_bytes": down.tolist(), "hops": int(cfg.hops), "uploads_per_hop": int(slots.sum())}
 
 
 def client_splits(split: HypergraphSplit, train_ratio: float, val_ratio: float, test_ratio: float,
@@ -203,6 +231,7 @@ def prepare(hg: Hypergraph, cfg: FedHGLConfig, split: Optional[HypergraphSplit] 
     else:
         idx = client_splits(split, ratio, cfg.val_ratio, cfg.test_ratio, cfg.seed)
     data = make_data(xn, split, idx, gn)
+    info["pre_training_communication"] = pre_communication(split, cfg, xn.dtype)
     info["split_stats"] = split.stats()
     info["train_ratio"] = ratio
     return data, info

@@ -68,7 +68,8 @@ def build(cfg: FedHGLConfig, hypergraph: Optional[Hypergraph] = None) -> Program
     describe = {"system": "fedhgl", "dataset": hg.name, "clients": cfg.clients, "method": cfg.method,
                 "propagation": cfg.propagation, "mode": cfg.mode, "mechanism": info.get("mechanism"),
                 "eps": cfg.eps, "seed": cfg.seed, "traced_eps": cfg.traced_eps, "train_ratio": info["train_ratio"],
-                "propagation_seconds": info["propagation_seconds"], "split_stats": info["split_stats"]}
+                "propagation_seconds": info["propagation_seconds"], "split_stats": info["split_stats"],
+                "pre_training_communication": info["pre_training_communication"]}
     hooks = Hooks(select=select_final, finalize=lambda res: final_evaluation(res.state, data, cfg.final_relu))
     algorithm = make_algorithm(hg.num_classes, cfg)
     return Program(algorithm, data, cfg.rounds, describe, hooks,
