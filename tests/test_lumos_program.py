@@ -131,6 +131,10 @@ def test_run_config_outputs_and_resume(tmp_path):
     assert schema.resolve(LumosConfig, tmp_path / "full" / "config.yaml", system="lumos") == cfg
     summary = json.loads((tmp_path / "full" / "summary.json").read_text())
     assert summary["system"] == "lumos" and summary["describe"]["method"] == "Lumos-gcn"
+    rows = [json.loads(l) for l in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
+    comm = summary["communication"]        # summed over the epochs of metrics.jsonl
+    assert comm["p2p_bytes"] == 6 * summary["describe"]["communication_per_device"]["p2p_bytes_per_epoch"] > 0
+    assert comm["up_bytes"] == sum(r["comm_up_bytes"] for r in rows) > 0
     assert summary["rounds_run"] == 6
     assert len((tmp_path / "full" / "metrics.jsonl").read_text().splitlines()) == 6
     st = jax.jit(build(cfg).algorithm.init)(jax.random.key(0), build(cfg).data)
@@ -143,3 +147,59 @@ def test_run_config_outputs_and_resume(tmp_path):
     np.testing.assert_allclose(resumed.history["train_loss"], full.history["train_loss"], rtol=1e-6)
     assert resumed.best == pytest.approx(full.best)
     assert len((part / "metrics.jsonl").read_text().splitlines()) == 6
+
+
+def _hand_graph():
+    """4 devices, undirected edges 0-1, 1-2, 2-3, 1-3 (degrees 1, 3, 2, 2), d = 3, 2 classes."""
+    from fgl_jax.graph import Graph
+    und = np.array([[0, 1], [1, 2], [2, 3], [1, 3]])
+    s, r = np.concatenate([und[:, 0], und[:, 1]]), np.concatenate([und[:, 1], und[:, 0]])
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 12
+    m = np.array([True, True, False, False])
+    return Graph("hand", s, r, x, np.array([0, 1, 0, 1], np.int32), 2, m, ~m, ~m), und
+
+
+@pytest.mark.parametrize("task", ["node", "link"])
+def test_communication_equals_a_hand_count(task):
+    """Lumos's bytes on a 4-device graph without trimming (every device keeps every neighbour:
+    8 (tree owner, leaf) pairs), GCN, hidden 16, float32.
+    Per epoch, device to device: each pair's leaf embedding [16] forward and its gradient back
+    (2 * 8 * 64 B); link task: also h_v and dL/dh_v for each of the 8 positive pairs and as many
+    negatives (4 * 8 * 64 B). Per device and epoch with the server: the gradient of the shared
+    weights (GCN 3x16 + 16 + 16x16 + 16, head 16x2 + 2 floats in the node task) down, plus a 4-byte
+    loss up. Before training: each pair's LDP feature row [3] float32 (8 * 12 B); no greedy run,
+    so no secure comparison."""
+    from fgl_jax.partition.edges import EdgeSplit
+    from fgl_jax.systems.lumos.program import program
+    g, und = _hand_graph()
+    cfg = LumosConfig(dataset="hand", task=task, trim="none", rounds=3, model="gcn", hidden=16)
+    es = None
+    if task == "link":    # all 4 edges train; val/test pairs only for the metrics
+        pair = np.array([[0, 2]])
+        es = EdgeSplit(4, und, pair, np.array([[0, 3]]), pair, np.array([[0, 3]]))
+    prog = program(cfg, g, prepare(g, cfg, es, encode="program"))
+    cols = prog.per_round
+    floats = 3 * 16 + 16 + 16 * 16 + 16 + (16 * 2 + 2 if task == "node" else 0)
+    assert cols["comm_down_bytes_per_client"].tolist() == [4 * floats] * 3
+    assert cols["comm_up_bytes_per_client"].tolist() == [4 * floats + 4] * 3
+    assert cols["comm_up_bytes"].tolist() == [4 * (4 * floats + 4)] * 3 and cols["participants"].tolist() == [4] * 3
+    p2p = 2 * 8 * 64 + (4 * 8 * 64 if task == "link" else 0)
+    assert cols["comm_p2p_bytes"].tolist() == [p2p] * 3
+    # device 1 (degree 3): holds 3 leaves of others, has 3 copies elsewhere; link: 3 positives as u, 3 as v
+    dev = prog.describe["communication_per_device"]
+    assert dev["p2p_sent_bytes_max"] == (6 + (3 + 2 * 3 if task == "link" else 0)) * 64
+    pre = prog.describe["pre_training_communication"]
+    assert (pre["up_bytes"], pre["down_bytes"]) == (8 * 12, 8 * 12)
+    assert pre["ldp_feature_bytes_per_device_max"] == 3 * 12 and pre["secure_comparisons"] == 0
+
+
+def test_greedy_secure_comparisons_hand_count():
+    """Alg. 1 compares the two ends of every half-edge once: 8 comparisons of round(ln deg) in
+    {0, 1}, 2 bits each (the oracle's bit width ceil(log2(max + 2)))."""
+    from fgl_jax.systems.lumos.program import program
+    g, _ = _hand_graph()
+    cfg = LumosConfig(dataset="hand", trim="greedy", rounds=1)
+    pre = program(cfg, g, prepare(g, cfg, encode="program")).describe["pre_training_communication"]
+    assert (pre["secure_comparisons"], pre["secure_comparison_input_bits"]) == (8, 16)
+    # Alg. 1 keeps v iff round(ln deg v) >= round(ln deg u): buckets 0, 1, 1, 1 -> device 1 drops 0: 7 pairs
+    assert pre["up_bytes"] == 7 * 12

@@ -51,11 +51,12 @@ def per_round_bytes(algorithm: FederatedAlgorithm, data: Any, participants: int,
 def totals(history: dict) -> dict:
     """Sums over the rounds of a history (metric -> values per round) of the accounting's round
     totals: {"communication": {"up_bytes", "down_bytes"}} when it has them, else {} (summary.json,
-    the sweep's rows)."""
+    the sweep's rows), plus any further round-total column a system adds, comm_<x>_bytes ->
+    "<x>_bytes" (HiFGL's secmp_bytes, Lumos's device-to-device p2p_bytes)."""
     if "comm_up_bytes" not in history:
         return {}
-    return {"communication": {"up_bytes": int(np.sum(np.asarray(history["comm_up_bytes"], np.int64))),
-                              "down_bytes": int(np.sum(np.asarray(history["comm_down_bytes"], np.int64)))}}
+    cols = [k for k in history if k.startswith("comm_") and k.endswith("_bytes") and "_per_" not in k]
+    return {"communication": {k[len("comm_"):]: int(np.sum(np.asarray(history[k], np.int64))) for k in cols}}
 
 
 def per_round_columns(algorithm: FederatedAlgorithm, data: Any, participants: int, rounds: int) -> dict:

@@ -116,12 +116,14 @@ def accuracy(logits, y, mask) -> jax.Array:
 # the algorithm: one epoch = one "round" of fgl_jax.federated.run
 
 
-def make_algorithm(forward, init_params, task: str, lr: float, inputs=None, hp_extra=None) -> FederatedAlgorithm:
+def make_algorithm(forward, init_params, task: str, lr: float, inputs=None, hp_extra=None,
+                   messages=None) -> FederatedAlgorithm:
     """Generic full-batch trainer. forward(params, data, train, key) -> (h [N,H], logits or None).
 
     State: TrainState(params, opt, hp={"lr", **hp_extra}, ldp_key). Adam is optax.scale_by_adam
     followed by a step of -hp["lr"], i.e. optax.adam(lr) with a traced (sweepable) lr.
     hp_extra(data) -> {name: value}: further traced hyperparameters.
+    messages(state) -> (upload, download) of one device per epoch (`FederatedAlgorithm.messages`).
     inputs(state, data) -> (state, data): per-round view of the data, with any cache it keeps in the
     state (Lumos: the LDP table drawn from state.ldp_key and the traced hp["epsilon"]); identity by default.
     Metrics: train_loss, val_acc/test_acc (accuracy; in the link task these hold ROC-AUC so that
@@ -165,7 +167,13 @@ def make_algorithm(forward, init_params, task: str, lr: float, inputs=None, hp_e
         m["train_loss"] = loss
         return state.replace(params=params, opt=opt_state), m
 
-    return FederatedAlgorithm(init, round_)
+    return FederatedAlgorithm(init, round_, messages=messages)
+
+
+def server_messages(state: TrainState):
+    """One device's epoch with the server (communication.py): up = its share of the gradient of the
+    shared parameters (the params' shapes and dtypes) and its loss value; down = the summed gradient."""
+    return {"grads": state.params, "loss": jnp.zeros((), jnp.float32)}, {"grads": state.params}
 
 
 def _with_table(state, data):
@@ -197,4 +205,5 @@ def lumos_algorithm(cfg: LumosConfig, num_classes: int) -> FederatedAlgorithm:
     # eps is a traced hyperparameter only when the table is drawn in the program (else sweeping it
     # would silently change nothing)
     return make_algorithm(forward, init_params, cfg.task, cfg.lr, inputs=_with_table,
-                          hp_extra=lambda data: {"epsilon": cfg.epsilon} if data.ldp is not None else {})
+                          hp_extra=lambda data: {"epsilon": cfg.epsilon} if data.ldp is not None else {},
+                          messages=server_messages)

@@ -143,11 +143,13 @@ def select_neighbours(es: wlmod.EdgeSet, cfg: LumosConfig) -> tuple[np.ndarray, 
         keep, comp = wlmod.greedy_init(es, cfg.greedy_rule)
         info["greedy_max"] = wlmod.max_workload(es, keep)
         info["greedy_comparisons"] = comp.calls
+        info["greedy_comparison_bits"] = comp.bits
         if cfg.trim == "mcmc":
             res = wlmod.mcmc_trim(es, keep, cfg.chain_length, seed=cfg.split_seed, always_accept=cfg.always_accept,
                                   argmax=cfg.mcmc_argmax)
             keep = res.keep
             info.update(mcmc_accepted=res.accepted, mcmc_comparisons=res.comparisons,
+                        mcmc_comparison_bits=res.comparison_bits,
                         f_history=res.f_history.tolist())
     info["trim_seconds"] = time.perf_counter() - t0
     info["workload"] = wlmod.workload_stats(es, keep)

@@ -16,9 +16,11 @@ from __future__ import annotations
 from fgl_jax.federated import Program
 from fgl_jax.registry import register
 from fgl_jax.schema import split_mode
+from fgl_jax.systems.lumos import communication
 from fgl_jax.systems.lumos.algorithm import lumos_algorithm
 from fgl_jax.systems.lumos.config import LumosConfig
 from fgl_jax.systems.lumos.data import Prepared, load_features, prepare, split
+from fgl_jax.systems.lumos.model import lumos_model
 
 
 def prepare_config(cfg: LumosConfig):
@@ -43,8 +45,18 @@ def describe(cfg: LumosConfig, g, prep: Prepared) -> dict:
 
 
 def program(cfg: LumosConfig, g, prep: Prepared) -> Program:
-    """The Program of a prepared config."""
-    return Program(lumos_algorithm(cfg, g.num_classes), prep.data, cfg.rounds, describe(cfg, g, prep))
+    """The Program of a prepared config, with its communication (communication.py): per epoch the
+    server columns and `comm_p2p_bytes` in metrics.jsonl, the per-device p2p statistics in
+    describe.communication_per_device, the one-off exchanges in describe.pre_training_communication."""
+    algorithm = lumos_algorithm(cfg, g.num_classes)
+    emb, table = communication.traced_specs(algorithm, lumos_model(cfg, g.num_classes), prep.data)
+    cols, per_device = communication.epoch_columns(algorithm, prep.data, g.num_nodes, cfg.rounds, prep.meta, emb,
+                                                   cfg.task)
+    desc = describe(cfg, g, prep)
+    desc["communication_per_device"] = per_device
+    desc["pre_training_communication"] = communication.pre_training_bytes(
+        prep.meta, table, prep.info, mcmc_counted=cfg.trim == "mcmc" and cfg.mcmc_argmax == "alg3")
+    return Program(algorithm, prep.data, cfg.rounds, desc, per_round=cols)
 
 
 @register("system", "lumos", config=LumosConfig,
