@@ -236,11 +236,28 @@ def _environment_text() -> str:
         versions[name] = getattr(mod, "__version__", "absent" if mod is None else "?")
     devices = jax.devices()
     backend = [devices[0].client.platform, devices[0].client.platform_version,
-               [(d.id, d.device_kind, d.process_index) for d in devices]]
+               [(d.id, d.device_kind, d.process_index) for d in devices], _host_cpu()]
     env = {k: v for k, v in os.environ.items() if k.startswith(("XLA_", "JAX_", "TF_", "LIBTPU", "NVIDIA_TF32"))}
     config = {k: repr(v) for k, v in jax.config.values.items()}
     return json.dumps({"versions": versions, "backend": backend, "env": env, "config": config,
                        "source": source_digest()}, sort_keys=True, default=str)
+
+
+def _host_cpu() -> list:
+    """The host CPU's model and instruction-set flags (XLA:CPU code is built for them, and a cache
+    directory may be shared between machines)."""
+    import platform
+    info = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    info.append(line.strip())
+                if len(info) >= 4:
+                    break
+    except OSError:
+        pass
+    return info
 
 
 def program_key(context: str, kind: str, length: int, signature: str, options: Any = None) -> Optional[str]:
@@ -312,6 +329,23 @@ def load_program(key: Optional[str]):
         _COUNTS["cache_hits"] += 1
         _COUNTS["programs_loaded"] += 1
     return compiled
+
+
+def drop_program(key: Optional[str]) -> None:
+    """Delete the stored program `key` (it failed to run)."""
+    base = root()
+    if key is not None and base is not None:
+        try:
+            os.unlink(base / "exec" / f"{key}.bin")
+        except OSError:
+            pass
+
+
+def persistent_cache_hits() -> int:
+    """How many programs JAX's persistent cache (and this one) served in this process so far."""
+    _register()
+    with _LOCK:
+        return int(_COUNTS["cache_hits"])
 
 
 def store_program(key: Optional[str], compiled) -> None:

@@ -233,11 +233,37 @@ def _compile(make: Callable, args: tuple, options, kind: str, length: int, signa
         return make().lower(*args).compile(options)
     from fgl_jax import cache
     disk = cache.program_key(context, kind, length, repr(signature), options)
-    hit = cache.load_program(disk)
-    if hit is None:
-        hit = make().lower(*args).compile(options)
-        cache.store_program(disk, hit)
-    return hit
+    loaded = cache.load_program(disk)
+    if loaded is not None:
+        return _Loaded(loaded, lambda: make().lower(*args).compile(options), disk)
+    hits = cache.persistent_cache_hits()
+    compiled = make().lower(*args).compile(options)
+    # an executable XLA:CPU took from JAX's own cache does not serialise whole (its reload fails
+    # with "Function ... not found"): store only what was compiled here
+    if cache.persistent_cache_hits() == hits:
+        cache.store_program(disk, compiled)
+    return compiled
+
+
+class _Loaded:
+    """A program from the compiled-program cache; if its first call fails (a file from another
+    build that slipped through), the file is dropped and the program compiled as usual."""
+
+    def __init__(self, compiled: Callable, recompile: Callable[[], Callable], disk: str):
+        self.compiled, self.recompile, self.disk, self.checked = compiled, recompile, disk, False
+
+    def __call__(self, *args):
+        if self.checked:
+            return self.compiled(*args)
+        try:  # errors surface asynchronously: wait for the first call (the engine reads its results anyway)
+            out = jax.block_until_ready(self.compiled(*args))
+        except Exception:  # noqa: BLE001 - any failure of a cached executable: compile it instead
+            from fgl_jax import cache
+            cache.drop_program(self.disk)
+            self.compiled = self.recompile()
+            out = self.compiled(*args)
+        self.checked = True
+        return out
 
 
 class _Progress:
