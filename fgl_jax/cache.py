@@ -5,6 +5,9 @@
                            assignments), keyed by a sha256 of the graph's arrays, the method, its
                            arguments and the partitioner's source; plain .npz, read with
                            allow_pickle=False
+    <root>/exec/<key>.bin  a command's compiled programs (the run's init and chunk executables), so a
+                           repeated command skips Python tracing and lowering too, not only XLA
+                           (`program_key`, `load_program`); see "compiled programs" below
 
 <root> is $FGL_JAX_CACHE_DIR if set, else $XDG_CACHE_HOME/fgl_jax, else ~/.cache/fgl_jax.
 FGL_JAX_CACHE_DIR=off (or `fgl-jax ... --no-cache`) turns both caches off. The command line
@@ -17,11 +20,15 @@ them were really compiled (the rest came from the persistent cache), from jax.mo
 from __future__ import annotations
 
 import hashlib
+import importlib
+import io
 import json
 import os
+import pickle
 import sys
 import tempfile
 import threading
+import types
 from pathlib import Path
 from typing import Any, Optional
 
@@ -57,12 +64,13 @@ def enable(directory: Optional[os.PathLike] = None, max_bytes: int = MAX_BYTES) 
     if path is None:
         return None
     try:
-        (path / "jax").mkdir(parents=True, exist_ok=True)
-        (path / "prep").mkdir(parents=True, exist_ok=True)
+        for sub in ("jax", "prep", "exec"):
+            (path / sub).mkdir(parents=True, exist_ok=True)
     except OSError as e:
         print(f"fgl-jax: warning: cache directory {path} unusable ({e.strerror}); caching is off", file=sys.stderr)
         return None
     prune(path / "jax", max_bytes)
+    prune(path / "exec", max_bytes // 4)
     import jax
     # every program is worth keeping: the defaults (1 s minimum compile time) would skip most of
     # ours, and a cache hit costs a file read
@@ -168,9 +176,206 @@ def store_arrays(key: str, arrays: dict) -> None:
             pass
 
 
+# ---- compiled programs ---------------------------------------------------------------------------
+# JAX's persistent cache stores XLA executables keyed by the lowered program, so a command with a
+# warm cache still traces and lowers its programs (about a second for FedAvg's round) only to find
+# the key. This cache keys the executable by what determines the program before any tracing: the
+# caller's description of it (`context`: the system, its resolved config and a digest of the data
+# arrays), the argument shapes, dtypes, shardings and tree structure, the compiler options, the
+# source of every fgl_jax module, the versions of the libraries that trace it, every jax config
+# value, the XLA/JAX environment variables and the backend. Anything else a program could depend
+# on (code registered from outside fgl_jax, a module variable changed at run time) is not in the
+# key: the engine uses this cache only for programs built from a config by fgl_jax's own registry
+# (`fgl_jax.experiment.run_config`).
+#
+# Trust: an executable is native code, so the cache directory is trusted exactly as JAX's own
+# compilation cache in <root>/jax is. The file is still read defensively: a sha256 of the payload
+# must match (a torn or damaged file is ignored and recompiled), and the unpickler resolves only
+# classes and functions of jax, jaxlib, numpy, flax, optax, jraph and fgl_jax (no builtins beyond
+# inert containers, no dotted names), so the file cannot name os.system or eval.
+
+_EXEC_MAGIC = b"fgl-jax-exec-1\n"
+_EXEC_ROOTS = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "flax", "optax", "jraph", "fgl_jax"})
+_EXEC_BUILTINS = frozenset({"list", "dict", "set", "frozenset", "tuple", "int", "float", "complex", "bool",
+                            "str", "bytes", "bytearray", "slice", "object"})
+_SOURCE: dict = {}
+
+
+def source_digest() -> str:
+    """sha256 of every .py file of the fgl_jax package (relative path and bytes), once per process."""
+    if "digest" not in _SOURCE:
+        base = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for f in sorted(base.rglob("*.py")):
+            h.update(str(f.relative_to(base)).encode() + b"\0")
+            h.update(f.read_bytes())
+        _SOURCE["digest"] = h.hexdigest()
+    return _SOURCE["digest"]
+
+
+def tree_digest(tree: Any) -> str:
+    """sha256 of a pytree's structure and of every leaf's dtype, shape and bytes (the data a
+    program is built for: its contents may be folded into the program by a closure)."""
+    import jax
+    h = hashlib.sha256()
+    leaves, treedef = jax.tree.flatten(tree)
+    h.update(str(treedef).encode())
+    for leaf in leaves:
+        if hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        _digest(h, leaf)
+    return h.hexdigest()
+
+
+def _environment_text() -> str:
+    import jax
+    import jaxlib
+    versions = {"python": sys.version, "jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpy": np.__version__}
+    for name in ("flax", "optax", "jraph"):
+        mod = sys.modules.get(name)
+        versions[name] = getattr(mod, "__version__", "absent" if mod is None else "?")
+    devices = jax.devices()
+    backend = [devices[0].client.platform, devices[0].client.platform_version,
+               [(d.id, d.device_kind, d.process_index) for d in devices], _host_cpu()]
+    env = {k: v for k, v in os.environ.items() if k.startswith(("XLA_", "JAX_", "TF_", "LIBTPU", "NVIDIA_TF32"))}
+    config = {k: repr(v) for k, v in jax.config.values.items()}
+    return json.dumps({"versions": versions, "backend": backend, "env": env, "config": config,
+                       "source": source_digest()}, sort_keys=True, default=str)
+
+
+def _host_cpu() -> list:
+    """The host CPU's model and instruction-set flags (XLA:CPU code is built for them, and a cache
+    directory may be shared between machines)."""
+    import platform
+    info = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    info.append(line.strip())
+                if len(info) >= 4:
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def program_key(context: str, kind: str, length: int, signature: str, options: Any = None) -> Optional[str]:
+    """The file name of a compiled program, or None when caching is off.
+
+    context: what the caller knows determines the program (the system, its resolved config and a
+    digest of its data, `fgl_jax.experiment`); kind/length/options: which program of the run;
+    signature: the arguments' tree structure, shapes, dtypes and shardings."""
+    if root() is None:
+        return None
+    text = json.dumps({"context": context, "kind": kind, "length": int(length), "signature": signature,
+                       "options": repr(sorted((options or {}).items())), "environment": _environment_text()},
+                      sort_keys=True)
+    return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+
+
+class _ExecUnpickler(pickle.Unpickler):
+    """jax's executable unpickler (devices and executables by persistent id), restricted to the
+    globals of the libraries a compiled program's metadata is made of."""
+
+    def __init__(self, file, backend):
+        super().__init__(file)
+        from jax.experimental.serialize_executable import _JaxPjrtUnpickler
+        self._inner = _JaxPjrtUnpickler(io.BytesIO(b""), backend)
+
+    def persistent_load(self, pid):
+        return self._inner.persistent_load(pid)
+
+    def find_class(self, module: str, name: str) -> Any:
+        top = module.split(".")[0]
+        ok = "." not in name and (top in _EXEC_ROOTS or (module == "builtins" and name in _EXEC_BUILTINS))
+        if ok:
+            obj = getattr(importlib.import_module(module), name, None)
+            owner = getattr(obj, "__module__", None) or type(obj).__module__
+            ok = obj is not None and not isinstance(obj, types.ModuleType) and (
+                module == "builtins" or str(owner).split(".")[0] in _EXEC_ROOTS)
+            if ok:
+                return obj
+        raise pickle.UnpicklingError(f"compiled-program cache: refusing global {module}.{name}")
+
+
+def load_program(key: Optional[str]):
+    """The `jax.stages.Compiled` stored under `key`, or None (off, absent, damaged or refused)."""
+    base = root()
+    if key is None or base is None:
+        return None
+    path = base / "exec" / f"{key}.bin"
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_EXEC_MAGIC)
+    if raw[:head] != _EXEC_MAGIC or hashlib.sha256(raw[head + 32:]).digest() != raw[head:head + 32]:
+        return None
+    try:
+        import jax
+        backend = jax.devices()[0].client
+        payload, in_tree, out_tree = _ExecUnpickler(io.BytesIO(raw[head + 32:]), backend).load()
+        from jax.experimental.serialize_executable import deserialize_and_load
+        compiled = deserialize_and_load(payload, in_tree, out_tree, backend=backend)
+    except Exception:  # a file from an incompatible build or a refused global: compile instead
+        return None
+    try:
+        os.utime(path)  # recently used: kept by `prune`
+    except OSError:
+        pass
+    with _LOCK:
+        _COUNTS["programs"] += 1
+        _COUNTS["cache_hits"] += 1
+        _COUNTS["programs_loaded"] += 1
+    return compiled
+
+
+def drop_program(key: Optional[str]) -> None:
+    """Delete the stored program `key` (it failed to run)."""
+    base = root()
+    if key is not None and base is not None:
+        try:
+            os.unlink(base / "exec" / f"{key}.bin")
+        except OSError:
+            pass
+
+
+def persistent_cache_hits() -> int:
+    """How many programs JAX's persistent cache (and this one) served in this process so far."""
+    _register()
+    with _LOCK:
+        return int(_COUNTS["cache_hits"])
+
+
+def store_program(key: Optional[str], compiled) -> None:
+    """Write a compiled program under `key` atomically; programs jax cannot serialise are skipped."""
+    base = root()
+    if key is None or base is None:
+        return
+    try:
+        from jax.experimental.serialize_executable import serialize
+        payload = pickle.dumps(serialize(compiled), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # not serialisable (a closed-over constant, a backend without support)
+        return
+    d = base / "exec"
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".bin", dir=d)
+        with os.fdopen(fd, "wb") as f:
+            f.write(_EXEC_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, d / f"{key}.bin")
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
 # ---- compilation counter -------------------------------------------------------------------------
 
-_COUNTS = {"programs": 0, "cache_hits": 0, "compile_seconds": 0.0, "trace_seconds": 0.0, "lower_seconds": 0.0}
+_COUNTS = {"programs": 0, "cache_hits": 0, "programs_loaded": 0, "compile_seconds": 0.0, "trace_seconds": 0.0, "lower_seconds": 0.0}
 _DURATIONS = {"/jax/core/compile/backend_compile_duration": "compile_seconds",
               "/jax/core/compile/jaxpr_trace_duration": "trace_seconds",
               "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_seconds"}
@@ -204,7 +409,8 @@ def _register() -> None:
 class CompileCounter:
     """XLA programs needed between `start()` and `read()` (all threads of the process):
     `programs` (each a compilation or a persistent-cache hit), `cache_hits`, `compilations`
-    (= programs - cache_hits: really compiled), `xla_seconds` (XLA compilation or cache load),
+    (= programs - cache_hits: really compiled), `programs_loaded` (the cache hits that came whole
+    from the compiled-program cache, with no tracing or lowering), `xla_seconds` (XLA compilation or cache load),
     `trace_seconds` (Python tracing to jaxprs) and `lower_seconds` (jaxpr -> MLIR)."""
 
     def __init__(self):
@@ -222,6 +428,7 @@ class CompileCounter:
         d = {k: now[k] - self._at[k] for k in now}
         return {"programs": int(d["programs"]), "cache_hits": int(d["cache_hits"]),
                 "compilations": int(d["programs"] - d["cache_hits"]),
+                "programs_loaded": int(d["programs_loaded"]),
                 "xla_seconds": round(float(d["compile_seconds"]), 4),
                 "trace_seconds": round(float(d["trace_seconds"]), 4),
                 "lower_seconds": round(float(d["lower_seconds"]), 4)}

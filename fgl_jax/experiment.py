@@ -149,7 +149,7 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
             resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
             build_seconds: float = 0.0, on_nonfinite: str = "raise", loss_guard: float = 0.0,
             checkpoint_every: Any = "30s", counter=None, devices: Optional[int] = None,
-            tensorboard: Optional[str] = None):
+            tensorboard: Optional[str] = None, cache_programs: bool = False):
     """Run a built Program with its hooks; with `out`, write config.yaml, metrics.jsonl, summary.json,
     timings.json and checkpoints/.
 
@@ -164,6 +164,8 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
     tensorboard: also write the per-round metrics as TensorBoard event files into this directory,
     after each chunk (`fgl_jax.tensorboard`; needs tensorboardX). A resumed run appends from the
     restored round.
+    cache_programs: the program was built by its system from `config_text` alone (`run_config`), so
+    its compiled programs may go through the on-disk compiled-program cache (`program_context`).
     """
     from fgl_jax import cache, rundir
     from fgl_jax.federated import devices as dev
@@ -213,7 +215,9 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
                                  mesh=mesh, system=system, chunk=chunk, progress=progress, out_dir=out,
                                  resume=resume, hooks=hooks, on_nonfinite=on_nonfinite, loss_guard=loss_guard,
                                  on_restored=on_restored, per_round=getattr(program, "per_round", None),
-                                 checkpoint_every=checkpoint_every, checkpoint_every_chunk=not multi)
+                                 checkpoint_every=checkpoint_every, checkpoint_every_chunk=not multi,
+                                 program_context=program_context(system, config_text, program.data)
+                                 if cache_programs and mesh is None and not multi else None)
         if tb is not None:  # rounds after the last chunk hook (a stop, a divergence)
             tb.write({k: list(v) for k, v in res.history.items()})
     finally:
@@ -233,6 +237,17 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
         rundir.write_atomic(Path(out) / "summary.json", json.dumps(res.summary, indent=2))
         rundir.write_atomic(Path(out) / "timings.json", json.dumps(_jsonable(timings), indent=2))
     return res
+
+
+def program_context(system: str, config_text: Optional[str], data: Any) -> Optional[str]:
+    """What keys a config-built run's compiled programs on disk (`fgl_jax.cache.program_key`): the
+    system, its resolved config and a sha256 of the data arrays; None (no on-disk programs) when
+    caching is off, there is no config, or code from outside fgl_jax is registered (its source is
+    not in the key)."""
+    from fgl_jax import cache
+    if cache.root() is None or config_text is None or registry.foreign():
+        return None
+    return json.dumps({"system": system, "config": config_text, "data": cache.tree_digest(data)})
 
 
 def jax_process_count() -> int:
@@ -273,4 +288,4 @@ def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, ove
                    resume=resume, overwrite=overwrite, resume_with_changes=resume_with_changes, progress=progress,
                    chunk=chunk if chunk is not None else getattr(cfg, "chunk", None), build_seconds=t_build, on_nonfinite=on_nonfinite,
                    loss_guard=float(getattr(cfg, "loss_guard", 0.0)), checkpoint_every=checkpoint_every,
-                   counter=counter, devices=devices, tensorboard=tensorboard)
+                   counter=counter, devices=devices, tensorboard=tensorboard, cache_programs=True)

@@ -132,6 +132,14 @@ def get(kind: str, name: str) -> Any:
     return entry(kind, name).obj
 
 
+def foreign(kinds: tuple = ("model", "algorithm", "partition", "system")) -> list[Entry]:
+    """The entries of `kinds` registered so far whose object comes from outside the fgl_jax package
+    (a user's own algorithm or model): the compiled-program cache, keyed by fgl_jax's source, is
+    not used while there are any (`fgl_jax.experiment.program_context`)."""
+    return [e for kind in kinds for e in _ENTRIES[kind].values()
+            if str(getattr(e.obj, "__module__", None) or "").split(".")[0] != "fgl_jax"]
+
+
 def has(kind: str, name: str) -> bool:
     load_kind(kind)
     return key(name) in _ENTRIES[kind]

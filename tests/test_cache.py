@@ -130,13 +130,93 @@ def _cli(out: Path, cache_dir: Path, *extra: str) -> dict:
 
 def test_a_run_needs_at_most_three_programs_and_the_second_command_compiles_none(tmp_path):
     """7 rounds in chunks of 3 (lengths 3, 3, 1) with checkpoints: one chunk program and one init
-    program; the second command finds both in the cache, and its numbers are the same."""
+    program; the second command loads both whole from the compiled-program cache (no tracing) and
+    its numbers are the same bits; a command with another config (a learning rate: traced in the
+    chunk, so XLA's own cache still serves that one) loads nothing from the compiled-program cache."""
     cold = _cli(tmp_path / "a", tmp_path / "cache")
     assert 1 <= cold["programs"] <= 3 and cold["compilations"] == cold["programs"] and cold["cache_hits"] == 0
+    assert cold["programs_loaded"] == 0 and len(list((tmp_path / "cache" / "exec").glob("*.bin"))) == cold["programs"]
     warm = _cli(tmp_path / "b", tmp_path / "cache")
     assert warm["programs"] == cold["programs"] and warm["compilations"] == 0 and warm["cache_hits"] == warm["programs"]
+    assert warm["programs_loaded"] == warm["programs"] and warm["trace_seconds"] < cold["trace_seconds"]
     assert list((tmp_path / "cache" / "prep").glob("partition-*.npz"))
     assert (tmp_path / "a" / "metrics.jsonl").read_bytes() == (tmp_path / "b" / "metrics.jsonl").read_bytes()
+    other = _cli(tmp_path / "c", tmp_path / "cache", "--lr", "0.02")
+    assert other["programs_loaded"] == 0 and other["cache_hits"] >= 1  # the chunk from XLA's cache (lr is traced)
+    assert (tmp_path / "c" / "metrics.jsonl").read_bytes() != (tmp_path / "a" / "metrics.jsonl").read_bytes()
+    # an executable XLA took from its own cache does not serialise whole (reloaded, it fails with
+    # "Function ... not found"): with only XLA's cache warm, nothing is stored
+    for f in (tmp_path / "cache" / "exec").glob("*.bin"):
+        f.unlink()
+    again = _cli(tmp_path / "d", tmp_path / "cache")
+    assert again["programs_loaded"] == 0 and again["cache_hits"] == again["programs"]
+    assert not list((tmp_path / "cache" / "exec").glob("*.bin"))
+    assert (tmp_path / "d" / "metrics.jsonl").read_bytes() == (tmp_path / "a" / "metrics.jsonl").read_bytes()
+
+
+def test_the_program_key_changes_with_everything_that_determines_the_program(tmp_path, monkeypatch):
+    """A wrong hit must be impossible: the on-disk key of a compiled program moves with the config
+    text, the data's bytes, the fgl_jax source, the jax config and the XLA flags; code registered
+    from outside fgl_jax turns the on-disk programs off."""
+    from fgl_jax import experiment, registry
+    from fgl_jax.systems.baseline import RunConfig, build
+    monkeypatch.setitem(cache._STATE, "root", tmp_path)
+    p = build(RunConfig(dataset="csbm", split="keep", clients=3, hidden=8))
+    text = "system: baseline\nlr: 0.01\n"
+    ctx = experiment.program_context("baseline", text, p.data)
+    key = lambda c=ctx: cache.program_key(c, "chunk", 3, "sig")
+    base = key()
+    assert base == key() and base != cache.program_key(ctx, "chunk", 4, "sig") != cache.program_key(ctx, "init", 3, "sig")
+    assert key(experiment.program_context("baseline", text.replace("0.01", "0.02"), p.data)) != base
+    x = np.asarray(p.data.eval.y).copy()
+    x[0, 0] += 1  # one label of one client
+    changed = p.data.replace(eval=p.data.eval.replace(y=x))
+    assert key(experiment.program_context("baseline", text, changed)) != base
+    monkeypatch.setitem(cache._SOURCE, "digest", "an edited module")
+    assert key() != base
+    monkeypatch.delitem(cache._SOURCE, "digest")
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=true")
+    assert key() != base
+    monkeypatch.delenv("XLA_FLAGS")
+    before = jax.config.jax_default_matmul_precision
+    try:
+        jax.config.update("jax_default_matmul_precision", "highest")
+        assert key() != base
+    finally:
+        jax.config.update("jax_default_matmul_precision", before)
+    assert key() == base
+    monkeypatch.setitem(registry._ENTRIES["model"], "mine", registry.Entry("model", "mine", lambda: None, {}))
+    assert experiment.program_context("baseline", text, p.data) is None
+    monkeypatch.setitem(cache._STATE, "root", None)
+    assert cache.program_key(ctx, "chunk", 3, "sig") is None
+
+
+def test_a_stored_program_runs_bitwise_and_a_damaged_or_hostile_file_is_not_loaded(tmp_path, monkeypatch):
+    import hashlib
+    import pickle
+    monkeypatch.setitem(cache._STATE, "root", tmp_path)
+    (tmp_path / "exec").mkdir()
+    f = jax.jit(lambda a, b: {"y": jax.numpy.sin(a) @ b})
+    a, b = np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4), np.ones((4, 2), np.float32)
+    compiled = f.lower(a, b).compile()
+    cache.store_program("chunk-x", compiled)
+    loaded = cache.load_program("chunk-x")
+    np.testing.assert_array_equal(np.asarray(loaded(a, b)["y"]), np.asarray(compiled(a, b)["y"]))
+    path = tmp_path / "exec" / "chunk-x.bin"
+    raw = bytearray(path.read_bytes())
+    raw[-10] ^= 0xFF  # a damaged byte: the checksum no longer matches
+    path.write_bytes(bytes(raw))
+    assert cache.load_program("chunk-x") is None
+    marker = tmp_path / "ran"
+
+    class Hostile:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+    payload = pickle.dumps(Hostile())
+    head = cache._EXEC_MAGIC
+    path.write_bytes(head + hashlib.sha256(payload).digest() + payload)  # a valid checksum, a hostile global
+    assert cache.load_program("chunk-x") is None and not marker.exists()
+    assert cache.load_program("absent") is None
 
 
 @pytest.mark.parametrize("model", ["gcn", "gat"])

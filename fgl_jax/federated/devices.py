@@ -44,6 +44,10 @@ def initialize(coordinator: Optional[str], num_processes: Optional[int], process
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
                                process_id=process_id)
+    DISTRIBUTED[0] = True
+
+
+DISTRIBUTED = [False]  # jax.distributed was initialised by `initialize` (its shutdown runs at exit)
 
 
 def is_main_process() -> bool:

@@ -194,29 +194,76 @@ def _signature(tree) -> tuple:
                                str(getattr(x, "sharding", ""))) for x in leaves)
 
 
-def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str = "chunk") -> Callable:
+def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str = "chunk",
+                  context: Optional[str] = None) -> Callable:
     """The algorithm's program lowered and compiled for these arguments' shapes, cached per
     (algorithm, kind, length, shapes), so runs of the same program (seeds of one cell, a resumed
     run) compile once per process. kind "chunk": `make_chunk(algorithm, length)`; "init":
-    `make_init(algorithm)`; "scan": `make_scan(algorithm, length)`."""
+    `make_init(algorithm)`; "scan": `make_scan(algorithm, length)`.
+
+    context: a description that determines `algorithm` completely (`fgl_jax.experiment` gives the
+    system, its resolved config and a digest of the data): the compiled program is then also
+    looked up in, and stored to, the on-disk compiled-program cache (`fgl_jax.cache.program_key`),
+    so a repeated command skips tracing and lowering. None: this process only."""
     make = {"chunk": lambda: make_chunk(algorithm, length), "init": lambda: make_init(algorithm),
             "scan": lambda: make_scan(algorithm, length)}[kind]
     # the initialisation runs once: XLA's backend optimisations cost ~60 % of its compile time and buy
     # nothing there (its output is bitwise the same: tests/test_cache.py)
     options = INIT_COMPILER_OPTIONS if kind == "init" else None
-    key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), _signature(args))
+    signature = _signature(args)
+    key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature)
     try:
         hit = _COMPILED.get(key)
     except TypeError:  # an unhashable algorithm: no caching
         return make().lower(*args).compile(options)
     if hit is None:
-        hit = make().lower(*args).compile(options)
+        hit = _compile(make, args, options, kind, length, signature, context)
         _COMPILED[key] = hit
         while len(_COMPILED) > _COMPILED_MAX:
             _COMPILED.popitem(last=False)
     else:
         _COMPILED.move_to_end(key)
     return hit
+
+
+def _compile(make: Callable, args: tuple, options, kind: str, length: int, signature: tuple,
+             context: Optional[str]) -> Callable:
+    """make().lower(*args).compile(options), through the compiled-program cache when `context` is given."""
+    if context is None:
+        return make().lower(*args).compile(options)
+    from fgl_jax import cache
+    disk = cache.program_key(context, kind, length, repr(signature), options)
+    loaded = cache.load_program(disk)
+    if loaded is not None:
+        return _Loaded(loaded, lambda: make().lower(*args).compile(options), disk)
+    hits = cache.persistent_cache_hits()
+    compiled = make().lower(*args).compile(options)
+    # an executable XLA:CPU took from JAX's own cache does not serialise whole (its reload fails
+    # with "Function ... not found"): store only what was compiled here
+    if cache.persistent_cache_hits() == hits:
+        cache.store_program(disk, compiled)
+    return compiled
+
+
+class _Loaded:
+    """A program from the compiled-program cache; if its first call fails (a file from another
+    build that slipped through), the file is dropped and the program compiled as usual."""
+
+    def __init__(self, compiled: Callable, recompile: Callable[[], Callable], disk: str):
+        self.compiled, self.recompile, self.disk, self.checked = compiled, recompile, disk, False
+
+    def __call__(self, *args):
+        if self.checked:
+            return self.compiled(*args)
+        try:  # errors surface asynchronously: wait for the first call (the engine reads its results anyway)
+            out = jax.block_until_ready(self.compiled(*args))
+        except Exception:  # noqa: BLE001 - any failure of a cached executable: compile it instead
+            from fgl_jax import cache
+            cache.drop_program(self.disk)
+            self.compiled = self.recompile()
+            out = self.compiled(*args)
+        self.checked = True
+        return out
 
 
 class _Progress:
@@ -242,7 +289,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
         resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None,
         hooks: Optional[Hooks] = None, on_nonfinite: str = "raise", loss_guard: float = 0.0,
         on_restored: Optional[Callable[[int], None]] = None, checkpoint_every: Any = "30s",
-        per_round: Optional[dict] = None) -> RunResult:
+        per_round: Optional[dict] = None, program_context: Optional[str] = None) -> RunResult:
     """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints and hooks.
 
     chunk: rounds per call of the compiled program (default: all rounds at once, or ~20 chunks
@@ -264,6 +311,9 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     before it) or "stop" (end there; `RunResult.diverged`, history = the finite rounds).
     loss_guard: > 0 treats a round whose train_loss exceeds loss_guard x the first round's as
     diverged (like a NaN), so an exploding run stops instead of finishing with a huge loss.
+    program_context: a text that determines the algorithm and data completely (`fgl_jax.experiment`
+    passes the system, the resolved config and a data digest): the run's programs then go through
+    the on-disk compiled-program cache as well (`compiled_scan`); None = compile in this process.
     """
     from fgl_jax.federated.checkpoint import parse_every
     if num_rounds <= 0:
@@ -275,7 +325,8 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     policy = parse_every(checkpoint_every) if checkpoint_every_chunk else None
     with x64_scope(algorithm):
         return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
-                    state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored, per_round or {})
+                    state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored, per_round or {},
+                    program_context)
 
 
 def _rows_to_history(rows: list[dict]) -> tuple[dict, list]:
@@ -304,7 +355,8 @@ def _guard_round(metrics: dict, first_loss: Optional[float], guard: float) -> Op
 
 
 def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
-         state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored, per_round: dict) -> RunResult:
+         state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored, per_round: dict,
+         program_context: Optional[str] = None) -> RunResult:
     from fgl_jax import rundir
     if chunk is None:
         chunk = num_rounds if (out_dir is None and not progress) else max(1, math.ceil(num_rounds / 20))
@@ -315,7 +367,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     compile_s = 0.0
     if state is None:
         t0 = time.perf_counter()
-        init = compiled_scan(algorithm, 0, key, data, kind="init")
+        init = compiled_scan(algorithm, 0, key, data, kind="init", context=program_context)
         compile_s += time.perf_counter() - t0
         state = init(key, data)
     tracker = Tracker.empty(algorithm.select)
@@ -365,7 +417,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
             args = (state, tracker, data, key, np.int32(r), np.int32(n))
             if program is None:
                 t0 = time.perf_counter()
-                program = compiled_scan(algorithm, length, *args)
+                program = compiled_scan(algorithm, length, *args, context=program_context)
                 compile_s += time.perf_counter() - t0
                 if saver is not None:
                     checkpoint.preload()
