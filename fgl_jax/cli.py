@@ -525,7 +525,7 @@ def entry() -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(code if isinstance(code, int) else 1)
+    os._exit(0 if code is None else code if isinstance(code, int) else 1)  # as sys.exit would
 
 
 if __name__ == "__main__":
