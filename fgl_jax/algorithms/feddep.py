@@ -103,6 +103,8 @@ class FedDEPHParams:
     feddep_beta_d: float = option(1.0, "weight of the missing-count loss", low=0.0)
     feddep_beta_n: float = option(1.0, "weight of the embedding (greedy) losses", low=0.0)
     feddep_beta_c: float = option(1.0, "weight of DGen's classification loss", low=0.0)
+    feddep_init: str = option("glorot", "classifier initialisation: glorot (fgl_jax's SAGE) or torch "
+                              "(U(+-1/sqrt(fan_in)) kernels and biases, OpenFGL's)", choices=("glorot", "torch"))
     feddep_batch_size: int = option(64, "openfgl variant: minibatch size of the local epoch", low=1)
     feddep_variant: str = option("paper", "paper = local steps full batch, training-node weights, every "
                                  "filled slot; openfgl = OpenFGL 1.1.0 (one epoch of minibatches, uniform "
@@ -124,6 +126,7 @@ class DEPClassifier(nn.Module):
     emb_dim: int
     num_layers: int = 2
     dropout: float = 0.0
+    init_scheme: str = "glorot"   # "torch": every kernel and bias U(+-1/sqrt(fan_in)) (PyTorch's Linear, PyG's SAGEConv)
 
     @nn.compact
     def __call__(self, batch, train: bool = False, emb=None):
@@ -137,13 +140,28 @@ class DEPClassifier(nn.Module):
             width = self.num_classes if last else self.hidden
             if i > 0 and self.dropout > 0 and train:
                 h = nn.Dropout(self.dropout, deterministic=False)(h)
-            z = InputDense(2 * width, self.in_dim if i == 0 else self.hidden, use_bias=False, name=f"layer_{i}")(h, n)
-            h = layers.sage_layer(self, i, z, s, r, m, n)
-            e = nn.Dense(width, name=f"emb_{i}")(e)
+            fan_in = self.in_dim if i == 0 else self.hidden
+            if self.init_scheme == "torch":
+                kinit = nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform")
+                z = InputDense(2 * width, fan_in, use_bias=False, kernel_init=kinit, name=f"layer_{i}")(h, n)
+                h = layers.sage_layer(self, i, z, s, r, m, n, use_bias=False) + self.param(
+                    f"bias_{i}", _uniform_bias(fan_in), (width,), jnp.float32)
+                e_in = e.shape[-1]
+                e = nn.Dense(width, kernel_init=kinit, bias_init=_uniform_bias(e_in), name=f"emb_{i}")(e)
+            else:
+                z = InputDense(2 * width, fan_in, use_bias=False, name=f"layer_{i}")(h, n)
+                h = layers.sage_layer(self, i, z, s, r, m, n)
+                e = nn.Dense(width, name=f"emb_{i}")(e)
             h = h + e
             if not last:
                 h = nn.relu(h)
         return h
+
+
+def _uniform_bias(fan_in: int):
+    """PyTorch's Linear bias initialiser: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    bound = 1.0 / np.sqrt(max(fan_in, 1))
+    return lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, -bound, bound)
 
 
 class DGen(nn.Module):
@@ -336,7 +354,7 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
     f, p, emb_dim = int(model.in_dim), hp.feddep_num_pred, hp.feddep_emb_dim
     hidden, classes = int(model.hidden), int(model.num_classes)
     dropout = float(getattr(model, "dropout", 0.0))
-    cls = DEPClassifier(f, hidden, classes, emb_dim, int(getattr(model, "num_layers", 2)), dropout)
+    cls = DEPClassifier(f, hidden, classes, emb_dim, int(getattr(model, "num_layers", 2)), dropout, hp.feddep_init)
     dgen = DGen(f, hidden, classes, hp.feddep_latent, emb_dim, p, hp.feddep_gen_width, dropout)
     optimizer = make_optimizer(common.optim, lr=1.0)
     steps, openfgl = common.local_steps, hp.feddep_variant == "openfgl"
