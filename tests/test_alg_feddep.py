@@ -137,6 +137,28 @@ def test_mend_embedding_is_openfgls_masked_slot_mean():
                                want, rtol=1e-5, atol=1e-6)
 
 
+def test_generating_for_listed_nodes_only_scatters_into_zeros():
+    from fgl_jax.algorithms.feddep import DGen
+    g = toy_graph(n=30, seed=5)
+    b = unstack(build_client_batch(g, np.zeros(g.num_nodes, np.int64), 1), 0)
+    n = b.num_nodes
+    net = DGen(g.num_features, 5, g.num_classes, 4, H, P, 8, 0.0)
+    key = jax.random.key(1)
+    params = net.init(jax.random.key(0), b, key)
+    d, gen, logits = net.apply(params, b, key)
+    # every node listed once (padded with repeats of node 0 that are masked out): the same outputs
+    nodes = jnp.concatenate([jnp.arange(n), jnp.zeros(3, jnp.int32)])
+    mask = jnp.arange(n + 3) < n
+    d2, gen2, logits2 = net.apply(params, b, key, False, nodes, mask)
+    for u, v in ((d, d2), (gen, gen2), (logits, logits2)):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-5, atol=1e-6)
+    # a subset: zero generation elsewhere
+    sub = jnp.asarray([2, 5, 7, 0]); smask = jnp.asarray([True, True, True, False])
+    _, gen3, _ = net.apply(params, b, key, False, sub, smask)
+    off = np.ones(n, bool); off[[2, 5, 7]] = False
+    assert not np.asarray(gen3)[off].any() and np.asarray(gen3)[[2, 5, 7]].any()
+
+
 @pytest.mark.parametrize("init", ["glorot", "torch"])
 def test_classifier_equals_a_dense_numpy_forward(init):
     """h1 = relu(X Wr0 + mean_A(X) Wn0 + b0 + e1), e1 = E A0 + a0; out = h1 Wr1 + mean_A(h1) Wn1 + b1 + e1 A1 + a1."""

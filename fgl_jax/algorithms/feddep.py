@@ -197,10 +197,18 @@ class DGen(nn.Module):
         h = self.drop(h, deterministic=not train)
         return jnp.tanh(self.fc_flat(h)).reshape(z.shape[0], self.num_pred, self.emb_dim)
 
-    def __call__(self, batch, key, train: bool = False):
-        """(d~ [N], g~ [N, P, emb_dim], logits [N, classes]) on `batch` (the impaired graph)."""
+    def __call__(self, batch, key, train: bool = False, nodes=None, nodes_mask=None):
+        """(d~ [N], g~ [N, P, emb_dim], logits [N, classes]) on `batch` (the impaired graph).
+
+        nodes int [M] / nodes_mask bool [M]: generate for these nodes only (the impaired graph's;
+        g~ is 0 elsewhere): the generator's two wide layers dominate the cost, and OpenFGL's
+        impaired graph has no hidden nodes to generate for."""
         z, d = self.encode(batch, train)
-        g = self.generate(z, key, train)
+        if nodes is None:
+            g = self.generate(z, key, train)
+        else:
+            part = jnp.where(nodes_mask[:, None, None], self.generate(z[nodes], key, train), 0.0)
+            g = jnp.zeros((z.shape[0],) + part.shape[1:], part.dtype).at[nodes].add(part)
         return d, g, self.classifier(batch, train=train, emb=mend_embedding(g, d))
 
 
@@ -289,7 +297,8 @@ def feddep_prepare(inp: HostInput, hp: FedDEPHParams):
     extra (all [C, ...]): keep bool [C, N], missing f32 [C, N], targets f32 [C, N, P, h] (the
     prototypes of each kept node's first P hidden neighbours, 0-padded), pool f32 [C, N, P, h]
     (the slots other clients draw from), pool_mask bool [C, N] (the client's real nodes), rows int32
-    [C, T] / row_mask bool [C, T] (the training nodes), protos f32 [C, K, h], cluster int32 [C, N]."""
+    [C, T] / row_mask bool [C, T] (the training nodes), kidx int32 [C, M] / kmask bool [C, M] (the
+    impaired graph's nodes), protos f32 [C, K, h], cluster int32 [C, N]."""
     b = inp.batch
     c, n, p, kk = b.num_clients, b.num_nodes, hp.feddep_num_pred, hp.feddep_num_protos
     rng = np.random.default_rng([inp.seed, 0xFEDDE9])
@@ -318,7 +327,8 @@ def feddep_prepare(inp: HostInput, hp: FedDEPHParams):
                 if hp.feddep_variant == "paper" or protos[k, cluster[k, j]].sum() >= 1e-15:
                     pool[k, i, s] = proto_of[k, j]
     rows, row_mask = padded_rows(np.asarray(b.train_mask) & keep)
-    return b, {"keep": keep, "missing": missing, "targets": targets.astype(np.float32),
+    kidx, kmask = padded_rows(keep)
+    return b, {"kidx": kidx, "kmask": kmask, "keep": keep, "missing": missing, "targets": targets.astype(np.float32),
                "pool": pool.astype(np.float32), "pool_mask": nm.copy(), "rows": rows, "row_mask": row_mask,
                "protos": protos, "cluster": cluster}
 
@@ -385,7 +395,7 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
         scale = state.hp["lr"] * lr_scale(common.optim, state.round)
         pool, pool_mask = ex["pool"][idx], ex["pool_mask"][idx]                          # [C_t, N, P, h], [C_t, N]
 
-        def client(b, k, me, keep, missing, targets, rows, row_mask):
+        def client(b, k, me, keep, missing, targets, rows, row_mask, kidx, kmask):
             imp = impaired_batch(b, keep)
             k_init, k_pre, k_dep, k_mend = jax.random.split(k, 4)
             params = dgen.init({"params": k_init, "dropout": k_init}, imp, k_init, train=False)
@@ -395,7 +405,7 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
 
             def forward(prm, kk):
                 k_noise, k_drop = jax.random.split(kk)
-                return dgen.apply(prm, imp, k_noise, True, rngs={"dropout": k_drop})
+                return dgen.apply(prm, imp, k_noise, True, kidx, kmask, rngs={"dropout": k_drop})
 
             def local_terms(d, g, logits):
                 pc = jnp.clip(jnp.round(d), 0, p).astype(jnp.int32)
@@ -444,7 +454,7 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
 
         mend, losses = map_clients(client, common.client_chunk)(
             data.train, jax.random.split(key, ct), jnp.arange(ct), ex["keep"][idx], ex["missing"][idx],
-            ex["targets"][idx], ex["rows"][idx], ex["row_mask"][idx])
+            ex["targets"][idx], ex["rows"][idx], ex["row_mask"][idx], ex["kidx"][idx], ex["kmask"][idx])
         state = dataclasses.replace(state, round=state.round + 1, mend=state.mend.at[idx].set(mend))
         metrics = evaluation(state, data)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
