@@ -55,7 +55,11 @@ only its abstract; where the abstract does not decide, both variants follow Open
     rounded (the cross-client loss truncates them), and other clients draw targets for every node
     of the impaired graph (the denominator counts them all).
   - initialisation: one draw of the FL classifier for every client (OpenFGL: independent draws);
-    every client's DGen is its own draw, as in OpenFGL.
+    every client's DGen is its own draw, as in OpenFGL. The classifier starts from Glorot kernels
+    and zero biases (fgl_jax's SAGE); `feddep_init=torch` draws PyTorch's U(+-1/sqrt(fan_in))
+    kernels and biases (OpenFGL's). With OpenFGL's single minibatch step per round the model is
+    still improving at round 30, so the start matters: Cora, seed 0, 10 Louvain clients, 30
+    rounds: 78.93% (glorot) vs 77.04% (torch).
   - partial participation: only the clients sampled in round 0 train a DGen; the others keep a
     zero mend (OpenFGL would fail on them in round 1).
 """
