@@ -2,6 +2,7 @@
 prototype targets and the cross-client pools) against by-hand NumPy on a toy graph; the losses and
 the mending against NumPy transcriptions of OpenFGL's loops; the classifier with the generated
 embeddings against a dense NumPy forward; runs through build (partial participation) and the CLI."""
+import functools
 import json
 
 import jax
@@ -19,6 +20,7 @@ from tests.helpers import toy_graph
 P, K, H = 4, 3, 6
 
 
+@functools.lru_cache(maxsize=None)   # each preparation trains the encoders (one compile): shared by the tests
 def _prepared(variant="paper"):
     g = toy_graph(n=60, seed=3)
     assign = random_partition(g, 2, seed=0).assignment
