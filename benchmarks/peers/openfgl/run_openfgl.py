@@ -23,6 +23,7 @@ import os
 import pickle
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -107,8 +108,87 @@ def _adafgl_scipy_matmul() -> None:
     op.csr_sparse_dense_matmul = lambda adj, feature: adj.dot(feature).astype(np.float32)
 
 
+class _Adj(NamedTuple):
+    """One hop of a sampled computation graph, as PyG's NeighborSampler yields it."""
+    edge_index: torch.Tensor   # [2, E]: (position in the hop's source nodes, position in its targets)
+    e_id: torch.Tensor         # [E] ids of the sampled edges in the original edge_index
+    size: tuple                # (number of source nodes, number of target nodes)
+
+    def to(self, device):
+        return _Adj(self.edge_index.to(device), self.e_id.to(device), self.size)
+
+
+class _NeighborSampler:
+    """Stand-in for torch_geometric.loader.NeighborSampler (which needs torch_sparse, no wheel here),
+    with its interface and sampling rule: each target keeps up to `size` of its in-neighbours
+    (edge_index[0] -> edge_index[1]) drawn without replacement (all if size < 0 or fewer exist); the
+    targets come first in the returned node ids, then the new sources; hops listed outermost first;
+    one (batch_size, n_id, adjs) per batch (adjs a single _Adj for one hop). Vectorised torch, so its
+    cost is close to the compiled original's (only OpenFGL's FedDEP uses it)."""
+
+    def __init__(self, edge_index, num_nodes=None, node_idx=None, sizes=(-1,), batch_size=1, shuffle=False, **_):
+        ei = edge_index.cpu().long()
+        n = int(num_nodes) if num_nodes is not None else int(ei.max()) + 1
+        order = torch.argsort(ei[1], stable=True)
+        self.src, self.e_id = ei[0][order], order
+        self.ptr = torch.zeros(n + 1, dtype=torch.long)
+        self.ptr[1:] = torch.cumsum(torch.bincount(ei[1], minlength=n), 0)
+        if node_idx is None:
+            node_idx = torch.arange(n)
+        elif node_idx.dtype == torch.bool:
+            node_idx = node_idx.nonzero().view(-1)
+        self.node_idx, self.sizes, self.batch_size, self.shuffle = node_idx.cpu().long(), list(sizes), batch_size, shuffle
+        self.loc = torch.full((n,), -1, dtype=torch.long)
+
+    def __len__(self):
+        return (len(self.node_idx) + self.batch_size - 1) // self.batch_size
+
+    def _hop(self, n_id, size):
+        deg = self.ptr[n_id + 1] - self.ptr[n_id]
+        tgt = torch.repeat_interleave(torch.arange(len(n_id)), deg)
+        first = torch.repeat_interleave(self.ptr[n_id], deg)
+        within = torch.arange(int(deg.sum())) - torch.repeat_interleave(torch.cumsum(deg, 0) - deg, deg)
+        e = first + within
+        if size >= 0:   # a random rank within each target's edges; keep the first `size`
+            o = torch.argsort(torch.rand(len(e)))
+            o = o[torch.argsort(tgt[o], stable=True)]
+            rank = torch.empty_like(o)
+            rank[o] = torch.arange(len(o)) - torch.repeat_interleave(torch.cumsum(deg, 0) - deg, deg)
+            keep = rank < size
+            e, tgt = e[keep], tgt[keep]
+        u = self.src[e]
+        self.loc[n_id] = torch.arange(len(n_id))
+        new = torch.unique(u[self.loc[u] < 0])
+        self.loc[new] = len(n_id) + torch.arange(len(new))
+        col = self.loc[u]
+        all_id = torch.cat([n_id, new])
+        self.loc[all_id] = -1
+        return _Adj(torch.stack([col, tgt]), self.e_id[e], (len(all_id), len(n_id))), all_id
+
+    def __iter__(self):
+        idx = self.node_idx[torch.randperm(len(self.node_idx))] if self.shuffle else self.node_idx
+        for start in range(0, len(idx), self.batch_size):
+            batch = idx[start:start + self.batch_size]
+            n_id, adjs = batch, []
+            for size in self.sizes:
+                adj, n_id = self._hop(n_id, size)
+                adjs.append(adj)
+            adjs = adjs[::-1]
+            yield len(batch), n_id, adjs[0] if len(adjs) == 1 else adjs
+
+
+def _feddep_transform() -> None:
+    """openfgl 1.1.0's FedDEP `HideGraph` subclasses PyG's BaseTransform but overrides `__call__`
+    instead of the abstract `forward` newer PyG declares, so it cannot be instantiated; its
+    `__call__` is what OpenFGL calls, so clearing the abstract-method set changes no arithmetic."""
+    from openfgl.flcore.feddep import _utils, client
+    _utils.HideGraph.__abstractmethods__ = frozenset()
+    # its NeighborSampler needs torch_sparse (no wheel for this torch): the stand-in above
+    _utils.NeighborSampler = client.NeighborSampler = _NeighborSampler
+
+
 # per-algorithm fixes needed for OpenFGL to run here (applied before FGLTrainer is built)
-PATCHES = {"adafgl": _adafgl_scipy_matmul}
+PATCHES = {"adafgl": _adafgl_scipy_matmul, "feddep": _feddep_transform}
 
 
 def make_args(job: dict):
