@@ -166,7 +166,8 @@ def test_phase2_models_match_a_dense_numpy_forward():
     mp = np.zeros((npad, npad))
     mp[:n, :n] = m + (np.random.default_rng(1).random((n, n)) > 0.97) * 0.5
     adj = A.normalise(jnp.asarray(mp, jnp.float32), 0.5)
-    got = jax.jit(lambda p, b, x, a: A.phase2_forward(p, x, a, b.node_mask, jax.random.key(0), False))(p, b, x_ell, adj)
+    got, first = jax.jit(lambda p, b, x, a: A.phase2_forward(p, x, a, b.node_mask, jax.random.key(0), False))(
+        p, b, x_ell, adj)
     x = np.zeros((npad, model.in_dim))                      # the client's features, dense
     np.add.at(x, (np.asarray(b.features.row), np.asarray(b.features.col)), np.asarray(b.features.val))
     want = _np_forward(p, x[:n], np.asarray(adj, np.float64)[:n, :n], steps, feat)
@@ -174,7 +175,7 @@ def test_phase2_models_match_a_dense_numpy_forward():
         np.testing.assert_allclose(np.asarray(g)[:n], w, rtol=2e-4, atol=2e-5)
     soft = jax.nn.softmax(jax.random.normal(jax.random.key(4), (npad, k)), -1)
     rho = 0.3
-    logp = np.asarray(A.phase2_predict(p, b, x_ell, adj, soft, rho))[:n]
+    logp = np.asarray(A.phase2_predict(p, b, x_ell, adj, soft, rho)[0])[:n]
     s = lambda z: _softmax(np.asarray(z, np.float64))
     mix = rho * (s(want[0]) + s(np.asarray(soft)[:n])) / 2 + (1 - rho) * (s(want[1]) + s(want[2]) + s(want[3])) / 3
     np.testing.assert_allclose(np.exp(logp), mix, rtol=2e-4, atol=1e-6)
@@ -218,3 +219,21 @@ def test_adafgl_runs_with_partial_participation():
 @pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_adafgl_cli_run_and_resume_across_the_switch(tmp_path):
     cli_run_and_resume(tmp_path, "adafgl", "--adafgl-rounds-vanilla", "1")
+
+
+def test_training_step_reusing_the_evaluations_first_maps_has_the_same_loss_and_gradient():
+    data, model, _ = _prepared_setup(sparse=True)
+    b, _, m = _client(data, 0)
+    npad, k = b.y.shape[0], int(model.num_classes)
+    p = A.compact_first(A.init_phase2(jax.random.key(2), int(model.in_dim), 8, k, 2), data.extra["adafgl_feat"][0])
+    x = jax.tree.map(lambda a: a[0], data.extra["adafgl_x"])
+    mp = np.zeros((npad, npad))
+    mp[: len(m), : len(m)] = m
+    adj = A.normalise(jnp.asarray(mp, jnp.float32), 0.5)
+    soft = jax.nn.softmax(jax.random.normal(jax.random.key(4), (npad, k)), -1)
+    known = A.phase2_predict(p, b, x, adj, soft, 0.5)[1]
+    grad = jax.jit(jax.value_and_grad(A.phase2_loss), static_argnums=())
+    direct = grad(p, b, x, adj, soft, jax.random.key(7))
+    reused = grad(p, b, x, adj, soft, jax.random.key(7), known)
+    assert_trees_close(reused, direct, rtol=1e-5, atol=1e-6)
+    assert float(jnp.abs(direct[1]["first"]).max()) > 0
