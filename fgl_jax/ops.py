@@ -40,13 +40,15 @@ def column_order(col) -> np.ndarray:
 
 
 def feature_matmul(x, w: Array, num_nodes: int) -> Array:
-    """x @ w for x dense [N, F] or SparseFeatures; w [F, H] -> [N, H].
+    """x @ w for x dense [N, F], SparseFeatures or EllFeatures; w [F, H] -> [N, H].
 
     The sparse path is a gather of w's rows plus a segment sum over the nnz entries: on
     bag-of-words features (~1 % density) it is several times cheaper than a dense matmul
     (see benchmarks/bench_sparse_first_layer.py), and its transpose (the weight gradient)
     is a scatter-add, which XLA handles without materialising X^T.
     """
+    if isinstance(x, EllFeatures):
+        return ell_matmul(w, x)
     if isinstance(x, SparseFeatures):
         if x.order is not None:
             return _sparse_matmul(w, x.row, x.col, x.val, x.order, num_nodes)
@@ -78,6 +80,107 @@ def _sparse_matmul_bwd(num_nodes, res, dz):
 
 
 _sparse_matmul.defvjp(_sparse_matmul_fwd, _sparse_matmul_bwd)
+
+
+@flax.struct.dataclass
+class EllFeatures:
+    """A sparse matrix X [N, F] in a gather-only layout (built once on the host, `ell_features`),
+    stored twice: by rows (for X @ w) and by columns (for the weight gradient X^T dz).
+
+    rows: groups ((idx [R_g, W_g], val [R_g, W_g]), ...): the rows whose nonzero count is in
+        (W_g / 2, W_g], W_g = 1, 2, 4, ...; each row's column ids and values, padded with val 0
+        (ELL format per group, so padding wastes at most half; groups padded with empty rows);
+    row_at [N]: where each row sits in the groups concatenated (empty rows: after the last, a
+        zero row);
+    cols, col_at [F]: the same for X^T (node ids per column).
+
+    `ell_matmul` computes X @ w and X^T dz with row gathers and dense adds only: XLA:CPU runs
+    scatters (segment sums) element by element, and `SparseFeatures`' gather-then-segment-sum
+    materialises [nnz, H]; for wide w (H in the hundreds) both dominated AdaFGL's rounds.
+    """
+
+    rows: tuple
+    row_at: Array
+    cols: tuple
+    col_at: Array
+
+
+def _ell_groups(seg: list, other: list, vals: list, num_segments: int):
+    """Host: the (groups, at) of `EllFeatures` for entries (segment, other index, value) of K
+    matrices (lists of 1-d arrays); shapes padded to the largest matrix."""
+    per = []
+    for sg, ot, v in zip(seg, other, vals):
+        o = np.lexsort((ot, sg))
+        sg, ot, v = sg[o], ot[o], v[o]
+        cnt = np.bincount(sg, minlength=num_segments)
+        pos = np.arange(len(sg)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        width = np.where(cnt > 0, 2 ** np.ceil(np.log2(np.maximum(cnt, 1))).astype(np.int64), 0)
+        per.append((sg, ot, v, pos, width))
+    widths = sorted({int(w) for p in per for w in np.unique(p[4]) if w > 0})
+    size = {w: max(int((p[4] == w).sum()) for p in per) for w in widths}
+    total = sum(size.values())
+    k = len(per)
+    groups = [(np.zeros((k, size[w], w), np.int32), np.zeros((k, size[w], w), np.float32)) for w in widths]
+    at = np.full((k, num_segments), total, np.int32)
+    for i, (sg, ot, v, pos, width) in enumerate(per):
+        start = 0
+        for (idx, val), w in zip(groups, widths):
+            members = np.flatnonzero(width == w)                  # segments of this group, ascending
+            slot = np.zeros(num_segments, np.int64)
+            slot[members] = np.arange(len(members))
+            at[i, members] = start + slot[members]
+            e = width[sg] == w
+            idx[i, slot[sg[e]], pos[e]], val[i, slot[sg[e]], pos[e]] = ot[e], v[e]
+            start += size[w]
+    return tuple(groups), at
+
+
+def ell_features(rows, cols, vals, num_rows: int, num_cols: int) -> EllFeatures:
+    """Host side: EllFeatures of the COO entries of one matrix ([nnz]) or of several with a
+    leading client axis ([C, nnz], shapes padded to the largest); entries with val 0 are dropped."""
+    rows, cols, vals = (np.asarray(a) for a in (rows, cols, vals))
+    batched = rows.ndim == 2
+    if not batched:
+        rows, cols, vals = rows[None], cols[None], vals[None]
+    keep = [v != 0 for v in vals]
+    r = [a[k].astype(np.int64) for a, k in zip(rows, keep)]
+    c = [a[k].astype(np.int64) for a, k in zip(cols, keep)]
+    v = [a[k].astype(np.float32) for a, k in zip(vals, keep)]
+    row_groups, row_at = _ell_groups(r, c, v, num_rows)
+    col_groups, col_at = _ell_groups(c, r, v, num_cols)
+    out = EllFeatures(rows=row_groups, row_at=row_at, cols=col_groups, col_at=col_at)
+    return out if batched else jax.tree.map(lambda a: a[0], out)
+
+
+def _ell_apply(groups: tuple, at: Array, w: Array) -> Array:
+    """sum_j val[r, j] w[idx[r, j]] for every grouped row r, put in place by `at` -> [len(at), H]."""
+    parts = []
+    for idx, val in groups:
+        def add(j, acc, idx=idx, val=val):
+            return acc + val[:, j, None] * w[idx[:, j]]
+        parts.append(jax.lax.fori_loop(0, idx.shape[-1], add, jnp.zeros((idx.shape[0], w.shape[-1]), w.dtype)))
+    parts.append(jnp.zeros((1, w.shape[-1]), w.dtype))
+    return jnp.concatenate(parts)[at]
+
+
+@jax.custom_vjp
+def ell_matmul(w: Array, x: EllFeatures) -> Array:
+    """X @ w [N, H] for X in EllFeatures and w [F, H] (no [nnz, H] intermediate, no scatter);
+    its VJP gives w's gradient X^T dz the same way, and no gradient for X (zero cotangents)."""
+    return _ell_apply(x.rows, x.row_at, w)
+
+
+def _ell_fwd(w, x):
+    return _ell_apply(x.rows, x.row_at, w), x
+
+
+def _ell_bwd(x, dz):
+    zero = lambda a: (jnp.zeros_like(a) if jnp.issubdtype(a.dtype, jnp.floating)
+                      else np.zeros(a.shape, jax.dtypes.float0))
+    return _ell_apply(x.cols, x.col_at, dz), jax.tree.map(zero, x)
+
+
+ell_matmul.defvjp(_ell_fwd, _ell_bwd)
 
 
 def in_degree(receivers: Array, edge_mask: Array, num_nodes: int) -> Array:

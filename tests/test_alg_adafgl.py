@@ -10,11 +10,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fgl_jax import registry
+import scipy.sparse as sp
+
+from fgl_jax import ops, registry
 from fgl_jax.algorithms import adafgl as A
-from fgl_jax.federated import run
+from fgl_jax.batch import build_client_batch
+from fgl_jax.federated import FedConfig, OptimConfig, make_fed_data, run
+from fgl_jax.federated.algorithm import HostInput
+from fgl_jax.nn import make_model
+from fgl_jax.partition import random_partition
 from fgl_jax.systems.baseline import RunConfig, build
 from tests.alg_helpers import assert_trees_close, cli_run_and_resume, toy_setup
+from tests.helpers import toy_graph
 
 
 def _np_norm(m, r):
@@ -40,11 +47,12 @@ def _prelu(x, a):
     return np.where(x >= 0, x, a * x)
 
 
-def _np_forward(p, x, adj, steps):
-    """OpenFGL's AdaFGLModel forward in eval mode (no dropout), on unpadded dense inputs."""
+def _np_forward(p, x, adj, steps, feat=None):
+    """OpenFGL's AdaFGLModel forward in eval mode (no dropout), on unpadded dense inputs; feat: the
+    client's kept feature rows when p is compacted."""
     p = dict(p)
-    for name in ("homo", "smooth", "prop", "local"):   # the torch layers' first weights
-        p[name] = dict(p[name], w0=A.first_block(p, name, steps))
+    for name in ("homo", "smooth", "prop", "local"):   # the torch layers' first weights [(P + 1) F, h]
+        p[name] = dict(p[name], w0=A.first_block(p, name, steps, feat, x.shape[1]))
     p = jax.tree.map(lambda a: np.asarray(a, np.float64), p)
     feats = [x]
     for _ in range(steps):
@@ -110,31 +118,71 @@ def test_normalise_and_reliability_match_numpy():
     assert got == pytest.approx(want)
 
 
+def _prepared_setup(sparse: bool, hidden: int = 8, clients: int = 3):
+    """Toy clients after AdaFGL's host preparation; sparse: CSR features of 40 columns, a third of
+    which occur nowhere and the rest at 10 % density (each client keeps fewer rows than F)."""
+    g = toy_graph(n=90, seed=3, num_features=40 if sparse else 12)
+    if sparse:
+        rng = np.random.default_rng(5)
+        x = g.dense_x() * (rng.random((90, 40)) < 0.1) * (np.arange(40) % 3 != 0)
+        g = dataclasses.replace(g, x=sp.csr_matrix(x.astype(np.float32)))
+    assignment = np.asarray(random_partition(g, clients, seed=0).assignment)
+    batch, extra = A.prepare(HostInput(g, assignment, build_client_batch(g, assignment, clients), 0), A.AdaFGLHParams())
+    model = make_model("gcn", g.num_features, g.num_classes, hidden=hidden)
+    return make_fed_data(batch, extra=extra), model, FedConfig(local_steps=2, optim=OptimConfig(name="adam", lr=0.05))
+
+
+def test_ell_matmul_and_its_weight_gradient_match_dense_products():
+    rng = np.random.default_rng(0)
+    x = (rng.random((2, 13, 40)) < 0.15) * rng.normal(size=(2, 13, 40))
+    x[0, :, 3] = rng.normal(size=13)                        # a dense column and an empty row
+    x[1, 4] = 0.0
+    nz = [np.nonzero(xc) for xc in x]
+    size = max(len(r) for r, _ in nz)
+    pad = lambda a: np.pad(a, (0, size - len(a)))
+    perm = [rng.permutation(len(r)) for r, _ in nz]        # entries in no particular order
+    ell = ops.ell_features(np.stack([pad(r[o]) for (r, _), o in zip(nz, perm)]),
+                           np.stack([pad(c[o]) for (_, c), o in zip(nz, perm)]),
+                           np.stack([pad(xc[r, c][o]) for xc, (r, c), o in zip(x, nz, perm)]), 13, 40)
+    w = rng.normal(size=(2, 40, 5)).astype(np.float32)
+    dz = rng.normal(size=(2, 13, 5)).astype(np.float32)
+    out, grad = jax.vmap(lambda w, e, d: (lambda o, f: (o, f(d)[0]))(*jax.vjp(lambda ww: ops.feature_matmul(e, ww, 13), w)))(
+        jnp.asarray(w), ell, jnp.asarray(dz))
+    np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(grad, np.swapaxes(x, 1, 2) @ dz, rtol=1e-5, atol=1e-5)
+
+
 def test_phase2_models_match_a_dense_numpy_forward():
-    data, model, _ = toy_setup(hidden=8)
+    data, model, _ = _prepared_setup(sparse=True)
     steps, k = 2, int(model.num_classes)
     b, nodes, m = _client(data, 1)
     npad, n = b.y.shape[0], len(m)
+    feat = np.asarray(data.extra["adafgl_feat"][1])
+    assert (feat < model.in_dim).sum() < model.in_dim        # the client keeps fewer rows than F
     p = A.init_phase2(jax.random.key(2), int(model.in_dim), 8, k, steps)
     p = jax.tree.map(lambda a: a + 0.05 * jax.random.normal(jax.random.key(9), jnp.shape(a)), p)  # nonzero biases
+    p = A.compact_first(p, jnp.asarray(feat))
+    x_ell = jax.tree.map(lambda a: a[1], data.extra["adafgl_x"])
     mp = np.zeros((npad, npad))
     mp[:n, :n] = m + (np.random.default_rng(1).random((n, n)) > 0.97) * 0.5
     adj = A.normalise(jnp.asarray(mp, jnp.float32), 0.5)
-    got = jax.jit(lambda p, b, a: A.phase2_forward(p, b.features, a, b.node_mask, jax.random.key(0), False))(p, b, adj)
-    x = np.asarray(b.features, np.float64)[:n]
-    want = _np_forward(p, x, np.asarray(adj, np.float64)[:n, :n], steps)
+    got, first = jax.jit(lambda p, b, x, a: A.phase2_forward(p, x, a, b.node_mask, jax.random.key(0), False))(
+        p, b, x_ell, adj)
+    x = np.zeros((npad, model.in_dim))                      # the client's features, dense
+    np.add.at(x, (np.asarray(b.features.row), np.asarray(b.features.col)), np.asarray(b.features.val))
+    want = _np_forward(p, x[:n], np.asarray(adj, np.float64)[:n, :n], steps, feat)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g)[:n], w, rtol=2e-4, atol=2e-5)
     soft = jax.nn.softmax(jax.random.normal(jax.random.key(4), (npad, k)), -1)
     rho = 0.3
-    logp = np.asarray(A.phase2_predict(p, b, adj, soft, rho))[:n]
+    logp = np.asarray(A.phase2_predict(p, b, x_ell, adj, soft, rho)[0])[:n]
     s = lambda z: _softmax(np.asarray(z, np.float64))
     mix = rho * (s(want[0]) + s(np.asarray(soft)[:n])) / 2 + (1 - rho) * (s(want[1]) + s(want[2]) + s(want[3])) / 3
     np.testing.assert_allclose(np.exp(logp), mix, rtol=2e-4, atol=1e-6)
 
 
 def test_schedule_phase1_is_fedavg_then_the_switch_builds_the_corrected_graph():
-    data, model, common = toy_setup(local_steps=2)
+    data, model, common = _prepared_setup(sparse=False)
     hp = A.AdaFGLHParams(adafgl_rounds_vanilla=2)
     alg = registry.get("algorithm", "adafgl")(model, common, hp)
     avg = registry.get("algorithm", "fedavg")(model, common, None)
@@ -171,3 +219,21 @@ def test_adafgl_runs_with_partial_participation():
 @pytest.mark.slow   # integration: builds and compiles whole runs (covered fast by the tests above)
 def test_adafgl_cli_run_and_resume_across_the_switch(tmp_path):
     cli_run_and_resume(tmp_path, "adafgl", "--adafgl-rounds-vanilla", "1")
+
+
+def test_training_step_reusing_the_evaluations_first_maps_has_the_same_loss_and_gradient():
+    data, model, _ = _prepared_setup(sparse=True)
+    b, _, m = _client(data, 0)
+    npad, k = b.y.shape[0], int(model.num_classes)
+    p = A.compact_first(A.init_phase2(jax.random.key(2), int(model.in_dim), 8, k, 2), data.extra["adafgl_feat"][0])
+    x = jax.tree.map(lambda a: a[0], data.extra["adafgl_x"])
+    mp = np.zeros((npad, npad))
+    mp[: len(m), : len(m)] = m
+    adj = A.normalise(jnp.asarray(mp, jnp.float32), 0.5)
+    soft = jax.nn.softmax(jax.random.normal(jax.random.key(4), (npad, k)), -1)
+    known = A.phase2_predict(p, b, x, adj, soft, 0.5)[1]
+    grad = jax.jit(jax.value_and_grad(A.phase2_loss), static_argnums=())
+    direct = grad(p, b, x, adj, soft, jax.random.key(7))
+    reused = grad(p, b, x, adj, soft, jax.random.key(7), known)
+    assert_trees_close(reused, direct, rtol=1e-5, atol=1e-6)
+    assert float(jnp.abs(direct[1]["first"]).max()) > 0

@@ -24,8 +24,21 @@ models with dropout 0.5 and PReLU:
 and predicts p = rho (softmax(H) + softmax(S)) / 2 + (1 - rho) (softmax(O) + softmax(M) + softmax(Q)) / 3.
 Phase-2 metrics are those predictions on each client's own subgraph (log p as logits).
 
-MLP_2(X~)'s first layer [X~] W = sum_k Â'^k (X W_k) is computed as propagations of X W_k (Horner), so
-X~ [N, (P+1) F] is never stored (the same arithmetic up to rounding; X stays sparse).
+How phase 2 is computed (the same arithmetic up to float rounding; tests compare with a dense
+NumPy forward on the explicit X~):
+  * MLP_2(X~)'s first layer [X~] W = sum_k Â'^k (X W_k) is computed as propagations of X W_k (Horner),
+    so X~ [N, (P+1) F] is never stored and X stays sparse; the three models that read X~ propagate
+    together (one [N, N] x [N, 3h] product per step).
+  * The first layers of all four MLPs are one matrix of 3 (P + 1) + 1 blocks of F x h, and X W is one
+    product in `fgl_jax.ops.EllFeatures` layout, built once on the host (`prepare`): XLA:CPU's scatter
+    (segment sum) made the sparse product and its weight gradient most of a phase-2 round.
+  * The evaluation pass after a round's update computes the first linear maps of the weights the
+    next round's training step starts from; they are kept (state.graph["first"] [C, N, 4, h]) and
+    that step reuses them (its gradient still flows into the weights, `_known_first_linear`).
+  * Each client keeps only the rows of those blocks of the features that occur in its subgraph
+    (~2/3 of Cora's words per client): the other rows never touch its outputs or its loss (their
+    gradient is the weight decay alone), so dropping them changes no prediction and saves their
+    Adam updates. The kept rows start from the same values as in the full matrix.
 
 Follows OpenFGL (openfgl/flcore/adafgl; the paper's first author's code) step by step, including its
 softmax of the already-softmaxed S in the similarity and in the prediction, its one Adam step per
@@ -36,17 +49,19 @@ a compiled CSR kernel from a hard-coded path (missing on Linux), the harness swa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
 import flax
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from fgl_jax import ops
 from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
-from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
 from fgl_jax.federated.baselines import FedConfig, evaluate_logits, weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
@@ -147,12 +162,21 @@ def init_phase2(key: jax.Array, feat: int, hidden: int, k: int, prop_steps: int)
             "a_hete": jnp.float32(0.25), "a_prop": jnp.float32(0.25)}
 
 
-def first_block(p: dict, which: str, prop_steps: int) -> jax.Array:
-    """The torch layer's weight [(P + 1) F, h] (or [F, h] for "local") inside p["first"]."""
+def compact_first(p: dict, feat: jax.Array) -> dict:
+    """p with its first layers cut to the rows `feat` [F_c] (a client's features; padding = F, rows of 0)."""
+    return dict(p, first=jnp.take(p["first"], feat, axis=0, mode="fill", fill_value=0.0))
+
+
+def first_block(p: dict, which: str, prop_steps: int, feat=None, num_features: int | None = None) -> jax.Array:
+    """The torch layer's weight [(P + 1) F, h] (or [F, h] for "local") inside p["first"]; for a
+    client's compacted p (`compact_first`), pass its `feat` and F: rows it does not keep are 0."""
     h = p["homo"]["b0"].shape[0]
-    f = p["first"].shape[0]
+    first = p["first"]
+    if feat is not None:
+        first = jnp.zeros((num_features, first.shape[1]), first.dtype).at[feat].set(first, mode="drop")
+    f = first.shape[0]
     p1 = prop_steps + 1
-    w = p["first"].reshape(f, -1, h)
+    w = first.reshape(f, -1, h)
     start = {"homo": 0, "smooth": p1, "prop": 2 * p1, "local": 3 * p1}[which]
     width = 1 if which == "local" else p1
     return jnp.moveaxis(w[:, start:start + width], 1, 0).reshape(-1, h)
@@ -169,18 +193,53 @@ def _dropout(x, key, train: bool):
     return jnp.where(keep, x / (1.0 - DROPOUT), 0.0)
 
 
-def phase2_forward(p: dict, features, adj: jax.Array, node_mask: jax.Array, key: jax.Array, train: bool):
-    """(H, O, M, Q) logits [N, K] of the module docstring; adj = Â' [N, N], features X (dense or sparse)."""
+def first_linear(first: jax.Array, features, adj: jax.Array, hidden: int) -> jax.Array:
+    """The four MLPs' first linear maps [N, 4, h] (homophilous, smoothed, propagated: [X~] W_m;
+    local: X W), first = p["first"] [F, B h]; adj = Â' [N, N]."""
     n = adj.shape[0]
-    h = p["homo"]["b0"].shape[0]
-    p1 = (p["first"].shape[1] // h - 1) // 3
-    xw = ops.feature_matmul(features, p["first"], n).reshape(n, -1, h)      # X W of every block [N, B, h]
+    p1 = (first.shape[1] // hidden - 1) // 3
+    xw = ops.feature_matmul(features, first, n).reshape(n, -1, hidden)     # X W of every block [N, B, h]
+    # [X, ÂX, ..., Â^P X] W = sum_k Â^k (X W_k) by Horner, the three models side by side [N, 3, h]
+    blocks = xw[:, :3 * p1].reshape(n, 3, p1, hidden)
+    acc = blocks[:, :, p1 - 1]
+    for j in range(p1 - 2, -1, -1):
+        acc = (adj @ acc.reshape(n, 3 * hidden)).reshape(n, 3, hidden) + blocks[:, :, j]
+    return jnp.concatenate([acc, xw[:, 3 * p1:3 * p1 + 1]], 1)
 
-    def smoothed(offset):   # [X, ÂX, ..., Â^P X] W = sum_k Â^k (X W_k), by Horner
-        acc = xw[:, offset + p1 - 1]
-        for j in range(p1 - 2, -1, -1):
-            acc = adj @ acc + xw[:, offset + j]
-        return acc
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _known_first_linear(first, value, features, adj, hidden):
+    """first_linear(first, features, adj) when its value is already known (the evaluation pass
+    after the last update computed it with these weights): returns `value`, differentiates as
+    first_linear in `first` (a linear map: its transpose needs no forward pass)."""
+    return value
+
+
+def _known_fwd(first, value, features, adj, hidden):
+    return value, (first, features, adj)
+
+
+def _known_bwd(hidden, res, dz):
+    first, features, adj = res
+    dw = jax.vjp(lambda w: first_linear(w, features, adj, hidden), first)[1](dz)[0]
+    zero = lambda a: (jnp.zeros_like(a) if jnp.issubdtype(a.dtype, jnp.floating)
+                      else np.zeros(a.shape, jax.dtypes.float0))
+    return dw, jnp.zeros_like(dz), jax.tree.map(zero, features), jnp.zeros_like(adj)
+
+
+_known_first_linear.defvjp(_known_fwd, _known_bwd)
+
+
+def phase2_forward(p: dict, features, adj: jax.Array, node_mask: jax.Array, key: jax.Array, train: bool,
+                   known: jax.Array | None = None):
+    """(H, O, M, Q) logits [N, K] of the module docstring and the first linear maps [N, 4, h];
+    adj = Â' [N, N], features X (dense, SparseFeatures or EllFeatures, with as many columns as
+    p["first"] has rows); known: `first_linear`'s value for these p, if already computed."""
+    h = p["homo"]["b0"].shape[0]
+    n = adj.shape[0]
+    z = (first_linear(p["first"], features, adj, h) if known is None
+         else _known_first_linear(p["first"], known, features, adj, h))
+    smoothed = lambda which: z[:, which]
 
     keys = iter(jax.random.split(key, 8))
 
@@ -191,9 +250,9 @@ def phase2_forward(p: dict, features, adj: jax.Array, node_mask: jax.Array, key:
 
     hh = _dropout(_prelu(smoothed(0) + p["homo"]["b0"], p["homo"]["a"]), next(keys), train)
     homo = hh @ p["homo"]["w1"] + p["homo"]["b1"]
-    smooth = tail(smoothed(p1), p["smooth"], p["a_hete"])
-    local = tail(xw[:, 3 * p1], p["local"], p["a_hete"])
-    emb = tail(smoothed(2 * p1), p["prop"], p["a_prop"])
+    smooth = tail(smoothed(1), p["smooth"], p["a_hete"])
+    local = tail(z[:, 3], p["local"], p["a_hete"])
+    emb = tail(smoothed(2), p["prop"], p["a_prop"])
     re = cosine_rescaled(emb, node_mask)
     pair = (node_mask[:, None] & node_mask[None, :]).astype(re.dtype)
     mean = (re * pair).sum() / jnp.maximum(pair.sum(), 1.0)
@@ -205,26 +264,60 @@ def phase2_forward(p: dict, features, adj: jax.Array, node_mask: jax.Array, key:
     pos = jax.nn.softmax((_prelu(lrn, p["a_prop"]) * col) @ emb, -1)
     neg = jax.nn.softmax((_prelu(-lrn, p["a_prop"]) * col) @ emb, -1)
     prop = ((pos - neg) + emb) / 2.0
-    return homo, local, smooth, prop
+    return (homo, local, smooth, prop), z
 
 
-def phase2_loss(p, b, adj, soft, key):
-    homo, local, smooth, prop = phase2_forward(p, b.features, adj, b.node_mask, key, True)
+def phase2_loss(p, b, x, adj, soft, key, known=None):
+    """x: b's features as p["first"] reads them (compacted EllFeatures in a run); known: as in
+    phase2_forward."""
+    (homo, local, smooth, prop), _ = phase2_forward(p, x, adj, b.node_mask, key, True, known)
     ce = lambda z: masked_cross_entropy(z, b.y, b.train_mask)
     real = b.node_mask.astype(homo.dtype)[:, None]
     mse = (((homo - soft) ** 2) * real).sum() / jnp.maximum(real.sum() * homo.shape[-1], 1.0)
     return ce(homo) + mse + ce(local) + ce(smooth) + ce(prop)
 
 
-def phase2_predict(p, b, adj, soft, rho) -> jax.Array:
-    """log of the mixture p of the module docstring [N, K]."""
-    homo, local, smooth, prop = phase2_forward(p, b.features, adj, b.node_mask, jax.random.key(0), False)
+def phase2_predict(p, b, x, adj, soft, rho) -> tuple[jax.Array, jax.Array]:
+    """log of the mixture p of the module docstring [N, K], and the first linear maps [N, 4, h]
+    (the next round's training pass starts from these weights: it reuses them)."""
+    (homo, local, smooth, prop), z = phase2_forward(p, x, adj, b.node_mask, jax.random.key(0), False)
     sm = lambda z: jax.nn.softmax(z, -1)
     mix = rho * (sm(homo) + sm(soft)) / 2.0 + (1.0 - rho) * (sm(local) + sm(smooth) + sm(prop)) / 3.0
-    return jnp.log(jnp.maximum(mix, 1e-30))
+    return jnp.log(jnp.maximum(mix, 1e-30)), z
 
 
-@register("algorithm", "adafgl", hparams=AdaFGLHParams,
+def _coo(features, num_nodes: int):
+    """Host: (rows, cols, vals) [C, nnz] of a client batch's features (SparseFeatures or dense [C, N, F])."""
+    if isinstance(features, ops.SparseFeatures):
+        return np.asarray(features.row), np.asarray(features.col), np.asarray(features.val)
+    x = np.asarray(features)
+    nz = [np.nonzero(xc) for xc in x]
+    size = max(1, max(len(r) for r, _ in nz))
+    rows, cols, vals = (np.zeros((len(x), size), t) for t in (np.int32, np.int32, np.float32))
+    for i, (r, c) in enumerate(nz):
+        rows[i, :len(r)], cols[i, :len(r)], vals[i, :len(r)] = r, c, x[i][r, c]
+    return rows, cols, vals
+
+
+def prepare(inp: HostInput, hp: AdaFGLHParams):
+    """Per client (host, once): the features it holds, `adafgl_feat` [C, F_c] (padding F), and its
+    feature matrix over those columns in EllFeatures layout, `adafgl_x` (phase 2's first layer)."""
+    b = inp.batch
+    n = int(np.asarray(b.node_mask).shape[-1])
+    num_features = int(inp.graph.num_features)
+    rows, cols, vals = _coo(b.features, n)
+    used = [np.unique(c[v != 0]) for c, v in zip(cols, vals)]
+    width = max(1, max(len(u) for u in used))
+    feat = np.full((len(used), width), num_features, np.int32)
+    local = np.zeros_like(cols)
+    for i, u in enumerate(used):
+        feat[i, :len(u)] = u
+        local[i] = np.searchsorted(u, cols[i]).clip(0, max(len(u) - 1, 0))   # val-0 entries: dropped
+    x = ops.ell_features(rows, local, vals, n, width)
+    return b, {"adafgl_feat": feat, "adafgl_x": x}
+
+
+@register("algorithm", "adafgl", hparams=AdaFGLHParams, prepare=prepare,
           paper="Li, Wu, Zhang, Sun, Li, Wang, ICDE 2024, arXiv:2401.11750",
           help="AdaFGL: FedAvg, then per-client adaptive homophilous/heterophilous propagation (two phases)")
 def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
@@ -243,17 +336,18 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
         k_model, k_ada = jax.random.split(key)
         params = init_params(model, k_model, data)
         c, n = data.eval.num_clients, data.eval.num_nodes
-        ada = jax.vmap(lambda k: init_phase2(k, int(getattr(model, "in_dim")), hidden, num_classes,
-                                             hp.adafgl_prop_steps))(jax.random.split(k_ada, c))
+        ada = jax.vmap(lambda k, f: compact_first(init_phase2(k, int(getattr(model, "in_dim")), hidden, num_classes,
+                                                              hp.adafgl_prop_steps), f))(
+            jax.random.split(k_ada, c), data.extra["adafgl_feat"])
         graph = {"adj": jnp.zeros((c, n, n), jnp.float32), "soft": jnp.zeros((c, n, num_classes), jnp.float32),
-                 "rho": jnp.zeros((c,), jnp.float32)}
+                 "rho": jnp.zeros((c,), jnp.float32), "first": jnp.zeros((c, n, 4, hidden), jnp.float32)}
         return AdaFGLState(round=jnp.zeros((), jnp.int32), server=params,
                            opt=stack(optimizer.init(params), data.train.num_clients), ada=ada,
                            ada_opt=jax.vmap(ada_opt.init)(ada), graph=graph, hp={"lr": jnp.float32(common.optim.lr)})
 
     def switch(state: AdaFGLState, data: FedData, key: jax.Array) -> dict:
         """Phase 2's per-client inputs from the global model (its first round)."""
-        def one(b, k):
+        def one(b, x, p, k):
             n = b.y.shape[-1]
             adj = dense_adjacency(b.senders, b.receivers, b.edge_mask, n)
             soft = jax.nn.softmax(model.apply(state.server, b, train=False), -1)
@@ -263,9 +357,12 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
             rho = reliability(adj, b.y, seed, held, held | b.val_mask | b.test_mask, num_classes, hp.adafgl_r)
             similar = (cosine_rescaled(soft, b.node_mask) > SIM_THRESHOLD).astype(adj.dtype)
             corrected = hp.adafgl_alpha * adj + (1.0 - hp.adafgl_alpha) * similar
-            return {"adj": normalise(corrected, hp.adafgl_r), "soft": soft, "rho": rho.astype(jnp.float32)}
+            adj = normalise(corrected, hp.adafgl_r)
+            return {"adj": adj, "soft": soft, "rho": rho.astype(jnp.float32),
+                    "first": first_linear(p["first"], x, adj, hidden)}
 
-        return map_clients(one, common.client_chunk)(data.eval, jax.random.split(key, data.eval.num_clients))
+        return map_clients(one, common.client_chunk)(data.eval, data.extra["adafgl_x"], state.ada,
+                                                     jax.random.split(key, data.eval.num_clients))
 
     def phase1(state: AdaFGLState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
@@ -287,20 +384,25 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
         idx = data.train_index
         mine = lambda tree: jax.tree.map(lambda a: a[idx], tree)
 
-        def client(p, o, b, g, k):
-            def step(carry, kk):
-                p, o = carry
-                loss, grads = jax.value_and_grad(phase2_loss)(p, b, g["adj"], g["soft"], kk)
+        def client(p, o, b, x, g, k):
+            def step(p, o, kk, known):
+                loss, grads = jax.value_and_grad(phase2_loss)(p, b, x, g["adj"], g["soft"], kk, known)
                 upd, o = ada_opt.update(grads, o, p)
-                return (optax.apply_updates(p, upd), o), loss
-            (p, o), losses = jax.lax.scan(step, (p, o), jax.random.split(k, hp.adafgl_steps))
-            return p, o, losses[0]
+                return optax.apply_updates(p, upd), o, loss
+            ks = jax.random.split(k, hp.adafgl_steps)
+            # the first step's weights are the last evaluation's: its first linear maps are known
+            p, o, loss = step(p, o, ks[0], g["first"])
+            if hp.adafgl_steps > 1:
+                (p, o), _ = jax.lax.scan(lambda c, kk: (step(*c, kk, None)[:2], None), (p, o), ks[1:])
+            return p, o, loss
 
         new, new_opt, losses = map_clients(client, common.client_chunk)(
-            mine(state.ada), mine(state.ada_opt), data.train, mine(graph), jax.random.split(k_train, data.train.num_clients))
+            mine(state.ada), mine(state.ada_opt), data.train, mine(data.extra["adafgl_x"]), mine(graph),
+            jax.random.split(k_train, data.train.num_clients))
         ada = scatter_clients(state.ada, idx, new)
-        logits = map_clients(lambda p, b, g: phase2_predict(p, b, g["adj"], g["soft"], g["rho"]), common.client_chunk)(
-            ada, data.eval, graph)
+        logits, first = map_clients(lambda p, b, x, g: phase2_predict(p, b, x, g["adj"], g["soft"], g["rho"]),
+                                    common.client_chunk)(ada, data.eval, data.extra["adafgl_x"], graph)
+        graph = dict(graph, first=first)
         metrics = evaluate_logits(logits, data.eval, common.eval_average)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = jnp.float32(hp.adafgl_lr)

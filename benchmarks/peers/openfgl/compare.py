@@ -314,6 +314,11 @@ def main(argv=None) -> None:
                    help="the OpenFGL venv setup.sh made (default $OPENFGL_VENV, else benchmarks/peers/.venv-openfgl)")
     p.add_argument("--workdir", default=None, help="keep OpenFGL's data folders here (default: a temp dir)")
     p.add_argument("--out", default=str(HERE / "results"), help="stem of the .md / .json results")
+    p.add_argument("--openfgl-wait", type=float, default=0.0, help="seconds to wait for a run missing from "
+                   "--openfgl-from to appear there (an OpenFGL-only run still going) before running it here")
+    p.add_argument("--openfgl-from", nargs="+", default=None, help="JSON lines of earlier OpenFGL-only runs "
+                   "(openfgl_only.py): runs whose (dataset, algorithm, seed, rounds) match are taken from there, "
+                   "not re-run (then the sides are NOT timed in one run; the results say so)")
     p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
                    "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
     a = p.parse_args(argv)
@@ -334,6 +339,21 @@ def main(argv=None) -> None:
     planetoid = Path(resolve_data_dir(None)) / "planetoid"
     info = machine_info()
     runs, checks, i = [], {}, 0
+    reuse = {}
+
+    def earlier_openfgl(key):
+        """The OpenFGL-only run of key from --openfgl-from (re-read; waits up to --openfgl-wait s)."""
+        t0 = time.perf_counter()
+        while a.openfgl_from:
+            for path in a.openfgl_from:
+                if Path(path).exists():
+                    for line in Path(path).read_text().splitlines():
+                        r = json.loads(line)
+                        reuse[(r["dataset"], r["algorithm"], r["seed"], r["rounds"])] = r
+            if key in reuse or time.perf_counter() - t0 > a.openfgl_wait:
+                break
+            time.sleep(20)
+        return reuse.get(key)
     with tempfile.TemporaryDirectory(prefix="openfgl_cmp_") as tmp:
         tmp = a.workdir or tmp
         for ds in a.datasets:
@@ -361,8 +381,14 @@ def main(argv=None) -> None:
                            "local_epochs": a.local_epochs, "eval_mode": a.eval_mode, "seed": seed,
                            "prox_mu": a.prox_mu, "num_classes": prep.graph.num_classes,
                            "threads": a.threads, "openfgl_config": OPENFGL_CONFIG.get(algo, {})}
+                    earlier = earlier_openfgl((ds, algo, seed, a.rounds))
+                    if earlier is not None and earlier["job"] != json.loads(json.dumps(
+                            {k: v for k, v in job.items() if k not in ("root", "arrays", "planetoid_dir")})):
+                        sys.exit(f"--openfgl-from: the job of {ds} {algo} seed {seed} differs from this run's")
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds, compile_s)),
-                             ("openfgl", lambda: run_openfgl(job, work, venv_python))]
+                             ("openfgl", (lambda: dict(earlier["openfgl"], reused_from=a.openfgl_from,
+                                                       reused_loadavg=earlier["loadavg"]))
+                              if earlier is not None else (lambda: run_openfgl(job, work, venv_python)))]
                     if i % 2:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
@@ -418,6 +444,10 @@ def main(argv=None) -> None:
         notes += ["", f"Merged: {mf['runs_kept']} runs kept from an earlier invocation "
                   f"({(mf.get('provenance') or {}).get('command', '?')}{load}); the machine line above is this "
                   "invocation's."]
+    if reuse:
+        notes += ["", f"OpenFGL side: {sum(1 for r in new_runs if r['openfgl'].get('reused_from'))} runs taken from "
+                  f"{' '.join(a.openfgl_from)} (OpenFGL alone, same jobs, run earlier; load averages there), not alternated with "
+                  "fgl_jax in this run: compare the CPU-time columns, not the wall-time ones."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
     payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,
