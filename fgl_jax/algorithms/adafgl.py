@@ -336,9 +336,13 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
         k_model, k_ada = jax.random.split(key)
         params = init_params(model, k_model, data)
         c, n = data.eval.num_clients, data.eval.num_nodes
+        in_dim = int(getattr(model, "in_dim"))
+        extra = data.extra or {}
+        # without the host step (a FedData built by hand) every client keeps every feature row
+        feat = extra["adafgl_feat"] if "adafgl_feat" in extra else jnp.tile(jnp.arange(in_dim), (c, 1))
         ada = jax.vmap(lambda k, f: compact_first(init_phase2(k, int(getattr(model, "in_dim")), hidden, num_classes,
                                                               hp.adafgl_prop_steps), f))(
-            jax.random.split(k_ada, c), data.extra["adafgl_feat"])
+            jax.random.split(k_ada, c), feat)
         graph = {"adj": jnp.zeros((c, n, n), jnp.float32), "soft": jnp.zeros((c, n, num_classes), jnp.float32),
                  "rho": jnp.zeros((c,), jnp.float32), "first": jnp.zeros((c, n, 4, hidden), jnp.float32)}
         return AdaFGLState(round=jnp.zeros((), jnp.int32), server=params,
