@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.algorithms._common import evaluate_round, round_start, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
 from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
@@ -159,7 +159,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
     def round_fn(state: FedPubState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
         idx = data.train_index
-        pick = lambda t: jax.tree.map(lambda a: a[idx], t)
+        pick = lambda t: take_clients(t, idx)
         has = state.has_base[idx]
         # the downloaded weights: personalised if the client has some, else the global model
         down = jax.tree.map(lambda b, s: jnp.where(has.reshape((-1,) + (1,) * s.ndim), b, s[None]),
