@@ -4,8 +4,10 @@ The harness's setting (compare.py: 10 Louvain clients, OpenFGL's split, masked G
 Adam steps, OpenFGL's FedPub options), per dataset, as compiled scans of `--rounds` rounds:
 
   before        : the round as it was (client rows gathered with train_index and scattered back
-                  with .at[].set even when every client trains)
-  after         : the library as it is (those gathers/scatters skipped when C_t == C: identities)
+                  with .at[].set even when every client trains; the similarity-weighted sums taken
+                  over every leaf, masks included, though the personalised weights' masks are unused)
+  after         : the library as it is (those gathers/scatters skipped when C_t == C: identities;
+                  the weighted sums over the weight leaves only)
   after_chunk2  : the same with client_chunk=2 (clients trained two at a time, lax.map; the same
                   arithmetic, see fgl_jax/federated/chunking.py)
 
@@ -39,13 +41,14 @@ from fgl_jax import RunConfig, Tracker, make_scan  # noqa: E402
 def previous_round():
     """Trace FedPub with the previous client gathers/scatters (always indexed)."""
     import fgl_jax.algorithms.fedpub as fp
-    saved = fp.take_clients, fp.scatter_clients
+    saved = fp.take_clients, fp.scatter_clients, fp.personalise
     fp.take_clients = lambda full, index: jax.tree.map(lambda a: a[index], full)
     fp.scatter_clients = lambda full, index, part: jax.tree.map(lambda f, p: f.at[index].set(p), full, part)
+    fp.personalise = lambda alpha, models: jax.tree.map(lambda x: jnp.tensordot(alpha, x, axes=1), models)
     try:
         yield
     finally:
-        fp.take_clients, fp.scatter_clients = saved
+        fp.take_clients, fp.scatter_clients, fp.personalise = saved
 
 
 def max_diff(a, b) -> float:
@@ -62,8 +65,9 @@ def bench(ds: str, args) -> dict:
                      weight_decay=5e-4, rounds=args.rounds, eval_mode="local_model_on_local_data",
                      eval_average="client_nodes", seed=0, split_seed=0, **FGL_OPTIONS["fedpub"])
     variants, outs = {}, {}
-    for name, chunk, ctx in (("before", None, previous_round), ("after", None, contextlib.nullcontext),
-                             ("after_chunk2", 2, contextlib.nullcontext)):
+    runs = (("before", None, previous_round), ("after", None, contextlib.nullcontext),
+            ("after_chunk2", 2, contextlib.nullcontext))
+    for name, chunk, ctx in (r for r in runs if r[0] in args.variants):
         cfg = base.replace(client_chunk=chunk)
         prep = prepare(cfg)
         alg = algorithm_from_config(cfg, prep.graph)
@@ -100,6 +104,7 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=str(RESULTS / "fedpub_round"))
+    p.add_argument("--variants", nargs="+", default=["before", "after", "after_chunk2"])
     a = p.parse_args(argv)
     t0, load0 = time.perf_counter(), loadavg()
     out = {"machine": machine(), "loadavg_start": load0, "results": [bench(ds, a) for ds in a.datasets]}

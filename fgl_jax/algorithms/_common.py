@@ -56,7 +56,11 @@ def scatter_clients(full: PyTree, index: jax.Array, part: PyTree) -> PyTree:
 
     `index` is a `FedData.train_index` (ascending, distinct), so when C_t == C it is arange(C)
     and the result is `part` itself: returned as it is, which spares XLA a copy of every leaf
-    (FedPub on CiteSeer: two [10, 3703, 64] copies per leaf pair per round)."""
+    (FedPub on CiteSeer: two [10, 3703, 64] copies per leaf pair per round). The one case where
+    it is not bit for bit the indexed update: sharding's padding (`pad_fed_data`) with two or
+    more dummy training clients and no client without training nodes, where every dummy points
+    at the first dummy slot; the dummies (zero weight, masked in evaluation) then keep their own
+    rows instead."""
     if index.shape[0] == jax.tree.leaves(full)[0].shape[0]:
         return part
     return jax.tree.map(lambda f, p: f.at[index].set(p), full, part)
