@@ -147,3 +147,17 @@ def test_traced_options_are_in_state_hp():
     cls = registry.entry("algorithm", "fedpub").info["hparams"]
     state = jax.eval_shape(registry.get("algorithm", "fedpub")(model, common, cls()).init, jax.random.key(0), data)
     assert set(schema.traced_names(cls)) <= set(state.hp)
+
+
+def test_client_row_gather_and_scatter_match_numpy_with_and_without_all_clients():
+    """take_clients / scatter_clients (FedPub's per-client state) against NumPy indexing, for a
+    sampled subset and for every client (where they return their argument instead of copying)."""
+    from fgl_jax.algorithms._common import scatter_clients, take_clients
+    full = {"w": jnp.arange(15.0).reshape(5, 3)}
+    for index in (np.array([1, 3], np.int32), np.arange(5, dtype=np.int32)):
+        part = {"w": -jnp.ones((len(index), 3)) * (1 + jnp.arange(len(index)))[:, None]}
+        want = np.asarray(full["w"]).copy()
+        want[index] = np.asarray(part["w"])
+        np.testing.assert_array_equal(np.asarray(take_clients(full, jnp.asarray(index))["w"]),
+                                      np.asarray(full["w"])[index])
+        np.testing.assert_array_equal(np.asarray(scatter_clients(full, jnp.asarray(index), part)["w"]), want)

@@ -321,6 +321,8 @@ def main(argv=None) -> None:
                    "not re-run (then the sides are NOT timed in one run; the results say so)")
     p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
                    "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
+    p.add_argument("--partial", action="store_true", help="after each run, write the runs so far to "
+                   "<out>.partial.json (assemble.py reads it), so a stopped invocation keeps its CPU times")
     a = p.parse_args(argv)
     venv_python = Path(a.venv) / "bin" / "python"
     if not venv_python.exists():
@@ -397,6 +399,9 @@ def main(argv=None) -> None:
                         rec[name] = fn()
                     runs.append(rec)
                     i += 1
+                    if a.partial:  # every finished run on disk at once (a long invocation may be stopped)
+                        Path(a.out).with_suffix(".partial.json").write_text(json.dumps(
+                            {"runs": runs, "machine": info, "provenance": {"command": " ".join(sys.argv)}}))
                     print(f"{ds} {algo} seed {seed}: fgl_jax {rec['fgl_jax']['best_test']:.4f} "
                           f"({rec['fgl_jax']['ms_per_round']:.1f} ms/round), OpenFGL {rec['openfgl']['best_test']:.4f} "
                           f"({rec['openfgl']['ms_per_round']:.1f} ms/round)", flush=True)
