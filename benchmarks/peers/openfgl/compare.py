@@ -229,8 +229,14 @@ def warm_up(algorithm, prep, rounds: int) -> float:
     return float(run(algorithm, prep.data, jax.random.key(0), rounds).compile_seconds)
 
 
-def run_openfgl(job: dict, workdir: Path, venv_python: Path) -> dict:
+def run_openfgl(job: dict, workdir: Path, venv_python: Path, reuse: bool = False) -> dict:
+    """OpenFGL's run of `job` in a fresh process. reuse: if `workdir` holds the result of a run of
+    the identical job (an earlier `--openfgl-only` invocation, e.g. started while fgl_jax's side was
+    still being worked on), return it instead, marked `reused` (its CPU time is its own process's,
+    measured then)."""
     job_path, out_path = workdir / "job.json", workdir / "result.json"
+    if reuse and job_path.exists() and out_path.exists() and json.loads(job_path.read_text()) == job:
+        return {**json.loads(out_path.read_text()), "reused": True}
     job_path.write_text(json.dumps(job))
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
     proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
@@ -295,6 +301,10 @@ def main(argv=None) -> None:
                    help="the OpenFGL venv setup.sh made (default $OPENFGL_VENV, else benchmarks/peers/.venv-openfgl)")
     p.add_argument("--workdir", default=None, help="keep OpenFGL's data folders here (default: a temp dir)")
     p.add_argument("--out", default=str(HERE / "results"), help="stem of the .md / .json results")
+    p.add_argument("--openfgl-only", action="store_true", help="run only OpenFGL's side (results stay in "
+                   "--workdir for a later --reuse-openfgl invocation; no table is written)")
+    p.add_argument("--reuse-openfgl", action="store_true", help="with --workdir: take OpenFGL's result from an "
+                   "earlier run of the identical job there instead of running it again (marked in the JSON)")
     p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
                    "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
     a = p.parse_args(argv)
@@ -329,7 +339,7 @@ def main(argv=None) -> None:
                 for seed in a.seeds:
                     prep = prepare(cfg.replace(split_seed=seed, seed=seed))
                     checks.setdefault(ds, edge_check(prep.graph))
-                    if algorithm is None:  # one algorithm object per cell: the compiled scan is reused
+                    if algorithm is None and not a.openfgl_only:  # one per cell: the compiled scan is reused
                         algorithm = algorithm_from_config(cfg, prep.graph)
                         compile_s = warm_up(algorithm, prep, a.rounds)
                     work = Path(tmp) / f"{ds}_{algo}_{seed}"
@@ -343,7 +353,12 @@ def main(argv=None) -> None:
                            "prox_mu": a.prox_mu, "num_classes": prep.graph.num_classes,
                            "threads": a.threads, "openfgl_config": OPENFGL_CONFIG.get(algo, {})}
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds, compile_s)),
-                             ("openfgl", lambda: run_openfgl(job, work, venv_python))]
+                             ("openfgl", lambda: run_openfgl(job, work, venv_python, a.reuse_openfgl))]
+                    if a.openfgl_only:
+                        r = run_openfgl(job, work, venv_python, reuse=True)   # skip jobs already done there
+                        print(f"{ds} {algo} seed {seed}: OpenFGL {r['best_test']:.4f} ({r['cpu_ms_per_round']:.1f} "
+                              f"cpu ms/round, peak {r['peak_rss_mb']:.0f} MB)", flush=True)
+                        continue
                     if i % 2:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
@@ -355,6 +370,8 @@ def main(argv=None) -> None:
                     print(f"{ds} {algo} seed {seed}: fgl_jax {rec['fgl_jax']['best_test']:.4f} "
                           f"({rec['fgl_jax']['ms_per_round']:.1f} ms/round), OpenFGL {rec['openfgl']['best_test']:.4f} "
                           f"({rec['openfgl']['ms_per_round']:.1f} ms/round)", flush=True)
+    if a.openfgl_only:
+        return
     info["loadavg_end"] = list(os.getloadavg())
     out = Path(a.out)
     earlier = []
