@@ -21,8 +21,23 @@ n_i generated neighbours with features g~_i. Phase 2: FedAvg of the classifier o
 
 Host preparation (`prepare`, once): the hidden nodes, missing counts, the hidden neighbours' ids, the
 neighbour table for the cross-client draws and each client's training rows, in `FedData.extra`.
-Everything after it is one jitted program: the phase is `lax.cond` on the round; the generators
-(per client, `gen` on the client axis) and the mended features live in the state.
+Everything after it is one jitted program: the phase is `lax.cond` on the round.
+
+Phase 1 needs nothing from the other clients' models (the cross-client term reads their data, the
+classifiers are averaged only at its end), so with every client taking part each client's whole
+phase 1 is independent of the others. `fedsage_schedule=client` (default) uses that: round 0 trains
+the clients one after the other through all `fedsage_gen_rounds` rounds, each NeighGen and its Adam
+state (on Cora 15 M weights, x3 with Adam's moments; 38 M on CiteSeer) living only while its client
+trains, updated in place in the loop, and keeps the classifiers after each round, which rounds
+0..G-1 report. `fedsage_schedule=round` is the round-by-round program with every client's NeighGen
+in the state; it follows partial participation (the client schedule refuses it). Both draw step s
+of client c in round r from fold_in(fold_in(seed, r), c) split per step, so with every client
+taking part they give the same history (tests/test_alg_fedsage_plus.py).
+
+Communication (`fedsage_pre_bytes`, summary.json's `describe.pre_training_communication`): the
+cross-client term reads every other training client's features and neighbour lists, which each
+client hands out once (OpenFGL puts the same `feat` and `original_neighbors` in its message pool);
+per round, the classifier each way (`messages`; in phase 1 OpenFGL's server uses it only at the end).
 
 Mending with static shapes: client i's mended graph has N + N P nodes (slot p of node i is node
 N + i P + p, its edge live when p < n_i); `mend_batch` builds it. With the true hidden neighbours
@@ -507,7 +522,7 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
         m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
         return state, m
 
-    # phase 2 (most rounds): the classifier each way; phase 1 sends nothing to the server in OpenFGL
-    # but the cross-client term needs other clients' targets (here: read from their data, see above)
+    # the classifier each way per round; the generator phase's one-off exchange of features and
+    # neighbour lists is `fedsage_pre_bytes` (registry info pre_communication)
     return FederatedAlgorithm(init=init, round=round_fn, train_axis=("cls_opt", "gen_opt"),
                               messages=lambda s: (s.server, s.server))

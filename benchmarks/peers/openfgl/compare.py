@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -218,7 +219,9 @@ def run_fgl(algorithm, prep, seed: int, rounds: int, compile_seconds: float) -> 
             "best_round": int(res.best["best_round"]), "final_test": float(res.history["test_acc"][-1]),
             "rounds": res.rounds_run, "compile_seconds": compile_seconds, "train_seconds": res.run_seconds,
             "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run,
-            "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run}
+            "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run,
+            # this process's peak resident memory so far (data, compile and runs; Linux: KiB)
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def warm_up(algorithm, prep, rounds: int) -> float:
