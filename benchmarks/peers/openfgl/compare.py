@@ -419,6 +419,10 @@ def main(argv=None) -> None:
         notes += ["", f"Merged: {mf['runs_kept']} runs kept from an earlier invocation "
                   f"({(mf.get('provenance') or {}).get('command', '?')}{load}); the machine line above is this "
                   "invocation's."]
+    if any(r["openfgl"].get("reused") for r in runs):
+        notes += ["", "OpenFGL side reused (--reuse-openfgl): the OpenFGL runs marked `reused` in the JSON ran "
+                  "earlier, in their own processes (an --openfgl-only invocation on the identical jobs), not "
+                  "alternating with fgl_jax's in this invocation; their CPU times are their own processes'."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
     payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,
