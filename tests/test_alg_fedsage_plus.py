@@ -131,10 +131,33 @@ def test_runs_through_build_with_partial_participation(variant):
     from fgl_jax.systems.baseline import RunConfig, build
     cfg = RunConfig(dataset="csbm", algorithm="fedsage_plus", clients=4, rounds=3, hidden=8, split="keep",
                     client_fraction=0.5, fedsage_variant=variant, fedsage_gen_rounds=2, fedsage_gen_width=16,
-                    fedsage_latent=8, fedsage_num_pred=2)
+                    fedsage_latent=8, fedsage_num_pred=2, fedsage_schedule="round")
     prog = build(cfg)
     res = run(prog.algorithm, prog.data, jax.random.key(0), 3)
     assert np.isfinite(res.history["train_loss"]).all() and len(res.history["test_acc"]) == 3
+    # the client schedule cannot follow a per-round sample: one clear error, not a wrong run
+    prog = build(cfg.replace(fedsage_schedule="client"))
+    with pytest.raises(ValueError, match="fedsage_schedule=round"):
+        run(prog.algorithm, prog.data, jax.random.key(0), 3)
+
+
+@pytest.mark.parametrize("variant", ["openfgl", pytest.param("paper", marks=pytest.mark.slow)])
+def test_client_schedule_equals_the_round_by_round_run(variant):
+    """schedule=client (each client's whole phase 1 at round 0, NeighGens never stored) against
+    schedule=round (the round-by-round program, every NeighGen and Adam state carried in the
+    state): the same steps with the same keys, so the same history, round for round."""
+    from fgl_jax import run
+    from fgl_jax.systems.baseline import RunConfig, build
+    cfg = RunConfig(dataset="csbm", algorithm="fedsage_plus", clients=3, rounds=4, hidden=8, split="keep",
+                    local_steps=2, fedsage_variant=variant, fedsage_gen_rounds=3, fedsage_gen_width=16,
+                    fedsage_latent=8, fedsage_num_pred=2)
+    hist = {}
+    for schedule in ("client", "round"):
+        prog = build(cfg.replace(fedsage_schedule=schedule))
+        hist[schedule] = run(prog.algorithm, prog.data, jax.random.key(0), 4).history
+    for k in ("train_loss", "val_acc", "test_acc", "val_loss"):
+        np.testing.assert_allclose(hist["client"][k], hist["round"][k], rtol=2e-5, atol=1e-6, err_msg=k)
+    assert np.ptp(hist["round"]["train_loss"][:3]) > 0   # phase 1 actually trained (the losses move)
 
 
 @pytest.mark.slow  # three compiles of both phases
@@ -151,3 +174,29 @@ def test_cli_run_and_resume(tmp_path):
     import json
     acc = lambda d: [json.loads(l)["test_acc"] for l in read(d)]
     assert acc(whole) == acc(part)
+
+
+def test_generator_phase_exchange_bytes_equal_a_hand_count():
+    """Each training client hands out its features [n, F] float32, degrees [n] int32 and neighbour
+    ids (one int32 per directed neighbour entry) once; down = the other clients' shares."""
+    from fgl_jax.algorithms.fedsage_plus import fedsage_pre_bytes
+    g = toy_graph(n=45, seed=5)
+    assign = random_partition(g, 3, seed=1).assignment
+    batch = build_client_batch(g, assign, 3)
+    share = []
+    for c in range(3):
+        b = unstack(batch, c)
+        n = int(np.asarray(b.node_mask).sum())
+        em = np.asarray(b.edge_mask)
+        a = np.zeros((n, n), bool)
+        a[np.asarray(b.receivers)[em], np.asarray(b.senders)[em]] = True
+        a |= a.T
+        np.fill_diagonal(a, False)
+        share.append(4 * n * g.num_features + 4 * n + 4 * int(a.sum()))
+    assert all(np.asarray(batch.train_mask).any(axis=1))
+    hp = FedSagePlusHParams()
+    up, down = fedsage_pre_bytes(HostInput(g, np.asarray(assign), batch, 0), hp)
+    assert up == sum(share)
+    assert down == sum(share[j] for i in range(3) for j in range(3) if j != i)
+    assert fedsage_pre_bytes(HostInput(g, np.asarray(assign), batch, 0),
+                             FedSagePlusHParams(fedsage_cross=False)) == (0, 0)

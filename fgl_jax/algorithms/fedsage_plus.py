@@ -21,8 +21,23 @@ n_i generated neighbours with features g~_i. Phase 2: FedAvg of the classifier o
 
 Host preparation (`prepare`, once): the hidden nodes, missing counts, the hidden neighbours' ids, the
 neighbour table for the cross-client draws and each client's training rows, in `FedData.extra`.
-Everything after it is one jitted program: the phase is `lax.cond` on the round; the generators
-(per client, `gen` on the client axis) and the mended features live in the state.
+Everything after it is one jitted program: the phase is `lax.cond` on the round.
+
+Phase 1 needs nothing from the other clients' models (the cross-client term reads their data, the
+classifiers are averaged only at its end), so with every client taking part each client's whole
+phase 1 is independent of the others. `fedsage_schedule=client` (default) uses that: round 0 trains
+the clients one after the other through all `fedsage_gen_rounds` rounds, each NeighGen and its Adam
+state (on Cora 15 M weights, x3 with Adam's moments; 38 M on CiteSeer) living only while its client
+trains, updated in place in the loop, and keeps the classifiers after each round, which rounds
+0..G-1 report. `fedsage_schedule=round` is the round-by-round program with every client's NeighGen
+in the state; it follows partial participation (the client schedule refuses it). Both draw step s
+of client c in round r from fold_in(fold_in(seed, r), c) split per step, so with every client
+taking part they give the same history (tests/test_alg_fedsage_plus.py).
+
+Communication (`fedsage_pre_bytes`, summary.json's `describe.pre_training_communication`): the
+cross-client term reads every other training client's features and neighbour lists, which each
+client hands out once (OpenFGL puts the same `feat` and `original_neighbors` in its message pool);
+per round, the classifier each way (`messages`; in phase 1 OpenFGL's server uses it only at the end).
 
 Mending with static shapes: client i's mended graph has N + N P nodes (slot p of node i is node
 N + i P + p, its edge live when p < n_i); `mend_batch` builds it. With the true hidden neighbours
@@ -87,7 +102,12 @@ class FedSagePlusHParams:
     fedsage_cross: bool = option(True, "the cross-client feature loss (FedSage+); off = LocSage+")
     fedsage_gen_chunk: int = option(1, "phase 1 trains this many clients at a time (lax.map over blocks; "
                                     "0 = all vmapped): fGen's output layer, 2048 x P F weights plus Adam "
-                                    "state per client, dominates memory (5.7 GB peak on Cora vmapped)", low=0)
+                                    "state per client, dominates memory", low=0)
+    fedsage_schedule: str = option("client", "client = round 0 runs each client's whole phase 1 in turn (its "
+                                   "NeighGen and Adam state live only while it trains: less memory, no copies; "
+                                   "needs every client in every round); round = one phase-1 round per round with "
+                                   "every NeighGen in the state (partial participation). Same numbers "
+                                   "with every client taking part", choices=("client", "round"))
     fedsage_variant: str = option("paper", "paper = undirected mending edges, unscaled loss, training-node "
                                   "weights; openfgl = OpenFGL 1.1.0 (node->generated edges only, so mending "
                                   "leaves the classifier unchanged; loss / clients; uniform average)",
@@ -149,6 +169,35 @@ def fedsage_prepare(inp: HostInput, hp: FedSagePlusHParams):
     frows, frow_mask = padded_rows(tm & keep & (missing > 0))
     return b, {"keep": keep, "missing": missing, "targets": targets, "nbr": nbr, "deg": deg,
                "rows": rows, "row_mask": row_mask, "frows": frows, "frow_mask": frow_mask}
+
+
+def fedsage_pre_bytes(inp: HostInput, hp: FedSagePlusHParams) -> tuple[int, int]:
+    """Bytes of the generator phase's cross-client exchange, summed over the clients: (up, down).
+
+    The cross-client feature loss of client i draws random nodes of every other training client j
+    and compares its generated features with features of their neighbours, so (as in OpenFGL, whose
+    clients put `feat` and `original_neighbors` in the message pool) each client j hands out once
+    its feature matrix [n_j, F] float32 and its neighbour lists (degrees [n_j] int32 plus the
+    neighbour ids, sum of degrees int32); through the server: up = each training client's share,
+    down = every other training client's shares. n_j counts real nodes (no padding). Nothing when
+    the cross-client term is off (LocSage+) or there is no phase 1. The paper's own protocol sends
+    NeighGen weights out and gradients back instead of features; that is not what runs here."""
+    b = inp.batch
+    if not hp.fedsage_cross or hp.fedsage_gen_rounds == 0:
+        return 0, 0
+    f = inp.graph.num_features
+    nm, em, tm = np.asarray(b.node_mask), np.asarray(b.edge_mask), np.asarray(b.train_mask)
+    s_all, r_all = np.asarray(b.graph.senders), np.asarray(b.graph.receivers)
+    share = []
+    for k in np.flatnonzero(tm.any(axis=1)):   # the training clients (the cross-client draws' pool)
+        s, r = s_all[k][em[k]], r_all[k][em[k]]
+        loops = s != r
+        pairs = np.unique(np.concatenate([r[loops].astype(np.int64) * b.num_nodes + s[loops],
+                                          s[loops].astype(np.int64) * b.num_nodes + r[loops]]))
+        n_k = int(nm[k].sum())
+        share.append(4 * n_k * f + 4 * n_k + 4 * len(pairs))
+    total = sum(share)
+    return total, sum(total - x for x in share)
 
 
 # ----------------------------------------------------------------------------------- pieces
@@ -246,15 +295,19 @@ class FedSagePlusState:
     round: jax.Array          # int32 scalar: rounds done
     server: PyTree            # the global SAGE classifier (phase 2; the mean of `local` after phase 1)
     local: PyTree             # [C, ...] the clients' classifiers of phase 1
-    gen: PyTree               # [C, ...] the clients' NeighGens
+    gen: PyTree               # [C, ...] the clients' NeighGens (schedule round; None for client)
     cls_opt: PyTree           # [C_t, ...] optimiser states of the classifier
-    gen_opt: PyTree           # [C_t, ...] optimiser states of the NeighGen
+    gen_opt: PyTree           # [C_t, ...] optimiser states of the NeighGen (schedule round; None for client)
+    gen_seed: jax.Array       # uint32 scalar: the NeighGens' initialisation and phase-1 step keys
+    snaps: PyTree             # [G, C_t, ...] the classifiers after each phase-1 round (schedule client; else None)
+    snap_loss: Optional[jax.Array]  # [G, C_t] their first-step losses (schedule client; else None)
     mend_x: Optional[jax.Array]   # [C, N, P, F] generated features (paper variant; None for openfgl)
     mend_n: Optional[jax.Array]   # int32 [C, N] live slots per node (paper variant)
     hp: dict                  # traced: lr
 
 
 @register("algorithm", "fedsage_plus", hparams=FedSagePlusHParams, prepare=fedsage_prepare,
+          pre_communication=fedsage_pre_bytes,
           paper="Zhang, Yang, Li, Sun, Yiu, NeurIPS 2021, arXiv:2106.13430",
           help="FedSage+: NeighGen learns missing neighbours, then FedAvg of GraphSAGE on the mended subgraphs")
 def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedAlgorithm:
@@ -265,68 +318,87 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
                        float(getattr(model, "dropout", 0.0)))
     optimizer = make_optimizer(common.optim, lr=1.0)
     steps, gen_rounds, paper = common.local_steps, hp.fedsage_gen_rounds, hp.fedsage_variant == "paper"
+    by_client = hp.fedsage_schedule == "client"
 
     def init(key: jax.Array, data: FedData) -> FedSagePlusState:
         one = jax.tree.map(lambda a: a[0], data.eval)
         k1, k2 = jax.random.split(key)
         params = cls.init({"params": k1, "dropout": k1}, one, train=False)
-        g = gen_net.init({"params": k2, "dropout": k2}, one, k2, train=False)
+        gen_seed = jax.random.bits(k2, (), jnp.uint32)
         c, ct, n = data.eval.num_clients, data.train.num_clients, data.eval.num_nodes
+        gen = gen_opt = snaps = snap_loss = None
+        if by_client:
+            snaps = jax.tree.map(lambda a: jnp.zeros((gen_rounds, ct) + a.shape, a.dtype), params)
+            snap_loss = jnp.zeros((gen_rounds, ct), jnp.float32)
+        else:
+            g = init_gen(gen_seed, one)
+            gen, gen_opt = stack(g, c), stack(optimizer.init(g), ct)
         return FedSagePlusState(
-            round=jnp.zeros((), jnp.int32), server=params, local=stack(params, c), gen=stack(g, c),
-            cls_opt=stack(optimizer.init(params), ct), gen_opt=stack(optimizer.init(g), ct),
+            round=jnp.zeros((), jnp.int32), server=params, local=stack(params, c), gen=gen,
+            cls_opt=stack(optimizer.init(params), ct), gen_opt=gen_opt, gen_seed=gen_seed, snaps=snaps,
+            snap_loss=snap_loss,
             mend_x=jnp.zeros((c, n, p, f), jnp.float32) if paper else None,
             mend_n=jnp.zeros((c, n), jnp.int32) if paper else None,
             hp={"lr": jnp.float32(common.optim.lr)})
 
+    def init_gen(gen_seed, one):   # every client's NeighGen starts from this draw
+        k = jax.random.key(gen_seed)
+        return gen_net.init({"params": k, "dropout": k}, one, k, train=False)
+
     def counts(d):   # n_i = min(P, floor(d~_i)) (OpenFGL's int cast of a non-negative float)
         return jnp.clip(jnp.floor(d), 0, p).astype(jnp.int32)
 
-    def phase1(state: FedSagePlusState, data: FedData, key: jax.Array):
-        ex, idx, ct = data.extra, data.train_index, data.train.num_clients
-        n = data.eval.num_nodes
-        scale = state.hp["lr"] * lr_scale(common.optim, state.round)
-        # every training client's dense features and neighbour tables: the cross-client targets
-        xs = jax.vmap(lambda b: dense_features(b.features, n, f))(data.train)              # [C_t, N, F]
-        nbr, deg = ex["nbr"][idx], ex["deg"][idx]
+    def client_phase1(cp, gp, co, go, b, me, keep, missing, targets, rows, row_mask, frows, frow_mask, x,
+                      others, gen_key, rounds, scales):
+        """One client's phase 1 over the rounds `rounds` int32 [R] (their LR multipliers `scales` [R]).
 
-        def client(cp, gp, co, go, b, k, me, keep, missing, targets, rows, row_mask, frows, frow_mask, x):
-            imp = impaired_batch(b, keep)
-            m_true = jnp.clip(missing, 0, p).astype(jnp.int32)
+        cp/gp/co/go: its classifier, NeighGen and their optimiser states; b: its graph; me: its client
+        id; x [N, F] its dense features; others = (xs [C_t, N, F], nbr, deg, ids [C_t]): the training
+        clients' features, neighbour tables and ids (the cross-client targets). Every step's key is
+        fold_in(fold_in(gen_key, round), me) split per step, so the result does not depend on how
+        the rounds are grouped (`fedsage_schedule`). Returns the final (cp, gp, co, go), the
+        classifier after each round [R, ...], the first-step loss of each round [R] and the paper
+        variant's mending (generated features [N, P, F], live counts [N]) from the final NeighGen."""
+        xs, nbr, deg, ids = others
+        n, ct = b.num_nodes, xs.shape[0]
+        imp = impaired_batch(b, keep)
+        m_true = jnp.clip(missing, 0, p).astype(jnp.int32)
 
-            def loss_fn(both, kk):
-                c_p, g_p = both
-                k_enc, k_noise, k_cls, k_other = jax.random.split(kk, 4)
-                z, d = gen_net.apply(g_p, imp, True, method=NeighGen.encode, rngs={"dropout": k_enc})
-                if paper:   # every node's neighbours: they mend the graph the classifier sees
-                    g_all = gen_net.apply(g_p, z, k_noise, True, method=NeighGen.features, rngs={"dropout": k_enc})
-                    g_rows = g_all[frows]
-                    mended = mend_batch(imp, x, g_all, counts(d))
-                    logits = cls.apply(c_p, mended, train=True, rngs={"dropout": k_cls})[:n]
-                else:       # OpenFGL's mending never reaches the original nodes: fGen on the rows only
-                    g_rows = gen_net.apply(g_p, z[frows], k_noise, True, method=NeighGen.features,
-                                           rngs={"dropout": k_enc})
-                    logits = cls.apply(c_p, imp, train=True, rngs={"dropout": k_cls})
-                mt_r, nc_r, denom = m_true[frows], counts(d)[frows], row_mask.sum()
-                diff = jnp.abs(d[rows] - missing[rows])
-                l_d = jnp.sum(jnp.where(row_mask, jnp.where(diff < 1.0, 0.5 * diff ** 2, diff - 0.5), 0.0)) \
-                    / jnp.maximum(row_mask.sum(), 1)
-                l_f = greedy_loss(g_rows, nc_r, x[targets[frows]], mt_r, frow_mask, denom)
-                l_c = masked_cross_entropy(logits, b.y, imp.train_mask)
-                total = hp.fedsage_lambda_d * l_d + hp.fedsage_lambda_f * l_f + hp.fedsage_lambda_c * l_c
-                if hp.fedsage_cross:
-                    def other(acc, j):
-                        kj = jax.random.fold_in(k_other, j)
-                        ku, kn = jax.random.split(kj)
-                        has = deg[j] > 0
-                        u = jax.random.choice(ku, n, (frows.shape[0],), p=has / jnp.maximum(has.sum(), 1))
-                        pick = jnp.floor(jax.random.uniform(kn, (frows.shape[0], p)) * deg[j][u][:, None]).astype(jnp.int32)
-                        tgt = xs[j][nbr[j][u[:, None], pick]]                              # [T, P, F]
-                        l = greedy_loss(g_rows, nc_r, tgt, mt_r, frow_mask, denom)
-                        return acc + jnp.where((j == me) | (has.sum() == 0), 0.0, l), None   # no edges: no draw
-                    l_o, _ = jax.lax.scan(other, jnp.float32(0.0), jnp.arange(ct))
-                    total = total + hp.fedsage_lambda_f * l_o
-                return total / ct if not paper else total
+        def loss_fn(both, kk):
+            c_p, g_p = both
+            k_enc, k_noise, k_cls, k_other = jax.random.split(kk, 4)
+            z, d = gen_net.apply(g_p, imp, True, method=NeighGen.encode, rngs={"dropout": k_enc})
+            if paper:   # every node's neighbours: they mend the graph the classifier sees
+                g_all = gen_net.apply(g_p, z, k_noise, True, method=NeighGen.features, rngs={"dropout": k_enc})
+                g_rows = g_all[frows]
+                mended = mend_batch(imp, x, g_all, counts(d))
+                logits = cls.apply(c_p, mended, train=True, rngs={"dropout": k_cls})[:n]
+            else:       # OpenFGL's mending never reaches the original nodes: fGen on the rows only
+                g_rows = gen_net.apply(g_p, z[frows], k_noise, True, method=NeighGen.features,
+                                       rngs={"dropout": k_enc})
+                logits = cls.apply(c_p, imp, train=True, rngs={"dropout": k_cls})
+            mt_r, nc_r, denom = m_true[frows], counts(d)[frows], row_mask.sum()
+            diff = jnp.abs(d[rows] - missing[rows])
+            l_d = jnp.sum(jnp.where(row_mask, jnp.where(diff < 1.0, 0.5 * diff ** 2, diff - 0.5), 0.0)) \
+                / jnp.maximum(row_mask.sum(), 1)
+            l_f = greedy_loss(g_rows, nc_r, x[targets[frows]], mt_r, frow_mask, denom)
+            l_c = masked_cross_entropy(logits, b.y, imp.train_mask)
+            total = hp.fedsage_lambda_d * l_d + hp.fedsage_lambda_f * l_f + hp.fedsage_lambda_c * l_c
+            if hp.fedsage_cross:
+                def other(acc, j):
+                    ku, kn = jax.random.split(jax.random.fold_in(k_other, ids[j]))
+                    has = deg[j] > 0
+                    u = jax.random.choice(ku, n, (frows.shape[0],), p=has / jnp.maximum(has.sum(), 1))
+                    pick = jnp.floor(jax.random.uniform(kn, (frows.shape[0], p)) * deg[j][u][:, None]).astype(jnp.int32)
+                    tgt = xs[j][nbr[j][u[:, None], pick]]                                  # [T, P, F]
+                    l = greedy_loss(g_rows, nc_r, tgt, mt_r, frow_mask, denom)
+                    return acc + jnp.where((ids[j] == me) | (has.sum() == 0), 0.0, l), None   # no edges: no draw
+                l_o, _ = jax.lax.scan(other, jnp.float32(0.0), jnp.arange(ct))
+                total = total + hp.fedsage_lambda_f * l_o
+            return total / ct if not paper else total
+
+        def one_round(carry, r_scale):
+            r, scale = r_scale
 
             def step(carry, kk):
                 both, (o1, o2) = carry
@@ -337,31 +409,80 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
                        jax.tree.map(lambda w, u: w + scale * u, both[1], u2))
                 return (new, (o1, o2)), val
 
-            ((cp, gp), (co, go)), losses = jax.lax.scan(step, ((cp, gp), (co, go)), jax.random.split(k, steps))
-            mend = None
-            if paper:  # the mended neighbours of the (whole) local graph, for phase 2
-                km = jax.random.fold_in(k, 7)
-                z, d = gen_net.apply(gp, b, False, method=NeighGen.encode)
-                mend = (gen_net.apply(gp, z, km, False, method=NeighGen.features), counts(d))
-            return cp, gp, co, go, losses[0], mend
+            kr = jax.random.fold_in(jax.random.fold_in(gen_key, r), me)
+            carry, losses = jax.lax.scan(step, carry, jax.random.split(kr, steps))
+            return carry, (carry[0][0], losses[0])
 
-        cp = jax.tree.map(lambda a: a[idx], state.local)
-        gp = jax.tree.map(lambda a: a[idx], state.gen)
-        cp, gp, co, go, losses, mend = map_clients(client, hp.fedsage_gen_chunk or None)(
-            cp, gp, state.cls_opt, state.gen_opt, data.train, jax.random.split(key, ct), jnp.arange(ct),
-            ex["keep"][idx], ex["missing"][idx], ex["targets"][idx], ex["rows"][idx], ex["row_mask"][idx],
-            ex["frows"][idx], ex["frow_mask"][idx], xs)
-        local = scatter_clients(state.local, idx, cp)
+        ((cp, gp), (co, go)), (snaps, losses) = jax.lax.scan(one_round, ((cp, gp), (co, go)), (rounds, scales))
+        mend = None
+        if paper:  # the mended neighbours of the (whole) local graph, for phase 2
+            km = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(gen_key, rounds[-1]), me), 7)
+            z, d = gen_net.apply(gp, b, False, method=NeighGen.encode)
+            mend = (gen_net.apply(gp, z, km, False, method=NeighGen.features), counts(d))
+        return cp, gp, co, go, snaps, losses, mend
+
+    def train_phase1(state, data: FedData, cp, gp, rounds):
+        """client_phase1 on every training client of `data` (lax.map in blocks of fedsage_gen_chunk)."""
+        ex, idx = data.extra, data.train_index
+        n = data.eval.num_nodes
+        scales = state.hp["lr"] * jax.vmap(lambda r: lr_scale(common.optim, r))(rounds)
+        xs = jax.vmap(lambda b: dense_features(b.features, n, f))(data.train)              # [C_t, N, F]
+        others = (xs, ex["nbr"][idx], ex["deg"][idx], idx)
+        run = lambda cp, gp, co, go, b, me, *a: client_phase1(cp, gp, co, go, b, me, *a, others=others,
+                                                              gen_key=jax.random.key(state.gen_seed), rounds=rounds,
+                                                              scales=scales)
+        return map_clients(run, hp.fedsage_gen_chunk or None)(
+            cp, gp, state.cls_opt, state.gen_opt, data.train, idx, ex["keep"][idx], ex["missing"][idx],
+            ex["targets"][idx], ex["rows"][idx], ex["row_mask"][idx], ex["frows"][idx], ex["frow_mask"][idx], xs)
+
+    def end_phase1_round(state, data: FedData, cp, losses, **changes):
+        """The round's bookkeeping: the clients' classifiers cp [C_t] and first-step losses [C_t]."""
+        local = scatter_clients(state.local, data.train_index, cp)
         # the server's classifier: OpenFGL's uniform mean of the clients' (used from phase 2 on)
         server = jax.tree.map(lambda a: a.mean(0), cp)
         metrics = evaluate_round(cls, common, data, server=server, trained=cp)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
+        return dataclasses.replace(state, round=state.round + 1, server=server, local=local, **changes), metrics
+
+    def phase1_by_round(state: FedSagePlusState, data: FedData, key: jax.Array):
+        """fedsage_schedule=round: this round's step of the sampled clients; NeighGens in the state."""
+        idx = data.train_index
+        cp = jax.tree.map(lambda a: a[idx], state.local)
+        gp = jax.tree.map(lambda a: a[idx], state.gen)
+        cp, gp, co, go, _, losses, mend = train_phase1(state, data, cp, gp, state.round[None])
         mend_x, mend_n = state.mend_x, state.mend_n
         if paper:
             mend_x, mend_n = mend_x.at[idx].set(mend[0]), mend_n.at[idx].set(mend[1])
-        return dataclasses.replace(state, round=state.round + 1, server=server, local=local,
-                                   gen=scatter_clients(state.gen, idx, gp), cls_opt=co, gen_opt=go,
-                                   mend_x=mend_x, mend_n=mend_n), metrics
+        return end_phase1_round(state, data, cp, losses[:, 0], gen=scatter_clients(state.gen, idx, gp),
+                                cls_opt=co, gen_opt=go, mend_x=mend_x, mend_n=mend_n)
+
+    def phase1_by_client(state: FedSagePlusState, data: FedData, key: jax.Array):
+        """fedsage_schedule=client: round 0 runs every client's whole phase 1 (one client at a time,
+        its NeighGen and Adam state updated in place and dropped at the end) and keeps the
+        classifiers after each round; rounds 0..gen_rounds-1 report them."""
+        if data.train_total is not None and data.train.num_clients < data.train_total:
+            raise ValueError("fedsage_plus: fedsage_schedule=client trains every client's generator at round 0 and "
+                             "cannot follow a per-round client sample; use fedsage_schedule=round with "
+                             "client_fraction / clients_per_round")
+
+        def run_all(state):
+            idx = data.train_index
+            g = init_gen(state.gen_seed, jax.tree.map(lambda a: a[0], data.eval))
+            ct = data.train.num_clients
+            state = dataclasses.replace(state, gen_opt=stack(optimizer.init(g), ct))
+            cp = jax.tree.map(lambda a: a[idx], state.local)
+            _, _, co, _, snaps, losses, mend = train_phase1(state, data, cp, stack(g, ct),
+                                                            jnp.arange(gen_rounds, dtype=jnp.int32))
+            snaps = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), snaps)                    # [G, C_t, ...]
+            mend_x, mend_n = state.mend_x, state.mend_n
+            if paper:
+                mend_x, mend_n = mend_x.at[idx].set(mend[0]), mend_n.at[idx].set(mend[1])
+            return dataclasses.replace(state, cls_opt=co, gen_opt=None, snaps=snaps, snap_loss=losses.T,
+                                       mend_x=mend_x, mend_n=mend_n)
+
+        state = jax.lax.cond(state.round == 0, run_all, lambda s: s, state)
+        cp = jax.tree.map(lambda a: a[state.round], state.snaps)
+        return end_phase1_round(state, data, cp, state.snap_loss[state.round])
 
     def with_mending(data: FedData, state: FedSagePlusState) -> FedData:
         """data with every client's graph mended (paper variant; openfgl: unchanged, see above)."""
@@ -396,11 +517,12 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
         if gen_rounds == 0:
             state, m = phase2(state, data, key)
         else:
+            phase1 = phase1_by_client if by_client else phase1_by_round
             state, m = jax.lax.cond(state.round < gen_rounds, phase1, phase2, state, data, key)
         m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
         return state, m
 
-    # phase 2 (most rounds): the classifier each way; phase 1 sends nothing to the server in OpenFGL
-    # but the cross-client term needs other clients' targets (here: read from their data, see above)
+    # the classifier each way per round; the generator phase's one-off exchange of features and
+    # neighbour lists is `fedsage_pre_bytes` (registry info pre_communication)
     return FederatedAlgorithm(init=init, round=round_fn, train_axis=("cls_opt", "gen_opt"),
                               messages=lambda s: (s.server, s.server))

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -237,7 +238,9 @@ def run_fgl(algorithm, prep, seed: int, rounds: int, compile_seconds: float) -> 
             "best_round": int(res.best["best_round"]), "final_test": float(res.history["test_acc"][-1]),
             "rounds": res.rounds_run, "compile_seconds": compile_seconds, "train_seconds": res.run_seconds,
             "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run,
-            "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run}
+            "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run,
+            # this process's peak resident memory so far (data, compile and runs; Linux: KiB)
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def warm_up(algorithm, prep, rounds: int) -> float:
@@ -248,8 +251,14 @@ def warm_up(algorithm, prep, rounds: int) -> float:
     return float(run(algorithm, prep.data, jax.random.key(0), rounds).compile_seconds)
 
 
-def run_openfgl(job: dict, workdir: Path, venv_python: Path) -> dict:
+def run_openfgl(job: dict, workdir: Path, venv_python: Path, reuse: bool = False) -> dict:
+    """OpenFGL's run of `job` in a fresh process. reuse: if `workdir` holds the result of a run of
+    the identical job (an earlier `--openfgl-only` invocation, e.g. started while fgl_jax's side was
+    still being worked on), return it instead, marked `reused` (its CPU time is its own process's,
+    measured then)."""
     job_path, out_path = workdir / "job.json", workdir / "result.json"
+    if reuse and job_path.exists() and out_path.exists() and json.loads(job_path.read_text()) == job:
+        return {**json.loads(out_path.read_text()), "reused": True}
     job_path.write_text(json.dumps(job))
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
     proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
@@ -319,6 +328,10 @@ def main(argv=None) -> None:
     p.add_argument("--openfgl-from", nargs="+", default=None, help="JSON lines of earlier OpenFGL-only runs "
                    "(openfgl_only.py): runs whose (dataset, algorithm, seed, rounds) match are taken from there, "
                    "not re-run (then the sides are NOT timed in one run; the results say so)")
+    p.add_argument("--openfgl-only", action="store_true", help="run only OpenFGL's side (results stay in "
+                   "--workdir for a later --reuse-openfgl invocation; no table is written)")
+    p.add_argument("--reuse-openfgl", action="store_true", help="with --workdir: take OpenFGL's result from an "
+                   "earlier run of the identical job there instead of running it again (marked in the JSON)")
     p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
                    "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
     p.add_argument("--partial", action="store_true", help="after each run, write the runs so far to "
@@ -370,7 +383,7 @@ def main(argv=None) -> None:
                 for seed in a.seeds:
                     prep = prepare(cfg.replace(split_seed=seed, seed=seed))
                     checks.setdefault(ds, edge_check(prep.graph))
-                    if algorithm is None:  # one algorithm object per cell: the compiled scan is reused
+                    if algorithm is None and not a.openfgl_only:  # one per cell: the compiled scan is reused
                         algorithm = algorithm_from_config(cfg, prep.graph)
                         compile_s = warm_up(algorithm, prep, a.rounds)
                     work = Path(tmp) / f"{ds}_{algo}_{seed}"
@@ -390,7 +403,12 @@ def main(argv=None) -> None:
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds, compile_s)),
                              ("openfgl", (lambda: dict(earlier["openfgl"], reused_from=a.openfgl_from,
                                                        reused_loadavg=earlier["loadavg"]))
-                              if earlier is not None else (lambda: run_openfgl(job, work, venv_python)))]
+                              if earlier is not None else (lambda: run_openfgl(job, work, venv_python, a.reuse_openfgl)))]
+                    if a.openfgl_only:
+                        r = run_openfgl(job, work, venv_python, reuse=True)   # skip jobs already done there
+                        print(f"{ds} {algo} seed {seed}: OpenFGL {r['best_test']:.4f} ({r['cpu_ms_per_round']:.1f} "
+                              f"cpu ms/round, peak {r['peak_rss_mb']:.0f} MB)", flush=True)
+                        continue
                     if i % 2:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
@@ -405,6 +423,8 @@ def main(argv=None) -> None:
                     print(f"{ds} {algo} seed {seed}: fgl_jax {rec['fgl_jax']['best_test']:.4f} "
                           f"({rec['fgl_jax']['ms_per_round']:.1f} ms/round), OpenFGL {rec['openfgl']['best_test']:.4f} "
                           f"({rec['openfgl']['ms_per_round']:.1f} ms/round)", flush=True)
+    if a.openfgl_only:
+        return
     info["loadavg_end"] = list(os.getloadavg())
     out = Path(a.out)
     earlier = []
@@ -453,6 +473,10 @@ def main(argv=None) -> None:
         notes += ["", f"OpenFGL side: {sum(1 for r in new_runs if r['openfgl'].get('reused_from'))} runs taken from "
                   f"{' '.join(a.openfgl_from)} (OpenFGL alone, same jobs, run earlier; load averages there), not alternated with "
                   "fgl_jax in this run: compare the CPU-time columns, not the wall-time ones."]
+    if any(r["openfgl"].get("reused") for r in runs):
+        notes += ["", "OpenFGL side reused (--reuse-openfgl): the OpenFGL runs marked `reused` in the JSON ran "
+                  "earlier, in their own processes (an --openfgl-only invocation on the identical jobs), not "
+                  "alternating with fgl_jax's in this invocation; their CPU times are their own processes'."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
     payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,

@@ -21,6 +21,7 @@ import io
 import json
 import os
 import pickle
+import resource
 import sys
 import time
 from typing import NamedTuple
@@ -252,7 +253,9 @@ def main(job_path: str, result_path: str) -> None:
            "final_test": float(rows[-1]["current_test_accuracy"]) if rows else None,
            "rounds": len(rows), "train_seconds": wall, "ms_per_round": 1000.0 * wall / max(len(rows), 1),
            "cpu_ms_per_round": 1000.0 * cpu / max(len(rows), 1),
-           "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+           "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+           # this process's peak resident memory (Linux: ru_maxrss in KiB), data loading included
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     with open(result_path, "w") as f:
         json.dump(out, f)
 
