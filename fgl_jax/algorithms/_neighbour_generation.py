@@ -2,9 +2,7 @@
 
 Both hide part of each client's nodes, learn from the impaired graph how many neighbours each
 remaining node lost and what they looked like, and score generated neighbours with a greedy
-(nearest-target) loss. FedDEP uses these; `fedsage_plus.py` holds its own copies of
-`dense_features`, `impaired_batch`, `greedy_loss` and the hiding in `fedsage_prepare` (written
-first there; to be switched to this module).
+(nearest-target) loss. FedSage+ and FedDEP both use these.
 
 Host side (NumPy, once): `hide_validation_nodes`. Traced: the rest.
 """

@@ -74,6 +74,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.algorithms._common import evaluate_round, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._neighbour_generation import (dense_features, greedy_loss, hide_validation_nodes,
+                                                      impaired_batch, padded_rows)
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
 from fgl_jax.federated.baselines import FedConfig, weighted_mean
@@ -81,7 +83,6 @@ from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn.models import SAGE
-from fgl_jax.ops import SparseFeatures
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -126,49 +127,12 @@ def fedsage_prepare(inp: HostInput, hp: FedSagePlusHParams):
     [C, T_f] / frow_mask (those of them with a hidden neighbour: only they have a feature loss, own
     or cross-client, since both compare against min(P, missing_i) targets)."""
     b = inp.batch
-    c, n, p = b.num_clients, b.num_nodes, hp.fedsage_num_pred
     rng = np.random.default_rng([inp.seed, 0x5A6E])
-    s_all, r_all = np.asarray(b.graph.senders), np.asarray(b.graph.receivers)
-    em, vm, tm = np.asarray(b.edge_mask), np.asarray(b.val_mask), np.asarray(b.train_mask)
-    nm = np.asarray(b.node_mask)
-    keep = nm.copy()
-    nbrs = []
-    for k in range(c):
-        val = np.flatnonzero(vm[k])
-        hide = rng.choice(val, int(hp.fedsage_hidden_portion * len(val)), replace=False) if len(val) else val
-        keep[k, hide] = False
-        s, r = s_all[k][em[k]], r_all[k][em[k]]
-        loops = s != r
-        s, r = np.concatenate([s[loops], r[loops]]), np.concatenate([r[loops], s[loops]])  # undirected sets
-        key = np.unique(r.astype(np.int64) * n + s)
-        nbrs.append([[] for _ in range(n)])
-        for rv, sv in zip(key // n, key % n):
-            nbrs[k][rv].append(int(sv))
-    dmax = max(1, max(len(l) for cl in nbrs for l in cl))
-    nbr = np.zeros((c, n, dmax), np.int32)
-    deg = np.zeros((c, n), np.int32)
-    missing = np.zeros((c, n), np.float32)
-    targets = np.zeros((c, n, p), np.int32)
-    for k in range(c):
-        for i, l in enumerate(nbrs[k]):
-            deg[k, i] = len(l)
-            nbr[k, i, :len(l)] = l
-            if keep[k, i]:
-                hidden = [j for j in l if not keep[k, j] and nm[k, j]]
-                missing[k, i] = len(hidden)
-                targets[k, i, :min(p, len(hidden))] = hidden[:p]
-    def padded_rows(sel):
-        t = max(1, int(sel.sum(axis=1).max()))
-        rows, mask = np.zeros((c, t), np.int32), np.zeros((c, t), bool)
-        for k in range(c):
-            idx = np.flatnonzero(sel[k])
-            rows[k, :len(idx)], mask[k, :len(idx)] = idx, True
-        return rows, mask
-
+    hidden = hide_validation_nodes(b, hp.fedsage_hidden_portion, hp.fedsage_num_pred, rng)
+    keep, missing, tm = hidden["keep"], hidden["missing"], np.asarray(b.train_mask)
     rows, row_mask = padded_rows(tm & keep)
     frows, frow_mask = padded_rows(tm & keep & (missing > 0))
-    return b, {"keep": keep, "missing": missing, "targets": targets, "nbr": nbr, "deg": deg,
-               "rows": rows, "row_mask": row_mask, "frows": frows, "frow_mask": frow_mask}
+    return b, {**hidden, "rows": rows, "row_mask": row_mask, "frows": frows, "frow_mask": frow_mask}
 
 
 def fedsage_pre_bytes(inp: HostInput, hp: FedSagePlusHParams) -> tuple[int, int]:
@@ -202,20 +166,6 @@ def fedsage_pre_bytes(inp: HostInput, hp: FedSagePlusHParams) -> tuple[int, int]
 
 # ----------------------------------------------------------------------------------- pieces
 
-def dense_features(features, num_nodes: int, num_features: int) -> jax.Array:
-    """One client's features as a dense [N, F] array (SparseFeatures scattered)."""
-    if isinstance(features, SparseFeatures):
-        return jnp.zeros((num_nodes, num_features), jnp.float32).at[features.row, features.col].add(features.val)
-    return features
-
-
-def impaired_batch(b: ClientBatch, keep: jax.Array) -> ClientBatch:
-    """One client's graph without its hidden nodes (their edges dropped, out of every mask)."""
-    s, r = b.graph.senders, b.graph.receivers
-    return b.replace(edge_mask=b.edge_mask & keep[s] & keep[r], node_mask=b.node_mask & keep,
-                     train_mask=b.train_mask & keep, val_mask=b.val_mask & keep, test_mask=b.test_mask & keep)
-
-
 def mend_batch(b: ClientBatch, x: jax.Array, gen: jax.Array, count: jax.Array) -> ClientBatch:
     """One client's graph mended with generated neighbours (undirected edges), static shapes.
 
@@ -239,21 +189,6 @@ def mend_batch(b: ClientBatch, x: jax.Array, gen: jax.Array, count: jax.Array) -
                        test_mask=jnp.concatenate([b.test_mask, no]),
                        node_ids=jnp.concatenate([b.node_ids, jnp.full((n * p,), -1, b.node_ids.dtype)]),
                        client_mask=b.client_mask)
-
-
-def greedy_loss(pred: jax.Array, pred_count: jax.Array, target: jax.Array, true_count: jax.Array,
-                rows: jax.Array, denom: jax.Array) -> jax.Array:
-    """1/(denom P) sum_i sum_{p < n_i} min_{k < m_i} mean_F (pred_ip - target_ik)^2 over rows i with m_i > 0.
-
-    pred, target [T, P, F]; pred_count, true_count int [T] (clipped to [0, P]); rows bool [T];
-    denom: the number of rows the mean is over (OpenFGL: every training row, with or without loss)."""
-    t, p, f = pred.shape
-    d = (jnp.sum(pred ** 2, -1)[:, :, None] - 2.0 * jnp.einsum("tpf,tkf->tpk", pred, target)
-         + jnp.sum(target ** 2, -1)[:, None, :]) / f                                     # [T, P, P]
-    d = jnp.where(jnp.arange(p)[None, None, :] < true_count[:, None, None], d, jnp.inf)
-    best = jnp.min(d, axis=-1)                                                           # [T, P]
-    use = (jnp.arange(p)[None, :] < pred_count[:, None]) & (true_count > 0)[:, None] & rows[:, None]
-    return jnp.sum(jnp.where(use, best, 0.0)) / (jnp.maximum(denom, 1) * p)
 
 
 class NeighGen(nn.Module):
