@@ -541,6 +541,11 @@ def test_masks_cover_field_uniformly():
     assert float(((counts - zl.size / p) ** 2 / (zl.size / p)).sum()) < 35.0
     blocks = zl[: 2 * 65536].reshape(2, 65536)
     assert not np.array_equal(blocks[0], blocks[1])
+    # keys of another PRNG implementation ("rbg", 4 words) work too, as uniform, distinct per key
+    zr = [np.asarray(L.sample_masks(jax.random.key(s, impl="rbg"), 2, (11000,), p)).reshape(-1) for s in (0, 1)]
+    for zz in zr:
+        assert float(((np.bincount(zz, minlength=p) - zz.size / p) ** 2 / (zz.size / p)).sum()) < 35.0
+    assert not np.array_equal(zr[0], zr[1])
 
 
 def test_mask_words_have_fair_bits():

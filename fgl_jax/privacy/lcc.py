@@ -356,7 +356,9 @@ def _random_u64(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
         halves = jax.random.key_data(halves)
     key4 = halves.reshape(-1).astype(jnp.uint32)                                          # [4]
     if key4.shape != (4,):
-        raise ValueError(f"mask keys must be 2-word (threefry) jax keys, got key data of {key4.shape[0]} words")
+        # another PRNG implementation (e.g. "rbg": 4 words per key, so 8 after the split): the 128-bit
+        # generator key is drawn from the caller's key with its own implementation instead
+        key4 = jax.random.bits(key, (4,), jnp.uint32)
     _, bits = jax.lax.rng_bit_generator(key4, (max(n, 1),), dtype=jnp.uint64,
                                         algorithm=jax.lax.RandomAlgorithm.RNG_THREE_FRY)
     return bits[:n].reshape(shape)
