@@ -27,6 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.federated.algorithm import FederatedAlgorithm, Hooks, x64_scope
+from fgl_jax.federated.lowering import unrolled_threefry
+
+unrolled_threefry()  # before any program of the engine is traced: same bits, cheaper to compile and run
 
 PyTree = Any
 
