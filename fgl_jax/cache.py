@@ -328,7 +328,14 @@ def load_program(key: Optional[str]):
         _COUNTS["programs"] += 1
         _COUNTS["cache_hits"] += 1
         _COUNTS["programs_loaded"] += 1
+    _THREAD.hits = getattr(_THREAD, "hits", 0) + 1
     return compiled
+
+
+def has_program(key: Optional[str]) -> bool:
+    """Whether a compiled program is stored under `key` (not whether it will load)."""
+    base = root()
+    return key is not None and base is not None and (base / "exec" / f"{key}.bin").is_file()
 
 
 def drop_program(key: Optional[str]) -> None:
@@ -342,10 +349,11 @@ def drop_program(key: Optional[str]) -> None:
 
 
 def persistent_cache_hits() -> int:
-    """How many programs JAX's persistent cache (and this one) served in this process so far."""
+    """How many programs JAX's persistent cache (and this one) served to the calling thread so far
+    (per thread: the engine compiles its init and chunk programs on two threads at once, and a hit
+    of one must not pass for a hit of the other; jax reports a hit on the thread that compiles)."""
     _register()
-    with _LOCK:
-        return int(_COUNTS["cache_hits"])
+    return int(getattr(_THREAD, "hits", 0))
 
 
 def store_program(key: Optional[str], compiled) -> None:
@@ -380,6 +388,7 @@ _DURATIONS = {"/jax/core/compile/backend_compile_duration": "compile_seconds",
               "/jax/core/compile/jaxpr_trace_duration": "trace_seconds",
               "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_seconds"}
 _LOCK = threading.Lock()
+_THREAD = threading.local()  # per-thread cache hits (`persistent_cache_hits`)
 _REGISTERED = [False]
 
 
@@ -396,6 +405,7 @@ def _on_event(event: str, **_kw) -> None:
     if event == "/jax/compilation_cache/cache_hits":
         with _LOCK:
             _COUNTS["cache_hits"] += 1
+        _THREAD.hits = getattr(_THREAD, "hits", 0) + 1
 
 
 def _register() -> None:

@@ -210,6 +210,45 @@ def test_a_second_run_of_the_same_program_reuses_the_compiled_scan():
     np.testing.assert_array_equal(first.history["val_acc"], second.history["val_acc"])
 
 
+def _noisy(x64: bool) -> FederatedAlgorithm:
+    """state: a random walk (and an int64 round counter under x64, as the field algorithms)."""
+    def init(key, data):
+        return {"w": jax.random.normal(key, (3,)), "n": jnp.zeros((), jnp.int64 if x64 else jnp.int32)}
+
+    def round_fn(state, data, key):
+        w = state["w"] + jax.random.normal(key, (3,)) * data
+        return {"w": w, "n": state["n"] + 1}, {"train_loss": jnp.sum(w ** 2), "val_acc": w[0], "test_acc": w[1],
+                                               "count": state["n"] + 1}
+
+    return FederatedAlgorithm(init, round_fn, needs_x64=x64)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_the_chunk_program_compiled_ahead_in_a_thread_is_the_one_used_and_changes_nothing(x64, monkeypatch):
+    import importlib
+    import threading
+    run_module = importlib.import_module("fgl_jax.federated.run")
+    compiles = []
+    real = run_module._compile
+
+    def spy(make, args, options, kind, *rest):
+        compiles.append((kind, threading.current_thread().name))
+        return real(make, args, options, kind, *rest)
+
+    monkeypatch.setattr(run_module, "_compile", spy)
+    data = jnp.float32(0.5)
+    ahead = run(_noisy(x64), data, jax.random.key(3), 7, chunk=3)
+    # two programs: the chunk compiled on the engine's thread and found by the engine (a key that
+    # missed, e.g. x64 not seen by the thread, would compile it a second time on the main thread)
+    assert sorted(compiles) == [("chunk", "fgl_jax-compile-chunk"), ("init", threading.current_thread().name)]
+    monkeypatch.setattr(run_module, "_compile_ahead", lambda *a, **k: None)
+    plain = run(_noisy(x64), data, jax.random.key(3), 7, chunk=3)
+    assert compiles[-1][1] == threading.current_thread().name
+    for k in plain.history:
+        np.testing.assert_array_equal(ahead.history[k], plain.history[k])
+    assert ahead.state["n"].dtype == plain.state["n"].dtype == (np.int64 if x64 else np.int32)
+
+
 # ------------------------------------------------------------------------- host-side preparation
 
 def test_an_algorithms_host_preparation_reaches_its_round_and_model_spec_rebuilds_the_model():

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -27,6 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.federated.algorithm import FederatedAlgorithm, Hooks, x64_scope
+from fgl_jax.federated.lowering import unrolled_threefry
+
+unrolled_threefry()  # before any program of the engine is traced: same bits, cheaper to compile and run
 
 PyTree = Any
 
@@ -186,12 +190,23 @@ def first_bad_round(metrics: dict, first_loss: Optional[float] = None) -> Option
 INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
 _COMPILED: "collections.OrderedDict[tuple, Callable]" = collections.OrderedDict()
 _COMPILED_MAX = 16
+_COMPILED_LOCK = threading.Lock()
+
+
+def _placement(x) -> str:
+    """A leaf's sharding as the program sees it: "" for host values, shapes without a sharding and
+    arrays on the default device alone (all three lower to the same program), else the sharding."""
+    s = getattr(x, "sharding", None)
+    if s is None or (isinstance(s, jax.sharding.SingleDeviceSharding) and s.device_set == {jax.devices()[0]}
+                     and s.memory_kind in (None, "device")):
+        return ""
+    return str(s)
 
 
 def _signature(tree) -> tuple:
     leaves, treedef = jax.tree.flatten(tree)
     return (treedef,) + tuple((np.shape(x), str(np.asarray(x).dtype) if not hasattr(x, "dtype") else str(x.dtype),
-                               str(getattr(x, "sharding", ""))) for x in leaves)
+                               _placement(x)) for x in leaves)
 
 
 def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str = "chunk",
@@ -213,17 +228,78 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
     signature = _signature(args)
     key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature)
     try:
-        hit = _COMPILED.get(key)
+        with _COMPILED_LOCK:
+            hit = _COMPILED.get(key)
     except TypeError:  # an unhashable algorithm: no caching
         return make().lower(*args).compile(options)
     if hit is None:
         hit = _compile(make, args, options, kind, length, signature, context)
-        _COMPILED[key] = hit
-        while len(_COMPILED) > _COMPILED_MAX:
-            _COMPILED.popitem(last=False)
+        with _COMPILED_LOCK:
+            _COMPILED[key] = hit
+            while len(_COMPILED) > _COMPILED_MAX:
+                _COMPILED.popitem(last=False)
     else:
-        _COMPILED.move_to_end(key)
+        with _COMPILED_LOCK:
+            _COMPILED.move_to_end(key)
     return hit
+
+
+def _compiled_already(algorithm: FederatedAlgorithm, kind: str, length: int, args: tuple,
+                      context: Optional[str]) -> bool:
+    """Whether `compiled_scan` would find this program without compiling (in this process, or in
+    the on-disk compiled-program cache)."""
+    signature = _signature(args)
+    options = INIT_COMPILER_OPTIONS if kind == "init" else None
+    try:
+        with _COMPILED_LOCK:
+            if (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature) in _COMPILED:
+                return True
+    except TypeError:
+        return False
+    if context is None:
+        return False
+    from fgl_jax import cache
+    return cache.has_program(cache.program_key(context, kind, length, repr(signature), options))
+
+
+def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, data: Any, tracker: Tracker,
+                   context: Optional[str]) -> Optional[threading.Thread]:
+    """Start compiling the chunk program in a thread, before the initialisation is even compiled.
+
+    Its state argument is the init program's output, whose shapes `jax.eval_shape` gives at once
+    (~0.06 s), so the chunk's tracing and lowering (Python) overlap the init program's XLA
+    compilation and both XLA compilations (which release the GIL) share the cores. The thread only
+    fills `compiled_scan`'s cache under the key the engine asks for later, with the program the
+    engine would compile itself (shapes without a sharding lower to the same text as arrays on the
+    default device); the engine joins it before its first chunk, and compiles on its own thread if
+    the thread failed (so a real error is raised there). Not started (None) when the programs are
+    already compiled or on disk (a warm command loads them in a fraction of the time), for data
+    spread over several devices (shapes alone do not say the program), or for an unhashable
+    algorithm (nothing to share the program through)."""
+    if any(_placement(x) for x in jax.tree.leaves(data)) or _compiled_already(algorithm, "init", 0, (key, data), context):
+        return None
+    try:
+        shapes = jax.eval_shape(make_init(algorithm), key, data)
+    except Exception:  # noqa: BLE001 - the engine's own compile raises it, with its usual message
+        return None
+    args = (shapes, tracker, data, key, np.int32(0), np.int32(length))
+    if _compiled_already(algorithm, "chunk", length, args, context):
+        return None
+    from jax._src import config as jax_config
+    context_here = jax_config.trace_context()  # thread-local settings (x64, matmul precision, ...)
+
+    def work() -> None:
+        with x64_scope(algorithm):
+            if jax_config.trace_context() != context_here:  # a setting the thread does not see
+                return
+            try:
+                compiled_scan(algorithm, length, *args, context=context)
+            except Exception:  # noqa: BLE001 - the engine compiles on its own thread and raises there
+                pass
+
+    thread = threading.Thread(target=work, daemon=True, name="fgl_jax-compile-chunk")
+    thread.start()
+    return thread
 
 
 def _compile(make: Callable, args: tuple, options, kind: str, length: int, signature: tuple,
@@ -365,12 +441,17 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     if chunk <= 0:
         raise ValueError(f"chunk must be positive, got {chunk}")
     compile_s = 0.0
+    # the program's length depends on (chunk, num_rounds) only, not on where a resume starts: a resumed
+    # run calls the very program the uninterrupted one did
+    length = min(chunk, num_rounds)
+    tracker = Tracker.empty(algorithm.select)
+    ahead = None
     if state is None:
         t0 = time.perf_counter()
+        ahead = _compile_ahead(algorithm, length, key, data, tracker, program_context)
         init = compiled_scan(algorithm, 0, key, data, kind="init", context=program_context)
         compile_s += time.perf_counter() - t0
         state = init(key, data)
-    tracker = Tracker.empty(algorithm.select)
     start = 0
     rows: list[dict] = []
     out = Path(out_dir) if out_dir is not None else None
@@ -401,9 +482,6 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     if start >= num_rounds:
         return _finish(state, history, evaluations, tracker, compile_s, 0.0, hooks, False)
 
-    # the program's length depends on (chunk, num_rounds) only, not on where a resume starts: a resumed
-    # run calls the very program the uninterrupted one did
-    length = min(chunk, num_rounds)
     program = None
     bar = _Progress(num_rounds, progress, initial=start, keys=algorithm.select)
     t_run = 0.0
@@ -417,6 +495,8 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
             args = (state, tracker, data, key, np.int32(r), np.int32(n))
             if program is None:
                 t0 = time.perf_counter()
+                if ahead is not None:
+                    ahead.join()  # it compiled (or loaded) this very program into compiled_scan's cache
                 program = compiled_scan(algorithm, length, *args, context=program_context)
                 compile_s += time.perf_counter() - t0
                 if saver is not None:
