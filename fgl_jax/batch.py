@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax.graph import Graph, GraphError
-from fgl_jax.ops import SparseFeatures, column_order
+from fgl_jax.ops import SparseFeatures, column_order, ell_features
 
 Array = jax.Array
 
@@ -54,7 +54,8 @@ class ClientBatch:
     """Stacked client graphs. With a leading client axis C (or none, for one client's slice).
 
     graph: jraph.GraphsTuple, senders/receivers [C, E], n_node/n_edge [C, 1] (true counts).
-    features: dense [C, N, F] float32, or SparseFeatures with row/col/val [C, nnz].
+    features: dense [C, N, F] float32, SparseFeatures with row/col/val [C, nnz], or EllFeatures
+        (`with_ell_features`; only `ops.feature_matmul` reads it).
     y: int32 [C, N] (0 where unlabelled or padded; masks say what counts).
     node_mask, train_mask, val_mask, test_mask: bool [C, N]; edge_mask: bool [C, E].
     node_ids: int32 [C, N] id of each row in the source graph, -1 for padding.
@@ -162,6 +163,29 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
         edge_mask=_dev(edge_mask), train_mask=_dev(masks["train"]),
         val_mask=_dev(masks["val"]), test_mask=_dev(masks["test"]),
         node_ids=_dev(ids), client_mask=_dev(np.ones((c,), bool)))
+
+
+# FedAvg-GCN on Cora (10 Louvain clients, H = 64) per round, by CPU, against SparseFeatures' 23 ms
+# (load ~14, benchmarks/bench_round_speed.py --only ell): ~16-17 ms with 4 groups a side and 4 terms
+# per loop iteration; more groups or terms are a little faster and compile seconds slower.
+ELL_MAX_GROUPS = 4
+ELL_UNROLL = 4
+
+
+def with_ell_features(batch: ClientBatch, num_features: int, max_groups: int = ELL_MAX_GROUPS,
+                      unroll: int = ELL_UNROLL) -> ClientBatch:
+    """The batch with its SparseFeatures [C, nnz] replaced by EllFeatures (host side, once): the
+    first layer's X W and X^T dZ become gathers and dense adds (`ops.ell_matmul`) instead of a
+    gather-then-segment-sum. Same products up to float summation order. Dense features, or a
+    batch already in EllFeatures, are returned unchanged. Code that reads `features.row/col/val`
+    (feature masking, dense conversion) needs SparseFeatures: the algorithms that opt in are
+    registered with `features="ell"` (fgl_jax.systems.baseline.prepare converts for them)."""
+    f = batch.features
+    if not isinstance(f, SparseFeatures):
+        return batch
+    ell = ell_features(np.asarray(f.row), np.asarray(f.col), np.asarray(f.val), batch.num_nodes, num_features,
+                       max_groups=max_groups, unroll=unroll)
+    return batch.replace(features=jax.tree.map(_dev, ell))
 
 
 def client_graphs(graph: Graph, assignment: np.ndarray, num_clients: int) -> tuple[list[Graph], list[np.ndarray]]:

@@ -94,6 +94,11 @@ class EllFeatures:
         zero row);
     cols, col_at [F]: the same for X^T (node ids per column).
 
+    unroll (static): 1 = each group's sum over its width is a while loop (AdaFGL's wide w);
+        u > 1 = the loop body holds u terms (fused into one pass over the accumulator) and groups
+        wider than `ELL_PIECE` are cut into pieces of that width, summed after. FedAvg's first
+        layer (H = 64) uses 4: its products are small, so a loop iteration's fixed cost dominated.
+
     `ell_matmul` computes X @ w and X^T dz with row gathers and dense adds only: XLA:CPU runs
     scatters (segment sums) element by element, and `SparseFeatures`' gather-then-segment-sum
     materialises [nnz, H]; for wide w (H in the hundreds) both dominated AdaFGL's rounds.
@@ -103,6 +108,7 @@ class EllFeatures:
     row_at: Array
     cols: tuple
     col_at: Array
+    unroll: int = flax.struct.field(pytree_node=False, default=1)
 
 
 def _ell_groups(seg: list, other: list, vals: list, num_segments: int):
@@ -135,9 +141,42 @@ def _ell_groups(seg: list, other: list, vals: list, num_segments: int):
     return tuple(groups), at
 
 
-def ell_features(rows, cols, vals, num_rows: int, num_cols: int) -> EllFeatures:
+def _merge_groups(groups: tuple, max_groups: int) -> tuple:
+    """Host: at most `max_groups` groups, by padding runs of adjacent groups to the widest of each
+    run (rows keep their order, so `at` is unchanged); the runs minimise the padded slots."""
+    if len(groups) <= max_groups:
+        return groups
+    width = [g[0].shape[-1] for g in groups]
+    rows = [g[0].shape[-2] for g in groups]
+    n = len(groups)
+    best = {}   # (i, g) -> (padded slots, run ends) of groups i.. in at most g runs
+
+    def solve(i: int, g: int):
+        if i == n:
+            return 0, ()
+        if g == 0:
+            return np.inf, ()
+        if (i, g) not in best:
+            best[i, g] = min(((sum(rows[i:j]) * width[j - 1] + solve(j, g - 1)[0], (j,) + solve(j, g - 1)[1])
+                              for j in range(i + 1, n + 1)), key=lambda t: t[0])
+        return best[i, g]
+
+    ends = solve(0, max_groups)[1]
+    out, start = [], 0
+    for end in ends:
+        w = width[end - 1]
+        pad = lambda a: np.pad(np.asarray(a), [(0, 0)] * (a.ndim - 1) + [(0, w - a.shape[-1])])
+        out.append(tuple(np.concatenate([pad(groups[k][t]) for k in range(start, end)], axis=-2) for t in (0, 1)))
+        start = end
+    return tuple(out)
+
+
+def ell_features(rows, cols, vals, num_rows: int, num_cols: int, max_groups: Optional[int] = None,
+                 unroll: int = 1) -> EllFeatures:
     """Host side: EllFeatures of the COO entries of one matrix ([nnz]) or of several with a
-    leading client axis ([C, nnz], shapes padded to the largest); entries with val 0 are dropped."""
+    leading client axis ([C, nnz], shapes padded to the largest); entries with val 0 are dropped.
+    max_groups: merge adjacent width groups (padding the narrower) down to this many per side:
+    each group is a loop in every product, so fewer groups compile faster; unroll: see EllFeatures."""
     rows, cols, vals = (np.asarray(a) for a in (rows, cols, vals))
     batched = rows.ndim == 2
     if not batched:
@@ -148,17 +187,37 @@ def ell_features(rows, cols, vals, num_rows: int, num_cols: int) -> EllFeatures:
     v = [a[k].astype(np.float32) for a, k in zip(vals, keep)]
     row_groups, row_at = _ell_groups(r, c, v, num_rows)
     col_groups, col_at = _ell_groups(c, r, v, num_cols)
-    out = EllFeatures(rows=row_groups, row_at=row_at, cols=col_groups, col_at=col_at)
+    if max_groups is not None:
+        row_groups, col_groups = _merge_groups(row_groups, max_groups), _merge_groups(col_groups, max_groups)
+    out = EllFeatures(rows=row_groups, row_at=row_at, cols=col_groups, col_at=col_at, unroll=unroll)
     return out if batched else jax.tree.map(lambda a: a[0], out)
 
 
-def _ell_apply(groups: tuple, at: Array, w: Array) -> Array:
-    """sum_j val[r, j] w[idx[r, j]] for every grouped row r, put in place by `at` -> [len(at), H]."""
+# Groups wider than this are cut into pieces of this width when EllFeatures.unroll > 1.
+ELL_PIECE = 32
+
+
+def _ell_apply(groups: tuple, at: Array, w: Array, unroll: int = 1) -> Array:
+    """sum_j val[r, j] w[idx[r, j]] for every grouped row r, put in place by `at` -> [len(at), H].
+
+    unroll > 1: a group of width W > ELL_PIECE is viewed as rows of width ELL_PIECE (a row's
+    pieces are adjacent, widths being powers of two), the loop runs over the piece width with
+    `unroll` terms per iteration, and each row's pieces are added after.
+    """
     parts = []
     for idx, val in groups:
+        r, width = idx.shape
+        k = width if unroll == 1 else min(width, ELL_PIECE)
+        idx, val = idx.reshape(r * width // k, k), val.reshape(r * width // k, k)
+
         def add(j, acc, idx=idx, val=val):
             return acc + val[:, j, None] * w[idx[:, j]]
-        parts.append(jax.lax.fori_loop(0, idx.shape[-1], add, jnp.zeros((idx.shape[0], w.shape[-1]), w.dtype)))
+        acc = jax.lax.fori_loop(0, k, add, jnp.zeros((idx.shape[0], w.shape[-1]), w.dtype),
+                                unroll=min(unroll, k))
+        if k < width:
+            acc = acc.reshape(r, width // k, -1)
+            acc = functools.reduce(jnp.add, [acc[:, i] for i in range(width // k)])
+        parts.append(acc)
     parts.append(jnp.zeros((1, w.shape[-1]), w.dtype))
     return jnp.concatenate(parts)[at]
 
@@ -167,17 +226,17 @@ def _ell_apply(groups: tuple, at: Array, w: Array) -> Array:
 def ell_matmul(w: Array, x: EllFeatures) -> Array:
     """X @ w [N, H] for X in EllFeatures and w [F, H] (no [nnz, H] intermediate, no scatter);
     its VJP gives w's gradient X^T dz the same way, and no gradient for X (zero cotangents)."""
-    return _ell_apply(x.rows, x.row_at, w)
+    return _ell_apply(x.rows, x.row_at, w, x.unroll)
 
 
 def _ell_fwd(w, x):
-    return _ell_apply(x.rows, x.row_at, w), x
+    return _ell_apply(x.rows, x.row_at, w, x.unroll), x
 
 
 def _ell_bwd(x, dz):
     zero = lambda a: (jnp.zeros_like(a) if jnp.issubdtype(a.dtype, jnp.floating)
                       else np.zeros(a.shape, jax.dtypes.float0))
-    return _ell_apply(x.cols, x.col_at, dz), jax.tree.map(zero, x)
+    return _ell_apply(x.cols, x.col_at, dz, x.unroll), jax.tree.map(zero, x)
 
 
 ell_matmul.defvjp(_ell_fwd, _ell_bwd)

@@ -16,4 +16,9 @@ prediction: it trains with `fgl_jax.federated.client.node_loss_fn` and reports t
 `evaluate_models` / `evaluate_round` only (no class labels, prototypes or node-level CE of its
 own), so given a `fgl_jax.nn.link.LinkModel` it is link prediction unchanged. Without `tasks`,
 an algorithm is node classification only and `--task link_pred` refuses it.
+
+`features="ell"` declares that the algorithm's code passes the client features only to the model
+(whose first layer is `ops.feature_matmul`): `fgl-jax run` then hands it sparse features in
+`ops.EllFeatures` layout (a faster first layer, `fgl_jax.batch.with_ell_features`). Without it the
+features stay `SparseFeatures` (or dense), whose row/col/val fields an algorithm may read.
 """

@@ -7,7 +7,7 @@ from fgl_jax.federated.baselines import FedConfig, baseline
 from fgl_jax.registry import register
 
 
-@register("algorithm", "global", tasks=("node_cls", "link_pred"), data="full_graph",
+@register("algorithm", "global", tasks=("node_cls", "link_pred"), features="ell", data="full_graph",
           paper="baseline without federation (centralised training on the whole graph)",
           help="Global: centralised training on the whole graph (one client holding every node)")
 def centralised(model, common: FedConfig, hp=None):

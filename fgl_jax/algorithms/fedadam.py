@@ -34,7 +34,7 @@ def server_adam(hp: FedAdamHParams) -> optax.GradientTransformation:
     return optax.adam(hp.adam_server_lr, b1=hp.adam_beta1, b2=hp.adam_beta2, eps=hp.adam_tau)
 
 
-@register("algorithm", "fedadam", tasks=("node_cls", "link_pred"), hparams=FedAdamHParams,
+@register("algorithm", "fedadam", tasks=("node_cls", "link_pred"), features="ell", hparams=FedAdamHParams,
           paper="Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar, McMahan, ICLR 2021, arXiv:2003.00295",
           help="FedAdam: FedAvg with a server Adam step on the averaged update (Reddi et al.)")
 def fedadam(model, common: FedConfig, hp: FedAdamHParams):

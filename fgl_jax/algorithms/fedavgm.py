@@ -23,7 +23,7 @@ class FedAvgMHParams:
                                     high_open=True)
 
 
-@register("algorithm", "fedavgm", tasks=("node_cls", "link_pred"), hparams=FedAvgMHParams,
+@register("algorithm", "fedavgm", tasks=("node_cls", "link_pred"), features="ell", hparams=FedAvgMHParams,
           paper="Hsu, Qi, Brown, 2019, arXiv:1909.06335",
           help="FedAvgM: FedAvg with server momentum on the averaged update (optax SGD)")
 def fedavgm(model, common: FedConfig, hp: FedAvgMHParams):

@@ -13,7 +13,7 @@ class FedPerHParams:
     personal_layers: int = option(1, "FedPer: how many of the last layers stay with each client", low=0)
 
 
-@register("algorithm", "fedper", tasks=("node_cls", "link_pred"), hparams=FedPerHParams,
+@register("algorithm", "fedper", tasks=("node_cls", "link_pred"), features="ell", hparams=FedPerHParams,
           paper="Arivazhagan, Aggarwal, Singh, Choudhary, 2019, arXiv:1912.00818",
           help="FedPer: base layers averaged, the last layer(s) personal to each client")
 def fedper(model, common: FedConfig, hp: FedPerHParams):

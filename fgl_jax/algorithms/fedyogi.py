@@ -36,7 +36,7 @@ def server_yogi(hp: FedYogiHParams) -> optax.GradientTransformation:
                        optax.scale_by_learning_rate(hp.yogi_server_lr))
 
 
-@register("algorithm", "fedyogi", tasks=("node_cls", "link_pred"), hparams=FedYogiHParams,
+@register("algorithm", "fedyogi", tasks=("node_cls", "link_pred"), features="ell", hparams=FedYogiHParams,
           paper="Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar, McMahan, ICLR 2021, arXiv:2003.00295",
           help="FedYogi: FedAvg with a server Yogi step on the averaged update (Reddi et al.)")
 def fedyogi(model, common: FedConfig, hp: FedYogiHParams):

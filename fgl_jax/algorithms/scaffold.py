@@ -65,7 +65,7 @@ class ScaffoldState:
     hp: dict             # traced: lr, scaffold_server_lr
 
 
-@register("algorithm", "scaffold", tasks=("node_cls", "link_pred"), hparams=ScaffoldHParams,
+@register("algorithm", "scaffold", tasks=("node_cls", "link_pred"), features="ell", hparams=ScaffoldHParams,
           paper="Karimireddy, Kale, Mohri, Reddi, Stich, Suresh, ICML 2020, arXiv:1910.06378",
           help="SCAFFOLD: control variates c, c_i correct the local gradients (option II or I)")
 def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorithm:

@@ -9,7 +9,7 @@ import dataclasses
 from typing import Optional
 
 from fgl_jax import registry
-from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batch
+from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batch, with_ell_features
 import jax
 import numpy as np
 
@@ -85,6 +85,15 @@ def needs_global_graph(cfg: RunConfig) -> bool:
     return cfg.eval_mode.endswith("global_data")
 
 
+def first_layer_layout(batch, cfg: RunConfig, graph: Graph):
+    """The batch as the algorithm's jitted code reads it: EllFeatures (the faster first layer,
+    `fgl_jax.batch.with_ell_features`) for algorithms registered with `features="ell"` (their
+    features only go through `ops.feature_matmul`), else unchanged (SparseFeatures or dense)."""
+    if registry.entry("algorithm", cfg.algorithm).info.get("features") != "ell":
+        return batch
+    return with_ell_features(batch, graph.num_features)
+
+
 def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     """Host-side preparation (once): the padded client batch of the configured partition."""
     if graph is None:
@@ -97,7 +106,8 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     full = registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph"
     if full and cfg.split not in PER_CLIENT:
         batch = full_graph_batch(graph)
-        return Prepared(graph, None, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
+        return Prepared(graph, None, make_fed_data(first_layer_layout(batch, cfg, graph),
+                                                   glob=batch if needs_global_graph(cfg) else None))
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
     part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
@@ -105,7 +115,8 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         graph = perturb_labels(split_clients(graph, part.assignment, cfg), cfg)
         if full:  # centralised training on the union of the clients' splits
             batch = full_graph_batch(graph)
-            return Prepared(graph, part, make_fed_data(batch, glob=batch if needs_global_graph(cfg) else None))
+            return Prepared(graph, part, make_fed_data(first_layer_layout(batch, cfg, graph),
+                                                       glob=batch if needs_global_graph(cfg) else None))
     batch = build_client_batch(graph, part.assignment, cfg.clients)
     glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
     extra, pre = None, None
@@ -116,6 +127,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         pre = {"up_bytes": int(up), "down_bytes": int(down)}
     if info.get("prepare") is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
         batch, extra = info["prepare"](inp, cfg.hparams())
+    batch = first_layer_layout(batch, cfg, graph)
     return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre)
 
 
