@@ -72,6 +72,7 @@ from fgl_jax.schema import option
 
 PyTree = Any
 LP_STEPS, LP_ALPHA, SIM_THRESHOLD, DROPOUT = 10, 0.5, 0.999, 0.5
+ELL_GROUPS, ELL_UNROLL = 4, 8     # the phase-2 features' EllFeatures layout (see prepare)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,8 +194,8 @@ def _dropout(x, bits, site: int, train: bool):
     independent of the others), instead of one threefry draw per site."""
     if not train:
         return x
-    keep = ((bits >> site) & 1).astype(bool)
-    return jnp.where(keep, x * 2.0, 0.0)
+    keep = ((bits >> site) & 1).astype(bool)         # P(keep) = 1/2 = 1 - DROPOUT
+    return jnp.where(keep, x / (1.0 - DROPOUT), 0.0)
 
 
 def _hete_forward(emb: jax.Array, node_mask: jax.Array, a: jax.Array):
@@ -382,7 +383,10 @@ def prepare(inp: HostInput, hp: AdaFGLHParams):
     for i, u in enumerate(used):
         feat[i, :len(u)] = u
         local[i] = np.searchsorted(u, cols[i]).clip(0, max(len(u) - 1, 0))   # val-0 entries: dropped
-    x = ops.ell_features(rows, local, vals, n, width)
+    # 4 width groups a side and 8 terms per loop iteration: on Cora's clients X W [N, 13 h] took
+    # 9 ms instead of 28 and X^T dz 10 instead of 50-70 (one loop and one concatenated part per
+    # group, and each iteration's fixed cost, dominated)
+    x = ops.ell_features(rows, local, vals, n, width, max_groups=ELL_GROUPS, unroll=ELL_UNROLL)
     return b, {"adafgl_feat": feat, "adafgl_x": x}
 
 
