@@ -60,6 +60,7 @@ import numpy as np
 import optax
 
 from fgl_jax import ops
+from fgl_jax.batch import with_ell_features
 from fgl_jax.algorithms._common import (evaluate_round, init_params, round_start, scatter_clients, stack, take_clients,
                                         weighted_loss)
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
@@ -371,7 +372,8 @@ def _coo(features, num_nodes: int):
 
 def prepare(inp: HostInput, hp: AdaFGLHParams):
     """Per client (host, once): the features it holds, `adafgl_feat` [C, F_c] (padding F), and its
-    feature matrix over those columns in EllFeatures layout, `adafgl_x` (phase 2's first layer)."""
+    feature matrix over those columns in EllFeatures layout, `adafgl_x` (phase 2's first layer);
+    the batch comes back with its features in EllFeatures too (phase 1's first layer)."""
     b = inp.batch
     n = int(np.asarray(b.node_mask).shape[-1])
     num_features = int(inp.graph.num_features)
@@ -387,7 +389,8 @@ def prepare(inp: HostInput, hp: AdaFGLHParams):
     # 9 ms instead of 28 and X^T dz 10 instead of 50-70 (one loop and one concatenated part per
     # group, and each iteration's fixed cost, dominated)
     x = ops.ell_features(rows, local, vals, n, width, max_groups=ELL_GROUPS, unroll=ELL_UNROLL)
-    return b, {"adafgl_feat": feat, "adafgl_x": x}
+    # phase 1's GCN reads the batch's features only through feature_matmul: the faster layout too
+    return with_ell_features(b, num_features), {"adafgl_feat": feat, "adafgl_x": x}
 
 
 @register("algorithm", "adafgl", hparams=AdaFGLHParams, prepare=prepare,
