@@ -1,7 +1,8 @@
 """Per-round speed, old vs new side by side in one process (issue 31, item 4). -> benchmarks/results/round_speed.json (+ .md)
 
-Three workloads, each compiled twice in this process, "before" (main before this change, rebuilt here:
-the autodiff first-layer gradient, jax.random's Threefry masks; not rebuilt, so "before" shares them:
+Three workloads, each compiled twice in this process, "before" (an earlier code path, rebuilt here:
+FedAvg's first layer on SparseFeatures, HiFGL's autodiff first-layer gradient and jax.random's
+Threefry masks; not rebuilt, so "before" shares them:
 HiFGL's SecMP-only evaluation forward and the division-free quantize, ~0.4 ms per CiteSeer layer call)
 and "after" (the library as it is), then timed alternately (before, after, before, ...), so both see
 the same machine load. Reported per variant: median wall and median process-CPU time per round, and
@@ -12,7 +13,8 @@ the after/before ratios; the load average before and after; and how far the numb
   hifgl  : HiFGL-GCN on CiteSeer, 5 silos, T = 1: field mode and plain mode (the ratio the issue sets)
   lumos  : one Lumos GCN epoch over all 22,470 Facebook devices (training step + evaluation forward)
 
-    python benchmarks/bench_round_speed.py [--data-dir DIR] [--repeats 7] [--only fedavg,hifgl,lumos]
+    python benchmarks/bench_round_speed.py [--data-dir DIR] [--repeats 7] [--only fedavg,hifgl,lumos,floor]
+    (floor_fedavg: the FedAvg floor profile alone)
 """
 from __future__ import annotations
 
@@ -41,6 +43,13 @@ def without_order(batch):
     """A client batch whose sparse features have no column order: the autodiff (scatter-add) weight gradient."""
     f = batch.features
     return batch.replace(features=f.replace(order=None)) if hasattr(f, "order") else batch
+
+
+def sparse_fed_data(prep, cfg):
+    """FedAvg's FedData with the first layer on SparseFeatures (column order): what `prepare` gave
+    before the baseline algorithms got EllFeatures (`fgl_jax.batch.with_ell_features`)."""
+    from fgl_jax import build_client_batch, make_fed_data
+    return make_fed_data(build_client_batch(prep.graph, prep.partition.assignment, cfg.clients))
 
 
 @contextlib.contextmanager
@@ -85,18 +94,22 @@ def bench_fedavg(args) -> dict:
                     weight_decay=5e-4, hidden=64, seed=0)
     prep = prepare(cfg)
     alg = algorithm_from_config(cfg, prep.graph)
-    datas = {"before": prep.data.replace(eval=without_order(prep.data.eval), train=without_order(prep.data.train)),
-             "after": prep.data}
+    # before: SparseFeatures (gather + segment sum, column-ordered weight gradient); after: prepare's
+    # EllFeatures (unrolled gathers and dense adds)
+    datas = {"before": sparse_fed_data(prep, cfg), "after": prep.data}
     state = jax.jit(alg.init)(jax.random.key(0), prep.data)
-    variants, outs = {}, {}
+    variants, outs, compile_cpu_s = {}, {}, {}
     for name, data in datas.items():
+        c0 = time.process_time()
         prog = make_scan(alg, cfg.rounds).lower(state, Tracker.empty(), data, jax.random.key(1), jnp.int32(0)).compile()
+        compile_cpu_s[name] = time.process_time() - c0
         call = (lambda p, d: lambda: p(state, Tracker.empty(), d, jax.random.key(1), jnp.int32(0)))(prog, data)
         variants[name] = {"call": call}
         outs[name] = jax.block_until_ready(call())
     res = alternate(variants, args.repeats, cfg.rounds)
     return {"workload": f"FedAvg-GCN, Cora, 10 Louvain clients, 3 local steps, eval every round, {cfg.rounds}-round scan",
             "variants": res, "unit": "ms/round",
+            "compile_cpu_s": compile_cpu_s,
             "max_abs_diff_params": max_diff(outs["before"][0].server, outs["after"][0].server),
             "max_abs_diff_metrics": max_diff(outs["before"][2], outs["after"][2]),
             "final_test_acc": {k: float(o[2]["test_acc"][-1]) for k, o in outs.items()}}
@@ -187,7 +200,9 @@ def floor_fedavg(args) -> dict:
     from fgl_jax.systems.baseline import RunConfig, prepare
     cfg = RunConfig(dataset="cora", data_dir=args.data_dir, algorithm="fedavg", model="gcn", clients=10,
                     partition="louvain", split="standard", rounds=1, local_steps=3, hidden=64, seed=0)
-    b = prepare(cfg).data.train
+    prep = prepare(cfg)
+    b = sparse_fed_data(prep, cfg).train
+    ell = prep.data.train.features
     c, n, f = b.num_clients, b.num_nodes, b.features.row.shape[-1]
     w = jax.random.normal(jax.random.key(0), (c, 1433, 64))
     dz = jax.random.normal(jax.random.key(1), (c, n, 64))
@@ -197,12 +212,14 @@ def floor_fedavg(args) -> dict:
     adam = optax.chain(optax.add_decayed_weights(5e-4), optax.adam(1.0))
     o = jax.vmap(adam.init)(w)
     parts = {
-        "layer-1 forward X W (gather + segment sum), 10 clients":
-            (lambda w, x: jax.vmap(fm)(x, w), w, b.features, 4),
-        "layer-1 weight gradient X^T dZ, column order":
-            (lambda d, k: vjp_w(k[0], k[1], d), dz, (b.features, w), 3),
-        "layer-1 weight gradient X^T dZ, autodiff scatter (before)":
-            (lambda d, k: vjp_w(k[0], k[1], d), dz, (without_order(b).features, w), 0),
+        "layer-1 forward X W, EllFeatures, 10 clients":
+            (lambda w, x: jax.vmap(fm)(x, w), w, ell, 4),
+        "layer-1 weight gradient X^T dZ, EllFeatures":
+            (lambda d, k: vjp_w(k[0], k[1], d), dz, (ell, w), 3),
+        "layer-1 forward X W, SparseFeatures (gather + segment sum, before)":
+            (lambda w, x: jax.vmap(fm)(x, w), w, b.features, 0),
+        "layer-1 weight gradient X^T dZ, SparseFeatures column order (before)":
+            (lambda d, k: vjp_w(k[0], k[1], d), dz, (b.features, w), 0),
         "GCN propagation of [N, 64] (forward, or its VJP)":
             (lambda h, k: prop(h, k), dz, b, 7),
         "Adam step on the 10 clients' first-layer weights":
@@ -277,8 +294,10 @@ def main() -> None:
     args = ap.parse_args()
     payload = {"command": command(__file__), "load_start": loadavg(), "results": {}}
     for name in args.only.split(","):
-        if name == "floor":
-            payload["floor"] = {"fedavg": floor_fedavg(args), "lumos": floor_lumos(args, _PREPARED.get("lumos_trees"))}
+        if name in ("floor", "floor_fedavg"):
+            payload["floor"] = {"fedavg": floor_fedavg(args)}
+            if name == "floor":
+                payload["floor"]["lumos"] = floor_lumos(args, _PREPARED.get("lumos_trees"))
             for w, parts in payload["floor"].items():
                 for k, v in parts.items():
                     print(f"floor {w}: {k}: {v}", flush=True)

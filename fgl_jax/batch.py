@@ -165,9 +165,10 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
         node_ids=_dev(ids), client_mask=_dev(np.ones((c,), bool)))
 
 
-# FedAvg-GCN on Cora (10 Louvain clients, H = 64) per round, by CPU, against SparseFeatures' 23 ms
-# (load ~14, benchmarks/bench_round_speed.py --only ell): ~16-17 ms with 4 groups a side and 4 terms
-# per loop iteration; more groups or terms are a little faster and compile seconds slower.
+# FedAvg-GCN on Cora (10 Louvain clients, H = 64), CPU ms per round, alternated in one process at
+# load ~17: SparseFeatures 17.8; EllFeatures 14.7 with 4 groups a side and 4 terms per loop iteration
+# (compile 4.3 s vs 3.0 s); 3 groups 16.3 (3.8 s); 8 terms 14.2 (5.2 s). More groups or terms compile
+# slower for little; benchmarks/bench_round_speed.py --only fedavg,floor_fedavg.
 ELL_MAX_GROUPS = 4
 ELL_UNROLL = 4
 

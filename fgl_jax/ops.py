@@ -193,8 +193,10 @@ def ell_features(rows, cols, vals, num_rows: int, num_cols: int, max_groups: Opt
     return out if batched else jax.tree.map(lambda a: a[0], out)
 
 
-# Groups wider than this are cut into pieces of this width when EllFeatures.unroll > 1.
+# When EllFeatures.unroll > 1: groups wider than ELL_PIECE are cut into pieces of that width, and
+# groups (or pieces) at most ELL_INLINE wide are summed without a loop.
 ELL_PIECE = 32
+ELL_INLINE = 4
 
 
 def _ell_apply(groups: tuple, at: Array, w: Array, unroll: int = 1) -> Array:
@@ -212,8 +214,12 @@ def _ell_apply(groups: tuple, at: Array, w: Array, unroll: int = 1) -> Array:
 
         def add(j, acc, idx=idx, val=val):
             return acc + val[:, j, None] * w[idx[:, j]]
-        acc = jax.lax.fori_loop(0, k, add, jnp.zeros((idx.shape[0], w.shape[-1]), w.dtype),
-                                unroll=min(unroll, k))
+        acc = jnp.zeros((idx.shape[0], w.shape[-1]), w.dtype)
+        if 1 < unroll and k <= ELL_INLINE:   # no loop at all: a loop costs compile time too
+            for j in range(k):
+                acc = add(j, acc)
+        else:
+            acc = jax.lax.fori_loop(0, k, add, acc, unroll=min(unroll, k))
         if k < width:
             acc = acc.reshape(r, width // k, -1)
             acc = functools.reduce(jnp.add, [acc[:, i] for i in range(width // k)])
