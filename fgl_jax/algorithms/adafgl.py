@@ -35,6 +35,12 @@ NumPy forward on the explicit X~):
   * The evaluation pass after a round's update computes the first linear maps of the weights the
     next round's training step starts from; they are kept (state.graph["first"] [C, N, 4, h]) and
     that step reuses them (its gradient still flows into the weights, `_known_first_linear`).
+  * The heterophilous block Q has a hand-written gradient (`heterophilous_propagation`, tested
+    against autodiff of the plain formula): it keeps only the similarities, the rescaled matrix and
+    the two softmaxes, where autodiff kept a dozen [N, N] intermediates per client.
+  * Dropout (rate 0.5) draws one random 32-bit word per element of [N, h] per forward pass and
+    uses bit i as the keep mask of the i-th of its 7 dropout sites (same distribution: each bit is
+    an independent fair coin), not one threefry draw per site.
   * Each client keeps only the rows of those blocks of the features that occur in its subgraph
     (~2/3 of Cora's words per client): the other rows never touch its outputs or its loss (their
     gradient is the weight decay alone), so dropping them changes no prediction and saves their
