@@ -118,18 +118,21 @@ def test_normalise_and_reliability_match_numpy():
     assert got == pytest.approx(want)
 
 
-def _prepared_setup(sparse: bool, hidden: int = 8, clients: int = 3):
+def _prepared_setup(sparse: bool, hidden: int = 8, clients: int = 3, raw: bool = False):
     """Toy clients after AdaFGL's host preparation; sparse: CSR features of 40 columns, a third of
-    which occur nowhere and the rest at 10 % density (each client keeps fewer rows than F)."""
+    which occur nowhere and the rest at 10 % density (each client keeps fewer rows than F);
+    raw: also return the client batch as it was before the preparation (SparseFeatures)."""
     g = toy_graph(n=90, seed=3, num_features=40 if sparse else 12)
     if sparse:
         rng = np.random.default_rng(5)
         x = g.dense_x() * (rng.random((90, 40)) < 0.1) * (np.arange(40) % 3 != 0)
         g = dataclasses.replace(g, x=sp.csr_matrix(x.astype(np.float32)))
     assignment = np.asarray(random_partition(g, clients, seed=0).assignment)
-    batch, extra = A.prepare(HostInput(g, assignment, build_client_batch(g, assignment, clients), 0), A.AdaFGLHParams())
+    before = build_client_batch(g, assignment, clients)
+    batch, extra = A.prepare(HostInput(g, assignment, before, 0), A.AdaFGLHParams())
     model = make_model("gcn", g.num_features, g.num_classes, hidden=hidden)
-    return make_fed_data(batch, extra=extra), model, FedConfig(local_steps=2, optim=OptimConfig(name="adam", lr=0.05))
+    out = make_fed_data(batch, extra=extra), model, FedConfig(local_steps=2, optim=OptimConfig(name="adam", lr=0.05))
+    return out + (before,) if raw else out
 
 
 def test_ell_matmul_and_its_weight_gradient_match_dense_products():
@@ -153,7 +156,7 @@ def test_ell_matmul_and_its_weight_gradient_match_dense_products():
 
 
 def test_phase2_models_match_a_dense_numpy_forward():
-    data, model, _ = _prepared_setup(sparse=True)
+    data, model, _, before = _prepared_setup(sparse=True, raw=True)
     steps, k = 2, int(model.num_classes)
     b, nodes, m = _client(data, 1)
     npad, n = b.y.shape[0], len(m)
@@ -169,7 +172,8 @@ def test_phase2_models_match_a_dense_numpy_forward():
     got, first = jax.jit(lambda p, b, x, a: A.phase2_forward(p, x, a, b.node_mask, jax.random.key(0), False))(
         p, b, x_ell, adj)
     x = np.zeros((npad, model.in_dim))                      # the client's features, dense
-    np.add.at(x, (np.asarray(b.features.row), np.asarray(b.features.col)), np.asarray(b.features.val))
+    f = jax.tree.map(lambda a: np.asarray(a[1]), before.features)
+    np.add.at(x, (f.row, f.col), f.val)
     want = _np_forward(p, x[:n], np.asarray(adj, np.float64)[:n, :n], steps, feat)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g)[:n], w, rtol=2e-4, atol=2e-5)
@@ -237,3 +241,38 @@ def test_training_step_reusing_the_evaluations_first_maps_has_the_same_loss_and_
     reused = grad(p, b, x, adj, soft, jax.random.key(7), known)
     assert_trees_close(reused, direct, rtol=1e-5, atol=1e-6)
     assert float(jnp.abs(direct[1]["first"]).max()) > 0
+
+
+def _plain_heterophilous(emb, mask, a):
+    """The heterophilous propagation written directly in jnp (differentiated by jax.grad)."""
+    n = emb.shape[0]
+    s = jax.nn.softmax(emb, -1)
+    g = s @ s.T
+    d = jnp.diag(g)
+    re = g / jnp.maximum(jnp.sqrt(d[:, None] * d[None, :]), 1e-9)
+    pair = mask[:, None] & mask[None, :]
+    re = jnp.where(pair & ~jnp.eye(n, dtype=bool), re, 0.0)
+    mean = re.sum() / pair.sum()
+    top = jnp.where(pair, re, -jnp.inf).max()
+    t = re - mean
+    lrn = jnp.where(t > 0, t / (top - mean), -re / mean) + jnp.eye(n)
+    pr = lambda v: jnp.where(v >= 0, v, a * v) * mask[None, :]
+    return (jax.nn.softmax(pr(lrn) @ emb, -1) - jax.nn.softmax(pr(-lrn) @ emb, -1) + emb) / 2
+
+
+def test_heterophilous_block_hand_written_gradient_matches_autodiff_of_the_plain_formula():
+    rng = np.random.default_rng(0)
+    n, k = 11, 4
+    mask = jnp.asarray(np.arange(n) < 8)                       # 3 padded nodes
+    for trial in range(3):
+        emb = jnp.asarray(rng.normal(size=(n, k)) * 2.0, jnp.float32)
+        w = jnp.asarray(rng.normal(size=(n, k)), jnp.float32)   # a random cotangent
+        a = jnp.float32(0.1 + 0.3 * trial)
+        got = A.heterophilous_propagation(emb, mask, a)
+        want = _plain_heterophilous(emb, mask, a)
+        np.testing.assert_allclose(np.asarray(got)[:8], np.asarray(want)[:8], rtol=1e-5, atol=1e-6)
+        g_got = jax.grad(lambda e, a: (A.heterophilous_propagation(e, mask, a) * w).sum(), (0, 1))(emb, a)
+        g_want = jax.grad(lambda e, a: (_plain_heterophilous(e, mask, a) * w).sum(), (0, 1))(emb, a)
+        assert float(jnp.abs(g_want[0][:8]).max()) > 0.1
+        np.testing.assert_allclose(np.asarray(g_got[0]), np.asarray(g_want[0]), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(float(g_got[1]), float(g_want[1]), rtol=1e-4, atol=1e-6)
