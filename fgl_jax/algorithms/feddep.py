@@ -75,7 +75,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.algorithms._common import stack, weighted_loss
+from fgl_jax.algorithms._common import ell_batch, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validation_nodes, impaired_batch,
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
@@ -332,7 +332,8 @@ def feddep_prepare(inp: HostInput, hp: FedDEPHParams):
                     pool[k, i, s] = proto_of[k, j]
     rows, row_mask = padded_rows(np.asarray(b.train_mask) & keep)
     kidx, kmask = padded_rows(keep)
-    return b, {"kidx": kidx, "kmask": kmask, "keep": keep, "missing": missing, "targets": targets.astype(np.float32),
+    # the features in EllFeatures layout for the compiled rounds (the encoder above read them sparse)
+    return ell_batch(b, int(inp.graph.num_features)), {"kidx": kidx, "kmask": kmask, "keep": keep, "missing": missing, "targets": targets.astype(np.float32),
                "pool": pool.astype(np.float32), "pool_mask": nm.copy(), "rows": rows, "row_mask": row_mask,
                "protos": protos, "cluster": cluster}
 

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.algorithms._common import evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
+from fgl_jax.algorithms._common import ell_batch, evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
 from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
@@ -99,9 +99,11 @@ def proxy_graph(num_graphs: int, num_nodes: int, p: float, num_features: int, se
 
 
 def prepare_fedpub(inp: HostInput, hp: FedPubHParams):
-    """The proxy graph, once on the host (FedData.extra)."""
-    return inp.batch, proxy_graph(hp.fedpub_proxy_graphs, hp.fedpub_proxy_nodes, hp.fedpub_proxy_p,
-                                  int(inp.graph.num_features), inp.seed)
+    """The proxy graph (FedData.extra) and the features in EllFeatures layout (`ell_batch`), once
+    on the host."""
+    f = int(inp.graph.num_features)
+    return ell_batch(inp.batch, f), proxy_graph(hp.fedpub_proxy_graphs, hp.fedpub_proxy_nodes, hp.fedpub_proxy_p,
+                                             f, inp.seed)
 
 
 def similarity_weights(emb: jax.Array, tau, norm: str) -> jax.Array:
