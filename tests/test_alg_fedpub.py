@@ -215,3 +215,25 @@ def test_rounds_are_the_same_with_ell_and_sparse_features(monkeypatch, algorithm
         hist[layout] = run(algorithm_from_config(cfg, prep.graph), prep.data, jax.random.key(0), 3).history
     for k in ("train_loss", "val_acc", "test_acc"):
         np.testing.assert_allclose(np.asarray(hist["ell"][k]), np.asarray(hist["sparse"][k]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_functional_embedding_equals_the_mean_of_a_numpy_forward_on_the_proxy_graph(layers):
+    """FedPub's embedding from the host's S X and colmean(S) equals the NumPy masked GCN's last
+    convolution output averaged over the proxy graph's nodes, masks pruned."""
+    from fgl_jax.algorithms.fedpub import functional_embedding, propagated_proxy
+    f, hdim = 7, 5
+    ex = proxy_graph(3, 12, 0.3, f, seed=4)
+    ex.update(propagated_proxy(ex["proxy_x"], ex["proxy_senders"], ex["proxy_receivers"]))
+    s, r = ex["proxy_senders"], ex["proxy_receivers"]
+    g = PlainGraph(jnp.asarray(ex["proxy_x"]), jnp.asarray(s), jnp.asarray(r), jnp.ones(len(s), bool),
+                   jnp.ones(36, bool))
+    net = MaskedGCN(in_dim=f, hidden=hdim, num_classes=3, num_layers=layers, dropout=0.0, prune=0.3)
+    rng = np.random.default_rng(1)
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, x: jnp.asarray(rng.uniform(-1, 1, x.shape), jnp.float32), net.init(jax.random.key(0), g))
+    got = np.asarray(functional_embedding(net, params, jax.tree.map(jnp.asarray, ex)))
+    p = jax.tree.map(lambda a: np.asarray(a, np.float64), params["params"])
+    want = _np_forward(p, np.asarray(ex["proxy_x"], np.float64), s, r, layers, 0.3, False, embed=True).mean(0)
+    assert got.shape == (hdim,)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
