@@ -27,6 +27,10 @@ e^0 = mend  (the generated embeddings enter every layer), on each client's own m
 
 Greedy(g~, t) = 1/(|rows| P) sum_i sum_{p < n_i} min_k mean_h (g~_ip - t_ik)^2 (`greedy_loss`).
 
+The compiled rounds read the client features as `fgl_jax.ops.EllFeatures` (`_common.ell_batch`,
+converted at the end of the host step): the classifier's and DGen's first layers (3,703 x 128 on
+CiteSeer) and their weight gradients are row gathers instead of scatters.
+
 Differences from OpenFGL 1.1.0 (openfgl/flcore/feddep), `feddep_variant=openfgl` selects OpenFGL's
 behaviour where it changes the numbers (the paper's full text could not be read from this machine,
 only its abstract; where the abstract does not decide, both variants follow OpenFGL):

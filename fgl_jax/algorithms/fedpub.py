@@ -17,6 +17,13 @@ Each client is evaluated with its own trained model (eval_mode=auto: local_model
 The server also keeps the training-node weighted mean of the models (masks included), only for
 the global_model_* evaluation modes.
 
+Computation (same sums, regrouped; the host step `prepare_fedpub` runs once): the client features
+are stored as `fgl_jax.ops.EllFeatures` (`_common.ell_batch`), so X (W*M) and its weight gradient
+are row gathers; the proxy graph's first convolution reads S X from the host and its last one's
+node mean is colmean(S) h (W*M) + b (`functional_embedding`). What remains of a CiteSeer round is
+mostly Adam over the [C, 3703, 64] weights and masks (about six passes each per step) and the
+proxy product [500, 3703] x [3703, C x 64], which OpenFGL computes too.
+
 Differences between the paper and its code (the official FED-PUB code and OpenFGL's
 openfgl/flcore/fedpub, which agree): the code adds lambda1 ||M||_1 + lambda2 ||theta - theta_bar||_2
 (not squared) through `model.state_dict()`, whose tensors are detached, so neither term reaches the
