@@ -79,7 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.algorithms._common import ell_batch, stack, weighted_loss
+from fgl_jax.algorithms._common import ell_batch, scatter_clients, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validation_nodes, impaired_batch,
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
@@ -392,8 +392,8 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
     def evaluation(state: FedDEPState, data: FedData, trained=None) -> dict:
         c = data.eval.num_clients
         per = jax.tree.map(lambda s: jnp.broadcast_to(s, (c,) + s.shape), state.server)
-        if local_mode and trained is not None:
-            per = jax.tree.map(lambda a, t: a.at[data.train_index].set(t), per, trained)
+        if local_mode and trained is not None:   # every client trains: `trained` itself, no [C, ...] copy
+            per = scatter_clients(per, data.train_index, trained)
         return evaluate_models(cls, data, "local_model_on_local_data", local=variables(per, state.mend),
                                chunk=common.client_chunk, average=common.eval_average)
 
