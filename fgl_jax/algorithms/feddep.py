@@ -27,6 +27,10 @@ e^0 = mend  (the generated embeddings enter every layer), on each client's own m
 
 Greedy(g~, t) = 1/(|rows| P) sum_i sum_{p < n_i} min_k mean_h (g~_ip - t_ik)^2 (`greedy_loss`).
 
+The compiled rounds read the client features as `fgl_jax.ops.EllFeatures` (`_common.ell_batch`,
+converted at the end of the host step): the classifier's and DGen's first layers (3,703 x 128 on
+CiteSeer) and their weight gradients are row gathers instead of scatters.
+
 Differences from OpenFGL 1.1.0 (openfgl/flcore/feddep), `feddep_variant=openfgl` selects OpenFGL's
 behaviour where it changes the numbers (the paper's full text could not be read from this machine,
 only its abstract; where the abstract does not decide, both variants follow OpenFGL):
@@ -75,7 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.algorithms._common import stack, weighted_loss
+from fgl_jax.algorithms._common import ell_batch, scatter_clients, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validation_nodes, impaired_batch,
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
@@ -332,7 +336,8 @@ def feddep_prepare(inp: HostInput, hp: FedDEPHParams):
                     pool[k, i, s] = proto_of[k, j]
     rows, row_mask = padded_rows(np.asarray(b.train_mask) & keep)
     kidx, kmask = padded_rows(keep)
-    return b, {"kidx": kidx, "kmask": kmask, "keep": keep, "missing": missing, "targets": targets.astype(np.float32),
+    # the features in EllFeatures layout for the compiled rounds (the encoder above read them sparse)
+    return ell_batch(b, int(inp.graph.num_features)), {"kidx": kidx, "kmask": kmask, "keep": keep, "missing": missing, "targets": targets.astype(np.float32),
                "pool": pool.astype(np.float32), "pool_mask": nm.copy(), "rows": rows, "row_mask": row_mask,
                "protos": protos, "cluster": cluster}
 
@@ -387,8 +392,8 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
     def evaluation(state: FedDEPState, data: FedData, trained=None) -> dict:
         c = data.eval.num_clients
         per = jax.tree.map(lambda s: jnp.broadcast_to(s, (c,) + s.shape), state.server)
-        if local_mode and trained is not None:
-            per = jax.tree.map(lambda a, t: a.at[data.train_index].set(t), per, trained)
+        if local_mode and trained is not None:   # every client trains: `trained` itself, no [C, ...] copy
+            per = scatter_clients(per, data.train_index, trained)
         return evaluate_models(cls, data, "local_model_on_local_data", local=variables(per, state.mend),
                                chunk=common.client_chunk, average=common.eval_average)
 

@@ -17,6 +17,13 @@ Each client is evaluated with its own trained model (eval_mode=auto: local_model
 The server also keeps the training-node weighted mean of the models (masks included), only for
 the global_model_* evaluation modes.
 
+Computation (same sums, regrouped; the host step `prepare_fedpub` runs once): the client features
+are stored as `fgl_jax.ops.EllFeatures` (`_common.ell_batch`), so X (W*M) and its weight gradient
+are row gathers; the proxy graph's first convolution reads S X from the host and its last one's
+node mean is colmean(S) h (W*M) + b (`functional_embedding`). What remains of a CiteSeer round is
+mostly Adam over the [C, 3703, 64] weights and masks (about six passes each per step) and the
+proxy product [500, 3703] x [3703, C x 64], which OpenFGL computes too.
+
 Differences between the paper and its code (the official FED-PUB code and OpenFGL's
 openfgl/flcore/fedpub, which agree): the code adds lambda1 ||M||_1 + lambda2 ||theta - theta_bar||_2
 (not squared) through `model.state_dict()`, whose tensors are detached, so neither term reaches the
@@ -39,14 +46,16 @@ import flax
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
 
-from fgl_jax.algorithms._common import evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
+from fgl_jax import ops
+from fgl_jax.algorithms._common import ell_batch, evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
 from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
-from fgl_jax.nn.masked import MaskedGCN, PlainGraph, is_mask
+from fgl_jax.nn.masked import MaskedGCN, is_mask, pruned
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -98,10 +107,42 @@ def proxy_graph(num_graphs: int, num_nodes: int, p: float, num_features: int, se
             "proxy_receivers": np.concatenate(dst).astype(np.int32)}
 
 
+def propagated_proxy(x: np.ndarray, senders: np.ndarray, receivers: np.ndarray) -> dict:
+    """Host: S X [P, F] and the column means of S [P] (S = D^-1/2 (A + I) D^-1/2, the masked GCN's
+    propagation, `ops.gcn_propagate`) for `functional_embedding`, float32."""
+    n = x.shape[0]
+    a = sp.coo_matrix((np.ones(len(senders)), (receivers, senders)), shape=(n, n)).tocsr() + sp.eye(n, format="csr")
+    inv = 1.0 / np.sqrt(np.asarray(a.sum(axis=1)).ravel())     # in-degree + 1
+    s = sp.diags(inv) @ a @ sp.diags(inv)
+    return {"proxy_sx": np.asarray(s @ x.astype(np.float64), np.float32),
+            "proxy_colmean": (np.asarray(s.sum(axis=0)).ravel() / n).astype(np.float32)}
+
+
+def functional_embedding(net: MaskedGCN, params: PyTree, ex: dict) -> jax.Array:
+    """e [H]: the mean over the proxy graph's nodes of the masked GCN's last convolution output
+    (before its ReLU; masks pruned as in evaluation), the same sums as
+    `net.apply(params, proxy, embed=True).mean(0)` in another order: the first convolution reads
+    S X from the host (`propagated_proxy`: no propagation of the [P, H] product per client and
+    round), and the last one's node mean is colmean(S) h W + b (no [P, H] product and propagation)."""
+    p = params["params"]
+    w = lambda i: p[f"kernel_{i}"] * pruned(p[f"mask_{i}"], net.prune)
+    layers = net.num_layers
+    if layers == 1:
+        return ex["proxy_sx"].mean(0) @ w(0) + p["bias_0"]
+    h = jax.nn.relu(ex["proxy_sx"] @ w(0) + p["bias_0"])
+    s, r = ex["proxy_senders"], ex["proxy_receivers"]
+    for i in range(1, layers - 1):
+        h = jax.nn.relu(ops.gcn_propagate(h @ w(i), s, r, jnp.ones(s.shape, bool), h.shape[0]) + p[f"bias_{i}"])
+    return (ex["proxy_colmean"] @ h) @ w(layers - 1) + p[f"bias_{layers - 1}"]
+
+
 def prepare_fedpub(inp: HostInput, hp: FedPubHParams):
-    """The proxy graph, once on the host (FedData.extra)."""
-    return inp.batch, proxy_graph(hp.fedpub_proxy_graphs, hp.fedpub_proxy_nodes, hp.fedpub_proxy_p,
-                                  int(inp.graph.num_features), inp.seed)
+    """The proxy graph (FedData.extra) and the features in EllFeatures layout (`ell_batch`), once
+    on the host."""
+    f = int(inp.graph.num_features)
+    proxy = proxy_graph(hp.fedpub_proxy_graphs, hp.fedpub_proxy_nodes, hp.fedpub_proxy_p, f, inp.seed)
+    proxy.update(propagated_proxy(proxy["proxy_x"], proxy["proxy_senders"], proxy["proxy_receivers"]))
+    return ell_batch(inp.batch, f), proxy
 
 
 def similarity_weights(emb: jax.Array, tau, norm: str) -> jax.Array:
@@ -176,8 +217,6 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
         _, opt, scale = round_start(optimizer, common, state, data, start=start)
         prox_on = (state.round > 0).astype(jnp.float32)
         ex = data.extra
-        proxy = PlainGraph(ex["proxy_x"], ex["proxy_senders"], ex["proxy_receivers"],
-                           jnp.ones(ex["proxy_senders"].shape, bool), jnp.ones(ex["proxy_x"].shape[0], bool))
 
         def client(p, o, b, k, anchor):
             def loss(w, b, k):
@@ -189,7 +228,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
                         + state.hp["fedpub_loc_l2"] * prox_on * weight_sq_dist(w, anchor))
 
             p, o, first = local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
-            emb = net.apply(p, proxy, train=False, embed=True).mean(0)       # [H]
+            emb = functional_embedding(net, p, ex)       # [H]
             return p, o, first, emb
 
         new, opt, losses, emb = map_clients(client, common.client_chunk)(start, opt, data.train,

@@ -44,6 +44,11 @@ def is_mask(path) -> bool:
     return name.startswith(MASK + "_")
 
 
+def pruned(mask: jax.Array, prune: float) -> jax.Array:
+    """The mask as evaluation uses it: entries with |M| < prune count as 0."""
+    return jnp.where(jnp.abs(mask) < prune, 0.0, mask)
+
+
 class MaskedGCN(nn.Module):
     """Masked GCN (see the module docstring). Called with a ClientBatch slice or a PlainGraph.
 
@@ -61,8 +66,8 @@ class MaskedGCN(nn.Module):
     def _weight(self, i: int, shape: tuple, train: bool) -> jax.Array:
         w = self.param(f"kernel_{i}", nn.initializers.glorot_uniform(), shape, jnp.float32)
         m = self.param(f"{MASK}_{i}", nn.initializers.ones, shape, jnp.float32)
-        if not train:   # evaluation: entries below the threshold are pruned
-            m = jnp.where(jnp.abs(m) < self.prune, 0.0, m)
+        if not train:
+            m = pruned(m, self.prune)
         return w * m
 
     @nn.compact
