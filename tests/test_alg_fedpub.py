@@ -163,43 +163,15 @@ def test_client_row_gather_and_scatter_match_numpy_with_and_without_all_clients(
         np.testing.assert_array_equal(np.asarray(scatter_clients(full, jnp.asarray(index), part)["w"]), want)
 
 
-def test_ell_batch_first_layer_and_weight_gradient_match_dense_numpy():
-    """`_common.ell_batch` (FedPub's and FedDEP's host step): per client, X @ w and the weight
-    gradient X^T dz through `ops.feature_matmul` on the converted features equal a dense NumPy X."""
-    from fgl_jax import ops
-    from fgl_jax.algorithms._common import ell_batch
-    from fgl_jax.batch import build_client_batch, unstack
-    from fgl_jax.partition import random_partition
-    from tests.helpers import toy_graph
-    g = toy_graph(n=40, num_features=9, sparse=True, seed=1)
-    batch = build_client_batch(g, random_partition(g, 3, seed=0).assignment, 3)
-    assert isinstance(batch.features, ops.SparseFeatures)
-    ell = ell_batch(batch, g.num_features)
-    assert isinstance(ell.features, ops.EllFeatures) and ell_batch(ell, g.num_features) is ell
-    rng = np.random.default_rng(0)
-    w = rng.normal(size=(g.num_features, 4)).astype(np.float32)
-    n = batch.num_nodes
-    for c in range(3):
-        sp = unstack(batch, c).features
-        x = np.zeros((n, g.num_features))
-        np.add.at(x, (np.asarray(sp.row), np.asarray(sp.col)), np.asarray(sp.val, np.float64))
-        dz = rng.normal(size=(n, 4)).astype(np.float32)
-        xc = jax.tree.map(jnp.asarray, unstack(ell, c).features)
-        out, vjp = jax.vjp(lambda w_: ops.feature_matmul(xc, w_, n), jnp.asarray(w))
-        np.testing.assert_allclose(np.asarray(out), x @ w, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(np.asarray(vjp(jnp.asarray(dz))[0]), x.T @ dz, rtol=1e-5, atol=1e-5)
-
-
 @pytest.mark.slow   # two compiles of each algorithm's whole program
 @pytest.mark.parametrize("algorithm", ["fedpub", "feddep"])
 def test_rounds_are_the_same_with_ell_and_sparse_features(monkeypatch, algorithm):
-    """The EllFeatures layout (FedPub's and FedDEP's `prepare`) only regroups the first layer's
-    sums: rounds with it equal rounds on the SparseFeatures batch (losses and accuracies)."""
-    import importlib
+    """The EllFeatures layout (`prepare`, as both are registered with features="ell") only
+    regroups the first layer's sums: rounds with it equal rounds on the SparseFeatures batch."""
     from fgl_jax import ops, run
     from fgl_jax.systems.baseline import algorithm_from_config, prepare
+    from fgl_jax.systems.baseline import program
     from tests.helpers import toy_graph
-    module = importlib.import_module(f"fgl_jax.algorithms.{algorithm}")
     g = toy_graph(n=50, num_features=10, sparse=True, seed=2)
     opts = ({"fedpub_reg": "code", "fedpub_proxy_nodes": 10} if algorithm == "fedpub" else
             {"feddep_variant": "openfgl", "feddep_gen_width": 16, "feddep_latent": 8, "feddep_emb_dim": 8,
@@ -208,7 +180,7 @@ def test_rounds_are_the_same_with_ell_and_sparse_features(monkeypatch, algorithm
     hist = {}
     for layout in ("ell", "sparse"):
         if layout == "sparse":
-            monkeypatch.setattr(module, "ell_batch", lambda b, f: b)
+            monkeypatch.setattr(program, "first_layer_layout", lambda b, cfg, graph: b)
         prep = prepare(cfg, g)
         want = ops.EllFeatures if layout == "ell" else ops.SparseFeatures
         assert isinstance(prep.data.train.features, want)

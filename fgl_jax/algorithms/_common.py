@@ -5,29 +5,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-
-from fgl_jax import ops
 
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.federated.baselines import evaluate_models
 from fgl_jax.federated.client import lr_scale, stack, tree_sq  # noqa: F401 (the algorithms import them from here)
 
 PyTree = Any
-
-
-def ell_batch(batch, num_features: int):
-    """Host side (an algorithm's `prepare`): the ClientBatch with its SparseFeatures in
-    `fgl_jax.ops.EllFeatures` layout, so a first layer X W (`ops.feature_matmul`) and its weight
-    gradient X^T dZ become row gathers (`ops.ell_matmul`) instead of a gather into [nnz, H] plus a
-    scatter into [N, H], and a zeroed [F, H] plus a scatter (XLA:CPU runs scatters element by
-    element). The same sums in another order: results equal up to float rounding. Dense or
-    EllFeatures features are returned as they are."""
-    x = batch.features
-    if not isinstance(x, ops.SparseFeatures):
-        return batch
-    rows, cols, vals = (np.asarray(a) for a in (x.row, x.col, x.val))   # [C, nnz]; padding has val 0
-    return batch.replace(features=ops.ell_features(rows, cols, vals, batch.num_nodes, num_features))
 
 
 def init_params(model, key: jax.Array, data: FedData) -> PyTree:

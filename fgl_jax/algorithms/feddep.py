@@ -27,8 +27,8 @@ e^0 = mend  (the generated embeddings enter every layer), on each client's own m
 
 Greedy(g~, t) = 1/(|rows| P) sum_i sum_{p < n_i} min_k mean_h (g~_ip - t_ik)^2 (`greedy_loss`).
 
-The compiled rounds read the client features as `fgl_jax.ops.EllFeatures` (`_common.ell_batch`,
-converted at the end of the host step): the classifier's and DGen's first layers (3,703 x 128 on
+The compiled rounds read the client features as `fgl_jax.ops.EllFeatures`
+(`fgl_jax.batch.with_ell_features`: registered with features="ell", converted after the host step): the classifier's and DGen's first layers (3,703 x 128 on
 CiteSeer) and their weight gradients are row gathers instead of scatters.
 
 Differences from OpenFGL 1.1.0 (openfgl/flcore/feddep), `feddep_variant=openfgl` selects OpenFGL's
@@ -79,7 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.algorithms._common import ell_batch, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import scatter_clients, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validation_nodes, impaired_batch,
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
@@ -336,8 +336,9 @@ def feddep_prepare(inp: HostInput, hp: FedDEPHParams):
                     pool[k, i, s] = proto_of[k, j]
     rows, row_mask = padded_rows(np.asarray(b.train_mask) & keep)
     kidx, kmask = padded_rows(keep)
-    # the features in EllFeatures layout for the compiled rounds (the encoder above read them sparse)
-    return ell_batch(b, int(inp.graph.num_features)), {"kidx": kidx, "kmask": kmask, "keep": keep, "missing": missing, "targets": targets.astype(np.float32),
+    # `prepare` puts the features in EllFeatures layout for the compiled rounds after this step (the
+    # encoder above read them sparse), as for every algorithm registered with features="ell"
+    return b, {"kidx": kidx, "kmask": kmask, "keep": keep, "missing": missing, "targets": targets.astype(np.float32),
                "pool": pool.astype(np.float32), "pool_mask": nm.copy(), "rows": rows, "row_mask": row_mask,
                "protos": protos, "cluster": cluster}
 
@@ -362,7 +363,7 @@ class FedDEPState:
     hp: dict              # traced: lr
 
 
-@register("algorithm", "feddep", hparams=FedDEPHParams, prepare=feddep_prepare, pre_communication=feddep_pre_bytes,
+@register("algorithm", "feddep", features="ell", hparams=FedDEPHParams, prepare=feddep_prepare, pre_communication=feddep_pre_bytes,
           paper="Zhang, Sun, Ding, Yiu, Yang, SDM 2024, arXiv:2401.04336",
           help="FedDEP: a generator of missing neighbours' embeddings trained against other clients' "
                "prototypes, then FedAvg of a GraphSAGE that reads them")

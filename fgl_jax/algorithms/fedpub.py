@@ -18,7 +18,8 @@ The server also keeps the training-node weighted mean of the models (masks inclu
 the global_model_* evaluation modes.
 
 Computation (same sums, regrouped; the host step `prepare_fedpub` runs once): the client features
-are stored as `fgl_jax.ops.EllFeatures` (`_common.ell_batch`), so X (W*M) and its weight gradient
+are stored as `fgl_jax.ops.EllFeatures` (`fgl_jax.batch.with_ell_features`: registered with
+features="ell"), so X (W*M) and its weight gradient
 are row gathers; the proxy graph's first convolution reads S X from the host and its last one's
 node mean is colmean(S) h (W*M) + b (`functional_embedding`). What remains of a CiteSeer round is
 mostly Adam over the [C, 3703, 64] weights and masks (about six passes each per step) and the
@@ -49,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax import ops
-from fgl_jax.algorithms._common import ell_batch, evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
+from fgl_jax.algorithms._common import evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
 from fgl_jax.federated.baselines import FedConfig, weighted_mean
 from fgl_jax.federated.chunking import map_clients
@@ -137,12 +138,12 @@ def functional_embedding(net: MaskedGCN, params: PyTree, ex: dict) -> jax.Array:
 
 
 def prepare_fedpub(inp: HostInput, hp: FedPubHParams):
-    """The proxy graph (FedData.extra) and the features in EllFeatures layout (`ell_batch`), once
-    on the host."""
+    """The proxy graph (FedData.extra), once on the host (the features are then put in
+    EllFeatures layout by `prepare`, as for every algorithm registered with features="ell")."""
     f = int(inp.graph.num_features)
     proxy = proxy_graph(hp.fedpub_proxy_graphs, hp.fedpub_proxy_nodes, hp.fedpub_proxy_p, f, inp.seed)
     proxy.update(propagated_proxy(proxy["proxy_x"], proxy["proxy_senders"], proxy["proxy_receivers"]))
-    return ell_batch(inp.batch, f), proxy
+    return inp.batch, proxy
 
 
 def similarity_weights(emb: jax.Array, tau, norm: str) -> jax.Array:
@@ -184,7 +185,7 @@ def weight_leaves(params: PyTree) -> list:
     return [x for p, x in jax.tree_util.tree_leaves_with_path(params) if not is_mask(p)]
 
 
-@register("algorithm", "fedpub", hparams=FedPubHParams, prepare=prepare_fedpub,
+@register("algorithm", "fedpub", features="ell", hparams=FedPubHParams, prepare=prepare_fedpub,
           paper="Baek, Jeong, Jin, Yoon & Hwang, ICML 2023, arXiv:2206.10206",
           help="FED-PUB: masked GCNs, personalised aggregation by functional-embedding similarity")
 def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
