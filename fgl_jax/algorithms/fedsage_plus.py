@@ -356,18 +356,27 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
             mend = (gen_net.apply(gp, z, km, False, method=NeighGen.features), counts(d))
         return cp, gp, co, go, snaps, losses, mend
 
-    def train_phase1(state, data: FedData, cp, gp, rounds):
-        """client_phase1 on every training client of `data` (lax.map in blocks of fedsage_gen_chunk)."""
+    def train_phase1(state, data: FedData, cp, gp, go, rounds, shared_gen: bool = False):
+        """client_phase1 on every training client of `data` (lax.map in blocks of fedsage_gen_chunk).
+
+        shared_gen: gp / go are one NeighGen and optimiser state every client starts from (not
+        stacked [C_t, ...]), and the trained ones are not returned (None): the client schedule
+        drops them, and stacking C_t copies of fGen's output layer and its Adam moments cost
+        3 x C_t x 2048 x P F floats (4.5 GB on CiteSeer) and a pass over them."""
         ex, idx = data.extra, data.train_index
         n = data.eval.num_nodes
         scales = state.hp["lr"] * jax.vmap(lambda r: lr_scale(common.optim, r))(rounds)
         xs = jax.vmap(lambda b: dense_features(b.features, n, f))(data.train)              # [C_t, N, F]
         others = (xs, ex["nbr"][idx], ex["deg"][idx], idx)
-        run = lambda cp, gp, co, go, b, me, *a: client_phase1(cp, gp, co, go, b, me, *a, others=others,
-                                                              gen_key=jax.random.key(state.gen_seed), rounds=rounds,
-                                                              scales=scales)
-        return map_clients(run, hp.fedsage_gen_chunk or None)(
-            cp, gp, state.cls_opt, state.gen_opt, data.train, idx, ex["keep"][idx], ex["missing"][idx],
+
+        def run(cp, gp, co, go, b, me, *a):
+            out = client_phase1(cp, gp, co, go, b, me, *a, others=others, gen_key=jax.random.key(state.gen_seed),
+                                rounds=rounds, scales=scales)
+            return out[:1] + (None,) + out[2:3] + (None,) + out[4:] if shared_gen else out
+
+        g_axis = None if shared_gen else 0
+        return map_clients(run, hp.fedsage_gen_chunk or None, in_axes=(0, g_axis, 0, g_axis) + (0,) * 10)(
+            cp, gp, state.cls_opt, go, data.train, idx, ex["keep"][idx], ex["missing"][idx],
             ex["targets"][idx], ex["rows"][idx], ex["row_mask"][idx], ex["frows"][idx], ex["frow_mask"][idx], xs)
 
     def end_phase1_round(state, data: FedData, cp, losses, **changes):
@@ -384,7 +393,8 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
         idx = data.train_index
         cp = jax.tree.map(lambda a: a[idx], state.local)
         gp = jax.tree.map(lambda a: a[idx], state.gen)
-        cp, gp, co, go, _, losses, mend = train_phase1(state, data, cp, gp, state.round[None])
+        go = state.gen_opt   # already on the training-client axis (train_axis)
+        cp, gp, co, go, _, losses, mend = train_phase1(state, data, cp, gp, go, state.round[None])
         mend_x, mend_n = state.mend_x, state.mend_n
         if paper:
             mend_x, mend_n = mend_x.at[idx].set(mend[0]), mend_n.at[idx].set(mend[1])
@@ -403,11 +413,9 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
         def run_all(state):
             idx = data.train_index
             g = init_gen(state.gen_seed, jax.tree.map(lambda a: a[0], data.eval))
-            ct = data.train.num_clients
-            state = dataclasses.replace(state, gen_opt=stack(optimizer.init(g), ct))
             cp = jax.tree.map(lambda a: a[idx], state.local)
-            _, _, co, _, snaps, losses, mend = train_phase1(state, data, cp, stack(g, ct),
-                                                            jnp.arange(gen_rounds, dtype=jnp.int32))
+            _, _, co, _, snaps, losses, mend = train_phase1(state, data, cp, g, optimizer.init(g),
+                                                            jnp.arange(gen_rounds, dtype=jnp.int32), shared_gen=True)
             snaps = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), snaps)                    # [G, C_t, ...]
             mend_x, mend_n = state.mend_x, state.mend_n
             if paper:

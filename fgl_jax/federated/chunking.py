@@ -53,6 +53,9 @@ def map_clients(fn: Callable, chunk: Optional[int] = None, in_axes=0) -> Callabl
                 full[i] = v
             return fn(*full)
 
-        return jax.lax.map(one, xs, batch_size=chunk)
+        # chunk 1: a plain loop, no vmap of size 1 (XLA:CPU then lays some weight gradients out
+        # transposed and transposes them back inside the optimiser's fusions: FedSage+'s fGen
+        # output layer cost 4x its arithmetic that way)
+        return jax.lax.map(one, xs) if chunk == 1 else jax.lax.map(one, xs, batch_size=chunk)
 
     return mapped
