@@ -70,3 +70,7 @@ def test_openfgl_table_takes_the_newest_file_per_cell(tmp_path):
     assert len(body) == 2
     assert "22.22" in table and "11.11" not in table and "33.33" in table
     assert "[results_new](../benchmarks/peers/openfgl/results_new.md)" in body[0]
+    # a later run over fewer seeds (a speed check) does not replace the three-seed comparison
+    write("results_check.json", "2026-03-01 10:00:00 UTC", [dict(row("cora", "fedavg / fedavg", "44.44 ± 0.00"), seeds=1)])
+    table = _hooks().openfgl_table(tmp_path)
+    assert "22.22" in table and "44.44" not in table
