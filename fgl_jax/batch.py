@@ -165,10 +165,11 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
         node_ids=_dev(ids), client_mask=_dev(np.ones((c,), bool)))
 
 
-# FedAvg-GCN on Cora (10 Louvain clients, H = 64), CPU ms per round, alternated in one process at
-# load ~17: SparseFeatures 17.8; EllFeatures 14.7 with 4 groups a side and 4 terms per loop iteration
-# (compile 4.3 s vs 3.0 s); 3 groups 16.3 (3.8 s); 8 terms 14.2 (5.2 s). More groups or terms compile
-# slower for little; benchmarks/bench_round_speed.py --only fedavg,floor_fedavg.
+# FedAvg-GCN on Cora (10 Louvain clients, H = 64): SparseFeatures 21.0 -> EllFeatures 14.9 CPU ms per
+# round with these settings, compile 2.75 -> 4.02 s CPU (benchmarks/results/round_speed_ell.md, from
+# benchmarks/bench_round_speed.py --only fedavg,floor_fedavg). The settings were chosen by a one-off
+# scan, not committed (load ~17): 3 groups compiled faster for a slower round, 8 terms slower for
+# about the same round.
 ELL_MAX_GROUPS = 4
 ELL_UNROLL = 4
 
