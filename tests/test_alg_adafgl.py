@@ -276,9 +276,3 @@ def test_heterophilous_block_hand_written_gradient_matches_autodiff_of_the_plain
         assert float(jnp.abs(g_want[0][:8]).max()) > 0.1
         np.testing.assert_allclose(np.asarray(g_got[0]), np.asarray(g_want[0]), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(float(g_got[1]), float(g_want[1]), rtol=1e-4, atol=1e-6)
-
-
-def test_normalise_transposed_of_the_transpose_equals_normalise():
-    m = np.random.default_rng(3).random((6, 6)) * (np.random.default_rng(4).random((6, 6)) > 0.5)
-    got = A.normalise_transposed(jnp.asarray(m.T, jnp.float32), 0.5)
-    np.testing.assert_allclose(np.asarray(got), _np_norm(m, 0.5), rtol=1e-5, atol=1e-7)
