@@ -9,11 +9,9 @@ after each, as the command's loop does. Variants are compiled in this one proces
 alternately (process CPU time, which counts every thread); medians per round, and how far each
 variant's 100-round history and final state moved from the first one's.
 
-  before      : flax's nn.Dropout (the keep-mask's Threefry bits generated in the forward and again
-                in the gradient: XLA:CPU fuses the generator into both consumers), and the trained
-                models scattered into evaluation order every round (FedData.train_is_eval False)
-  dropout_once: `fgl_jax.nn.models.Dropout` (the mask generated once), models still scattered
-  after       : the library as it is (also: every client trains, so its models are used as they are)
+  before       : the clients' trained models broadcast-and-scattered into evaluation order every
+                 round before their evaluation (FedData.train_is_eval False: the previous code path)
+  after        : the library as it is (every client trains: its models are evaluated as they are)
   ell_g<G>_u<U>: `after` with EllFeatures built with max_groups=G, unroll=U (`--layouts`)
 
     python benchmarks/bench_command_round.py [--data-dir DIR] [--repeats 7] [--layouts 3:4,4:8]
@@ -43,15 +41,6 @@ from fgl_jax import experiment  # noqa: E402
 ROUNDS, CHUNK = 100, 5
 
 
-def flax_dropout(x, rate, train, module):
-    """The previous `fgl_jax.nn.models._dropout`: flax's nn.Dropout."""
-    import flax.linen as nn
-    from fgl_jax import ops
-    if rate <= 0.0 or not train or isinstance(x, ops.SparseFeatures):
-        return x
-    return nn.Dropout(rate, deterministic=False)(x)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=os.environ.get("FGL_JAX_DATA"))
@@ -60,7 +49,6 @@ def main() -> None:
     ap.add_argument("--out", default=str(RESULTS / "command_round"))
     args = ap.parse_args()
     from fgl_jax.batch import with_ell_features
-    from fgl_jax.nn import models
     from fgl_jax.systems.baseline import RunConfig
     engine = importlib.import_module("fgl_jax.federated.run")
     cfg = RunConfig(dataset="cora", data_dir=args.data_dir, algorithm="fedavg", model="gcn", clients=10,
@@ -71,9 +59,8 @@ def main() -> None:
     alg, data, key = program.algorithm, program.data, experiment.seed_key(0)
     tracker = engine.Tracker.empty(alg.select)
     state = jax.jit(alg.init)(key, data)
-    current = models._dropout
-    old_data = data.replace(train_is_eval=False)  # the clients' models scattered into evaluation order
-    variants = {"before": (flax_dropout, old_data), "dropout_once": (current, old_data), "after": (current, data)}
+    # before: the clients' trained models scattered into evaluation order every round
+    variants = {"before": data.replace(train_is_eval=False), "after": data}
     if args.layouts:
         from fgl_jax import build_client_batch, make_fed_data
         from fgl_jax.systems.baseline import prepare
@@ -81,21 +68,17 @@ def main() -> None:
         sparse = build_client_batch(prep.graph, prep.partition.assignment, cfg.clients)
     for spec in filter(None, args.layouts.split(",")):
         g, u = (int(x) for x in spec.split(":"))
-        variants[f"ell_g{g}_u{u}"] = (current, make_fed_data(with_ell_features(sparse, prep.graph.num_features,
-                                                                               max_groups=g, unroll=u)))
+        variants[f"ell_g{g}_u{u}"] = make_fed_data(with_ell_features(sparse, prep.graph.num_features,
+                                                                     max_groups=g, unroll=u))
     compiled, compile_cpu = {}, {}
-    for name, (dropout, d) in variants.items():
-        models._dropout = dropout
-        try:
-            c0 = time.process_time()
-            compiled[name] = engine.make_chunk(alg, CHUNK).lower(state, tracker, d, key, np.int32(0),
-                                                                 np.int32(CHUNK)).compile()
-            compile_cpu[name] = time.process_time() - c0
-        finally:
-            models._dropout = current
+    for name, d in variants.items():
+        c0 = time.process_time()
+        compiled[name] = engine.make_chunk(alg, CHUNK).lower(state, tracker, d, key, np.int32(0),
+                                                             np.int32(CHUNK)).compile()
+        compile_cpu[name] = time.process_time() - c0
 
     def rounds(name):
-        prog, d = compiled[name], variants[name][1]
+        prog, d = compiled[name], variants[name]
         s, t, hist = state, tracker, []
         for r in range(0, ROUNDS, CHUNK):
             s, t, m = prog(s, t, d, key, np.int32(r), np.int32(CHUNK))

@@ -1,15 +1,11 @@
-"""Two bit-exact shortcuts in the training round (issue 31, the command's round):
-
-- `fgl_jax.nn.models.Dropout` generates its keep-mask once per call (XLA:CPU otherwise fuses the
-  Threefry generator into the forward select and the gradient's); reference: flax's nn.Dropout,
-  the same key and module path, so outputs and gradients must be equal bit for bit.
-- `FedData.train_is_eval`: when every client trains, the baselines take the trained models as the
-  clients' models instead of scattering them into evaluation order; reference: the scatter path
-  (train_is_eval=False), and the flag's bookkeeping in make_fed_data and participation.restrict.
+"""A bit-exact shortcut in the baselines' round (issue 31, the command's round):
+`FedData.train_is_eval`: when every client trains, the trained models are the clients' models as
+they are, instead of being scattered into evaluation order; reference: the scatter path
+(train_is_eval=False, bit for bit), and the flag's bookkeeping in make_fed_data and
+participation.restrict (a subset of clients must turn it off).
 """
 import dataclasses
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,43 +14,7 @@ import pytest
 from fgl_jax import registry
 from fgl_jax.federated.algorithm import make_fed_data
 from fgl_jax.federated.participation import restrict
-from fgl_jax.nn import models
 from tests.alg_helpers import toy_setup
-
-
-class _Net(nn.Module):
-    drop: type
-    rate: float
-
-    @nn.compact
-    def __call__(self, x):
-        h = nn.relu(nn.Dense(16)(x))
-        h = self.drop(self.rate, deterministic=False)(h)
-        h = nn.relu(nn.Dense(16)(h))
-        h = self.drop(self.rate, deterministic=False)(h)
-        return nn.Dense(3)(h)
-
-
-@pytest.mark.parametrize("rate", [0.5, 0.3])
-def test_dropout_equals_flax_bit_for_bit(rate):
-    x = jax.random.normal(jax.random.key(0), (4, 37, 5))
-    params = _Net(nn.Dropout, rate).init({"params": jax.random.key(1), "dropout": jax.random.key(2)}, x[0])
-
-    def loss(p, x, k, drop):
-        return jnp.sum(jnp.sin(_Net(drop, rate).apply(p, x, rngs={"dropout": k})))
-
-    keys = jax.random.split(jax.random.key(3), 4)
-    outs = {}
-    for name, drop in (("flax", nn.Dropout), ("ours", models.Dropout)):
-        # vmapped over a client axis and differentiated, as in local training
-        f = jax.jit(jax.vmap(jax.value_and_grad(lambda p, x, k: loss(p, x, k, drop)), in_axes=(None, 0, 0)))
-        outs[name] = f(params, x, keys)
-    for a, b in zip(jax.tree.leaves(outs["flax"]), jax.tree.leaves(outs["ours"])):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    # the masks did drop something (else the test could not tell masks apart)
-    nodrop = jax.vmap(lambda x: _Net(nn.Dropout, 0.0).apply(params, x, rngs={"dropout": keys[0]}))(x)
-    assert not np.allclose(np.asarray(nodrop), np.asarray(jax.vmap(
-        lambda x, k: _Net(models.Dropout, rate).apply(params, x, rngs={"dropout": k}))(x, keys)))
 
 
 def test_train_is_eval_bookkeeping():

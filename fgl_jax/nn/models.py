@@ -37,36 +37,10 @@ class InputDense(nn.Module):
         return out
 
 
-class Dropout(nn.Dropout):
-    """`flax.linen.Dropout` whose keep-mask is generated once per call: the same key (same class
-    name, so the same auto name `Dropout_i` and `make_rng` stream), the same bits, the same output.
-
-    XLA:CPU fuses the mask's Threefry bit generation into every consumer of the mask, and under
-    `jax.grad` there are two (the forward select and the gradient's select), so it generated the
-    bits twice per training step (`lax.optimization_barrier` does not survive to fusion). An
-    integer division of the mask by a 1 that XLA cannot see is constant makes the last op before
-    the fork "expensive" in XLA's fusion heuristic, which then stores the mask (4 bytes per
-    element) instead of duplicating its producer. Measured in `benchmarks/bench_command_round.py`."""
-
-    @nn.compact
-    def __call__(self, inputs, deterministic: Optional[bool] = None, rng: Optional[jax.Array] = None):
-        deterministic = nn.merge_param("deterministic", self.deterministic, deterministic)
-        if self.rate == 0.0 or deterministic or self.rate == 1.0 or self.broadcast_dims:
-            return super().__call__(inputs, deterministic, rng)
-        keep_prob = 1.0 - self.rate
-        if rng is None:
-            rng = self.make_rng(self.rng_collection)
-        mask = jax.random.bernoulli(rng, p=keep_prob, shape=inputs.shape)
-        # one = 1 for every key (k | 1 >= 1), but only at run time: XLA keeps the division
-        one = jnp.minimum(jnp.uint32(1), jax.random.key_data(rng).ravel()[0].astype(jnp.uint32) | 1)
-        mask = (mask.astype(jnp.uint32) // one) > 0
-        return jax.lax.select(mask, inputs / keep_prob, jnp.zeros_like(inputs))
-
-
 def _dropout(x, rate: float, train: bool, module: nn.Module):
     if rate <= 0.0 or not train or isinstance(x, ops.SparseFeatures):
         return x
-    return Dropout(rate, deterministic=False)(x)
+    return nn.Dropout(rate, deterministic=False)(x)
 
 
 EMBEDDING = "embedding"
