@@ -22,7 +22,6 @@ whole_process.py's --threads 1.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import statistics
 import sys
@@ -36,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py
 from harness import RESULTS, ROOT, command, loadavg, machine, write_json  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from fgl_jax import experiment  # noqa: E402
+import fgl_jax  # noqa: E402
 
 ROUNDS, CHUNK = 100, 5
 
@@ -48,21 +47,19 @@ def main() -> None:
     ap.add_argument("--layouts", default="", help="extra EllFeatures layouts max_groups:unroll,...")
     ap.add_argument("--out", default=str(RESULTS / "command_round"))
     args = ap.parse_args()
-    from fgl_jax.batch import with_ell_features
     from fgl_jax.systems.baseline import RunConfig
-    engine = importlib.import_module("fgl_jax.federated.run")
     cfg = RunConfig(dataset="cora", data_dir=args.data_dir, algorithm="fedavg", model="gcn", clients=10,
                     partition="louvain", local_steps=3, split="openfgl", hidden=64, num_layers=2, dropout=0.5,
                     lr=0.01, weight_decay=5e-4, optimizer="adam", eval_mode="local_model_on_local_data",
                     eval_average="client_nodes", rounds=ROUNDS)
-    program = experiment.build(cfg)
-    alg, data, key = program.algorithm, program.data, experiment.seed_key(0)
-    tracker = engine.Tracker.empty(alg.select)
+    program = fgl_jax.build(cfg)
+    alg, data, key = program.algorithm, program.data, jax.random.key(0)  # the command's seed_key(0)
+    tracker = fgl_jax.Tracker.empty(alg.select)
     state = jax.jit(alg.init)(key, data)
     # before: the clients' trained models scattered into evaluation order every round
     variants = {"before": data.replace(train_is_eval=False), "after": data}
     if args.layouts:
-        from fgl_jax import build_client_batch, make_fed_data
+        from fgl_jax import build_client_batch, make_fed_data, with_ell_features
         from fgl_jax.systems.baseline import prepare
         prep = prepare(cfg)  # the same split graph and partition; the batch again, on SparseFeatures
         sparse = build_client_batch(prep.graph, prep.partition.assignment, cfg.clients)
@@ -73,7 +70,7 @@ def main() -> None:
     compiled, compile_cpu = {}, {}
     for name, d in variants.items():
         c0 = time.process_time()
-        compiled[name] = engine.make_chunk(alg, CHUNK).lower(state, tracker, d, key, np.int32(0),
+        compiled[name] = fgl_jax.make_chunk(alg, CHUNK).lower(state, tracker, d, key, np.int32(0),
                                                              np.int32(CHUNK)).compile()
         compile_cpu[name] = time.process_time() - c0
 
