@@ -45,7 +45,7 @@ _EXPORTS = {
     "dp_epsilons": "fgl_jax.privacy.dp", "private_mean": "fgl_jax.privacy.dp", "perturb": "fgl_jax.data.processing",
     # the compiled round loop, for timing it without run()'s host work (benchmarks), and the x64 scope
     # an algorithm that needs 64-bit integers (HiFGL's field arithmetic) runs under
-    "make_scan": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
+    "make_scan": "fgl_jax.federated.run", "make_chunk": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
     "x64_scope": "fgl_jax.federated.algorithm", "environment": "fgl_jax.experiment",
     # message-passing primitives the models are built from (sparse first layer, GCN propagation)
     "SparseFeatures": "fgl_jax.ops", "feature_matmul": "fgl_jax.ops", "gcn_propagate": "fgl_jax.ops",
@@ -71,7 +71,8 @@ _EXPORTS = {
     "partition_report": "fgl_jax.partition", "Partition": "fgl_jax.partition",
     "louvain_communities": "fgl_jax.partition",
     "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",
-    "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
+    "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch",
+    "with_ell_features": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",
     "stack_partition": "fgl_jax.batch", "padding_ratio": "fgl_jax.batch", "padding_report": "fgl_jax.batch",
     "make_model": "fgl_jax.nn", "ModelSpec": "fgl_jax.nn",
     # link prediction (docs/simulation.md): per-client edge splits, the encoder + decoder model, metrics

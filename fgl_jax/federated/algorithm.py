@@ -118,6 +118,9 @@ class FedData:
     glob: Optional[ClientBatch] = None
     train_total: Optional[int] = flax.struct.field(pytree_node=False, default=None)
     extra: Optional[dict] = None
+    # True when every client holds a training node and `train` is `eval` itself (train_index =
+    # arange(C)): results per training client are then already in evaluation order (static)
+    train_is_eval: bool = flax.struct.field(pytree_node=False, default=False)
 
 
 class HostInput(NamedTuple):
@@ -152,8 +155,9 @@ def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None, extra:
     if index.size == 0:
         raise ValueError("no client holds a training " + ("node: check the split masks" if batch.pairs is None
                                                            else "edge: check the edge split fractions"))
-    train = batch if index.size == batch.num_clients else select_clients(batch, index)
+    every = index.size == batch.num_clients
+    train = batch if every else select_clients(batch, index)
     # device_put, not jnp.asarray: no start-up compilation for a host copy
     return FedData(eval=batch, train=train, train_index=jax.device_put(index),
                    train_weight=jax.device_put(counts[index].astype(np.float32)), glob=glob,
-                   extra=None if extra is None else jax.device_put(extra))
+                   extra=None if extra is None else jax.device_put(extra), train_is_eval=every)

@@ -278,12 +278,18 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
                 # a client's model = the one it trained this round (clients without training
                 # nodes: the global model they received)
                 c = data.eval.num_clients
-                local = jax.tree.map(lambda s, n: jnp.broadcast_to(s, (c,) + s.shape).at[data.train_index].set(n),
-                                     state.server, new)
+                if data.train_is_eval and data.train.num_clients == c:  # train_index = arange(C)
+                    local = new  # (the scatter below would copy every client's model once more)
+                else:
+                    local = jax.tree.map(lambda s, n: jnp.broadcast_to(s, (c,) + s.shape).at[data.train_index].set(n),
+                                         state.server, new)
             metrics = evaluate_models(model, data, eval_mode, server=server, local=local,
                                       chunk=cfg.client_chunk, average=cfg.eval_average)
         else:
-            personal = jax.tree.map(lambda p, n: p.at[data.train_index].set(n), state.personal, new)
+            if data.train_is_eval and data.train.num_clients == data.eval.num_clients:  # train_index = arange(C)
+                personal = new
+            else:
+                personal = jax.tree.map(lambda p, n: p.at[data.train_index].set(n), state.personal, new)
             eval_params = jax.tree.map(lambda m, s, p: p if m else jnp.broadcast_to(s, p.shape),
                                        mask, server, personal)
             metrics = evaluate_models(model, data, eval_mode, local=eval_params, chunk=cfg.client_chunk,

@@ -51,7 +51,8 @@ def sample_clients(key: jax.Array, n: int, m: int) -> jax.Array:
 def restrict(data: FedData, index: jax.Array) -> FedData:
     """`data` with only the training clients at positions `index` [m] (positions in `data.train`)."""
     return data.replace(train=jax.tree.map(lambda a: a[index], data.train), train_index=data.train_index[index],
-                        train_weight=data.train_weight[index], train_total=data.train.num_clients)
+                        train_weight=data.train_weight[index], train_total=data.train.num_clients,
+                        train_is_eval=False)
 
 
 def with_participation(algorithm: FederatedAlgorithm, fraction: float = 1.0, count: Optional[int] = None

@@ -475,6 +475,10 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
         rundir.write_rows(log_path, rows)
         if policy is not None:
             saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"))
+            # orbax's import (~0.3 s of Python) in a thread now, while this thread waits for the chunk
+            # program (compiled ahead, or loaded), not during the rounds, whose host steps between
+            # chunks it would hold the GIL against
+            checkpoint.preload()
     if on_restored is not None:
         on_restored(start)
     history, evaluations = _rows_to_history(rows)
@@ -499,8 +503,6 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
                     ahead.join()  # it compiled (or loaded) this very program into compiled_scan's cache
                 program = compiled_scan(algorithm, length, *args, context=program_context)
                 compile_s += time.perf_counter() - t0
-                if saver is not None:
-                    checkpoint.preload()
             t0 = time.perf_counter()
             state, tracker, metrics = program(*args)
             metrics = jax.device_get(metrics)
