@@ -241,11 +241,12 @@ def test_sampled_in_edges_keep_min_degree_fanout_per_node_uniformly():
 
 
 @pytest.mark.slow  # one more program compiled
-def test_openfgl_cross_gradient_and_fanout_options_run():
+def test_openfgl_cross_gradient_fanout_and_no_dropout_options_run():
     from fgl_jax import run
     from fgl_jax.systems.baseline import RunConfig, build
     cfg = RunConfig(dataset="csbm", algorithm="feddep", clients=3, rounds=2, hidden=8, split="keep",
-                    feddep_variant="openfgl", feddep_cross_grad="openfgl", feddep_fanout=2, feddep_gen_width=16, feddep_latent=8,
+                    feddep_variant="openfgl", feddep_cross_grad="openfgl", feddep_fanout=2,
+                    feddep_local_dropout=False, feddep_gen_width=16, feddep_latent=8,
                     feddep_emb_dim=8, feddep_encoder_epochs=2, feddep_pretrain_epochs=1, feddep_epochs=2)
     prog = build(cfg)
     res = run(prog.algorithm, prog.data, jax.random.key(0), 2)

@@ -30,12 +30,19 @@ FGL_VARIANTS = {
     "paper": {"feddep_variant": "paper", "feddep_init": "glorot"},
     "openfgl, untrained DGen": {"feddep_pretrain_epochs": 0, "feddep_epochs": 0},
     "openfgl, 5 sampled neighbours": {"feddep_fanout": 5},
+    "openfgl, no dropout in local steps": {"feddep_local_dropout": False},
+    "openfgl, no dropout in local steps, 5 sampled neighbours": {"feddep_local_dropout": False, "feddep_fanout": 5},
     "openfgl, OpenFGL's cross-client gradients": {"feddep_cross_grad": "openfgl"},
+    # the same splits and options, other random draws (initialisation, DGen, dropout, batches)
+    "openfgl, run key seed + 100": {"key_offset": 100},
+    "openfgl, run key seed + 200": {"key_offset": 200},
 }
 
 
 def run_variant(ds: str, options: dict, seeds: list[int], rounds: int) -> list[dict]:
     import jax
+    options = dict(options)
+    offset = options.pop("key_offset", 0)   # run seed (host draws and key) = seed + offset; split seed = seed
     from fgl_jax import RunConfig, run
     from fgl_jax.systems.baseline import algorithm_from_config, prepare
     cfg = RunConfig(dataset=ds, algorithm="feddep", clients=10, partition="louvain", split="openfgl", model="gcn",
@@ -44,9 +51,9 @@ def run_variant(ds: str, options: dict, seeds: list[int], rounds: int) -> list[d
                     eval_average="client_nodes", **{**FGL_OPTIONS["feddep"], **options})
     out, algorithm = [], None
     for seed in seeds:
-        prep = prepare(cfg.replace(split_seed=seed, seed=seed))
+        prep = prepare(cfg.replace(split_seed=seed, seed=seed + offset))
         algorithm = algorithm or algorithm_from_config(cfg, prep.graph)
-        res = run(algorithm, prep.data, jax.random.key(seed), rounds)
+        res = run(algorithm, prep.data, jax.random.key(seed + offset), rounds)
         out.append({"seed": seed, "best_test": float(res.best["best_test"]), "best_round": int(res.best["best_round"]),
                     "final_test": float(res.history["test_acc"][-1]),
                     "curve_val": [float(x) for x in res.history["val_acc"]],
@@ -64,8 +71,19 @@ def mend_stats(mend: np.ndarray, real: np.ndarray) -> dict:
     return {"mend_nonzero": float((np.abs(m).sum(-1) > 0).mean()), "mend_abs": float(np.abs(m).mean())}
 
 
-def openfgl_results(workdir: Path, ds: str, seeds: list[int]) -> dict[str, list[dict]]:
+def openfgl_results(workdir: Path, ds: str, seeds: list[int], base_from: str | None = None) -> dict[str, list[dict]]:
+    """Per OpenFGL variant, its runs in `workdir`; `base_from`: a compare.py results JSON whose
+    FedDEP runs of the same jobs fill the seeds the unchanged variant (`openfgl`) lacks there
+    (OpenFGL is deterministic per seed here: seed 0 re-run gave the earlier run's accuracy)."""
     found: dict[str, list[dict]] = {}
+    if base_from:
+        for r in json.loads(Path(base_from).read_text())["runs"]:
+            if (r["dataset"], r["algorithm"]) == (ds, "feddep") and r["seed"] in seeds and \
+                    not (workdir / f"{ds}_feddep_{r['seed']}" / "result.json").exists():
+                o = r["openfgl"]
+                found.setdefault("openfgl", []).append({"seed": r["seed"], "best_test": o["best_test"],
+                                                        "best_round": o["best_round"], "final_test": o["final_test"],
+                                                        "from": base_from})
     for seed in seeds:
         d = workdir / f"{ds}_feddep_{seed}"
         files = {"openfgl": d / "result.json", **{p.stem: p for p in d.glob("*.json")
@@ -83,6 +101,9 @@ def openfgl_results(workdir: Path, ds: str, seeds: list[int]) -> dict[str, list[
 def row(side: str, variant: str, runs: list[dict]) -> dict:
     b = [100 * r["best_test"] for r in runs]
     f = [100 * r["final_test"] for r in runs]
+    borrowed = [r for r in runs if "from" in r]
+    if borrowed:
+        variant += f" (seeds {' '.join(str(r['seed']) for r in borrowed)}: {Path(borrowed[0]['from']).name})"
     return {"side": side, "variant": variant, "seeds": " ".join(str(r["seed"]) for r in runs),
             "acc % (best val)": f"{np.mean(b):.2f}", "per seed": " / ".join(f"{x:.2f}" for x in b),
             "acc % (last round)": f"{np.mean(f):.2f}",
@@ -97,6 +118,8 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--variants", nargs="+", default=list(FGL_VARIANTS), choices=list(FGL_VARIANTS))
     p.add_argument("--openfgl-workdir", default=None)
+    p.add_argument("--openfgl-base-from", default=None, help="compare.py results JSON filling the unchanged "
+                   "OpenFGL variant's seeds missing from --openfgl-workdir")
     p.add_argument("--fgl-from", default=None, help="reuse the fgl_jax runs of an earlier <out>.json")
     p.add_argument("--out", default="benchmarks/peers/openfgl/results_feddep_acc")
     p.add_argument("--notes", default=None, help="markdown file appended to the table")
@@ -109,7 +132,9 @@ def main(argv=None) -> None:
         if v not in fgl:
             fgl[v] = run_variant(a.dataset, FGL_VARIANTS[v], a.seeds, a.rounds)
     load.append(os.getloadavg()[0])
-    ofgl = openfgl_results(Path(a.openfgl_workdir), a.dataset, a.seeds) if a.openfgl_workdir else {}
+    ofgl = openfgl_results(Path(a.openfgl_workdir), a.dataset, a.seeds, a.openfgl_base_from) if a.openfgl_workdir else {}
+    for runs in ofgl.values():
+        runs.sort(key=lambda r: r["seed"])
     rows = [row("fgl_jax", v, r) for v, r in fgl.items()] + [row("OpenFGL", v, r) for v, r in ofgl.items()]
     notes = [f"", f"{a.dataset}, 10 Louvain clients, OpenFGL's per-client split (split seed = seed), {a.rounds} "
              f"rounds; fgl_jax options: compare.py's FedDEP options plus the variant's overrides "

@@ -17,6 +17,8 @@ Variants:
   kmeans         prototypes from K-means (scikit-learn, k-means++, 10 starts) on the encoder's
                  embeddings instead of DEC (autoencoder + deep embedded clustering).
   full_neighbours  the classifier's local epoch samples every neighbour per hop (OpenFGL: 5).
+  train_mode     the classifier's local epoch runs in training mode (dropout on): OpenFGL's client
+                 never calls model.train() after its evaluation switched the model to eval().
   zero_mend      the mended graph carries zero generated embeddings (the classifier's embedding
                  branch then sees only its biases): how much the generated neighbours matter.
 """
@@ -96,7 +98,18 @@ def _zero_mend() -> None:
     _record_mend(zero=True)
 
 
-VARIANTS = {"openfgl": lambda: None, "summed_grads": _summed_grads, "kmeans": _kmeans,
+def _train_mode() -> None:
+    from openfgl.flcore.feddep import client
+    execute = client.FedDEPClient.execute
+
+    def in_train_mode(self):   # OpenFGL's evaluation leaves the classifier in eval mode (no dropout)
+        self.task.model.train()
+        return execute(self)
+
+    client.FedDEPClient.execute = in_train_mode
+
+
+VARIANTS = {"openfgl": lambda: None, "train_mode": _train_mode, "summed_grads": _summed_grads, "kmeans": _kmeans,
             "full_neighbours": _full_neighbours, "zero_mend": _zero_mend}
 
 
