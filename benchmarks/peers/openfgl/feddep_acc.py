@@ -5,7 +5,8 @@
 
 fgl_jax side: the setting of `compare.py` (10 Louvain clients, OpenFGL's per-client split with
 split_seed = seed, SAGE classifier with the embedding branch, Adam lr 1e-2, L2 5e-4, 30 rounds) with
-compare.py's FedDEP options, then each variant's option overrides on top (`FGL_VARIANTS`).
+compare.py's FedDEP options as results_pubdep.md ran them (`BASE`: dropout on in the local
+steps), then each variant's option overrides on top (`FGL_VARIANTS`).
 OpenFGL side: the results `feddep_variants_openfgl.py` wrote as W/<dataset>_feddep_<seed>/<variant>.json
 (and compare.py's own W/.../result.json as `openfgl`). Reported per variant: mean test accuracy at
 the best-validation round (first maximum, as compare.py) and at the last round, over the seeds.
@@ -22,7 +23,9 @@ import numpy as np
 
 from benchmarks.peers.openfgl.compare import FGL_OPTIONS
 
-# fgl_jax variant -> option overrides on top of compare.py's FedDEP options
+# the options of results_pubdep.md's FedDEP rows: compare.py's, with the classifier's dropout on
+BASE = {**FGL_OPTIONS["feddep"], "feddep_local_dropout": True}
+# fgl_jax variant -> option overrides on top of BASE
 FGL_VARIANTS = {
     "openfgl": {},
     "openfgl, full batch": {"feddep_batch_size": 4096},
@@ -48,7 +51,7 @@ def run_variant(ds: str, options: dict, seeds: list[int], rounds: int) -> list[d
     cfg = RunConfig(dataset=ds, algorithm="feddep", clients=10, partition="louvain", split="openfgl", model="gcn",
                     hidden=64, num_layers=2, dropout=0.5, local_steps=3, optimizer="adam", lr=0.01,
                     weight_decay=5e-4, rounds=rounds, eval_mode="local_model_on_local_data",
-                    eval_average="client_nodes", **{**FGL_OPTIONS["feddep"], **options})
+                    eval_average="client_nodes", **{**BASE, **options})
     out, algorithm = [], None
     for seed in seeds:
         prep = prepare(cfg.replace(split_seed=seed, seed=seed + offset))
@@ -108,7 +111,7 @@ def row(side: str, variant: str, runs: list[dict]) -> dict:
             "acc % (best val)": f"{np.mean(b):.2f}", "per seed": " / ".join(f"{x:.2f}" for x in b),
             "acc % (last round)": f"{np.mean(f):.2f}",
             "nodes with a mend": f"{np.mean([r['mend_nonzero'] for r in runs]):.3f}" if all("mend_nonzero" in r for r in runs) else "-",
-            "mean |mend|": f"{np.mean([r['mend_abs'] for r in runs]):.4f}" if all("mend_abs" in r for r in runs) else "-"}
+            "mean abs(mend)": f"{np.mean([r['mend_abs'] for r in runs]):.4f}" if all("mend_abs" in r for r in runs) else "-"}
 
 
 def main(argv=None) -> None:
@@ -128,18 +131,19 @@ def main(argv=None) -> None:
     t0 = time.perf_counter()
     load = [os.getloadavg()[0]]
     fgl = json.loads(Path(a.fgl_from).read_text())["fgl_jax"] if a.fgl_from else {}
-    for v in a.variants:
-        if v not in fgl:
-            fgl[v] = run_variant(a.dataset, FGL_VARIANTS[v], a.seeds, a.rounds)
+    ran = [v for v in a.variants if v not in fgl]
+    for v in ran:
+        fgl[v] = run_variant(a.dataset, FGL_VARIANTS[v], a.seeds, a.rounds)
     load.append(os.getloadavg()[0])
     ofgl = openfgl_results(Path(a.openfgl_workdir), a.dataset, a.seeds, a.openfgl_base_from) if a.openfgl_workdir else {}
     for runs in ofgl.values():
         runs.sort(key=lambda r: r["seed"])
     rows = [row("fgl_jax", v, r) for v, r in fgl.items()] + [row("OpenFGL", v, r) for v, r in ofgl.items()]
     notes = [f"", f"{a.dataset}, 10 Louvain clients, OpenFGL's per-client split (split seed = seed), {a.rounds} "
-             f"rounds; fgl_jax options: compare.py's FedDEP options plus the variant's overrides "
+             f"rounds; fgl_jax options: compare.py's FedDEP options with dropout on (BASE) plus the variant's overrides "
              f"({json.dumps({v: FGL_VARIANTS.get(v, '?') for v in fgl})}); OpenFGL variants: "
-             f"feddep_variants_openfgl.py. Load average {load[0]:.1f} / {load[1]:.1f} around the fgl_jax runs."]
+             f"feddep_variants_openfgl.py. " + (f"fgl_jax runs taken from {a.fgl_from}." if a.fgl_from and not ran else "")
+             + (f"Load average {load[0]:.1f} / {load[1]:.1f} around the fgl_jax runs made here ({', '.join(ran)})." if ran else "")]
     if a.notes:
         notes += ["", Path(a.notes).read_text()]
     write_results(Path(a.out).parent, Path(a.out).name, table(rows, disable_numparse=True) + "\n" + "\n".join(notes),
