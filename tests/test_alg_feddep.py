@@ -261,6 +261,8 @@ def test_global_data_evaluation_is_refused_in_one_line():
     with pytest.raises(ValueError, match="feddep: eval_mode"):
         registry.get("algorithm", "feddep")(net, dataclasses.replace(common, eval_mode="global_model_on_global_data"),
                                             FedDEPHParams())
+    with pytest.raises(ValueError, match="feddep: feddep_fanout=5 .* openfgl variant"):
+        registry.get("algorithm", "feddep")(net, common, FedDEPHParams(feddep_fanout=5))
 
 
 @pytest.mark.slow  # two programs compiled (both phases each)

@@ -421,6 +421,9 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
     if common.eval_mode.endswith("global_data"):
         raise ValueError(f"feddep: eval_mode={common.eval_mode!r} has no generated neighbours for the global "
                          "graph; use a *_on_local_data mode")
+    if hp.feddep_fanout and hp.feddep_variant != "openfgl":
+        raise ValueError(f"feddep: feddep_fanout={hp.feddep_fanout} samples neighbours in the openfgl variant's "
+                         "minibatch steps only; set feddep_variant=openfgl or feddep_fanout=0")
     f, p, emb_dim = int(model.in_dim), hp.feddep_num_pred, hp.feddep_emb_dim
     hidden, classes = int(model.hidden), int(model.num_classes)
     dropout = float(getattr(model, "dropout", 0.0))
