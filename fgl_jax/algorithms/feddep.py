@@ -58,8 +58,9 @@ only its abstract; where the abstract does not decide, both variants follow Open
     follows OpenFGL. Of the numbers' differences this is the one that counts on CiteSeer
     (benchmarks/peers/openfgl/results_feddep_acc.md: 10 Louvain clients, seeds 0-2, 30 rounds):
     fgl_jax 71.68 -> 70.37 % without it, against OpenFGL's 69.31; OpenFGL 69.31 -> 71.24 % with
-    it. OpenFGL's stale cross-client gradients, its 5 sampled neighbours, a zero mend, full batches
-    or Glorot initialisation move the mean of either side by < 0.6 points.
+    it. OpenFGL's stale cross-client gradients, its 5 sampled neighbours, a zero mend, K-means
+    instead of DEC, full batches or Glorot initialisation move the mean of either side by < 0.7
+    points.
   - server weights: OpenFGL averages uniformly (`openfgl`); `paper` weights by training nodes.
   - OpenFGL uses a slot of another client's pool only when its entries sum to >= 1e-15 (its test
     for an empty slot), else that node's own prototype; `openfgl` reproduces the test, `paper`
