@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from fgl_jax.algorithms._neighbour_generation import greedy_loss
-from fgl_jax.algorithms.feddep import DEPClassifier, FedDEPHParams, feddep_prepare, kmeans, mend_embedding
+from fgl_jax.algorithms.feddep import (DEPClassifier, FedDEPHParams, feddep_prepare, kmeans, mend_embedding,
+                                      openfgl_cross_weights, sample_in_edges)
 from fgl_jax.batch import build_client_batch, unstack
 from fgl_jax.federated.algorithm import HostInput
 from fgl_jax.partition import random_partition
@@ -203,6 +204,55 @@ def test_runs_through_build_with_partial_participation(variant):
     assert prog.describe["pre_training_communication"]["up_bytes"] > 0   # the prototype exchange is accounted
 
 
+@pytest.mark.parametrize("ct", [2, 3, 10])
+def test_openfgl_cross_weights_equal_a_replay_of_its_gradient_buffers(ct):
+    """Replays OpenFGL 1.1.0's feddep client step in NumPy: `.grad` still holds the previous step's
+    gradient, each other client's backward adds into it, the running sum is an alias of it for the
+    first client and is then added to itself (`dep_grad[k] += v.grad`)."""
+    rng = np.random.default_rng(ct)
+    for me in range(ct):
+        g_prev, gs = rng.normal(size=4), rng.normal(size=(ct, 4))
+        buf, dep = g_prev.copy(), None
+        for j in range(ct):
+            if j == me:
+                continue
+            buf += gs[j]
+            if dep is None:
+                dep = buf          # the alias
+            else:
+                dep += buf         # dep is buf: doubles in place
+        w, amp = openfgl_cross_weights(jnp.int32(me), ct)
+        np.testing.assert_allclose(amp * g_prev + np.asarray(w, np.float64) @ gs, dep, rtol=1e-6)
+
+
+def test_sampled_in_edges_keep_min_degree_fanout_per_node_uniformly():
+    """Per receiver exactly min(in-degree, fanout) real edges, never a padded one, and each of a
+    node's 8 in-edges kept with probability 5/8 (binomial, 4000 draws, 5 sigma)."""
+    r = np.array([0] * 8 + [1] * 3 + [2] * 5 + [0, 1], np.int32)       # the last two: padding
+    real = np.array([True] * 16 + [False] * 2)
+    draw = jax.jit(jax.vmap(lambda k: sample_in_edges(jnp.asarray(r), jnp.asarray(real), 5, k)))
+    kept = np.asarray(draw(jax.random.split(jax.random.key(0), 4000)))
+    assert not kept[:, ~real].any()
+    for node, want in ((0, 5), (1, 3), (2, 5)):
+        assert (kept[:, real & (r == node)].sum(1) == want).all()
+    freq = kept[:, :8].mean(0)
+    sd = np.sqrt(5 / 8 * 3 / 8 / 4000)
+    assert np.abs(freq - 5 / 8).max() < 5 * sd
+
+
+@pytest.mark.slow  # one more program compiled
+def test_openfgl_cross_gradient_fanout_and_no_dropout_options_run():
+    from fgl_jax import run
+    from fgl_jax.systems.baseline import RunConfig, build
+    cfg = RunConfig(dataset="csbm", algorithm="feddep", clients=3, rounds=2, hidden=8, split="keep",
+                    feddep_variant="openfgl", feddep_cross_grad="openfgl", feddep_fanout=2,
+                    feddep_local_dropout=False, feddep_gen_width=16, feddep_latent=8,
+                    feddep_emb_dim=8, feddep_encoder_epochs=2, feddep_pretrain_epochs=1, feddep_epochs=2)
+    prog = build(cfg)
+    res = run(prog.algorithm, prog.data, jax.random.key(0), 2)
+    assert np.isfinite(res.history["train_loss"]).all() and np.isfinite(res.history["test_acc"]).all()
+
+
 def test_global_data_evaluation_is_refused_in_one_line():
     import dataclasses
     from fgl_jax import registry
@@ -211,6 +261,8 @@ def test_global_data_evaluation_is_refused_in_one_line():
     with pytest.raises(ValueError, match="feddep: eval_mode"):
         registry.get("algorithm", "feddep")(net, dataclasses.replace(common, eval_mode="global_model_on_global_data"),
                                             FedDEPHParams())
+    with pytest.raises(ValueError, match="feddep: feddep_fanout=5 .* openfgl variant"):
+        registry.get("algorithm", "feddep")(net, common, FedDEPHParams(feddep_fanout=5))
 
 
 @pytest.mark.slow  # two programs compiled (both phases each)
