@@ -70,15 +70,23 @@ def test_restricted_logits_and_gradients_equal_the_full_model_on_the_targets():
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-4, atol=1e-6)
 
 
-def test_evaluator_counts_equal_with_and_without_row_restriction():
+def test_evaluator_counts_equal_without_row_restriction_and_precompiled_once():
+    """The row-restricted evaluator, compiled ahead in a thread (`precompile`, on arguments shaped
+    like the call's), runs that one program and returns the full-graph evaluator's counts."""
+    from fgl_jax.cache import CompileCounter
     clients = _clients(seed=2, f=8)
     cfg = EvalConfig(hidden=16, lr=0.05, iters=20, decay_at=10, eval_every=10, finetune_steps=4, ft_eval_every=2)
     rng = np.random.default_rng(0)
     a = np.triu(rng.uniform(size=(9, 9)), 1)
-    syn = dense_graph_batch(jnp.asarray(a + a.T, jnp.float32), jnp.asarray(rng.normal(size=(9, 8)), jnp.float32),
-                            jnp.asarray(np.arange(9) % 3))
-    key = jax.random.key(1)
-    fast = make_evaluator(cfg, 8, 3, True)(key, syn, clients)
+    y = jnp.asarray(np.arange(9) % 3)
+    syn = dense_graph_batch(jnp.asarray(a + a.T, jnp.float32), jnp.asarray(rng.normal(size=(9, 8)), jnp.float32), y)
+    like = dense_graph_batch(jnp.zeros((9, 9)), jnp.zeros((9, 8)), y)
+    k0, key = jax.random.key(0), jax.random.key(1)
+    ev = make_evaluator(cfg, 8, 3, True)
+    counter = CompileCounter()
+    ev.precompile(k0, like, clients)
+    fast = ev(key, syn, clients)
+    assert counter.read()["programs"] == 1   # the thread's compilation, run by the call
     ref = make_evaluator(cfg, 8, 3, False)(key, syn, clients)
     assert set(fast) == set(ref)
     for name in ref:

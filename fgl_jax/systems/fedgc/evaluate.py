@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -240,11 +241,45 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int, restrict_rows
         plan_cache[:] = [(clients, tuple(plans))]
         return plan_cache[0][1]
 
-    def evaluate(key, syn: ClientBatch, clients: ClientBatch):
+    def arguments(key, syn: ClientBatch, clients: ClientBatch) -> tuple:
         usable = (by_rows and not isinstance(clients.features, ops.SparseFeatures) and clients.y.ndim == 2
                   and not isinstance(clients.train_mask, jax.core.Tracer))
-        return evaluate_jit(key, syn, clients, row_plans(clients) if usable else None)
+        return key, syn, clients, (row_plans(clients) if usable else None)
 
+    compiled: dict = {}   # signature -> (thread, [executable or None])
+
+    def signature(args) -> tuple:
+        leaves, tree = jax.tree.flatten(args)
+        return tree, tuple((getattr(a, "shape", None), str(getattr(a, "dtype", type(a)))) for a in leaves)
+
+    def precompile(key, syn: ClientBatch, clients: ClientBatch) -> None:
+        """Compile the program for arguments shaped like these in a background thread (XLA releases
+        the GIL), so the first evaluation does not wait for it; the same program `evaluate` runs."""
+        args = arguments(key, syn, clients)
+        sig = signature(args)
+        if sig in compiled or any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
+            return
+        box = [None]
+
+        def work():
+            try:
+                box[0] = evaluate_jit.lower(*args).compile()
+            except Exception:  # noqa: BLE001 - the first call compiles it instead
+                box[0] = None
+        th = threading.Thread(target=work, name="fedgc-eval-compile", daemon=True)
+        compiled[sig] = (th, box)
+        th.start()
+
+    def evaluate(key, syn: ClientBatch, clients: ClientBatch):
+        args = arguments(key, syn, clients)
+        entry = compiled.get(signature(args)) if compiled else None
+        if entry is not None:
+            entry[0].join()
+            if entry[1][0] is not None:
+                return entry[1][0](*args)
+        return evaluate_jit(*args)
+
+    evaluate.precompile = precompile
     return evaluate
 
 

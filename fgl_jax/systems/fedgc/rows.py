@@ -95,13 +95,14 @@ def closed_neighbourhoods(senders, receivers, edge_mask, targets) -> tuple[list,
     return rows, edges
 
 
-def pad_lists(lists) -> tuple[Array, Array]:
-    """int32 [M, K] (K = the longest, at least 1) and its validity mask."""
+def pad_lists(lists) -> tuple[np.ndarray, np.ndarray]:
+    """int32 [M, K] (K = the longest, at least 1) and its validity mask (NumPy: jitted callers
+    take them as arguments)."""
     k = max(1, max(len(a) for a in lists))
     idx, ok = np.zeros((len(lists), k), np.int32), np.zeros((len(lists), k), bool)
     for j, a in enumerate(lists):
         idx[j, :len(a)], ok[j, :len(a)] = a, True
-    return jnp.asarray(idx), jnp.asarray(ok)
+    return idx, ok
 
 
 def gcn2_rows(q: dict, plan: RowPlan, senders: Array, receivers: Array, edge_mask: Array, num_nodes: int,
