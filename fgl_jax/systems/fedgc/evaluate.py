@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +34,8 @@ from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import MODELS, make_model
+from fgl_jax.systems.fedgc.rows import (RowPlan, bernoulli_rows, closed_neighbourhoods, dropout_key, gcn2_rows,
+                                        pad_lists)
 from fgl_jax import validate as V
 
 Array = jax.Array
@@ -98,11 +101,14 @@ def _accuracy(logits, y, mask):
 
 
 @functools.lru_cache(maxsize=64)  # one jitted function per (config, sizes): compiled once per process and shape
-def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
+def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int, restrict_rows: bool = True):
     """Returns evaluate(key, syn_batch, clients) -> dict of per-client arrays [M] (jitted).
 
     clients: ClientBatch with a client axis [M, ...] (real local graphs, same feature space as X').
     Result: val_correct/val_total/test_correct/test_total before and after fine-tuning.
+    restrict_rows: for the plain 2-layer GCN on dense features, compute the clients' scores and
+    fine-tuning steps only on the rows they read (`rows.gcn2_rows`; same numbers up to float
+    reassociation, the same dropout bits). False = the full local graphs (the reference).
     """
     model = make_model(cfg.arch, in_dim, num_classes, hidden=cfg.hidden, num_layers=cfg.num_layers,
                        dropout=cfg.dropout, **dict(cfg.model_kwargs))
@@ -117,6 +123,8 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
     pre_gcn = cfg.arch == "gcn" and not cfg.model_kwargs and not cfg.syn_model_kwargs and in_dim <= cfg.hidden
     model_pre = make_model("gcn", in_dim, num_classes, hidden=cfg.hidden, num_layers=cfg.num_layers,
                            dropout=cfg.dropout, pre_aggregated=True) if pre_gcn else None
+    # ... and with two layers, the clients' scores and fine-tuning read only a few rows' logits
+    by_rows = restrict_rows and pre_gcn and cfg.num_layers == 2
 
     def propagated(b: ClientBatch) -> ClientBatch:  # one graph slice: features := S X
         return b.replace(features=ops.gcn_propagate(b.features, b.graph.senders, b.graph.receivers, b.edge_mask,
@@ -135,8 +143,33 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
             return vc, vt, tc, tt
         return one
 
+    def row_fns(probe: ClientBatch):
+        """(train_loss, score) of the row-restricted forward; their `b` is (client slice, RowPlan of
+        its training nodes, RowPlan of its validation and test nodes)."""
+        keep_prob = 1.0 - cfg.dropout
+
+        def logits(p, b, plan, keep=None):
+            n = b.y.shape[-1]
+            return gcn2_rows(p["params"], plan, b.graph.senders, b.graph.receivers, b.edge_mask, n, keep)
+
+        def train_loss(p, bp, k):
+            b, tp, _ = bp
+            keep = None
+            if cfg.dropout > 0:
+                dk = dropout_key(model_pre, p, k, probe)
+                keep = (bernoulli_rows(dk, keep_prob, (b.y.shape[-1], cfg.hidden), tp.rows), keep_prob)
+            return masked_cross_entropy(logits(p, b, tp, keep), b.y, b.train_mask)
+
+        def score(p, bp):
+            b, _, sp = bp
+            out = logits(p, b, sp)
+            vc, vt = _accuracy(out, b.y, b.val_mask)
+            tc, tt = _accuracy(out, b.y, b.test_mask)
+            return vc, vt, tc, tt
+        return train_loss, score
+
     @jax.jit
-    def evaluate(key, syn: ClientBatch, clients: ClientBatch):
+    def evaluate_jit(key, syn: ClientBatch, clients: ClientBatch, plans):
         k_init, k_train, k_ft = jax.random.split(key, 3)
         if cfg.graph_free:
             syn = syn.replace(edge_mask=jnp.zeros_like(syn.edge_mask))
@@ -150,6 +183,12 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
         else:
             train_loss, syn_loss = loss_of(model), loss_of(syn_model)
             score = client_scores(model)
+        if plans is not None:  # clients := (slice, training-node plan, scoring plan) per client
+            def plan(b, idx):
+                rows, row_ok, edges, edge_ok = idx
+                return RowPlan(rows, row_ok, b.features[rows], edges, edge_ok)
+            clients = (clients, jax.vmap(plan)(clients, plans[0]), jax.vmap(plan)(clients, plans[1]))
+            train_loss, score = row_fns(syn)
         per_client_score = jax.vmap(score, in_axes=(None, 0))
         tile = lambda p: jax.tree.map(lambda a: jnp.broadcast_to(a, (m,) + a.shape), p)
 
@@ -189,6 +228,58 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int):
         out.update(val_correct=vc1, test_correct=tc1)
         return out
 
+    plan_cache: list = []  # [(clients, plans)]: the last clients' row plans (host index arrays)
+
+    def row_plans(clients: ClientBatch):
+        if plan_cache and plan_cache[0][0] is clients:
+            return plan_cache[0][1]
+        g = clients.graph
+        plans = []
+        for targets in (clients.train_mask, np.asarray(clients.val_mask) | np.asarray(clients.test_mask)):
+            rows, edges = closed_neighbourhoods(g.senders, g.receivers, clients.edge_mask, targets)
+            plans.append((*pad_lists(rows), *pad_lists(edges)))
+        plan_cache[:] = [(clients, tuple(plans))]
+        return plan_cache[0][1]
+
+    def arguments(key, syn: ClientBatch, clients: ClientBatch) -> tuple:
+        usable = (by_rows and not isinstance(clients.features, ops.SparseFeatures) and clients.y.ndim == 2
+                  and not isinstance(clients.train_mask, jax.core.Tracer))
+        return key, syn, clients, (row_plans(clients) if usable else None)
+
+    compiled: dict = {}   # signature -> (thread, [executable or None])
+
+    def signature(args) -> tuple:
+        leaves, tree = jax.tree.flatten(args)
+        return tree, tuple((getattr(a, "shape", None), str(getattr(a, "dtype", type(a)))) for a in leaves)
+
+    def precompile(key, syn: ClientBatch, clients: ClientBatch) -> None:
+        """Compile the program for arguments shaped like these in a background thread (XLA releases
+        the GIL), so the first evaluation does not wait for it; the same program `evaluate` runs."""
+        args = arguments(key, syn, clients)
+        sig = signature(args)
+        if sig in compiled or any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
+            return
+        box = [None]
+
+        def work():
+            try:
+                box[0] = evaluate_jit.lower(*args).compile()
+            except Exception:  # noqa: BLE001 - the first call compiles it instead
+                box[0] = None
+        th = threading.Thread(target=work, name="fedgc-eval-compile", daemon=True)
+        compiled[sig] = (th, box)
+        th.start()
+
+    def evaluate(key, syn: ClientBatch, clients: ClientBatch):
+        args = arguments(key, syn, clients)
+        entry = compiled.get(signature(args)) if compiled else None
+        if entry is not None:
+            entry[0].join()
+            if entry[1][0] is not None:
+                return entry[1][0](*args)
+        return evaluate_jit(*args)
+
+    evaluate.precompile = precompile
     return evaluate
 
 

@@ -117,6 +117,10 @@ class FedGCRun:
         self.evaluator = make_evaluator(cfg.eval_config, d, c)
         _, _, k_cond, self.k_eval = stage_keys(cfg.seed)
         self.data = condense_data(condenser, client, k_cond, self.syn_counts)
+        # the evaluation program compiles in a thread while the rounds' programs compile and run
+        # (arguments shaped like every evaluation's: the starting G', the clients)
+        self.evaluator.precompile(jax.random.fold_in(self.k_eval, 0), dense_graph_batch(*_condensed(self.data.start)),
+                                  self.clients)
         # Φ's initial bias only shapes the start state (in `data`): cells that differ only in it share
         # one algorithm object, hence one compiled scan per process
         self.algorithm = condense_algorithm(
