@@ -74,3 +74,10 @@ def test_openfgl_table_takes_the_newest_file_per_cell(tmp_path):
     write("results_check.json", "2026-03-01 10:00:00 UTC", [dict(row("cora", "fedavg / fedavg", "44.44 ± 0.00"), seeds=1)])
     table = _hooks().openfgl_table(tmp_path)
     assert "22.22" in table and "44.44" not in table
+    # an OpenFGL side reused from another invocation ran at another load: no wall ratio, CPU kept
+    (tmp_path / "results_reuse.json").write_text(json.dumps({
+        "rows": [dict(row("cora", "fedavg / fedavg", "55.55 ± 0.00"), **{"cpu speed-up": "5.5x"})],
+        "runs": [{"dataset": "cora", "algorithm": "fedavg", "openfgl": {"reused": True}}],
+        "provenance": {"finished": "2026-04-01 10:00:00 UTC"}}))
+    line = next(x for x in _hooks().openfgl_table(tmp_path).splitlines() if "55.55" in x)
+    assert "6.0x" not in line and "- (OpenFGL reused)" in line and "5.5x" in line
