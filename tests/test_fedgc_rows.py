@@ -45,7 +45,7 @@ def test_restricted_logits_and_gradients_equal_the_full_model_on_the_targets():
     params = model.init(jax.random.key(0), b, train=False)
     targets = np.asarray(b.train_mask) | np.asarray(b.val_mask)
     assert 0 < targets.sum() < n
-    rows, edges = closed_neighbourhoods(clients.graph.senders[:1], clients.graph.receivers[:1],
+    rows, edges, _ = closed_neighbourhoods(clients.graph.senders[:1], clients.graph.receivers[:1],
                                         clients.edge_mask[:1], targets[None])
     (r, rok), (e, eok) = pad_lists(rows), pad_lists(edges)
     assert rok.sum() < n

@@ -236,7 +236,7 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int, restrict_rows
         g = clients.graph
         plans = []
         for targets in (clients.train_mask, np.asarray(clients.val_mask) | np.asarray(clients.test_mask)):
-            rows, edges = closed_neighbourhoods(g.senders, g.receivers, clients.edge_mask, targets)
+            rows, edges, _ = closed_neighbourhoods(g.senders, g.receivers, clients.edge_mask, targets)
             plans.append((*pad_lists(rows), *pad_lists(edges)))
         plan_cache[:] = [(clients, tuple(plans))]
         return plan_cache[0][1]

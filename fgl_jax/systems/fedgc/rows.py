@@ -80,19 +80,21 @@ class RowPlan(NamedTuple):
     edge_ok: Array
 
 
-def closed_neighbourhoods(senders, receivers, edge_mask, targets) -> tuple[list, list]:
-    """Host (NumPy): per client, N[T] (T and its in-neighbours) and the edges into T.
-    Arrays [M, E] / [M, N]; returns two lists of int arrays."""
+def closed_neighbourhoods(senders, receivers, edge_mask, targets) -> tuple[list, list, list]:
+    """Host (NumPy): per client, N[T] (T and its in-neighbours), the edges into T and the edges
+    into N[T] (what a 2-layer GCN's second and first propagation read for logits on T).
+    Arrays [M, E] / [M, N]; returns three lists of int arrays."""
     s, r = np.asarray(senders), np.asarray(receivers)
     em, t = np.asarray(edge_mask, bool), np.asarray(targets, bool)
-    rows, edges = [], []
+    rows, into_t, into_rows = [], [], []
     for j in range(t.shape[0]):
         into = em[j] & t[j][r[j]]
         need = t[j].copy()
         need[s[j][into]] = True
         rows.append(np.flatnonzero(need))
-        edges.append(np.flatnonzero(into))
-    return rows, edges
+        into_t.append(np.flatnonzero(into))
+        into_rows.append(np.flatnonzero(em[j] & need[r[j]]))
+    return rows, into_t, into_rows
 
 
 def pad_lists(lists) -> tuple[np.ndarray, np.ndarray]:
@@ -103,6 +105,18 @@ def pad_lists(lists) -> tuple[np.ndarray, np.ndarray]:
     for j, a in enumerate(lists):
         idx[j, :len(a)], ok[j, :len(a)] = a, True
     return idx, ok
+
+
+def propagate_into(h: Array, senders: Array, receivers: Array, edge_mask: Array, num_nodes: int,
+                   edges: Array, edge_ok: Array) -> Array:
+    """`ops.gcn_propagate` summed over the edges `edges` [E'] only (valid where edge_ok): exact on
+    the receivers of those edges when they are all of those nodes' in-edges (Â's degrees still
+    count every edge); other rows get their self-loop term only."""
+    deg = ops.in_degree(receivers, edge_mask, num_nodes) + 1.0
+    inv = jax.lax.rsqrt(deg)
+    se, re = senders[edges], receivers[edges]
+    coef = (edge_mask[edges] & edge_ok).astype(h.dtype) * inv[se] * inv[re]
+    return jax.ops.segment_sum(h[se] * coef[:, None], re, num_segments=num_nodes) + h * (1.0 / deg)[:, None]
 
 
 def gcn2_rows(q: dict, plan: RowPlan, senders: Array, receivers: Array, edge_mask: Array, num_nodes: int,
@@ -119,9 +133,4 @@ def gcn2_rows(q: dict, plan: RowPlan, senders: Array, receivers: Array, edge_mas
     zr = h @ q["layer_1"]["kernel"]
     z = jnp.zeros((num_nodes, zr.shape[1]), zr.dtype).at[jnp.where(plan.row_ok, plan.rows, num_nodes)].set(
         zr, mode="drop")
-    deg = ops.in_degree(receivers, edge_mask, num_nodes) + 1.0
-    inv = jax.lax.rsqrt(deg)
-    se, re = senders[plan.edges], receivers[plan.edges]
-    coef = (edge_mask[plan.edges] & plan.edge_ok).astype(z.dtype) * inv[se] * inv[re]
-    agg = jax.ops.segment_sum(z[se] * coef[:, None], re, num_segments=num_nodes)
-    return agg + z * (1.0 / deg)[:, None] + q["bias_1"]
+    return propagate_into(z, senders, receivers, edge_mask, num_nodes, plan.edges, plan.edge_ok) + q["bias_1"]

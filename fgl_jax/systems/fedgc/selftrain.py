@@ -23,6 +23,7 @@ from fgl_jax import ops
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
+from fgl_jax.systems.fedgc.rows import closed_neighbourhoods, pad_lists, propagate_into
 
 Array = jax.Array
 OPTIMIZERS = ("sgd", "adam")
@@ -101,25 +102,9 @@ def target_edges(clients: ClientBatch, select_mask: str) -> tuple:
     T ∪ N(T) (layer 1) and into T (layer 2); the loss and the selection accuracy read only T's logits.
     Returns (e1, m1, e2, m2): edge indices int32 [M, E_l] into the client's edge list and their
     validity masks, padded per layer to the largest client."""
-    s, r = np.asarray(clients.graph.senders), np.asarray(clients.graph.receivers)
-    em = np.asarray(clients.edge_mask, bool)
     t = np.asarray(clients.train_mask, bool) | np.asarray(getattr(clients, select_mask), bool)
-    e1, e2 = [], []
-    for j in range(s.shape[0]):
-        into_t = em[j] & t[j][r[j]]
-        need = t[j].copy()
-        need[s[j][into_t]] = True
-        e1.append(np.flatnonzero(em[j] & need[r[j]]))
-        e2.append(np.flatnonzero(into_t))
-
-    def pad(lists):
-        k = max(1, max(len(e) for e in lists))
-        idx, ok = np.zeros((len(lists), k), np.int32), np.zeros((len(lists), k), bool)
-        for j, e in enumerate(lists):
-            idx[j, :len(e)], ok[j, :len(e)] = e, True
-        return jnp.asarray(idx), jnp.asarray(ok)
-
-    return (*pad(e1), *pad(e2))
+    _, e2, e1 = closed_neighbourhoods(clients.graph.senders, clients.graph.receivers, clients.edge_mask, t)
+    return tuple(jnp.asarray(a) for a in (*pad_lists(e1), *pad_lists(e2)))
 
 
 def gcn_from_projection(q: dict, xw: Array, b: ClientBatch, edges: tuple = None) -> Array:
@@ -131,16 +116,9 @@ def gcn_from_projection(q: dict, xw: Array, b: ClientBatch, edges: tuple = None)
     exact on T and meaningless elsewhere. None = all edges."""
     n = b.y.shape[-1]
     s, r, em = b.graph.senders, b.graph.receivers, b.edge_mask
-    deg = ops.in_degree(r, em, n) + 1.0
-    inv = jax.lax.rsqrt(deg)
-    self_w = (1.0 / deg)[:, None]
 
-    def prop(h, e=None, ok=None):  # ops.gcn_propagate restricted to the edges e
-        if e is None:
-            return ops.gcn_propagate(h, s, r, em, n)
-        se, re = s[e], r[e]
-        coef = (em[e] & ok).astype(h.dtype) * inv[se] * inv[re]
-        return jax.ops.segment_sum(h[se] * coef[:, None], re, num_segments=n) + h * self_w
+    def prop(h, e=None, ok=None):
+        return ops.gcn_propagate(h, s, r, em, n) if e is None else propagate_into(h, s, r, em, n, e, ok)
 
     e1, m1, e2, m2 = edges if edges is not None else (None,) * 4
     h = jax.nn.relu(prop(xw, e1, m1) + q["bias_0"])
