@@ -149,7 +149,8 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
 
     clients: [M, ...] stacked local graphs (raw features); labels/label_mask: [M, N] (train ∪
     pseudo-labelled); decoder_params: φ (shared, frozen). Clients run sequentially (lax.map):
-    the per-client encoder is d×hidden + hidden×2d, too large to vmap ten copies of on a CPU.
+    the per-client encoder is d×hidden + hidden×2d, too large to vmap ten copies of on a CPU; on
+    a multi-core CPU with an even number of clients, as two groups in two threads.
     in_dim: raw feature width (default: dim(z), the paper's setting).
     Returns (Z [M, N, dim(z)] standardised, zeros on padding; per-client final KL [M]), and with
     posterior=True also the `IBPosterior` of the kept epoch (the same Z either way).
