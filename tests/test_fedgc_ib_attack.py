@@ -162,6 +162,28 @@ def test_ib_transform_kl_falls_with_gamma_and_z_is_standardised():
     jax.tree.map(np.testing.assert_array_equal, phi_before, jax.tree.map(np.array, phi))
 
 
+def test_ib_client_groups_and_precompiled_program_give_the_same_z(monkeypatch):
+    """The IB's clients run as two groups in two threads, from a program compiled ahead
+    (`ib_precompile`, from shapes only): Z, the KL and the posterior equal those of one program
+    over all clients (each client's computation and key are its own; only the grouping differs)."""
+    from fgl_jax.systems.fedgc import ib
+    graphs, clients, phi = _ib_inputs()
+    lab, lmask = clients.y, clients.train_mask | clients.val_mask | clients.test_mask
+    cfg = IBConfig(gamma=0.5, epochs=5, lr=1e-2, hidden=8, dim=4, decoder_hidden=8)
+    key = jax.random.PRNGKey(3)
+    monkeypatch.setattr(ib, "_split_clients", lambda m: False)
+    want = ib.ib_transform(key, clients, lab, lmask, phi, 3, cfg, "val", in_dim=10, posterior=True)
+    monkeypatch.setattr(ib, "_split_clients", lambda m: m % 2 == 0)
+    sds = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype)
+    ib.ib_precompile(sds(key), clients, sds(lab), sds(lmask), jax.tree.map(sds, phi), 3, cfg, "val", in_dim=10,
+                     posterior=True)
+    assert len(ib._IB_COMPILED) == 1
+    got = ib.ib_transform(key, clients, lab, lmask, phi, 3, cfg, "val", in_dim=10, posterior=True)
+    assert not ib._IB_COMPILED                                  # the precompiled program was the one run
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6),
+                 got, want)
+
+
 def test_self_training_one_client_equals_centralised_sgd():
     """Spec §6 test 9: FedSGD with one client = centralised full-batch SGD (same init), keeping the
     best-validation parameters; pseudo-labels never overwrite the ground truth on training nodes."""

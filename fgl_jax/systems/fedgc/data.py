@@ -19,13 +19,13 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from fgl_jax.batch import stack_graphs
+from fgl_jax.batch import stack_graphs, with_ell_features
 from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
 from fgl_jax.partition import label_dirichlet_partition
 from fgl_jax.systems.fedgc.condense.blocks import build_client_data
 from fgl_jax.systems.fedgc.condense.reg import with_reference
-from fgl_jax.systems.fedgc.ib import IBPosterior, ib_transform
+from fgl_jax.systems.fedgc.ib import IBPosterior, ib_precompile, ib_transform
 from fgl_jax.systems.fedgc.selftrain import self_train
 
 if TYPE_CHECKING:
@@ -167,6 +167,22 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
     t = time.perf_counter()
     st_key = ("st",) + gkey + (cfg.self_train, cfg.st_rounds, cfg.st_lr, cfg.st_hidden, select, cfg.st_optimizer,
                                cfg.st_weight_decay)
+    ib_key = st_key + (cfg.ib_config,)
+    # the encoder's first layer in the gather-only layout (its COO product and gradient are
+    # element-by-element segment sums / scatters on XLA:CPU)
+    raw_ib = with_ell_features(raw, graph.num_features) if method == "ib" else raw
+    if method == "ib" and ib_key not in cache:
+        # the IB's program depends on shapes only: compile it in a thread while self-training runs
+        zd = cfg.ib_config.dim or graph.num_features
+        dec = make_model("gcn", zd, c, hidden=cfg.ib_config.decoder_hidden, num_layers=2,
+                         dropout=cfg.ib_config.decoder_dropout)
+        one = jax.tree.map(lambda a: a[0], raw)
+        one = one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
+        phi_shape = jax.eval_shape(lambda k: dec.init(k, one, train=False), k_ib)
+        label_shape = jax.ShapeDtypeStruct(raw.y.shape, jnp.int32)
+        ib_precompile(jax.ShapeDtypeStruct(k_ib.shape, k_ib.dtype), raw_ib, label_shape,
+                      jax.ShapeDtypeStruct(raw.y.shape, jnp.bool_), phi_shape, c, cfg.ib_config, select,
+                      in_dim=graph.num_features, posterior=True)
     if st_key not in cache:
         if cfg.self_train:
             phi_st, st_labels, st_acc = self_train(k_st, raw, graph.num_features, c, cfg.st_rounds, cfg.st_lr,
@@ -188,7 +204,6 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
             f"{info['pseudo_label_test_acc']:.3f}; PL: {int(lmask.sum())} labelled targets, no IB")
         info["pl_targets"] = int(lmask.sum())
         return Prepared(graph, graphs, pseudo_label_graphs(graphs, labels, lmask), ids, timings, info, labels, lmask)
-    ib_key = st_key + (cfg.ib_config,)
     t = time.perf_counter()
     if ib_key not in cache:
         zd = cfg.ib_config.dim or graph.num_features
@@ -200,7 +215,7 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
             one = jax.tree.map(lambda a: a[0], raw)
             one = one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
             phi = dec.init(jax.random.fold_in(k_ib, 1), one, train=False)
-        z, kl, post = ib_transform(k_ib, raw, st_labels, lab_mask, phi, c, cfg.ib_config, select,
+        z, kl, post = ib_transform(k_ib, raw_ib, st_labels, lab_mask, phi, c, cfg.ib_config, select,
                                    in_dim=graph.num_features, posterior=True)
         cache[ib_key] = (np.asarray(z), np.asarray(kl), IBPosterior(*(np.asarray(v) for v in post)))
     z, kl, post = cache[ib_key]

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from fgl_jax import ops
 
-from fgl_jax.batch import ClientBatch
+from fgl_jax.batch import ELL_MAX_GROUPS, ELL_UNROLL, ClientBatch
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 from fgl_jax.systems.fedgc.rows import closed_neighbourhoods, pad_lists, propagate_into
@@ -57,29 +57,41 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
     mask_name = "val_mask" if select == "val" else "test_mask"
     rows, index = shared_rows(clients)
     n_rows = int(index.max()) + 1
-
+    if isinstance(rows, ops.SparseFeatures):
+        # gather-only layout: XLA:CPU runs the COO product's segment sum and its transpose's
+        # scatter element by element (X W1 and its gradient at width 256 took ~6x as long)
+        rows = jax.tree.map(jnp.asarray, ops.ell_features(rows.row, rows.col, rows.val, n_rows, in_dim,
+                                                          max_groups=ELL_MAX_GROUPS, unroll=ELL_UNROLL))
+    m, n = index.shape
+    # each client slot's row of X W1 as the product with a 0/1 selection matrix [M·N, G] in the
+    # gather-only layout: its transpose (the gradient's sum over a node's client copies) is then
+    # gathers too, not the scatter-add autodiff makes of `xw[index]` (~4x slower on XLA:CPU)
+    pick = jax.tree.map(jnp.asarray, ops.ell_features(np.arange(m * n), index.ravel(), np.ones(m * n, np.float32),
+                                                      m * n, n_rows, max_groups=ELL_MAX_GROUPS, unroll=ELL_UNROLL))
     edges = target_edges(clients, mask_name)
 
-    def mean_loss(p, rows, clients, edges):
+    def mean_loss(p, rows, pick, clients, edges):
         """(1/M) Σ_j NLL_j(φ) (its gradient is the server's mean of the clients' FedSGD gradients)
         and each client's (correct, total) on its selection mask, from one forward."""
         q = p["params"]
         xw = ops.feature_matmul(rows, q["layer_0"]["kernel"], n_rows)  # X W1 once per distinct node
 
-        def client(b, idx, edges):
-            logits = gcn_from_projection(q, xw[idx], b, edges)
+        xi = ops.feature_matmul(pick, xw, m * n).reshape(m, n, -1)   # xw[index], exactly
+
+        def client(b, xw_b, edges):
+            logits = gcn_from_projection(q, xw_b, b, edges)
             m = getattr(b, mask_name)
             return (masked_cross_entropy(logits, b.y, b.train_mask),
                     ((jnp.argmax(logits, -1) == b.y) & m).sum(), m.sum())
 
-        losses, correct, total = jax.vmap(client)(clients, index, edges)
+        losses, correct, total = jax.vmap(client)(clients, xi, edges)
         return losses.mean(), (correct, total)
 
     @jax.jit
-    def run(params, rows, index, clients, edges):  # data as arguments: closed-over arrays would be constant-folded
+    def run(params, rows, pick, clients, edges):  # data as arguments: closed-over arrays would be constant-folded
         def body(carry, _):
             p, o, best_p, best_acc = carry
-            g, (correct, total) = jax.grad(mean_loss, has_aux=True)(p, rows, clients, edges)
+            g, (correct, total) = jax.grad(mean_loss, has_aux=True)(p, rows, pick, clients, edges)
             acc = correct.sum() / jnp.maximum(total.sum(), 1)  # accuracy of p (before this update)
             better = acc > best_acc
             best_p = jax.tree.map(lambda a, b: jnp.where(better, a, b), p, best_p)
@@ -93,7 +105,7 @@ def self_train(key: Array, clients: ClientBatch, in_dim: int, num_classes: int, 
         labels = jnp.where(clients.train_mask, clients.y, preds)
         return best_p, labels, best_acc
 
-    best_p, labels, acc = run(params, rows, jnp.asarray(index), clients, edges)
+    best_p, labels, acc = run(params, rows, pick, clients, edges)
     return best_p, labels, float(acc)
 
 
