@@ -330,31 +330,8 @@ def _compile(make: Callable, args: tuple, options, kind: str, length: int, signa
     # an executable XLA:CPU took from JAX's own cache does not serialise whole (its reload fails
     # with "Function ... not found"): store only what was compiled here
     if cache.persistent_cache_hits() == hits:
-        _store_later(disk, compiled)
+        cache.store_program(disk, compiled)
     return compiled
-
-
-_STORES: list = []
-
-
-def _store_later(disk: str, compiled) -> None:
-    """Write the compiled program to the on-disk cache in a background thread: serialising and
-    writing it (~0.05-0.1 s) then overlaps the rounds, which use one core, instead of delaying the
-    first round. The thread is not a daemon (the interpreter waits for it at exit); `wait_for_stores`
-    joins it earlier (`run` does before it returns, so its programs are on disk when it reports)."""
-    from fgl_jax import cache
-    thread = threading.Thread(target=cache.store_program, args=(disk, compiled), name="fgl_jax-store-program")
-    with _COMPILED_LOCK:
-        _STORES.append(thread)
-    thread.start()
-
-
-def wait_for_stores() -> None:
-    """Join the background writes `_store_later` started."""
-    with _COMPILED_LOCK:
-        pending, _STORES[:] = list(_STORES), []
-    for thread in pending:
-        thread.join()
 
 
 class _Loaded:
@@ -635,7 +612,6 @@ def _noop() -> None:
 
 
 def _finish(state, history, evaluations, tracker, compile_s, t_run, hooks: Hooks, diverged: bool) -> RunResult:
-    wait_for_stores()  # the run's programs are on disk when it reports
     hist = {k: np.asarray(v) for k, v in history.items()}
     best = hooks.select(hist, evaluations) if hooks.select is not None else _best_dict(tracker)
     if hooks.select is None and diverged and tracker.keys[0] in hist and len(hist[tracker.keys[0]]):
