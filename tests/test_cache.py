@@ -232,3 +232,21 @@ def test_the_unoptimised_init_program_gives_the_optimised_ones_bits(model):
     b = low.compile(INIT_COMPILER_OPTIONS)(seed_key(5), p.data)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_orbax_is_imported_only_after_the_chunk_program_is_lowered():
+    # preload(after=event) must leave the GIL to the chunk program's tracing until the event fires
+    code = ("import sys, threading, time\n"
+            "from fgl_jax.federated import checkpoint\n"
+            "ev = threading.Event()\n"
+            "assert 'orbax.checkpoint' not in sys.modules\n"
+            "checkpoint.preload(after=ev)\n"
+            "time.sleep(0.3)\n"
+            "assert 'orbax.checkpoint' not in sys.modules, 'imported before the event'\n"
+            "ev.set()\n"
+            "t = [x for x in threading.enumerate() if x.name == 'fgl_jax-orbax-import'][0]\n"
+            "t.join(60)\n"
+            "assert 'orbax.checkpoint' in sys.modules\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]

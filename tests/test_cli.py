@@ -150,3 +150,18 @@ def test_nothing_below_the_cli_imports_it():
             "r.load_kind('algorithm'); r.load_kind('dataset'); print('fgl_jax.cli' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
         == "False"
+
+
+def test_only_the_program_s_own_process_freezes_the_collector(tmp_path):
+    # `entry` (the fgl-jax process) moves the imported modules' objects out of the GC's view before
+    # the run; `main` called from Python (a notebook, these tests) leaves the caller's collector alone
+    import gc
+    before = gc.get_freeze_count()
+    assert main(["run", *TINY, "--out", str(tmp_path / "py")]) == 0
+    assert gc.get_freeze_count() == before
+    code = ("import gc, sys\nimport fgl_jax.cli as cli\ncli._PROCESS[0] = True\n"
+            f"assert cli.main(['run', *{TINY!r}, '--out', {str(tmp_path / 'proc')!r}]) == 0\n"
+            "print(gc.get_freeze_count())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert int(p.stdout.split()[-1]) > 10_000

@@ -22,6 +22,7 @@ import hashlib
 import json
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional, Union
@@ -42,15 +43,18 @@ def _checkpointer():
     return ocp.StandardCheckpointer()
 
 
-def preload() -> None:
-    """Import orbax in a background thread (its import costs ~0.3 s): a run calls this when its
-    rounds start, so the import overlaps the compiled rounds (which release the GIL) instead of
-    delaying the first save."""
-    import sys
-    import threading
+def preload(after: Optional[threading.Event] = None) -> None:
+    """Import orbax in a background thread (its import costs ~0.3 s of Python): a run calls this
+    before its rounds, so the import overlaps the compiled program's XLA compilation or the
+    rounds (both release the GIL) instead of delaying the first save. after: an event to wait for
+    first (the engine's: the chunk program is lowered), so the import does not take the GIL from
+    the chunk program's tracing, which is on the way to the first round."""
     if "orbax.checkpoint" not in sys.modules:
-        threading.Thread(target=lambda: __import__("orbax.checkpoint"), daemon=True,
-                         name="fgl_jax-orbax-import").start()
+        def work() -> None:
+            if after is not None:
+                after.wait()
+            __import__("orbax.checkpoint")
+        threading.Thread(target=work, daemon=True, name="fgl_jax-orbax-import").start()
 
 
 def _digest(path: Path) -> dict:

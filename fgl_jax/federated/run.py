@@ -210,7 +210,7 @@ def _signature(tree) -> tuple:
 
 
 def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str = "chunk",
-                  context: Optional[str] = None) -> Callable:
+                  context: Optional[str] = None, on_lowered: Optional[Callable[[], None]] = None) -> Callable:
     """The algorithm's program lowered and compiled for these arguments' shapes, cached per
     (algorithm, kind, length, shapes), so runs of the same program (seeds of one cell, a resumed
     run) compile once per process. kind "chunk": `make_chunk(algorithm, length)`; "init":
@@ -219,7 +219,9 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
     context: a description that determines `algorithm` completely (`fgl_jax.experiment` gives the
     system, its resolved config and a digest of the data): the compiled program is then also
     looked up in, and stored to, the on-disk compiled-program cache (`fgl_jax.cache.program_key`),
-    so a repeated command skips tracing and lowering. None: this process only."""
+    so a repeated command skips tracing and lowering. None: this process only.
+    on_lowered: called once the program is traced and lowered, before XLA compiles it (not called
+    when the program is found compiled)."""
     make = {"chunk": lambda: make_chunk(algorithm, length), "init": lambda: make_init(algorithm),
             "scan": lambda: make_scan(algorithm, length)}[kind]
     # the initialisation runs once: XLA's backend optimisations cost ~60 % of its compile time and buy
@@ -231,9 +233,9 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)
     except TypeError:  # an unhashable algorithm: no caching
-        return make().lower(*args).compile(options)
+        return _lower(make, args, on_lowered).compile(options)
     if hit is None:
-        hit = _compile(make, args, options, kind, length, signature, context)
+        hit = _compile(make, args, options, kind, length, signature, context, on_lowered)
         with _COMPILED_LOCK:
             _COMPILED[key] = hit
             while len(_COMPILED) > _COMPILED_MAX:
@@ -287,33 +289,44 @@ def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, d
         return None
     from jax._src import config as jax_config
     context_here = jax_config.trace_context()  # thread-local settings (x64, matmul precision, ...)
+    lowered = threading.Event()  # set when the chunk program's Python part (tracing, lowering) is done
 
     def work() -> None:
-        with x64_scope(algorithm):
-            if jax_config.trace_context() != context_here:  # a setting the thread does not see
-                return
-            try:
-                compiled_scan(algorithm, length, *args, context=context)
-            except Exception:  # noqa: BLE001 - the engine compiles on its own thread and raises there
-                pass
+        try:
+            with x64_scope(algorithm):
+                if jax_config.trace_context() != context_here:  # a setting the thread does not see
+                    return
+                compiled_scan(algorithm, length, *args, context=context, on_lowered=lowered.set)
+        except Exception:  # noqa: BLE001 - the engine compiles on its own thread and raises there
+            pass
+        finally:
+            lowered.set()
 
     thread = threading.Thread(target=work, daemon=True, name="fgl_jax-compile-chunk")
+    thread.lowered = lowered
     thread.start()
     return thread
 
 
+def _lower(make: Callable, args: tuple, on_lowered: Optional[Callable[[], None]]):
+    lowered = make().lower(*args)
+    if on_lowered is not None:
+        on_lowered()
+    return lowered
+
+
 def _compile(make: Callable, args: tuple, options, kind: str, length: int, signature: tuple,
-             context: Optional[str]) -> Callable:
+             context: Optional[str], on_lowered: Optional[Callable[[], None]] = None) -> Callable:
     """make().lower(*args).compile(options), through the compiled-program cache when `context` is given."""
     if context is None:
-        return make().lower(*args).compile(options)
+        return _lower(make, args, on_lowered).compile(options)
     from fgl_jax import cache
     disk = cache.program_key(context, kind, length, repr(signature), options)
     loaded = cache.load_program(disk)
     if loaded is not None:
         return _Loaded(loaded, lambda: make().lower(*args).compile(options), disk)
     hits = cache.persistent_cache_hits()
-    compiled = make().lower(*args).compile(options)
+    compiled = _lower(make, args, on_lowered).compile(options)
     # an executable XLA:CPU took from JAX's own cache does not serialise whole (its reload fails
     # with "Function ... not found"): store only what was compiled here
     if cache.persistent_cache_hits() == hits:
@@ -477,8 +490,9 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
             saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"))
             # orbax's import (~0.3 s of Python) in a thread now, while this thread waits for the chunk
             # program (compiled ahead, or loaded), not during the rounds, whose host steps between
-            # chunks it would hold the GIL against
-            checkpoint.preload()
+            # chunks it would hold the GIL against; once the chunk program compiled ahead is lowered,
+            # so the import overlaps its XLA compilation (no GIL) rather than its tracing
+            checkpoint.preload(after=getattr(ahead, "lowered", None))
     if on_restored is not None:
         on_restored(start)
     history, evaluations = _rows_to_history(rows)
