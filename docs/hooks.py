@@ -256,8 +256,9 @@ def openfgl_table(folder: Path = OPENFGL_RESULTS) -> str:
         if not rows or "OpenFGL acc %" not in rows[0]:
             continue   # another table (e.g. whole processes)
         finished = str((payload.get("provenance") or {}).get("finished", ""))
-        # cells whose OpenFGL side was taken from an earlier invocation (--openfgl-from or
-        # --reuse-openfgl): its wall time ran at another load, so only the CPU ratio compares
+        # cells whose OpenFGL side was taken from an earlier invocation (compare.py --openfgl-from marks
+        # it `reused_from`; files written before that was the one mechanism say `reused`): its wall time
+        # ran at another load, so only the CPU ratio compares
         reused = {(r.get("dataset"), r.get("algorithm")) for r in payload.get("runs") or []
                   if isinstance(r.get("openfgl"), dict)
                   and (r["openfgl"].get("reused") or r["openfgl"].get("reused_from"))}

@@ -81,3 +81,10 @@ def test_openfgl_table_takes_the_newest_file_per_cell(tmp_path):
         "provenance": {"finished": "2026-04-01 10:00:00 UTC"}}))
     line = next(x for x in _hooks().openfgl_table(tmp_path).splitlines() if "55.55" in x)
     assert "6.0x" not in line and "- (OpenFGL reused)" in line and "5.5x" in line
+    # compare.py's one marker (--openfgl-from), as well as the older files' `reused` above
+    (tmp_path / "results_from.json").write_text(json.dumps({
+        "rows": [dict(row("citeseer", "fggp / fggp", "66.66 ± 0.00"), **{"cpu speed-up": "4.4x"})],
+        "runs": [{"dataset": "citeseer", "algorithm": "fggp", "openfgl": {"reused_from": ["o.jsonl"]}}],
+        "provenance": {"finished": "2026-04-01 10:00:00 UTC"}}))
+    line = next(x for x in _hooks().openfgl_table(tmp_path).splitlines() if "66.66" in x)
+    assert "6.0x" not in line and "- (OpenFGL reused)" in line and "4.4x" in line

@@ -11,6 +11,9 @@ from fgl_jax.federated import (FedConfig, NonFiniteError, OptimConfig, baseline,
 from fgl_jax.nn import make_model
 from tests.helpers import toy_graph
 
+# runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
+pytestmark = pytest.mark.usefixtures("xla_cache")
+
 
 def _centralised(model, batch, params, lr, steps, gamma=1.0, every=0):
     """A plain optax loop on the full graph: the reference for Global / one-client FedAvg."""

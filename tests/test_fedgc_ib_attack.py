@@ -242,13 +242,32 @@ def test_ib_posterior_belongs_to_the_kept_draw_and_resample_has_its_moments():
 
 
 @pytest.fixture(scope="module")
-def tiny_ib_attack():
-    """A small FedGC run with IB and self-training on a CSBM, the attack's graph and its config."""
-    from fgl_jax.systems.fedgc import normalize_features
-    from tests.fedgc_small import run_small, small_config, small_graph
+def tiny_ib_run():
+    """A small FedGC run with IB and self-training on a CSBM -> (FedGCResult, RunResult, what the
+    attack was called with, config). The run asks for the attack (`mia`, Hooks.finalize) with a spy in
+    its place (`test_mia_queries_the_features_fedgc_condensed`): one FedGC program for the module."""
+    import fgl_jax.systems.fedgc.program as P
+    from tests.fedgc_small import run_small, small_config
+    seen = {}
+
+    def spy(key, graph, result, cfg=MIAConfig(), **kw):
+        seen.update(graph=graph, cfg=cfg)
+        return {"mia_auc": 0.5}
     cfg = small_config(rounds=6, eval_rounds=(6,), ib_dim=6, eval_iters=20, eval_decay_at=10, eval_check_every=10,
-                       finetune_steps=5)
-    _, _, res = run_small(cfg)
+                       finetune_steps=5, mia=True, mia_target="selected")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(P, "fedgc_attack", spy)
+        mp.setattr(P, "prepare_shadow", lambda *a, **k: None)   # the spy trains no attack: nor its shadow
+        _, run_res, res = run_small(cfg)
+    return res, run_res, seen, cfg
+
+
+@pytest.fixture(scope="module")
+def tiny_ib_attack(tiny_ib_run):
+    """The small IB run's result, the attack's graph and its config."""
+    from fgl_jax.systems.fedgc import normalize_features
+    from tests.fedgc_small import small_graph
+    res, _, _, cfg = tiny_ib_run
     return res, normalize_features(small_graph(), cfg.feature_norm), MIAConfig(hidden=16, iters=30, attack_epochs=30)
 
 
@@ -331,20 +350,11 @@ def test_attack_target_graph_last_or_selected(tiny_ib_attack):
         MIAConfig(target_graph="best")
 
 
-def test_mia_queries_the_features_fedgc_condensed(monkeypatch):
+def test_mia_queries_the_features_fedgc_condensed(tiny_ib_run):
     """`mia` (Hooks.finalize): the attack's raw-X query sees the features as FedGC normalised them
-    (row-normalised by default: every non-zero row has unit L1 norm), not the file's raw features, and
-    `mia_target` reaches the attack's config; the result is in RunResult.extras."""
-    import fgl_jax.systems.fedgc.program as P
-    from tests.fedgc_small import run_small, small_config
-    seen = {}
-
-    def spy(key, graph, result, cfg=MIAConfig(), **kw):
-        seen.update(graph=graph, cfg=cfg)
-        return {"mia_auc": 0.5}
-    monkeypatch.setattr(P, "fedgc_attack", spy)
-    _, res, _ = run_small(small_config(rounds=2, eval_rounds=(2,), st_rounds=2, defence="none", mia=True,
-                                       mia_target="selected"))
+    (row-normalised by default: every non-zero row has unit L1 norm), not the file's raw features (nor
+    the IB run's Z), and `mia_target` reaches the attack's config; the result is in RunResult.extras."""
+    _, res, seen, _ = tiny_ib_run
     assert res.extras["mia_auc"] == 0.5 and seen["cfg"].target_graph == "selected"
     rows = np.abs(seen["graph"].dense_x()).sum(1)
     assert rows.max() > 0

@@ -500,14 +500,22 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
                 d, g, logits = forward(prm, kk)
                 return local_terms(d, g, logits) / c_all + cross_terms(d, g, jax.random.fold_in(kk, 1))
 
-            def train(prm, loss_fn, n_steps, kk):
+            def train(prm, loss_fn, n_steps, kk, g_prev=None, amp=0.0):
+                """`n_steps` optimiser steps from a fresh optimiser state -> (params, [n_steps] losses, last grad).
+
+                g_prev: None, or OpenFGL's gradient buffers (`feddep_cross_grad=openfgl`): each step adds
+                amp x the previous step's gradient, carried through the scan from g_prev; the last
+                step's gradient is returned (None without g_prev, whose program has no such carry)."""
                 def step(carry, ks):
-                    w, o = carry
+                    w, o, gp = carry
                     val, g = jax.value_and_grad(loss_fn)(w, ks)
+                    if gp is not None:
+                        g = jax.tree.map(lambda a, b_: a + amp * b_, g, gp)
                     u, o = optimizer.update(g, o, w)
-                    return (jax.tree.map(lambda a, b_: a + scale * b_, w, u), o), val
-                (prm, _), vals = jax.lax.scan(step, (prm, optimizer.init(prm)), jax.random.split(kk, n_steps))
-                return prm, vals
+                    return (jax.tree.map(lambda a, b_: a + scale * b_, w, u), o, None if gp is None else g), val
+                (prm, _, g_last), vals = jax.lax.scan(step, (prm, optimizer.init(prm), g_prev),
+                                                      jax.random.split(kk, n_steps))
+                return prm, vals, g_last
 
             if hp.feddep_cross_grad == "openfgl":   # OpenFGL's buffers: each step adds amp x the previous step's gradient
                 w_cross, amp = openfgl_cross_weights(me, ct)
@@ -516,23 +524,12 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
                     d, g, logits = forward(prm, kk)
                     return local_terms(d, g, logits) / c_all + cross_terms(d, g, jax.random.fold_in(kk, 1), w_cross)
 
-                def train_stale(prm, loss_fn, n_steps, kk, g_prev, amp):
-                    def step(carry, ks):
-                        w, o, gp = carry
-                        val, g = jax.value_and_grad(loss_fn)(w, ks)
-                        g = jax.tree.map(lambda a, b_: a + amp * b_, g, gp)
-                        u, o = optimizer.update(g, o, w)
-                        return (jax.tree.map(lambda a, b_: a + scale * b_, w, u), o, g), val
-                    (prm, _, g_last), vals = jax.lax.scan(step, (prm, optimizer.init(prm), g_prev),
-                                                          jax.random.split(kk, n_steps))
-                    return prm, vals, g_last
-
                 zeros = jax.tree.map(jnp.zeros_like, params)
-                params, vals, g_pre = train_stale(params, local_loss, hp.feddep_pretrain_epochs, k_pre, zeros, 0.0)
-                params, _, _ = train_stale(params, stale_loss, hp.feddep_epochs, k_dep, g_pre, amp)
+                params, vals, g_pre = train(params, local_loss, hp.feddep_pretrain_epochs, k_pre, zeros, 0.0)
+                params, _, _ = train(params, stale_loss, hp.feddep_epochs, k_dep, g_pre, amp)
             else:
-                params, vals = train(params, local_loss, hp.feddep_pretrain_epochs, k_pre)
-                params, _ = train(params, both_loss, hp.feddep_epochs, k_dep)
+                params, vals, _ = train(params, local_loss, hp.feddep_pretrain_epochs, k_pre)
+                params, _, _ = train(params, both_loss, hp.feddep_epochs, k_dep)
             loss0 = vals[0] if hp.feddep_pretrain_epochs else jnp.float32(0.0)
             d, g, _ = forward(params, k_mend)
             mend = jnp.where(keep[:, None], mend_embedding(g, d), 0.0)

@@ -18,6 +18,12 @@ Time: ms/round = wall time of the training rounds / rounds, within one run, on b
 (fgl_jax: the compiled scan, compile time reported apart; OpenFGL: FGLTrainer.train() with its
 printing sent to a buffer). Runs alternate sides (fgl_jax first on even runs, OpenFGL first on odd).
 
+A peer so slow that it is run ahead (in the background, while fgl_jax's side is still being worked
+on): `--openfgl-only` runs OpenFGL's side alone and appends each run to <out>.jsonl; a later
+invocation with `--openfgl-from <out>.jsonl` takes those runs instead of re-running them. Such runs
+are marked `reused_from` in the JSON (the two sides were then not alternated in one run; the notes
+say so, and the docs table shows only their CPU ratio).
+
 Differences that remain are listed in PROTOCOL_DIFFERENCES and written to the results.
 """
 from __future__ import annotations
@@ -254,14 +260,9 @@ def warm_up(algorithm, prep, rounds: int) -> float:
     return float(run(algorithm, prep.data, jax.random.key(0), rounds).compile_seconds)
 
 
-def run_openfgl(job: dict, workdir: Path, venv_python: Path, reuse: bool = False) -> dict:
-    """OpenFGL's run of `job` in a fresh process. reuse: if `workdir` holds the result of a run of
-    the identical job (an earlier `--openfgl-only` invocation, e.g. started while fgl_jax's side was
-    still being worked on), return it instead, marked `reused` (its CPU time is its own process's,
-    measured then)."""
+def run_openfgl(job: dict, workdir: Path, venv_python: Path) -> dict:
+    """OpenFGL's run of `job` in a fresh process."""
     job_path, out_path = workdir / "job.json", workdir / "result.json"
-    if reuse and job_path.exists() and out_path.exists() and json.loads(job_path.read_text()) == job:
-        return {**json.loads(out_path.read_text()), "reused": True}
     job_path.write_text(json.dumps(job))
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
     proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl.py"), str(job_path), str(out_path)],
@@ -270,6 +271,16 @@ def run_openfgl(job: dict, workdir: Path, venv_python: Path, reuse: bool = False
         raise RuntimeError(f"OpenFGL run failed ({job['openfgl_algorithm']}, {job['openfgl_dataset']}, "
                            f"seed {job['seed']}):\n{proc.stderr[-3000:]}")
     return json.loads(out_path.read_text())
+
+
+def legacy_marker(run: dict) -> dict:
+    """A run from a results file written before `--openfgl-from` was the one reuse mechanism: its
+    OpenFGL side marked `reused: True` (the removed --reuse-openfgl) gets the one marker, `reused_from`."""
+    side = run.get("openfgl")
+    if isinstance(side, dict) and side.get("reused") and not side.get("reused_from"):
+        side = {k: v for k, v in side.items() if k != "reused"}
+        return {**run, "openfgl": {**side, "reused_from": ["an earlier --openfgl-only workdir (--reuse-openfgl)"]}}
+    return run
 
 
 def mean_sd(values) -> tuple[float, float]:
@@ -329,12 +340,11 @@ def main(argv=None) -> None:
     p.add_argument("--openfgl-wait", type=float, default=0.0, help="seconds to wait for a run missing from "
                    "--openfgl-from to appear there (an OpenFGL-only run still going) before running it here")
     p.add_argument("--openfgl-from", nargs="+", default=None, help="JSON lines of earlier OpenFGL-only runs "
-                   "(openfgl_only.py): runs whose (dataset, algorithm, seed, rounds) match are taken from there, "
-                   "not re-run (then the sides are NOT timed in one run; the results say so)")
-    p.add_argument("--openfgl-only", action="store_true", help="run only OpenFGL's side (results stay in "
-                   "--workdir for a later --reuse-openfgl invocation; no table is written)")
-    p.add_argument("--reuse-openfgl", action="store_true", help="with --workdir: take OpenFGL's result from an "
-                   "earlier run of the identical job there instead of running it again (marked in the JSON)")
+                   "(--openfgl-only): runs whose (dataset, algorithm, seed, rounds) match are taken from there, "
+                   "not re-run (marked `reused_from`: the sides are NOT timed in one run; the results say so)")
+    p.add_argument("--openfgl-only", action="store_true", help="run only OpenFGL's side, appending one JSON line "
+                   "per run to <out>.jsonl (runs already there are skipped, so a stopped invocation resumes) "
+                   "for a later --openfgl-from invocation; no table is written")
     p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
                    "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
     p.add_argument("--partial", action="store_true", help="after each run, write the runs so far to "
@@ -359,15 +369,23 @@ def main(argv=None) -> None:
     runs, checks, i = [], {}, 0
     reuse = {}
 
+    only_out = Path(f"{a.out}.jsonl")
+
+    def read_lines(paths) -> dict:
+        """(dataset, algorithm, seed, rounds) -> the OpenFGL-only run of it in those JSON lines files."""
+        found = {}
+        for path in map(Path, paths):
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    r = json.loads(line)
+                    found[(r["dataset"], r["algorithm"], r["seed"], r["rounds"])] = r
+        return found
+
     def earlier_openfgl(key):
         """The OpenFGL-only run of key from --openfgl-from (re-read; waits up to --openfgl-wait s)."""
         t0 = time.perf_counter()
         while a.openfgl_from:
-            for path in a.openfgl_from:
-                if Path(path).exists():
-                    for line in Path(path).read_text().splitlines():
-                        r = json.loads(line)
-                        reuse[(r["dataset"], r["algorithm"], r["seed"], r["rounds"])] = r
+            reuse.update(read_lines(a.openfgl_from))
             if key in reuse or time.perf_counter() - t0 > a.openfgl_wait:
                 break
             time.sleep(20)
@@ -399,19 +417,29 @@ def main(argv=None) -> None:
                            "local_epochs": a.local_epochs, "eval_mode": a.eval_mode, "seed": seed,
                            "prox_mu": a.prox_mu, "num_classes": prep.graph.num_classes,
                            "threads": a.threads, "openfgl_config": OPENFGL_CONFIG.get(algo, {})}
-                    earlier = earlier_openfgl((ds, algo, seed, a.rounds))
-                    if earlier is not None and earlier["job"] != json.loads(json.dumps(
-                            {k: v for k, v in job.items() if k not in ("root", "arrays", "planetoid_dir")})):
+                    key = (ds, algo, seed, a.rounds)
+                    # the job as written to JSON, without this machine's paths
+                    portable = json.loads(json.dumps({k: v for k, v in job.items()
+                                                      if k not in ("root", "arrays", "planetoid_dir")}))
+                    if a.openfgl_only:
+                        if key in read_lines([only_out]):   # done by a stopped invocation
+                            continue
+                        load, t = list(os.getloadavg()), time.perf_counter()
+                        r = run_openfgl(job, work, venv_python)
+                        with open(only_out, "a") as f:
+                            f.write(json.dumps({"dataset": ds, "algorithm": algo, "seed": seed, "rounds": a.rounds,
+                                                "job": portable, "loadavg": load, "loadavg_end": list(os.getloadavg()),
+                                                "wall_seconds": time.perf_counter() - t, "openfgl": r}) + "\n")
+                        print(f"{ds} {algo} seed {seed}: OpenFGL {r['best_test']:.4f} ({r['cpu_ms_per_round']:.1f} "
+                              f"cpu ms/round, peak {r['peak_rss_mb']:.0f} MB)", flush=True)
+                        continue
+                    earlier = earlier_openfgl(key)
+                    if earlier is not None and earlier["job"] != portable:
                         sys.exit(f"--openfgl-from: the job of {ds} {algo} seed {seed} differs from this run's")
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds, compile_s)),
                              ("openfgl", (lambda: dict(earlier["openfgl"], reused_from=a.openfgl_from,
                                                        reused_loadavg=earlier["loadavg"]))
-                              if earlier is not None else (lambda: run_openfgl(job, work, venv_python, a.reuse_openfgl)))]
-                    if a.openfgl_only:
-                        r = run_openfgl(job, work, venv_python, reuse=True)   # skip jobs already done there
-                        print(f"{ds} {algo} seed {seed}: OpenFGL {r['best_test']:.4f} ({r['cpu_ms_per_round']:.1f} "
-                              f"cpu ms/round, peak {r['peak_rss_mb']:.0f} MB)", flush=True)
-                        continue
+                              if earlier is not None else (lambda: run_openfgl(job, work, venv_python)))]
                     if i % 2:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
@@ -427,6 +455,7 @@ def main(argv=None) -> None:
                           f"({rec['fgl_jax']['ms_per_round']:.1f} ms/round), OpenFGL {rec['openfgl']['best_test']:.4f} "
                           f"({rec['openfgl']['ms_per_round']:.1f} ms/round)", flush=True)
     if a.openfgl_only:
+        print(f"wrote {only_out} (use it with --openfgl-from)")
         return
     info["loadavg_end"] = list(os.getloadavg())
     out = Path(a.out)
@@ -434,7 +463,8 @@ def main(argv=None) -> None:
     if a.merge and out.with_suffix(".json").exists():
         prev = json.loads(out.with_suffix(".json").read_text())
         done = {(r["dataset"], r["algorithm"], r["seed"]) for r in runs}
-        earlier = [r for r in prev.get("runs", []) if (r["dataset"], r["algorithm"], r["seed"]) not in done]
+        earlier = [legacy_marker(r) for r in prev.get("runs", [])
+                   if (r["dataset"], r["algorithm"], r["seed"]) not in done]
         info["merged_from"] = {"provenance": prev.get("provenance"), "machine": prev.get("machine"),
                                "runs_kept": len(earlier)}
         skipped = sorted(set(skipped) & set(prev.get("skipped", [])) - {r["algorithm"] for r in earlier})
@@ -472,14 +502,13 @@ def main(argv=None) -> None:
         notes += ["", f"Merged: {mf['runs_kept']} runs kept from an earlier invocation "
                   f"({(mf.get('provenance') or {}).get('command', '?')}{load}); the machine line above is this "
                   "invocation's."]
-    if reuse:
-        notes += ["", f"OpenFGL side: {sum(1 for r in new_runs if r['openfgl'].get('reused_from'))} runs taken from "
-                  f"{' '.join(a.openfgl_from)} (OpenFGL alone, same jobs, run earlier; load averages there), not alternated with "
-                  "fgl_jax in this run: compare the CPU-time columns, not the wall-time ones."]
-    if any(r["openfgl"].get("reused") for r in runs):
-        notes += ["", "OpenFGL side reused (--reuse-openfgl): the OpenFGL runs marked `reused` in the JSON ran "
-                  "earlier, in their own processes (an --openfgl-only invocation on the identical jobs), not "
-                  "alternating with fgl_jax's in this invocation; their CPU times are their own processes'."]
+    taken = [r for r in runs if r["openfgl"].get("reused_from")]
+    if taken:
+        files = sorted({f for r in taken for f in r["openfgl"]["reused_from"]})
+        notes += ["", f"OpenFGL side: {len(taken)} runs taken from {'; '.join(files)} (OpenFGL alone, "
+                  "same jobs, run earlier in their own processes; marked `reused_from` in the JSON, with the load "
+                  "averages there), not alternated with fgl_jax in this run: compare the CPU-time columns, not "
+                  "the wall-time ones."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
     payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,
