@@ -8,6 +8,11 @@ plus the last round) and calls the
 program's hooks (`Hooks`): an evaluation callback at chosen rounds, a stop predicate (early
 stopping), a selection rule for the reported round and a finaliser (post-training evaluation,
 attacks). Best-validation selection is tracked inside the scan.
+
+An algorithm with `phases` (`fgl_jax.federated.algorithm.Phase`) gets one such program per phase:
+chunks end at phase starts, and the program of a phase applies the phase's hand-over when a chunk
+starts at its first round (a resume inside a phase skips it; checkpoints hold the one state
+structure all phases share).
 """
 from __future__ import annotations
 
