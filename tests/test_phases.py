@@ -115,6 +115,9 @@ def test_one_program_per_phase_and_chunks_cut_at_the_switch(monkeypatch):
     assert sorted(compiles) == ["chunk0", "chunk1", "init"]
     # (phase, start, rounds) of each chunk: 4 + 1 rounds in phase 1, then 4 + 1 in phase 2
     assert calls == [(0, 0, 4), (0, 4, 1), (1, 5, 4), (1, 9, 1)]
+    compiles.clear()
+    run(_two_phase(), jnp.float32(0.5), jax.random.key(0), SWITCH - 1)   # never reaches phase 2
+    assert sorted(compiles) == ["chunk0", "init"]
 
 
 def test_round_wrappers_reach_every_phase():

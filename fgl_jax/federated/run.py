@@ -279,9 +279,10 @@ def _compiled_already(algorithm: FederatedAlgorithm, kind: str, length: int, arg
     return cache.has_program(cache.program_key(context, disk_kind, length, repr(signature), options))
 
 
-def _phases(algorithm: FederatedAlgorithm) -> list:
-    """The chunk programs' phase indices: [None] (one program), or one per phase."""
-    return list(range(len(algorithm.phases))) if algorithm.phases else [None]
+def _phases(algorithm: FederatedAlgorithm, num_rounds: int) -> list:
+    """The chunk programs' phase indices: [None] (one program), or one per phase a run of
+    `num_rounds` rounds reaches."""
+    return [i for i, p in enumerate(algorithm.phases) if p.start < num_rounds] if algorithm.phases else [None]
 
 
 def _phase_at(algorithm: FederatedAlgorithm, r: int) -> tuple[Optional[int], Optional[int]]:
@@ -294,13 +295,14 @@ def _phase_at(algorithm: FederatedAlgorithm, r: int) -> tuple[Optional[int], Opt
 
 
 def check_phases(algorithm: FederatedAlgorithm) -> None:
+    """One line naming the starts when `algorithm.phases` do not begin at round 0 in order."""
     starts = [int(p.start) for p in algorithm.phases]
     if starts and (starts[0] != 0 or any(b <= a for a, b in zip(starts, starts[1:]))):
         raise ValueError(f"an algorithm's phases must start at round 0 and in increasing order; got starts {starts}")
 
 
 def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, data: Any, tracker: Tracker,
-                   context: Optional[str]) -> Optional["_Ahead"]:
+                   context: Optional[str], num_rounds: int) -> Optional["_Ahead"]:
     """Start compiling the chunk program in a thread, before the initialisation is even compiled.
 
     Its state argument is the init program's output, whose shapes `jax.eval_shape` gives at once
@@ -321,7 +323,7 @@ def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, d
         return None
     args = (shapes, tracker, data, key, np.int32(0), np.int32(length))
     # every phase's program, in the order the run needs them (the later ones while the first runs)
-    todo = [k for k in _phases(algorithm) if not _compiled_already(algorithm, "chunk", length, args, context, k)]
+    todo = [k for k in _phases(algorithm, num_rounds) if not _compiled_already(algorithm, "chunk", length, args, context, k)]
     if not todo:
         return None
     from jax._src import config as jax_config
@@ -506,7 +508,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     ahead = None
     if state is None:
         t0 = time.perf_counter()
-        ahead = _compile_ahead(algorithm, length, key, data, tracker, program_context)
+        ahead = _compile_ahead(algorithm, length, key, data, tracker, program_context, num_rounds)
         init = compiled_scan(algorithm, 0, key, data, kind="init", context=program_context)
         compile_s += time.perf_counter() - t0
         state = init(key, data)
