@@ -276,3 +276,17 @@ def test_heterophilous_block_hand_written_gradient_matches_autodiff_of_the_plain
         assert float(jnp.abs(g_want[0][:8]).max()) > 0.1
         np.testing.assert_allclose(np.asarray(g_got[0]), np.asarray(g_want[0]), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(float(g_got[1]), float(g_want[1]), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.slow   # compiles five AdaFGL programs (~30 s CPU); the engine's phases are tested fast in test_phases.py
+def test_the_two_phase_programs_equal_the_one_program_round():
+    """`run` executes phase 1 and phase 2 (with the hand-over) as two programs; `round` is the
+    one-program form (sweeps): the same metrics up to float reassociation."""
+    data, model, common = _prepared_setup(sparse=True)
+    alg = registry.get("algorithm", "adafgl")(model, common, A.AdaFGLHParams(adafgl_rounds_vanilla=2))
+    assert [p.start for p in alg.phases] == [0, 2] and alg.phases[1].enter is not None
+    phased = run(alg, data, jax.random.key(3), 4, chunk=3)
+    single = run(alg._replace(phases=()), data, jax.random.key(3), 4, chunk=3)
+    for k in ("train_loss", "val_loss", "val_acc", "test_acc"):
+        np.testing.assert_allclose(phased.history[k], single.history[k], rtol=1e-5, atol=1e-6)
+    assert_trees_close(phased.state.ada, single.state.ada)

@@ -21,4 +21,9 @@ an algorithm is node classification only and `--task link_pred` refuses it.
 (whose first layer is `ops.feature_matmul`): `fgl-jax run` then hands it sparse features in
 `ops.EllFeatures` layout (a faster first layer, `fgl_jax.batch.with_ell_features`). Without it the
 features stay `SparseFeatures` (or dense), whose row/col/val fields an algorithm may read.
+
+An algorithm whose rounds change kind part-way (AdaFGL: FedAvg, then personalised training) may
+declare `phases` (`fgl_jax.federated.algorithm.Phase`: first round, round function, hand-over):
+`run` then executes one compiled program per phase, so no phase carries a branch over another's
+work; its `round` stays the whole schedule in one function (sweeps run that).
 """

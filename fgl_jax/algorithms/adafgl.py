@@ -1,7 +1,9 @@
 """AdaFGL (Li et al., ICDE 2024, "AdaFGL: A New Paradigm for Federated Node Classification with
 Topology Heterogeneity").
 
-Two phases in one round schedule (one jitted program; `lax.cond` on the round number picks the phase):
+Two phases in one round schedule; `run` executes each as its own compiled program (`Phase`: phase 1's
+rounds carry no branch over phase 2's work), and `round` (sweeps) picks the phase by `lax.cond` on the
+round number:
 
 Phase 1, rounds 1..R (`adafgl_rounds_vanilla`, default 50): FedAvg, the federated knowledge extractor.
 
@@ -69,7 +71,7 @@ from fgl_jax import ops
 from fgl_jax.batch import with_ell_features
 from fgl_jax.algorithms._common import (evaluate_round, init_params, round_start, scatter_clients, stack, take_clients,
                                         weighted_loss)
-from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput, Phase
 from fgl_jax.federated.baselines import FedConfig, evaluate_logits, weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
@@ -463,10 +465,14 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
         metrics["lr"] = scale
         return state.replace(round=state.round + 1, server=server, opt=opt), metrics
 
+    def enter(state: AdaFGLState, data: FedData, key: jax.Array) -> AdaFGLState:
+        """The hand-over to phase 2 (key: its first round's)."""
+        return state.replace(graph=switch(state, data, jax.random.split(key)[0]))
+
     def phase2(state: AdaFGLState, data: FedData, key: jax.Array):
-        k_switch, k_train = jax.random.split(key)
-        graph = jax.lax.cond(state.round == hp.adafgl_rounds_vanilla, lambda: switch(state, data, k_switch),
-                             lambda: state.graph)
+        """A phase-2 round after the hand-over (`enter`)."""
+        k_train = jax.random.split(key)[1]
+        graph = state.graph
         idx = data.train_index
         mine = lambda tree: take_clients(tree, idx)
 
@@ -495,11 +501,19 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
         return state.replace(round=state.round + 1, ada=ada, ada_opt=scatter_clients(state.ada_opt, idx, new_opt),
                              graph=graph), metrics
 
+    def phase2_entering(state: AdaFGLState, data: FedData, key: jax.Array):
+        graph = jax.lax.cond(state.round == hp.adafgl_rounds_vanilla,
+                             lambda: enter(state, data, key).graph, lambda: state.graph)
+        return phase2(state.replace(graph=graph), data, key)
+
     def round_fn(state: AdaFGLState, data: FedData, key: jax.Array):
-        return jax.lax.cond(state.round < hp.adafgl_rounds_vanilla, phase1, phase2, state, data, key)
+        # one program (sweeps, make_scan); `run` executes the phases below as two programs instead
+        return jax.lax.cond(state.round < hp.adafgl_rounds_vanilla, phase1, phase2_entering, state, data, key)
 
     def messages(s: AdaFGLState):
         # phase 1 (the rounds that communicate): the model both ways; phase 2 sends nothing
         return s.server, s.server
 
-    return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
+    r1 = int(hp.adafgl_rounds_vanilla)
+    phases = ((Phase(0, phase1),) if r1 > 0 else ()) + (Phase(r1, phase2, enter),)
+    return FederatedAlgorithm(init=init, round=round_fn, messages=messages, phases=phases)

@@ -21,6 +21,24 @@ from fgl_jax.batch import ClientBatch, select_clients
 PyTree = Any
 
 
+class Phase(NamedTuple):
+    """One phase of an algorithm whose rounds change kind part-way (AdaFGL: FedAvg, then
+    personalised training): the engine (`fgl_jax.federated.run.run`) runs each phase as its own
+    compiled program, so a phase's rounds carry no branch over the others' work.
+
+    start: first round (0-based) of the phase; the phase lasts until the next phase's start.
+    round(state, data, key) -> (state, metrics): the phase's round; every phase keeps the
+        algorithm's state structure and returns the same metric names.
+    enter(state, data, key) -> state, or None: the hand-over, applied inside the phase's program
+        before its first round (only when a chunk starts at `start`, so a resume in the middle of
+        the phase does not repeat it); key = the key of round `start`.
+    """
+
+    start: int
+    round: Callable[[PyTree, Any, jax.Array], tuple[PyTree, dict]]
+    enter: Optional[Callable[[PyTree, Any, jax.Array], PyTree]] = None
+
+
 class FederatedAlgorithm(NamedTuple):
     init: Callable[[jax.Array, Any], PyTree]
     round: Callable[[PyTree, Any, jax.Array], tuple[PyTree, dict]]
@@ -39,6 +57,17 @@ class FederatedAlgorithm(NamedTuple):
     # round is the first with the highest metrics[select[0]] (`fgl_jax.federated.run.Tracker`);
     # link prediction selects by ("val_auc", "test_auc")
     select: tuple = ("val_acc", "test_acc")
+    # () or the phases (`Phase`, the first starting at round 0) `run` executes as one compiled
+    # program each; `round` must then equal them (phase by phase, with the hand-overs) in one
+    # function, for the engines that run a single program (sweeps, `make_scan`)
+    phases: tuple = ()
+
+
+def with_round(algorithm: FederatedAlgorithm, wrap: Callable[[Callable], Callable]) -> FederatedAlgorithm:
+    """`algorithm` with `wrap(round)` as its round and as each phase's round (a wrapper such as
+    partial participation or a sharding constraint must reach every program the engine runs)."""
+    return algorithm._replace(round=wrap(algorithm.round),
+                              phases=tuple(p._replace(round=wrap(p.round)) for p in algorithm.phases))
 
 
 class Hooks(NamedTuple):

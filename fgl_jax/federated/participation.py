@@ -25,7 +25,7 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, with_round
 
 PyTree = Any
 
@@ -65,18 +65,21 @@ def with_participation(algorithm: FederatedAlgorithm, fraction: float = 1.0, cou
         return algorithm
     participants(10 ** 6, fraction, count)  # check the arguments now, not inside the trace
 
-    def round_fn(state, data: FedData, key: jax.Array):
-        n = data.train.num_clients
-        m = participants(n, fraction, count)
-        if m == n:
-            return algorithm.round(state, data, key)
-        k_pick, k_round = jax.random.split(key)
-        index = sample_clients(k_pick, n, m)
-        full = {f: getattr(state, f) for f in algorithm.train_axis}
-        state = state.replace(**{f: jax.tree.map(lambda a: a[index], v) for f, v in full.items()})
-        state, metrics = algorithm.round(state, restrict(data, index), k_round)
-        state = state.replace(**{f: jax.tree.map(lambda a, b: a.at[index].set(b), v, getattr(state, f))
-                                 for f, v in full.items()})
-        return state, metrics
+    def wrap(round_):
+        def round_fn(state, data: FedData, key: jax.Array):
+            n = data.train.num_clients
+            m = participants(n, fraction, count)
+            if m == n:
+                return round_(state, data, key)
+            k_pick, k_round = jax.random.split(key)
+            index = sample_clients(k_pick, n, m)
+            full = {f: getattr(state, f) for f in algorithm.train_axis}
+            state = state.replace(**{f: jax.tree.map(lambda a: a[index], v) for f, v in full.items()})
+            state, metrics = round_(state, restrict(data, index), k_round)
+            state = state.replace(**{f: jax.tree.map(lambda a, b: a.at[index].set(b), v, getattr(state, f))
+                                     for f, v in full.items()})
+            return state, metrics
+        return round_fn
 
-    return algorithm._replace(round=round_fn)
+    # every phase's round samples too (a phase's hand-over, `Phase.enter`, sees all clients)
+    return with_round(algorithm, wrap)

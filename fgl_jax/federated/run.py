@@ -8,6 +8,11 @@ plus the last round) and calls the
 program's hooks (`Hooks`): an evaluation callback at chosen rounds, a stop predicate (early
 stopping), a selection rule for the reported round and a finaliser (post-training evaluation,
 attacks). Best-validation selection is tracked inside the scan.
+
+An algorithm with `phases` (`fgl_jax.federated.algorithm.Phase`) gets one such program per phase:
+chunks end at phase starts, and the program of a phase applies the phase's hand-over when a chunk
+starts at its first round (a resume inside a phase skips it; checkpoints hold the one state
+structure all phases share).
 """
 from __future__ import annotations
 
@@ -118,20 +123,29 @@ def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
     return scan
 
 
-def make_chunk(algorithm: FederatedAlgorithm, length: int) -> Callable:
+def make_chunk(algorithm: FederatedAlgorithm, length: int, phase: Optional[int] = None) -> Callable:
     """Jitted (state, tracker, data, key, start, n) -> (state, tracker, metrics [length]): rounds
     start .. start+n-1 for any traced n <= length, so one program serves every chunk of a run
     (the last, shorter one, those cut at `Hooks.every`, a resume at any round). Round r uses
     fold_in(run_key, r) with run_key = split(key)[1], as `make_scan` after `run`'s split; rows
-    n.. of metrics are zeros."""
+    n.. of metrics are zeros.
 
+    phase: None (the algorithm's `round`) or an index into `algorithm.phases`: that phase's round,
+    after its hand-over (`Phase.enter`) when the chunk starts at the phase's first round; the
+    caller keeps the chunk inside the phase."""
+    ph = None if phase is None else algorithm.phases[phase]
     # jitted once here: the loop body's call finds the trace `eval_shape` made (same argument
     # types), so the round is traced once, not twice
-    round_fn = jax.jit(algorithm.round)
+    round_fn = jax.jit(algorithm.round if ph is None else ph.round)
 
     @jax.jit
     def chunk(state, tracker, data, key, start, n):
         run_key = jax.random.split(key)[1]
+        if ph is not None and ph.enter is not None:
+            # once per chunk, not per round: the phase's rounds carry no branch
+            state = jax.lax.cond(start == ph.start,
+                                 lambda s: ph.enter(s, data, jax.random.fold_in(run_key, ph.start)),
+                                 lambda s: s, state)
         shapes = jax.eval_shape(round_fn, state, data, run_key)[1]
         buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes)
 
@@ -210,7 +224,8 @@ def _signature(tree) -> tuple:
 
 
 def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str = "chunk",
-                  context: Optional[str] = None, on_lowered: Optional[Callable[[], None]] = None) -> Callable:
+                  context: Optional[str] = None, phase: Optional[int] = None,
+                  on_lowered: Optional[Callable[[], None]] = None) -> Callable:
     """The algorithm's program lowered and compiled for these arguments' shapes, cached per
     (algorithm, kind, length, shapes), so runs of the same program (seeds of one cell, a resumed
     run) compile once per process. kind "chunk": `make_chunk(algorithm, length)`; "init":
@@ -220,22 +235,24 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
     system, its resolved config and a digest of the data): the compiled program is then also
     looked up in, and stored to, the on-disk compiled-program cache (`fgl_jax.cache.program_key`),
     so a repeated command skips tracing and lowering. None: this process only.
+    phase: kind "chunk" of a phased algorithm: that phase's program (`make_chunk`).
     on_lowered: called once the program is traced and lowered, before XLA compiles it (not called
     when the program is found compiled)."""
-    make = {"chunk": lambda: make_chunk(algorithm, length), "init": lambda: make_init(algorithm),
+    make = {"chunk": lambda: make_chunk(algorithm, length, phase), "init": lambda: make_init(algorithm),
             "scan": lambda: make_scan(algorithm, length)}[kind]
     # the initialisation runs once: XLA's backend optimisations cost ~60 % of its compile time and buy
     # nothing there (its output is bitwise the same: tests/test_cache.py)
     options = INIT_COMPILER_OPTIONS if kind == "init" else None
     signature = _signature(args)
-    key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature)
+    key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature, phase)
+    disk_kind = kind if phase is None else f"{kind}{phase}"
     try:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)
     except TypeError:  # an unhashable algorithm: no caching
         return _lower(make, args, on_lowered).compile(options)
     if hit is None:
-        hit = _compile(make, args, options, kind, length, signature, context, on_lowered)
+        hit = _compile(make, args, options, disk_kind, length, signature, context, on_lowered)
         with _COMPILED_LOCK:
             _COMPILED[key] = hit
             while len(_COMPILED) > _COMPILED_MAX:
@@ -247,25 +264,48 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
 
 
 def _compiled_already(algorithm: FederatedAlgorithm, kind: str, length: int, args: tuple,
-                      context: Optional[str]) -> bool:
+                      context: Optional[str], phase: Optional[int] = None) -> bool:
     """Whether `compiled_scan` would find this program without compiling (in this process, or in
     the on-disk compiled-program cache)."""
     signature = _signature(args)
     options = INIT_COMPILER_OPTIONS if kind == "init" else None
     try:
         with _COMPILED_LOCK:
-            if (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature) in _COMPILED:
+            if (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature, phase) in _COMPILED:
                 return True
     except TypeError:
         return False
     if context is None:
         return False
     from fgl_jax import cache
-    return cache.has_program(cache.program_key(context, kind, length, repr(signature), options))
+    disk_kind = kind if phase is None else f"{kind}{phase}"
+    return cache.has_program(cache.program_key(context, disk_kind, length, repr(signature), options))
+
+
+def _phases(algorithm: FederatedAlgorithm, num_rounds: int) -> list:
+    """The chunk programs' phase indices: [None] (one program), or one per phase a run of
+    `num_rounds` rounds reaches."""
+    return [i for i, p in enumerate(algorithm.phases) if p.start < num_rounds] if algorithm.phases else [None]
+
+
+def _phase_at(algorithm: FederatedAlgorithm, r: int) -> tuple[Optional[int], Optional[int]]:
+    """(phase index of round r (0-based), first round of the next phase), or (None, None)."""
+    if not algorithm.phases:
+        return None, None
+    k = max(i for i, p in enumerate(algorithm.phases) if p.start <= r)
+    nxt = algorithm.phases[k + 1].start if k + 1 < len(algorithm.phases) else None
+    return k, nxt
+
+
+def check_phases(algorithm: FederatedAlgorithm) -> None:
+    """One line naming the starts when `algorithm.phases` do not begin at round 0 in order."""
+    starts = [int(p.start) for p in algorithm.phases]
+    if starts and (starts[0] != 0 or any(b <= a for a, b in zip(starts, starts[1:]))):
+        raise ValueError(f"an algorithm's phases must start at round 0 and in increasing order; got starts {starts}")
 
 
 def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, data: Any, tracker: Tracker,
-                   context: Optional[str]) -> Optional[threading.Thread]:
+                   context: Optional[str], num_rounds: int) -> Optional["_Ahead"]:
     """Start compiling the chunk program in a thread, before the initialisation is even compiled.
 
     Its state argument is the init program's output, whose shapes `jax.eval_shape` gives at once
@@ -285,27 +325,47 @@ def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, d
     except Exception:  # noqa: BLE001 - the engine's own compile raises it, with its usual message
         return None
     args = (shapes, tracker, data, key, np.int32(0), np.int32(length))
-    if _compiled_already(algorithm, "chunk", length, args, context):
+    # every phase's program, in the order the run needs them (the later ones while the first runs)
+    todo = [k for k in _phases(algorithm, num_rounds) if not _compiled_already(algorithm, "chunk", length, args, context, k)]
+    if not todo:
         return None
     from jax._src import config as jax_config
     context_here = jax_config.trace_context()  # thread-local settings (x64, matmul precision, ...)
     lowered = threading.Event()  # set when the chunk program's Python part (tracing, lowering) is done
+
+    done = {k: threading.Event() for k in todo}
 
     def work() -> None:
         try:
             with x64_scope(algorithm):
                 if jax_config.trace_context() != context_here:  # a setting the thread does not see
                     return
-                compiled_scan(algorithm, length, *args, context=context, on_lowered=lowered.set)
+                for k in todo:
+                    compiled_scan(algorithm, length, *args, context=context, phase=k, on_lowered=lowered.set)
+                    done[k].set()
         except Exception:  # noqa: BLE001 - the engine compiles on its own thread and raises there
             pass
         finally:
             lowered.set()
+            for e in done.values():
+                e.set()
 
-    thread = threading.Thread(target=work, daemon=True, name="fgl_jax-compile-chunk")
-    thread.lowered = lowered
-    thread.start()
-    return thread
+    threading.Thread(target=work, daemon=True, name="fgl_jax-compile-chunk").start()
+    return _Ahead(done, lowered)
+
+
+class _Ahead:
+    """The compile-ahead thread's progress: join(phase) waits until that phase's program is in
+    `compiled_scan`'s cache (or the thread gave up), not for the later phases' programs; `lowered`
+    is set once the first program's Python part (tracing, lowering) is done."""
+
+    def __init__(self, done: dict, lowered: threading.Event):
+        self.done = done
+        self.lowered = lowered
+
+    def join(self, phase: Optional[int] = None) -> None:
+        if phase in self.done:
+            self.done[phase].wait()
 
 
 def _lower(make: Callable, args: tuple, on_lowered: Optional[Callable[[], None]]):
@@ -412,6 +472,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     if loss_guard < 0:
         raise ValueError(f"loss_guard must be >= 0 (0 = off), got {loss_guard}")
     policy = parse_every(checkpoint_every) if checkpoint_every_chunk else None
+    check_phases(algorithm)
     with x64_scope(algorithm):
         return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
                     state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored, per_round or {},
@@ -461,7 +522,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     ahead = None
     if state is None:
         t0 = time.perf_counter()
-        ahead = _compile_ahead(algorithm, length, key, data, tracker, program_context)
+        ahead = _compile_ahead(algorithm, length, key, data, tracker, program_context, num_rounds)
         init = compiled_scan(algorithm, 0, key, data, kind="init", context=program_context)
         compile_s += time.perf_counter() - t0
         state = init(key, data)
@@ -500,7 +561,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
     if start >= num_rounds:
         return _finish(state, history, evaluations, tracker, compile_s, 0.0, hooks, False)
 
-    program = None
+    programs: dict = {}
     bar = _Progress(num_rounds, progress, initial=start, keys=algorithm.select)
     t_run = 0.0
     r = start
@@ -510,15 +571,18 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
             n = min(chunk, num_rounds - r)
             if hooks.every:  # chunk boundaries on multiples of `every`
                 n = min(n, hooks.every - r % hooks.every)
+            phase, next_phase = _phase_at(algorithm, r)
+            if next_phase is not None:  # a chunk stays inside its phase (one program per phase)
+                n = min(n, next_phase - r)
             args = (state, tracker, data, key, np.int32(r), np.int32(n))
-            if program is None:
+            if phase not in programs:
                 t0 = time.perf_counter()
                 if ahead is not None:
-                    ahead.join()  # it compiled (or loaded) this very program into compiled_scan's cache
-                program = compiled_scan(algorithm, length, *args, context=program_context)
+                    ahead.join(phase)  # it compiled (or loaded) this very program into compiled_scan's cache
+                programs[phase] = compiled_scan(algorithm, length, *args, context=program_context, phase=phase)
                 compile_s += time.perf_counter() - t0
             t0 = time.perf_counter()
-            state, tracker, metrics = program(*args)
+            state, tracker, metrics = programs[phase](*args)
             metrics = jax.device_get(metrics)
             t_run += time.perf_counter() - t0
             metrics = {k: np.asarray(v)[:n] for k, v in metrics.items()}

@@ -35,7 +35,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from fgl_jax.batch import ClientBatch
-from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, x64_scope
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, with_round, x64_scope
 
 PyTree = Any
 CLIENT_AXIS = "clients"
@@ -181,10 +181,12 @@ def shard(data: FedData, state: PyTree, mesh: Optional[Mesh] = None,
 def constrain(algorithm: FederatedAlgorithm, shardings: PyTree) -> FederatedAlgorithm:
     """The same algorithm with its state pinned to `shardings` after every round, so a scan
     carry (and the compiled program reused across run chunks) keeps one layout."""
-    def round_fn(state, data, key):
-        state, metrics = algorithm.round(state, data, key)
-        return jax.lax.with_sharding_constraint(state, shardings), metrics
-    return algorithm._replace(round=round_fn)
+    def wrap(round_):
+        def round_fn(state, data, key):
+            state, metrics = round_(state, data, key)
+            return jax.lax.with_sharding_constraint(state, shardings), metrics
+        return round_fn
+    return with_round(algorithm, wrap)
 
 
 def run_sharded(algorithm: FederatedAlgorithm, data: FedData, key: jax.Array, num_rounds: int, *,
