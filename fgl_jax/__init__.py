@@ -33,7 +33,7 @@ _EXPORTS = {
     "run_config": "fgl_jax.experiment", "build": "fgl_jax.experiment", "default_config": "fgl_jax.experiment",
     "execute": "fgl_jax.experiment", "config_class": "fgl_jax.experiment",
     "FederatedAlgorithm": "fgl_jax.federated", "Program": "fgl_jax.federated", "Hooks": "fgl_jax.federated",
-    "HostInput": "fgl_jax.federated",
+    "HostInput": "fgl_jax.federated", "Phase": "fgl_jax.federated", "with_round": "fgl_jax.federated",
     "RunResult": "fgl_jax.federated", "NonFiniteError": "fgl_jax.federated", "run": "fgl_jax.federated",
     "run_sweep": "fgl_jax.federated", "run_sharded": "fgl_jax.federated", "FedConfig": "fgl_jax.federated",
     "OptimConfig": "fgl_jax.federated", "baseline": "fgl_jax.federated", "make_fed_data": "fgl_jax.federated",
