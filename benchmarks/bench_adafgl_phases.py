@@ -27,7 +27,10 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--out", default=None, help="write <out>.md and <out>.json")
+    p.add_argument("--data-dir", default=None, help="the datasets (default: $FGL_JAX_DATA)")
     a = p.parse_args(argv)
+    if a.data_dir:
+        os.environ["FGL_JAX_DATA"] = a.data_dir
     cfg = RunConfig(dataset="cora", algorithm="adafgl", clients=10, partition="louvain", split="openfgl", model="gcn",
                     hidden=64, num_layers=2, dropout=0.5, local_steps=3, optimizer="adam", lr=1e-2, weight_decay=5e-4,
                     rounds=100, eval_mode="local_model_on_local_data", eval_average="client_nodes",

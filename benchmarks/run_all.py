@@ -110,6 +110,17 @@ def _round_speed(d):
             "Lumos cpu ms/epoch": cpu("lumos", "after")}
 
 
+def _adafgl_phases(d):
+    rows = {r.get("variant"): r for r in d.get("rows", []) if isinstance(r, dict)}
+    return {f"AdaFGL Cora {v} wall ms/round": rows.get(v, {}).get("mean wall ms")
+            for v in ("one program", "two phase programs")}
+
+
+def _command_round(d):
+    med = d.get("median_cpu_ms_per_round") or {}
+    return {f"command round cpu ms ({k})": v for k, v in med.items()}
+
+
 def _sweep(d):
     return {k: d.get(k) for k in ("one_command_s", "separate_runs_s", "speedup") if k in d}
 
@@ -143,6 +154,13 @@ def suite(data_dir: str, raw: Path) -> list[Bench]:
         Bench("round_speed", "bench_round_speed.py", "round_speed_all.json",
               dd + ["--repeats", "3", "--only", "fedavg,hifgl", "--out", "round_speed_all"],
               dd + ["--out", "round_speed_all"], _round_speed),
+        # the round of whole_process.py's command (chunks of 5, evaluation every round), variants alternated
+        Bench("command_round", "bench_command_round.py", "command_round.json", dd + ["--repeats", "3"],
+              dd + ["--repeats", "7"], _command_round),
+        # AdaFGL's two phases as one program vs one program per phase (issue 29's slowest cell)
+        Bench("adafgl_phases", "bench_adafgl_phases.py", "adafgl_phases.json",
+              dd + ["--reps", "2", "--out", str(raw / "adafgl_phases")],
+              dd + ["--reps", "3", "--out", str(raw / "adafgl_phases")], _adafgl_phases),
         Bench("lumos", "bench_lumos.py", "lumos.json", dd + ["--quick", "--repeats", "2"], dd, _lumos),
         Bench("fedhgn", "bench_fedhgn.py", "fedhgn.json", dd + ["--quick", "--repeats", "3"], dd, _fedhgn),
         Bench("fedhgl", "bench_fedhgl.py", "fedhgl.json",
