@@ -15,9 +15,6 @@ from fgl_jax.systems.fedgc.condense import fed_round, make_condenser
 from tests.fedgc_small import small_config, small_graph
 
 CONFIGS = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "fedgc"
-# the resumed run compiles the same programs as the uninterrupted one: JAX's persistent cache loads them
-# (nothing here counts compilations)
-pytestmark = pytest.mark.usefixtures("xla_cache")
 
 
 def test_defaults_are_the_papers_headline_cell():
