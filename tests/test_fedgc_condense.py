@@ -16,10 +16,6 @@ from fgl_jax.systems.fedgc.condense import (CondenseConfig, aggregate, aggregate
                               synthetic_class_counts, synthetic_labels, class_coefficients, fed_round)
 from fgl_jax.systems.fedgc import expand_clients
 
-# the same reference programs recur across tests (a new toy graph, a new jit wrapper): JAX's persistent
-# cache loads them; nothing here counts compilations
-pytestmark = pytest.mark.usefixtures("xla_cache")
-
 
 _CENTRAL = {}
 
@@ -168,14 +164,6 @@ def test_one_client_equals_centralised_one_step_gcond():
     assert int(state.round) == rounds
 
 
-def _unit(shape, index, eps):
-    """eps at `index`, zeros elsewhere, float64 (built in NumPy: `.at[i, j]` with Python ints compiles a
-    scatter per index)."""
-    e = np.zeros(shape)
-    e[index] = eps
-    return jnp.asarray(e, jnp.float64)
-
-
 def test_second_order_gradient_finite_differences():
     with jax.enable_x64(True):
         k = jax.random.split(jax.random.PRNGKey(3), 5)
@@ -193,12 +181,12 @@ def test_second_order_gradient_finite_differences():
             fd = np.zeros(x.shape)
             for i in range(n_syn):
                 for j in range(d):
-                    e = _unit(x.shape, (i, j), eps)
+                    e = jnp.zeros_like(x).at[i, j].set(eps)
                     fd[i, j] = (f(x + e, pge) - f(x - e, pge)) / (2 * eps)
             np.testing.assert_allclose(np.asarray(gx), fd, rtol=1e-5, atol=1e-8)
             w = pge["w1"]
             for (i, j) in [(0, 0), (2, 3), (4, 1)]:
-                e = _unit(w.shape, (i, j), eps)
+                e = jnp.zeros_like(w).at[i, j].set(eps)
                 num = (f(x, {**pge, "w1": w + e}) - f(x, {**pge, "w1": w - e})) / (2 * eps)
                 np.testing.assert_allclose(float(gp["w1"][i, j]), float(num), rtol=1e-5, atol=1e-8)
 
