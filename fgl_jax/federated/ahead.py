@@ -134,12 +134,18 @@ def start(work: Callable[[], Any], sig: Hashable, *, name: str = "fgl_jax-compil
     return handle
 
 
+def call_signature(fn, *args, static: tuple = ()) -> tuple:
+    """The signature `compile_ahead(fn, *args, static=static)` keys its handle by."""
+    return signature(args, (fn,) + tuple(static))
+
+
 def compile_ahead(fn, *args, static: tuple = (), name: str = "fgl_jax-compile-ahead",
                   scope: Optional[Callable[[], ContextManager]] = None) -> Ahead:
     """`fn.lower(*args).compile()` in a daemon thread (fn: a `jax.jit` function; args: arrays or
     `jax.ShapeDtypeStruct`s shaped like the call's). static: what else the program depends on,
     for its signature (fn itself is always part of it)."""
-    return start(lambda: fn.lower(*args).compile(), signature(args, (fn,) + tuple(static)), name=name, scope=scope)
+    return start(lambda: fn.lower(*args).compile(), call_signature(fn, *args, static=static), name=name,
+                 scope=scope)
 
 
 def program(handle: Optional[Ahead], fn: Callable, *args, static: tuple = ()) -> Callable:
@@ -148,5 +154,5 @@ def program(handle: Optional[Ahead], fn: Callable, *args, static: tuple = ()) ->
     the thread's exception if the compilation failed."""
     if handle is None:
         return fn
-    compiled = handle.program(signature(args, (fn,) + tuple(static)))
+    compiled = handle.program(call_signature(fn, *args, static=static))
     return fn if compiled is None else compiled

@@ -30,7 +30,7 @@ import optax
 
 from fgl_jax import ops
 from fgl_jax.batch import ClientBatch
-from fgl_jax.federated.ahead import compile_ahead, program, signature
+from fgl_jax.federated.ahead import call_signature, compile_ahead, program
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import MODELS, make_model
@@ -254,7 +254,7 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int, restrict_rows
         args = arguments(key, syn, clients)
         if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
             return
-        if not (ahead and ahead[0].matches(signature(args, (evaluate_jit,)))):
+        if not (ahead and ahead[0].matches(call_signature(evaluate_jit, *args))):
             ahead[:] = [compile_ahead(evaluate_jit, *args, name="fedgc-eval-compile")]
 
     def evaluate(key, syn: ClientBatch, clients: ClientBatch):
