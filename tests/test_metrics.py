@@ -6,8 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fgl_jax.federated.metrics import (average_clients, binary_scores, class_counts, macro_scores, pool,
-                                       pool_classes)
+from fgl_jax.federated.metrics import binary_scores, class_counts, macro_scores, pool, summarise
 
 
 def ref_macro(pred: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -137,7 +136,7 @@ def _clients(rng, c: int, n: int, k: int):
 
 
 @pytest.mark.parametrize("k", [2, 4])
-def test_pool_classes_pooled_and_client_weighted(k):
+def test_summarise_class_metrics_pooled_and_client_weighted(k):
     from fgl_jax.federated.metrics import client_counts
     rng = np.random.default_rng(k)
     c, n = 4, 50
@@ -146,8 +145,8 @@ def test_pool_classes_pooled_and_client_weighted(k):
     weight = np.array([50.0, 20.0, 35.0, 99.0])
     cls = jax.vmap(lambda l, yy, a, b, t: client_counts(l, yy, _Batch(a, b, t)))(
         jnp.asarray(logits), jnp.asarray(y), *map(jnp.asarray, masks))
-    pooled = pool_classes(cls, jnp.asarray(client_mask), "pooled")
-    avg = pool_classes(cls, jnp.asarray(client_mask), "client_nodes", jnp.asarray(weight))
+    pooled = summarise(cls, jnp.asarray(client_mask), "pooled")
+    avg = summarise(cls, jnp.asarray(client_mask), "client_nodes", jnp.asarray(weight))
     pred = np.argmax(logits, -1)
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     for s, m in zip(("train", "val", "test"), masks):
@@ -159,12 +158,18 @@ def test_pool_classes_pooled_and_client_weighted(k):
         per = np.array([ref_macro(pred[i][m[i]], y[i][m[i]]) for i in range(3)])   # [3, (p, r, f)]
         w = weight[:3] / weight[:3].sum()
         assert float(avg[f"{s}_f1_macro"]) == pytest.approx(float(w @ per[:, 2]), abs=1e-5)
+        assert float(avg[f"{s}_precision_macro"]) == pytest.approx(float(w @ per[:, 0]), abs=1e-5)
+        assert float(avg[f"{s}_recall_macro"]) == pytest.approx(float(w @ per[:, 1]), abs=1e-5)
+        accs = np.array([(pred[i] == y[i])[m[i]].mean() if m[i].any() else 0.0 for i in range(3)])
+        assert float(avg[f"{s}_acc"]) == pytest.approx(float(w @ accs), abs=1e-5)
         if k == 2:
             sc, ps = probs[..., 1], y == 1
             assert float(pooled[f"{s}_auc"]) == pytest.approx(ref_auc(sc[m], ps[m]), abs=1e-5)
             assert float(pooled[f"{s}_ap"]) == pytest.approx(ref_ap(sc[m], ps[m]), abs=1e-5)
             aucs = np.array([ref_auc(sc[i][m[i]], ps[i][m[i]]) for i in range(3)])
             assert float(avg[f"{s}_auc"]) == pytest.approx(float(w @ aucs), abs=1e-5)
+            aps = np.array([ref_ap(sc[i][m[i]], ps[i][m[i]]) for i in range(3)])
+            assert float(avg[f"{s}_ap"]) == pytest.approx(float(w @ aps), abs=1e-5)
         else:
             assert f"{s}_auc" not in pooled
 
@@ -178,12 +183,12 @@ def _counts(correct, total, val_loss_sum):
             "val_loss_sum": jnp.asarray(val_loss_sum, jnp.float32)}
 
 
-def test_average_clients_is_node_weighted_mean_of_client_accuracies():
+def test_client_nodes_average_is_node_weighted_mean_of_client_accuracies():
     counts = _counts(correct=[[3, 1, 0], [8, 5, 9], [1, 2, 3]], total=[[4, 2, 5], [10, 5, 10], [0, 4, 3]],
                      val_loss_sum=[1.0, 2.0, 4.0])
     mask = jnp.array([True, True, False])
     nodes = jnp.array([10.0, 30.0, 7.0])
-    got = average_clients(counts, mask, nodes)
+    got = summarise(counts, mask, "client_nodes", nodes)
     assert float(got["test_acc"]) == pytest.approx((10 * 0 / 5 + 30 * 9 / 10) / 40)
     assert float(got["val_acc"]) == pytest.approx((10 * 1 / 2 + 30 * 5 / 5) / 40)
     assert float(got["val_loss"]) == pytest.approx((10 * 1 / 2 + 30 * 2 / 5) / 40)

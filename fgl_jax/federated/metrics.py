@@ -27,9 +27,10 @@ def graph_information_gain(acc: float, acc_local_mlp: float, acc_global: float) 
 # ---------------------------------------------------------------------------------------------
 # Classification metrics beyond accuracy (OpenFGL's set): macro precision / recall / F1 from
 # per-class counts, ROC-AUC and average precision from scores for binary tasks. Everything is
-# jittable and masked, so it runs inside the round; `pool_classes` turns per-client counts into
-# either pooled metrics (counts summed over clients, fgl_jax's default) or OpenFGL's average of
-# per-client metrics weighted by the client's node count.
+# jittable and masked, so it runs inside the round: `client_counts` counts one client's nodes,
+# `summarise` turns the counts of all clients into either pooled metrics (counts summed over
+# clients, fgl_jax's default) or OpenFGL's average of per-client metrics weighted by the client's
+# node count.
 
 SPLITS = ("train", "val", "test")
 AVERAGES = ("pooled", "client_nodes")
@@ -155,55 +156,40 @@ def _weighted_mean(values: jax.Array, weight: jax.Array) -> jax.Array:
     return jnp.where(tot > 0, (jnp.where(ok, values, 0.0) * w).sum(0) / jnp.maximum(tot, 1e-12), jnp.nan)
 
 
-def pool_classes(cls: dict, client_mask: jax.Array, average: str = "pooled",
-                 weight: Optional[jax.Array] = None) -> dict:
-    """Macro precision/recall/F1 (and binary AUC/AP) per split from per-client counts.
+def summarise(counts: dict, client_mask: jax.Array, average: str = "pooled",
+              weight: Optional[jax.Array] = None) -> dict:
+    """Every classification metric per split from `client_counts` stacked over clients [C, ...].
 
-    cls: `client_counts` stacked over clients (tp/pred/true [C, 3, K], scores [C, N]). average
-    "pooled": counts (and scores) of all real clients together, one metric; "client_nodes": the
-    metric of each client, averaged with weights `weight` [C] (OpenFGL: the client's node count).
-    Keys: {split}_precision_macro, {split}_recall_macro, {split}_f1_macro, and {split}_auc,
-    {split}_ap for binary tasks. The three splits are computed together (a trailing axis of 3).
+    average "pooled": the counts (and scores) of all real clients (client_mask [C]) together, one
+    metric (`pool` for the accuracies); "client_nodes": OpenFGL's aggregation, each client's metric
+    averaged with weights `weight` [C] (its node count). Keys: {split}_acc, val_loss,
+    {split}_precision_macro, {split}_recall_macro, {split}_f1_macro, and {split}_auc, {split}_ap
+    for binary tasks. The splits (and, averaged per client, the metrics) are computed as trailing
+    axes of one array: fewer, larger XLA operations in every round program.
     """
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     real = client_mask.astype(jnp.float32)
-    tp, pred, true = (cls[k] * real[:, None, None] for k in ("tp", "pred", "true"))
+    tp, pred, true = (counts[k] * real[:, None, None] for k in ("tp", "pred", "true"))   # [C, 3, K]
     if average == "pooled":
-        scores = macro_scores(tp.sum(0), pred.sum(0), true.sum(0))                 # [3]
+        res = pool(counts, client_mask)
+        res.update(_per_split(macro_scores(tp.sum(0), pred.sum(0), true.sum(0))))
     else:
-        scores = {k: _weighted_mean(v, weight * real) for k, v in macro_scores(tp, pred, true).items()}
-    res = _per_split(scores)
-    if "score" in cls:
-        mask = cls["mask"] & client_mask[:, None, None]                                # [C, N, 3]
-        by_split = jax.vmap(binary_scores, in_axes=(None, None, -1))                    # -> [3]
+        w = weight * real
+        total = jnp.maximum(counts["total"], 1.0)                                        # [C, 3]
+        per = {"acc": counts["tp"].sum(-1) / total, **macro_scores(tp, pred, true)}      # [C, 3] each
+        mean = _weighted_mean(jnp.stack(list(per.values()), -1), w)                      # [3, M]
+        res = _per_split({k: mean[:, j] for j, k in enumerate(per)})
+        res["val_loss"] = _weighted_mean(counts["val_loss_sum"] / total[:, 1], w)
+    if "score" in counts:
+        mask = counts["mask"] & client_mask[:, None, None]                               # [C, N, 3]
+        by_split = jax.vmap(binary_scores, in_axes=(None, None, -1))                     # -> [3]
         if average == "pooled":
-            auc, ap = by_split(cls["score"].reshape(-1), cls["positive"].reshape(-1), mask.reshape(-1, 3))
+            auc, ap = by_split(counts["score"].reshape(-1), counts["positive"].reshape(-1), mask.reshape(-1, 3))
         else:
-            auc, ap = jax.vmap(by_split)(cls["score"], cls["positive"], mask)           # [C, 3]
-            auc, ap = _weighted_mean(auc, weight * real), _weighted_mean(ap, weight * real)
+            auc, ap = jax.vmap(by_split)(counts["score"], counts["positive"], mask)      # [C, 3]
+            auc, ap = _weighted_mean(jnp.stack([auc, ap], -1), weight * real).T
         res.update(_per_split({"auc": auc, "ap": ap}))
-    return res
-
-
-def average_clients(counts: dict, client_mask: jax.Array, weight: jax.Array) -> dict:
-    """OpenFGL's aggregation of `client_counts`: each client's accuracy (and mean validation loss)
-    averaged with weights `weight` [C] (its node count), instead of `pool`'s sum-then-divide."""
-    w = weight * client_mask.astype(jnp.float32)
-    total = jnp.maximum(counts["total"], 1.0)                                           # [C, 3]
-    res = _per_split({"acc": _weighted_mean(counts["tp"].sum(-1) / total, w)})
-    res["val_loss"] = _weighted_mean(counts["val_loss_sum"] / total[:, 1], w)
-    return res
-
-
-def summarise(counts: dict, client_mask: jax.Array, average: str = "pooled",
-              weight: Optional[jax.Array] = None) -> dict:
-    """Every classification metric from `client_counts` stacked over clients: accuracies and
-    val_loss (`pool`, or `average_clients` with `weight` [C] for "client_nodes") and `pool_classes`."""
-    if average not in AVERAGES:
-        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
-    res = pool(counts, client_mask) if average == "pooled" else average_clients(counts, client_mask, weight)
-    res.update(pool_classes(counts, client_mask, average, weight))
     return res
 
 
