@@ -347,16 +347,38 @@ def _sweep_system(argv: Sequence[str]) -> str:
     return "run"
 
 
-def build_parser(sweep_system: str = "run") -> argparse.ArgumentParser:
+BUILTIN_COMMANDS = ("sweep", "demo", "reproduce", "plot", "datasets", "inspect")
+
+
+def _only_system(command: Optional[str]) -> Optional[registry.Entry]:
+    """The system a command line's first word names (importing that system alone), or None when
+    it names something else (a built-in command, an option, a typo): then the whole parser."""
+    if not command or command in BUILTIN_COMMANDS or not command.isidentifier():
+        return None
+    from fgl_jax.systems import COMMANDS
+    try:
+        e = registry.entry("system", COMMANDS.get(command, command))
+    except registry.UnknownNameError:
+        return None
+    return e if _command_name(e) == command else None
+
+
+def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The CLI's parser. command: the command line's first word; when it names a system, the
+    parser holds that system's command alone (its flags and help are the same), so the other
+    systems are not imported."""
     parser = argparse.ArgumentParser(prog="fgl-jax", description="Federated graph learning in JAX")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    systems = registry.entries("system")
+    only = _only_system(command)
+    systems = [only] if only is not None else registry.entries("system")
     for e in systems:
         name = _command_name(e)
         p = sub.add_parser(name, help=e.help, description=e.help)
         schema.add_flags(p, e.info["config"], title=f"{name} options")
         _add_run_controls(p, name)
         p.set_defaults(func=cmd_system, system=e.name)
+    if only is not None:
+        return parser
 
     # sweep: the flags of one system (chosen with --system, default run) + seeds and grid
     e = _system_for_command(sweep_system)
@@ -449,7 +471,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f"{', '.join(_command_name(e) for e in registry.entries('system'))}, got {sweep_system!r}",
                   file=sys.stderr)
             return 2
-    parser = build_parser(sweep_system)
+    parser = build_parser(sweep_system, command=argv[0] if argv else None)
     args = parser.parse_args(argv)
     _one_line_notices()
     if getattr(args, "coordinator", None) is not None or getattr(args, "num_processes", None) is not None \

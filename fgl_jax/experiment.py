@@ -35,9 +35,11 @@ from fgl_jax import registry, schema
 
 def system_of(cfg: Any) -> registry.Entry:
     """The registered system whose config class `cfg` is an instance of."""
-    for e in registry.entries("system"):
-        if type(cfg) is e.info.get("config"):
-            return e
+    # the systems imported so far first (a command imports only its own), then all of them
+    for everything in (False, True):
+        for e in registry.entries("system") if everything else registry.loaded_entries("system"):
+            if type(cfg) is e.info.get("config"):
+                return e
     raise ValueError(f"{type(cfg).__name__} is not the config of a registered system "
                      f"(systems: {', '.join(registry.names('system'))})")
 

@@ -109,8 +109,30 @@ def load_kind(kind: str) -> None:
                 importlib.import_module(f"{package}.{mod.name}")
 
 
+def _load_module(kind: str, k: str) -> None:
+    """Import only the provider module named `k` (e.g. the package `fgl_jax.systems.hifgl`), if
+    there is one: a command that names one system need not import the others (their modules are
+    a tenth of a second of every command's start-up)."""
+    package, scan = PROVIDERS[kind]
+    if not scan or kind in _LOADED or not k.isidentifier():
+        return
+    import importlib.util
+    try:
+        found = importlib.util.find_spec(f"{package}.{k}") is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        importlib.import_module(f"{package}.{k}")
+
+
 def entries(kind: str) -> list[Entry]:
     load_kind(kind)
+    return [_ENTRIES[kind][k] for k in sorted(_ENTRIES[kind])]
+
+
+def loaded_entries(kind: str) -> list[Entry]:
+    """The entries of `kind` registered so far, without importing the modules of the others."""
+    _check_kind(kind)
     return [_ENTRIES[kind][k] for k in sorted(_ENTRIES[kind])]
 
 
@@ -120,8 +142,12 @@ def names(kind: str) -> list[str]:
 
 
 def entry(kind: str, name: str) -> Entry:
-    load_kind(kind)
+    _check_kind(kind)
     k = key(name)
+    if k not in _ENTRIES[kind]:
+        _load_module(kind, k)  # the module of that name first: often the only one needed
+    if k not in _ENTRIES[kind]:
+        load_kind(kind)
     if k not in _ENTRIES[kind]:
         raise UnknownNameError(kind, name, names(kind))
     return _ENTRIES[kind][k]

@@ -6,8 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fgl_jax.federated.metrics import (average_clients, binary_scores, class_counts, macro_scores, pool,
-                                       pool_classes)
+from fgl_jax.federated.metrics import binary_scores, class_counts, macro_scores, pool, summarise
 
 
 def ref_macro(pred: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -123,7 +122,7 @@ def test_sklearn_agrees_when_installed():
 
 
 class _Batch:
-    """The three split masks `client_class_counts` reads, for one client."""
+    """The three split masks `client_counts` reads, for one client."""
 
     def __init__(self, train, val, test):
         self.train_mask, self.val_mask, self.test_mask = train, val, test
@@ -137,17 +136,17 @@ def _clients(rng, c: int, n: int, k: int):
 
 
 @pytest.mark.parametrize("k", [2, 4])
-def test_pool_classes_pooled_and_client_weighted(k):
-    from fgl_jax.federated.metrics import client_class_counts
+def test_summarise_class_metrics_pooled_and_client_weighted(k):
+    from fgl_jax.federated.metrics import client_counts
     rng = np.random.default_rng(k)
     c, n = 4, 50
     logits, y, masks = _clients(rng, c, n, k)
     client_mask = np.array([True, True, True, False])   # the last client is padding
     weight = np.array([50.0, 20.0, 35.0, 99.0])
-    cls = jax.vmap(lambda l, yy, a, b, t: client_class_counts(l, yy, _Batch(a, b, t)))(
+    cls = jax.vmap(lambda l, yy, a, b, t: client_counts(l, yy, _Batch(a, b, t)))(
         jnp.asarray(logits), jnp.asarray(y), *map(jnp.asarray, masks))
-    pooled = pool_classes(cls, jnp.asarray(client_mask), "pooled")
-    avg = pool_classes(cls, jnp.asarray(client_mask), "client_nodes", jnp.asarray(weight))
+    pooled = summarise(cls, jnp.asarray(client_mask), "pooled")
+    avg = summarise(cls, jnp.asarray(client_mask), "client_nodes", jnp.asarray(weight))
     pred = np.argmax(logits, -1)
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     for s, m in zip(("train", "val", "test"), masks):
@@ -159,26 +158,72 @@ def test_pool_classes_pooled_and_client_weighted(k):
         per = np.array([ref_macro(pred[i][m[i]], y[i][m[i]]) for i in range(3)])   # [3, (p, r, f)]
         w = weight[:3] / weight[:3].sum()
         assert float(avg[f"{s}_f1_macro"]) == pytest.approx(float(w @ per[:, 2]), abs=1e-5)
+        assert float(avg[f"{s}_precision_macro"]) == pytest.approx(float(w @ per[:, 0]), abs=1e-5)
+        assert float(avg[f"{s}_recall_macro"]) == pytest.approx(float(w @ per[:, 1]), abs=1e-5)
+        accs = np.array([(pred[i] == y[i])[m[i]].mean() if m[i].any() else 0.0 for i in range(3)])
+        assert float(avg[f"{s}_acc"]) == pytest.approx(float(w @ accs), abs=1e-5)
         if k == 2:
             sc, ps = probs[..., 1], y == 1
             assert float(pooled[f"{s}_auc"]) == pytest.approx(ref_auc(sc[m], ps[m]), abs=1e-5)
             assert float(pooled[f"{s}_ap"]) == pytest.approx(ref_ap(sc[m], ps[m]), abs=1e-5)
             aucs = np.array([ref_auc(sc[i][m[i]], ps[i][m[i]]) for i in range(3)])
             assert float(avg[f"{s}_auc"]) == pytest.approx(float(w @ aucs), abs=1e-5)
+            aps = np.array([ref_ap(sc[i][m[i]], ps[i][m[i]]) for i in range(3)])
+            assert float(avg[f"{s}_ap"]) == pytest.approx(float(w @ aps), abs=1e-5)
         else:
             assert f"{s}_auc" not in pooled
 
 
-def test_average_clients_is_node_weighted_mean_of_client_accuracies():
-    counts = {"train_correct": jnp.array([3.0, 8.0, 1.0]), "train_total": jnp.array([4.0, 10.0, 0.0]),
-              "val_correct": jnp.array([1.0, 5.0, 2.0]), "val_total": jnp.array([2.0, 5.0, 4.0]),
-              "test_correct": jnp.array([0.0, 9.0, 3.0]), "test_total": jnp.array([5.0, 10.0, 3.0]),
-              "val_loss_sum": jnp.array([1.0, 2.0, 4.0])}
+def _counts(correct, total, val_loss_sum):
+    """`client_counts`' layout [C, 3, K] from correct/total [C, 3] (train, val, test): the correct
+    predictions all in class 0, so tp sums over classes to `correct`."""
+    correct, total = np.asarray(correct, np.float32), np.asarray(total, np.float32)
+    tp = np.stack([correct, np.zeros_like(correct)], -1)
+    return {"tp": jnp.asarray(tp), "pred": jnp.asarray(tp), "true": jnp.asarray(tp), "total": jnp.asarray(total),
+            "val_loss_sum": jnp.asarray(val_loss_sum, jnp.float32)}
+
+
+def test_client_nodes_average_is_node_weighted_mean_of_client_accuracies():
+    counts = _counts(correct=[[3, 1, 0], [8, 5, 9], [1, 2, 3]], total=[[4, 2, 5], [10, 5, 10], [0, 4, 3]],
+                     val_loss_sum=[1.0, 2.0, 4.0])
     mask = jnp.array([True, True, False])
     nodes = jnp.array([10.0, 30.0, 7.0])
-    got = average_clients(counts, mask, nodes)
+    got = summarise(counts, mask, "client_nodes", nodes)
     assert float(got["test_acc"]) == pytest.approx((10 * 0 / 5 + 30 * 9 / 10) / 40)
     assert float(got["val_acc"]) == pytest.approx((10 * 1 / 2 + 30 * 5 / 5) / 40)
     assert float(got["val_loss"]) == pytest.approx((10 * 1 / 2 + 30 * 2 / 5) / 40)
     # pooled: sum then divide, a different number here
     assert float(pool(counts, mask)["test_acc"]) == pytest.approx(9 / 15)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_client_counts_match_numpy_per_split(k):
+    """Every count of `client_counts` (one product for all splits) against split-by-split NumPy sums."""
+    from fgl_jax.federated.metrics import client_counts
+    rng = np.random.default_rng(10 + k)
+    logits, y, masks = _clients(rng, 1, 80, k)
+    logits, y, masks = logits[0], y[0], [m[0] for m in masks]
+    got = jax.jit(lambda l, yy, a, b, t: client_counts(l, yy, _Batch(a, b, t)))(logits, y, *masks)
+    pred = np.argmax(logits, -1)
+    ce = -np.log(np.exp(logits[np.arange(80), y]) / np.exp(logits).sum(-1))
+    for i, m in enumerate(masks):
+        for c in range(k):
+            assert float(got["tp"][i, c]) == np.sum(m & (pred == c) & (y == c))
+            assert float(got["pred"][i, c]) == np.sum(m & (pred == c))
+            assert float(got["true"][i, c]) == np.sum(m & (y == c))
+        assert float(got["total"][i]) == m.sum()
+    assert float(got["val_loss_sum"]) == pytest.approx(float(ce[masks[1]].sum()), rel=1e-5)
+    assert ("score" in got) == (k == 2)
+
+
+def test_pool_is_sum_of_correct_over_sum_of_nodes_per_split():
+    from fgl_jax.federated.metrics import client_counts
+    rng = np.random.default_rng(3)
+    logits, y, masks = _clients(rng, 3, 40, 4)
+    client_mask = np.array([True, False, True])
+    counts = jax.vmap(lambda l, yy, a, b, t: client_counts(l, yy, _Batch(a, b, t)))(logits, y, *masks)
+    got = pool(counts, jnp.asarray(client_mask))
+    right = np.argmax(logits, -1) == y
+    for s, m in zip(("train", "val", "test"), masks):
+        m = m & client_mask[:, None]
+        assert float(got[f"{s}_acc"]) == pytest.approx(right[m].mean(), abs=1e-6)

@@ -26,7 +26,7 @@ from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_op
 from fgl_jax.batch import unstack
 from fgl_jax.reduce import client_mean  # noqa: F401  (SCAFFOLD's and the tests' import path)
 from fgl_jax.privacy.dp import LocalDP, clipped_node_grad, private_mean
-from fgl_jax.federated.metrics import AVERAGES, average_clients, client_class_counts, client_counts, pool, pool_classes
+from fgl_jax.federated.metrics import AVERAGES, client_counts, summarise
 from fgl_jax import validate as V
 
 PyTree = Any
@@ -131,14 +131,9 @@ def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     if is_link(model):  # link prediction: AUC, AP, Hits@K over the clients' pairs
         return evaluate_links(model, params, batch, per_client, chunk, average=average)
-    def one(p, b):
-        logits = model.apply(p, b, train=False)
-        return client_counts(logits, b.y, b), client_class_counts(logits, b.y, b)
-    counts, cls = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
-    nodes = batch.node_mask.sum(-1).astype(jnp.float32)
-    res = pool(counts, batch.client_mask) if average == "pooled" else average_clients(counts, batch.client_mask, nodes)
-    res.update(pool_classes(cls, batch.client_mask, average, nodes))
-    return res
+    one = lambda p, b: client_counts(model.apply(p, b, train=False), b.y, b)
+    counts = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
+    return summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
 
 
 def resolve_eval_mode(mode: str, algorithm: str) -> str:
@@ -179,15 +174,9 @@ def evaluate_models(model, data: FedData, mode: str, *, server: PyTree = None, l
         return evaluate(model, server, data.glob, per_client=False, chunk=chunk, average=average)
     # each client's model on the same global graph: a batch of C identical "clients"
     whole = unstack(data.glob, 0)
-    def one(p):
-        logits = model.apply(p, whole, train=False)
-        return client_counts(logits, whole.y, whole), client_class_counts(logits, whole.y, whole)
-    counts, cls = map_clients(one, chunk)(local)
+    counts = map_clients(lambda p: client_counts(model.apply(p, whole, train=False), whole.y, whole), chunk)(local)
     real = data.eval.client_mask
-    equal = jnp.ones(real.shape, jnp.float32)
-    res = pool(counts, real) if average == "pooled" else average_clients(counts, real, equal)
-    res.update(pool_classes(cls, real, average, equal))
-    return res
+    return summarise(counts, real, average, jnp.ones(real.shape, jnp.float32))
 
 
 def shared_leaves(params: PyTree, mask: PyTree) -> list:
@@ -312,10 +301,5 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
 def evaluate_logits(logits: jax.Array, batch, average: str = "pooled") -> dict:
     """`evaluate`'s metrics from per-client logits [C, N, K] already computed (for algorithms whose
     prediction is not one `model.apply`, e.g. AdaFGL's ensemble)."""
-    if average not in AVERAGES:
-        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
-    counts, cls = jax.vmap(lambda lg, b: (client_counts(lg, b.y, b), client_class_counts(lg, b.y, b)))(logits, batch)
-    nodes = batch.node_mask.sum(-1).astype(jnp.float32)
-    res = pool(counts, batch.client_mask) if average == "pooled" else average_clients(counts, batch.client_mask, nodes)
-    res.update(pool_classes(cls, batch.client_mask, average, nodes))
-    return res
+    counts = jax.vmap(lambda lg, b: client_counts(lg, b.y, b))(logits, batch)
+    return summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax.federated.ahead import placement, signature, start as start_compiling
 from fgl_jax.federated.algorithm import FederatedAlgorithm, Hooks, x64_scope
 from fgl_jax.federated.lowering import unrolled_threefry
 
@@ -207,22 +208,6 @@ _COMPILED_MAX = 16
 _COMPILED_LOCK = threading.Lock()
 
 
-def _placement(x) -> str:
-    """A leaf's sharding as the program sees it: "" for host values, shapes without a sharding and
-    arrays on the default device alone (all three lower to the same program), else the sharding."""
-    s = getattr(x, "sharding", None)
-    if s is None or (isinstance(s, jax.sharding.SingleDeviceSharding) and s.device_set == {jax.devices()[0]}
-                     and s.memory_kind in (None, "device")):
-        return ""
-    return str(s)
-
-
-def _signature(tree) -> tuple:
-    leaves, treedef = jax.tree.flatten(tree)
-    return (treedef,) + tuple((np.shape(x), str(np.asarray(x).dtype) if not hasattr(x, "dtype") else str(x.dtype),
-                               _placement(x)) for x in leaves)
-
-
 def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str = "chunk",
                   context: Optional[str] = None, phase: Optional[int] = None,
                   on_lowered: Optional[Callable[[], None]] = None) -> Callable:
@@ -243,8 +228,8 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
     # the initialisation runs once: XLA's backend optimisations cost ~60 % of its compile time and buy
     # nothing there (its output is bitwise the same: tests/test_cache.py)
     options = INIT_COMPILER_OPTIONS if kind == "init" else None
-    signature = _signature(args)
-    key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature, phase)
+    sig = signature(args)
+    key = (algorithm, kind, length, bool(jax.config.jax_enable_x64), sig, phase)
     disk_kind = kind if phase is None else f"{kind}{phase}"
     try:
         with _COMPILED_LOCK:
@@ -252,7 +237,7 @@ def compiled_scan(algorithm: FederatedAlgorithm, length: int, *args, kind: str =
     except TypeError:  # an unhashable algorithm: no caching
         return _lower(make, args, on_lowered).compile(options)
     if hit is None:
-        hit = _compile(make, args, options, disk_kind, length, signature, context, on_lowered)
+        hit = _compile(make, args, options, disk_kind, length, sig, context, on_lowered)
         with _COMPILED_LOCK:
             _COMPILED[key] = hit
             while len(_COMPILED) > _COMPILED_MAX:
@@ -267,11 +252,11 @@ def _compiled_already(algorithm: FederatedAlgorithm, kind: str, length: int, arg
                       context: Optional[str], phase: Optional[int] = None) -> bool:
     """Whether `compiled_scan` would find this program without compiling (in this process, or in
     the on-disk compiled-program cache)."""
-    signature = _signature(args)
+    sig = signature(args)
     options = INIT_COMPILER_OPTIONS if kind == "init" else None
     try:
         with _COMPILED_LOCK:
-            if (algorithm, kind, length, bool(jax.config.jax_enable_x64), signature, phase) in _COMPILED:
+            if (algorithm, kind, length, bool(jax.config.jax_enable_x64), sig, phase) in _COMPILED:
                 return True
     except TypeError:
         return False
@@ -279,7 +264,7 @@ def _compiled_already(algorithm: FederatedAlgorithm, kind: str, length: int, arg
         return False
     from fgl_jax import cache
     disk_kind = kind if phase is None else f"{kind}{phase}"
-    return cache.has_program(cache.program_key(context, disk_kind, length, repr(signature), options))
+    return cache.has_program(cache.program_key(context, disk_kind, length, repr(sig), options))
 
 
 def _phases(algorithm: FederatedAlgorithm, num_rounds: int) -> list:
@@ -306,19 +291,20 @@ def check_phases(algorithm: FederatedAlgorithm) -> None:
 
 def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, data: Any, tracker: Tracker,
                    context: Optional[str], num_rounds: int) -> Optional["_Ahead"]:
-    """Start compiling the chunk program in a thread, before the initialisation is even compiled.
+    """Start compiling the chunk programs in a thread (`fgl_jax.federated.ahead`), before the
+    initialisation is even compiled.
 
-    Its state argument is the init program's output, whose shapes `jax.eval_shape` gives at once
+    Their state argument is the init program's output, whose shapes `jax.eval_shape` gives at once
     (~0.06 s), so the chunk's tracing and lowering (Python) overlap the init program's XLA
-    compilation and both XLA compilations (which release the GIL) share the cores. The thread only
-    fills `compiled_scan`'s cache under the key the engine asks for later, with the program the
-    engine would compile itself (shapes without a sharding lower to the same text as arrays on the
-    default device); the engine joins it before its first chunk, and compiles on its own thread if
-    the thread failed (so a real error is raised there). Not started (None) when the programs are
-    already compiled or on disk (a warm command loads them in a fraction of the time), for data
-    spread over several devices (shapes alone do not say the program), or for an unhashable
+    compilation and both XLA compilations (which release the GIL) share the cores. The thread runs
+    `compiled_scan` itself, so the program also lands in its cache and in the on-disk cache, under
+    the key the engine would use (shapes without a sharding lower to the same text as arrays on the
+    default device); the engine takes it from the handle when its arguments have the signature the
+    thread compiled for, and compiles on its own thread otherwise. Not started (None) when the
+    programs are already compiled or on disk (a warm command loads them in a fraction of the time),
+    for data spread over several devices (shapes alone do not say the program), or for an unhashable
     algorithm (nothing to share the program through)."""
-    if any(_placement(x) for x in jax.tree.leaves(data)) or _compiled_already(algorithm, "init", 0, (key, data), context):
+    if any(placement(x) for x in jax.tree.leaves(data)) or _compiled_already(algorithm, "init", 0, (key, data), context):
         return None
     try:
         shapes = jax.eval_shape(make_init(algorithm), key, data)
@@ -329,43 +315,31 @@ def _compile_ahead(algorithm: FederatedAlgorithm, length: int, key: jax.Array, d
     todo = [k for k in _phases(algorithm, num_rounds) if not _compiled_already(algorithm, "chunk", length, args, context, k)]
     if not todo:
         return None
-    from jax._src import config as jax_config
-    context_here = jax_config.trace_context()  # thread-local settings (x64, matmul precision, ...)
-    lowered = threading.Event()  # set when the chunk program's Python part (tracing, lowering) is done
-
-    done = {k: threading.Event() for k in todo}
-
-    def work() -> None:
-        try:
-            with x64_scope(algorithm):
-                if jax_config.trace_context() != context_here:  # a setting the thread does not see
-                    return
-                for k in todo:
-                    compiled_scan(algorithm, length, *args, context=context, phase=k, on_lowered=lowered.set)
-                    done[k].set()
-        except Exception:  # noqa: BLE001 - the engine compiles on its own thread and raises there
-            pass
-        finally:
-            lowered.set()
-            for e in done.values():
-                e.set()
-
-    threading.Thread(target=work, daemon=True, name="fgl_jax-compile-chunk").start()
-    return _Ahead(done, lowered)
+    lowered = threading.Event()  # set when the first program's Python part (tracing, lowering) is done
+    handles: dict = {}
+    previous = None
+    for k in todo:
+        def work(k=k):
+            return compiled_scan(algorithm, length, *args, context=context, phase=k, on_lowered=lowered.set)
+        previous = handles[k] = start_compiling(work, signature(args, (length, k)), name="fgl_jax-compile-chunk",
+                                                scope=lambda: x64_scope(algorithm), after=previous)
+    handles[todo[0]].add_done_callback(lowered.set)  # also when it failed or compiled nothing
+    return _Ahead(handles, lowered)
 
 
 class _Ahead:
-    """The compile-ahead thread's progress: join(phase) waits until that phase's program is in
-    `compiled_scan`'s cache (or the thread gave up), not for the later phases' programs; `lowered`
-    is set once the first program's Python part (tracing, lowering) is done."""
+    """The engine's compile-ahead handles, one per phase (each compiled after the previous one);
+    `lowered` is set once the first program's Python part (tracing, lowering) is done."""
 
-    def __init__(self, done: dict, lowered: threading.Event):
-        self.done = done
+    def __init__(self, handles: dict, lowered: threading.Event):
+        self.handles = handles
         self.lowered = lowered
 
-    def join(self, phase: Optional[int] = None) -> None:
-        if phase in self.done:
-            self.done[phase].wait()
+    def program(self, phase: Optional[int], length: int, args: tuple) -> Optional[Callable]:
+        """That phase's program compiled ahead, when `args` have the signature it was compiled for
+        (waits for it; raises the thread's exception); else None."""
+        handle = self.handles.get(phase)
+        return None if handle is None else handle.program(signature(args, (length, phase)))
 
 
 def _lower(make: Callable, args: tuple, on_lowered: Optional[Callable[[], None]]):
@@ -375,13 +349,13 @@ def _lower(make: Callable, args: tuple, on_lowered: Optional[Callable[[], None]]
     return lowered
 
 
-def _compile(make: Callable, args: tuple, options, kind: str, length: int, signature: tuple,
+def _compile(make: Callable, args: tuple, options, kind: str, length: int, sig: tuple,
              context: Optional[str], on_lowered: Optional[Callable[[], None]] = None) -> Callable:
     """make().lower(*args).compile(options), through the compiled-program cache when `context` is given."""
     if context is None:
         return _lower(make, args, on_lowered).compile(options)
     from fgl_jax import cache
-    disk = cache.program_key(context, kind, length, repr(signature), options)
+    disk = cache.program_key(context, kind, length, repr(sig), options)
     loaded = cache.load_program(disk)
     if loaded is not None:
         return _Loaded(loaded, lambda: make().lower(*args).compile(options), disk)
@@ -577,9 +551,9 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
             args = (state, tracker, data, key, np.int32(r), np.int32(n))
             if phase not in programs:
                 t0 = time.perf_counter()
-                if ahead is not None:
-                    ahead.join(phase)  # it compiled (or loaded) this very program into compiled_scan's cache
-                programs[phase] = compiled_scan(algorithm, length, *args, context=program_context, phase=phase)
+                found = ahead.program(phase, length, args) if ahead is not None else None
+                programs[phase] = (found if found is not None else
+                                   compiled_scan(algorithm, length, *args, context=program_context, phase=phase))
                 compile_s += time.perf_counter() - t0
             t0 = time.perf_counter()
             state, tracker, metrics = programs[phase](*args)

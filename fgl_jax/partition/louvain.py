@@ -64,19 +64,31 @@ def _undirected_adjacency(graph: Graph) -> sp.csr_matrix:
 
 
 def _bfs_order(adj: sp.csr_matrix, nodes: np.ndarray) -> np.ndarray:
-    """`nodes` (sorted global ids) re-ordered breadth-first inside their induced subgraph."""
+    """`nodes` (sorted global ids) re-ordered breadth-first inside their induced subgraph:
+    components in order of their smallest node, each from that node, neighbours in ascending
+    order (scipy.sparse.csgraph's connected_components + breadth_first_order, whose import
+    costs a cold command more than this loop)."""
     if nodes.size <= 2:
         return nodes
-    from scipy.sparse import csgraph
-    sub = adj[nodes][:, nodes]
-    _, labels = csgraph.connected_components(sub, directed=False)
-    parts = []
-    # Components in order of their smallest node (labels are first seen in ascending local index).
-    first = np.unique(labels, return_index=True)[1]
-    for comp in np.argsort(first, kind="stable"):
-        start = int(first[comp])
-        parts.append(csgraph.breadth_first_order(sub, start, directed=False, return_predecessors=False))
-    return nodes[np.concatenate(parts)]
+    sub = adj[nodes][:, nodes].tocsr()
+    sub.sort_indices()
+    indptr, indices = sub.indptr.tolist(), sub.indices.tolist()
+    seen = [False] * nodes.size
+    order: list[int] = []
+    for start in range(nodes.size):
+        if seen[start]:
+            continue
+        seen[start] = True
+        head = len(order)
+        order.append(start)
+        while head < len(order):
+            v = order[head]
+            head += 1
+            for u in indices[indptr[v]:indptr[v + 1]]:
+                if not seen[u]:
+                    seen[u] = True
+                    order.append(u)
+    return nodes[np.asarray(order, np.int64)]
 
 
 PACKINGS = ("capped", "whole")

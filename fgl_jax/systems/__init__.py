@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Callable, Sequence
 
+# the commands whose name is not their system's (package's) name: `fgl-jax run` imports only this one
+COMMANDS = {"run": "baseline"}
+
 
 def lazy_submodules(package: str, names: Sequence[str]) -> Callable[[str], object]:
     """A module `__getattr__` that imports `package.<name>` on first use, for the `names` only

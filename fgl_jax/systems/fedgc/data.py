@@ -171,6 +171,7 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
     # the encoder's first layer in the gather-only layout (its COO product and gradient are
     # element-by-element segment sums / scatters on XLA:CPU)
     raw_ib = with_ell_features(raw, graph.num_features) if method == "ib" else raw
+    ib_ahead = None  # the IB's program compiled ahead (`ib_precompile`), while it is still to run
     if method == "ib" and ib_key not in cache:
         # the IB's program depends on shapes only: compile it in a thread while self-training runs
         zd = cfg.ib_config.dim or graph.num_features
@@ -180,9 +181,9 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
         one = one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
         phi_shape = jax.eval_shape(lambda k: dec.init(k, one, train=False), k_ib)
         label_shape = jax.ShapeDtypeStruct(raw.y.shape, jnp.int32)
-        ib_precompile(jax.ShapeDtypeStruct(k_ib.shape, k_ib.dtype), raw_ib, label_shape,
-                      jax.ShapeDtypeStruct(raw.y.shape, jnp.bool_), phi_shape, c, cfg.ib_config, select,
-                      in_dim=graph.num_features, posterior=True)
+        ib_ahead = ib_precompile(jax.ShapeDtypeStruct(k_ib.shape, k_ib.dtype), raw_ib, label_shape,
+                                 jax.ShapeDtypeStruct(raw.y.shape, jnp.bool_), phi_shape, c, cfg.ib_config, select,
+                                 in_dim=graph.num_features, posterior=True)
     if st_key not in cache:
         if cfg.self_train:
             phi_st, st_labels, st_acc = self_train(k_st, raw, graph.num_features, c, cfg.st_rounds, cfg.st_lr,
@@ -216,7 +217,7 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
             one = one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
             phi = dec.init(jax.random.fold_in(k_ib, 1), one, train=False)
         z, kl, post = ib_transform(k_ib, raw_ib, st_labels, lab_mask, phi, c, cfg.ib_config, select,
-                                   in_dim=graph.num_features, posterior=True)
+                                   in_dim=graph.num_features, posterior=True, ahead=ib_ahead)
         cache[ib_key] = (np.asarray(z), np.asarray(kl), IBPosterior(*(np.asarray(v) for v in post)))
     z, kl, post = cache[ib_key]
     timings["ib_s"] = time.perf_counter() - t

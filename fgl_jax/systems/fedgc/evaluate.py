@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import threading
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +30,7 @@ import optax
 
 from fgl_jax import ops
 from fgl_jax.batch import ClientBatch
+from fgl_jax.federated.ahead import call_signature, compile_ahead, program
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import MODELS, make_model
@@ -246,38 +246,20 @@ def make_evaluator(cfg: EvalConfig, in_dim: int, num_classes: int, restrict_rows
                   and not isinstance(clients.train_mask, jax.core.Tracer))
         return key, syn, clients, (row_plans(clients) if usable else None)
 
-    compiled: dict = {}   # signature -> (thread, [executable or None])
-
-    def signature(args) -> tuple:
-        leaves, tree = jax.tree.flatten(args)
-        return tree, tuple((getattr(a, "shape", None), str(getattr(a, "dtype", type(a)))) for a in leaves)
+    ahead: list = []  # [handle]: the program compiled ahead for the last `precompile`'s shapes
 
     def precompile(key, syn: ClientBatch, clients: ClientBatch) -> None:
         """Compile the program for arguments shaped like these in a background thread (XLA releases
         the GIL), so the first evaluation does not wait for it; the same program `evaluate` runs."""
         args = arguments(key, syn, clients)
-        sig = signature(args)
-        if sig in compiled or any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
+        if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
             return
-        box = [None]
-
-        def work():
-            try:
-                box[0] = evaluate_jit.lower(*args).compile()
-            except Exception:  # noqa: BLE001 - the first call compiles it instead
-                box[0] = None
-        th = threading.Thread(target=work, name="fedgc-eval-compile", daemon=True)
-        compiled[sig] = (th, box)
-        th.start()
+        if not (ahead and ahead[0].matches(call_signature(evaluate_jit, *args))):
+            ahead[:] = [compile_ahead(evaluate_jit, *args, name="fedgc-eval-compile")]
 
     def evaluate(key, syn: ClientBatch, clients: ClientBatch):
         args = arguments(key, syn, clients)
-        entry = compiled.get(signature(args)) if compiled else None
-        if entry is not None:
-            entry[0].join()
-            if entry[1][0] is not None:
-                return entry[1][0](*args)
-        return evaluate_jit(*args)
+        return program(ahead[0] if ahead else None, evaluate_jit, *args)(*args)
 
     evaluate.precompile = precompile
     return evaluate

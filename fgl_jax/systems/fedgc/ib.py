@@ -19,6 +19,7 @@ import optax
 
 from fgl_jax import ops
 from fgl_jax.batch import ClientBatch
+from fgl_jax.federated.ahead import Ahead, compile_ahead, program
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model
 
@@ -141,7 +142,7 @@ def ib_resample(key: Array, post: IBPosterior, node_mask: Array) -> Array:
 
 def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Array, decoder_params,
                  num_classes: int, cfg: IBConfig, select: str = "val", in_dim: Optional[int] = None,
-                 posterior: bool = False):
+                 posterior: bool = False, ahead: Optional[Ahead] = None):
     """Every client trains its own encoder (never shared) against the frozen decoder φ (Eq. 8):
     loss = CE(GCN_φ(z, Â)[labelled], labels) + γ · KL; `epochs` Adam steps (lr 2e-3) on the encoder
     only; keeps the SAMPLED z of the epoch with the best own-validation accuracy (select="test"
@@ -154,14 +155,12 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
     in_dim: raw feature width (default: dim(z), the paper's setting).
     Returns (Z [M, N, dim(z)] standardised, zeros on padding; per-client final KL [M]), and with
     posterior=True also the `IBPosterior` of the kept epoch (the same Z either way).
-    `ib_precompile` with the same arguments' shapes compiles this program ahead, in a thread.
+    ahead: the handle `ib_precompile` returned (this program compiled ahead, in a thread), used when
+    it was compiled for these arguments' shapes and setting; otherwise the program compiles here.
     """
     run, parts = _ib_call(key, clients, labels, label_mask, decoder_params, num_classes, cfg, select, in_dim,
                           posterior)
-    entry = _IB_COMPILED.pop(_signature(run, parts[0]), None)
-    if entry is not None:
-        entry[0].join()
-    fn = entry[1][0] if entry is not None and entry[1][0] is not None else run
+    fn = program(ahead, run, *parts[0])
     if len(parts) == 1:
         return fn(*parts[0])
     # the clients' encoders are independent: the halves run side by side in two threads (XLA:CPU
@@ -181,37 +180,15 @@ def ib_transform(key: Array, clients: ClientBatch, labels: Array, label_mask: Ar
     return jax.tree.map(lambda *a: jnp.concatenate(a), *out)
 
 
-# (program, argument shapes) -> (thread, [executable or None]) of `ib_precompile`
-_IB_COMPILED: dict = {}
-
-
-def _signature(run, args) -> tuple:
-    leaves, tree = jax.tree.flatten(args)
-    return run, tree, tuple((getattr(a, "shape", None), str(getattr(a, "dtype", type(a)))) for a in leaves)
-
-
 def ib_precompile(key: Array, clients: ClientBatch, labels, label_mask, decoder_params, num_classes: int,
-                  cfg: IBConfig, select: str = "val", in_dim: Optional[int] = None, posterior: bool = False) -> None:
-    """Compile `ib_transform`'s program for arguments shaped like these (values unused: arrays or
-    jax.ShapeDtypeStruct) in a background thread (XLA releases the GIL), so the IB's compilation
-    overlaps the self-training that produces its labels and decoder; the next `ib_transform` with
-    these shapes runs that executable."""
+                  cfg: IBConfig, select: str = "val", in_dim: Optional[int] = None, posterior: bool = False) -> Ahead:
+    """Start compiling `ib_transform`'s program for arguments shaped like these (values unused:
+    arrays or jax.ShapeDtypeStruct) in a background thread (XLA releases the GIL), so the IB's
+    compilation overlaps the self-training that produces its labels and decoder. Returns the handle:
+    `ib_transform(..., ahead=handle)` with these shapes runs that executable."""
     run, parts = _ib_call(key, clients, labels, label_mask, decoder_params, num_classes, cfg, select, in_dim,
                           posterior)
-    args = parts[0]
-    sig = _signature(run, args)
-    if sig in _IB_COMPILED:
-        return
-    box = [None]
-
-    def work():
-        try:
-            box[0] = run.lower(*args).compile()
-        except Exception:  # noqa: BLE001 - the call compiles it instead
-            box[0] = None
-    th = threading.Thread(target=work, name="fedgc-ib-compile", daemon=True)
-    _IB_COMPILED[sig] = (th, box)
-    th.start()
+    return compile_ahead(run, *parts[0], name="fedgc-ib-compile")
 
 
 def _ib_call(key, clients, labels, label_mask, decoder_params, num_classes, cfg, select, in_dim, posterior):
