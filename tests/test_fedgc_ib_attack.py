@@ -182,11 +182,17 @@ def test_ib_client_groups_and_precompiled_program_give_the_same_z(monkeypatch):
     want = ib.ib_transform(key, clients, lab, lmask, phi, 3, cfg, "val", in_dim=10, posterior=True)
     monkeypatch.setattr(ib, "_split_clients", lambda m: m % 2 == 0)
     sds = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype)
-    ib.ib_precompile(sds(key), clients, sds(lab), sds(lmask), jax.tree.map(sds, phi), 3, cfg, "val", in_dim=10,
-                     posterior=True)
-    assert len(ib._IB_COMPILED) == 1
-    got = ib.ib_transform(key, clients, lab, lmask, phi, 3, cfg, "val", in_dim=10, posterior=True)
-    assert not ib._IB_COMPILED                                  # the precompiled program was the one run
+    handle = ib.ib_precompile(sds(key), clients, sds(lab), sds(lmask), jax.tree.map(sds, phi), 3, cfg, "val",
+                              in_dim=10, posterior=True)
+    chosen, real = [], ib.program
+
+    def spy(ahead, fn, *args, **kw):                              # what ib_transform picks to call
+        out = real(ahead, fn, *args, **kw)
+        chosen.append(out is not fn)
+        return out
+    monkeypatch.setattr(ib, "program", spy)
+    got = ib.ib_transform(key, clients, lab, lmask, phi, 3, cfg, "val", in_dim=10, posterior=True, ahead=handle)
+    assert chosen == [True]                                       # the precompiled program was the one run
     jax.tree.map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6),
                  got, want)
 
