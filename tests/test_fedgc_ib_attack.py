@@ -12,8 +12,8 @@ from fgl_jax.batch import full_graph_batch
 from fgl_jax.data.synthetic import csbm
 from fgl_jax.systems.fedgc import FedGCConfig, IBConfig, kl_analytic, kl_mc
 
-# identical programs recur (the IB program compiled ahead and the same one called; the attack's trainers):
-# JAX's persistent cache loads them. Nothing here counts compilations.
+# identical programs recur (the IB's grouped program compiled ahead and again by a later test; the attack's
+# trainers under a second MIAConfig): JAX's persistent cache loads them. Nothing here counts compilations.
 pytestmark = pytest.mark.usefixtures("xla_cache")
 
 
