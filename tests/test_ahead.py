@@ -127,3 +127,17 @@ def test_a_thread_without_the_callers_jax_settings_compiles_nothing():
         fn = program(scoped, _affine, x, y)
         assert fn is scoped.get() and fn is not _affine
         np.testing.assert_array_equal(np.asarray(fn(x, y)), np.asarray(_affine(x, y)))
+
+
+def test_a_process_that_exits_while_a_compilation_runs_exits_cleanly(tmp_path):
+    """Without `ahead._join_at_exit` the interpreter's finalisation unwinds the thread inside XLA
+    and the process aborts (signal 6, "FATAL: exception not rethrown") after its work is done."""
+    import subprocess
+    import sys
+    script = tmp_path / "exit_early.py"
+    script.write_text(
+        "import time\nimport jax, jax.numpy as jnp\nfrom fgl_jax.federated import ahead\n"
+        "def f(x):\n    for k in range(150):\n        x = jnp.tanh(x @ x.T + k) * jnp.sin(x)\n    return x\n"
+        "ahead.compile_ahead(jax.jit(f), jax.ShapeDtypeStruct((32, 32), jnp.float32))\ntime.sleep(0.2)\n")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-500:]

@@ -22,6 +22,7 @@ raises `NotCompiled`), since it would compile another program than the call runs
 """
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import contextlib
 import threading
@@ -29,6 +30,25 @@ from typing import Any, Callable, ContextManager, Hashable, Optional
 
 import jax
 import numpy as np
+
+
+_LIVE: set = set()  # the compile-ahead threads still running
+_LIVE_LOCK = threading.Lock()
+
+
+def _join_at_exit() -> None:
+    """Wait for the compilations still running when the interpreter exits normally. A daemon
+    thread inside XLA when Python finalises is unwound by pthread_exit through C++ frames that
+    swallow the unwinding, which aborts the process ("FATAL: exception not rethrown", signal 6)
+    after its work is done, e.g. a test process that started a program it never called.
+    (`fgl_jax.cli.entry` ends with os._exit: nothing is unwound there.)"""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for t in live:
+        t.join()
+
+
+atexit.register(_join_at_exit)  # after jax's own handlers are registered, so it runs before them
 
 
 class NotCompiled(RuntimeError):
@@ -130,7 +150,17 @@ def start(work: Callable[[], Any], sig: Hashable, *, name: str = "fgl_jax-compil
         else:
             handle._future.set_result(value)
 
-    threading.Thread(target=main, daemon=True, name=name).start()
+    def tracked() -> None:
+        try:
+            main()
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(threading.current_thread())
+
+    thread = threading.Thread(target=tracked, daemon=True, name=name)
+    with _LIVE_LOCK:
+        _LIVE.add(thread)
+    thread.start()
     return handle
 
 
