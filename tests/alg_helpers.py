@@ -28,7 +28,7 @@ def client_models(model, common, server, opt, data, key):
     """The clients' models [C_t, ...] after one FedAvg round's local training from `server` (the
     Local algorithm's round, started from the server model and the given optimiser states)."""
     local = registry.get("algorithm", "local")(model, common, None)
-    st = jax.jit(local.init)(jax.random.key(0), data)   # jitted: op-by-op dispatch is slower
+    st = local.init(jax.random.key(0), data)
     personal = jax.tree.map(lambda a: jnp.broadcast_to(a, (data.eval.num_clients,) + a.shape), server)
     st = dataclasses.replace(st, personal=personal, opt=opt)
     new, _ = jax.jit(local.round)(st, data, key)

@@ -10,19 +10,15 @@ import numpy as np
 import pytest
 
 from fgl_jax import registry
-from fgl_jax.federated import baselines
+from fgl_jax.federated.baselines import evaluate
 from tests.alg_helpers import client_models, toy_setup
 
-
-def evaluate(model, params, data, **kw):
-    """`baselines.evaluate` jitted (one compile instead of op-by-op dispatch)."""
-    return jax.jit(lambda p, d: baselines.evaluate(model, p, d, **kw))(params, data)
 
 
 def _round(name, common, data, model, **hp):
     cls = registry.entry("algorithm", name).info["hparams"]
     alg = registry.get("algorithm", name)(model, common, cls(**hp))
-    st = jax.jit(alg.init)(jax.random.key(0), data)
+    st = alg.init(jax.random.key(0), data)
     st1, m = jax.jit(alg.round)(st, data, jax.random.key(1))
     return st, st1, m
 
