@@ -72,7 +72,7 @@ def _module_xla_cache(request, _session_xla_cache):
     `fgl_jax.cache.enable`/`disable`), off for a module that counts compilations."""
     import jax
     off = (request.node.get_closest_marker("no_xla_cache") is not None
-           or Path(str(request.node.fspath)).name in _NO_XLA_CACHE_FILES)
+           or Path(request.module.__file__).name in _NO_XLA_CACHE_FILES)
     want = {**_session_xla_cache, "jax_enable_compilation_cache": not off}
     if off or any(getattr(jax.config, k) != v for k, v in want.items()):
         _apply_xla(want)
