@@ -18,27 +18,71 @@ def data_dir() -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def xla_cache(tmp_path_factory):
-    """For a module whose tests compile the same programs again and again (a run, then the run resumed,
-    a sweep member against its single run; in this process and in CLI subprocesses): JAX's persistent
-    compilation cache in a directory of the module's own, so the repeats load XLA's executable instead
-    of compiling it. Only XLA's backend step is skipped: tracing, lowering and every computation run as
-    in any test, an executable is reused only for the identical program, and fgl_jax's own caches stay
-    off (above). Not for modules that count compilations (test_cache.py, test_fedgc_rows.py, ...).
-    Opt in with `pytestmark = pytest.mark.usefixtures("xla_cache")`; restored after the module."""
+# Modules that count compilations or cache hits: JAX's persistent cache is off while they run
+# (besides the `no_xla_cache` marker, for files this list names because their owners mark them later).
+_NO_XLA_CACHE_FILES = {"test_cache.py", "test_fedgc_rows.py"}
+_XLA_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+                 "jax_persistent_cache_min_entry_size_bytes", "jax_enable_compilation_cache")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "no_xla_cache: JAX's persistent compilation cache is off for this "
+                                       "module (it counts compilations or cache hits)")
+
+
+def _apply_xla(settings: dict) -> None:
+    """jax.config and the environment (for CLI subprocesses) set to `settings`; the cache re-initialised."""
     import jax
     from jax._src import compilation_cache
-    settings = {"jax_compilation_cache_dir": str(tmp_path_factory.mktemp("xla_cache")),
-                "jax_persistent_cache_min_compile_time_secs": 0.0,
-                "jax_persistent_cache_min_entry_size_bytes": -1, "jax_enable_compilation_cache": True}
-    before = {k: getattr(jax.config, k) for k in settings}
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in settings.items():
-            jax.config.update(k, v)
-            mp.setenv(k.upper(), str(v).lower() if isinstance(v, bool) else str(v))   # for subprocesses
-        compilation_cache.reset_cache()
-        yield
-    for k, v in before.items():
+    for k, v in settings.items():
         jax.config.update(k, v)
+        os.environ[k.upper()] = str(v).lower() if isinstance(v, bool) else str(v)
     compilation_cache.reset_cache()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_xla_cache(tmp_path_factory):
+    """JAX's persistent compilation cache in one directory per test process (one xdist worker), on
+    before the first test compiles: a program identical to one compiled earlier in the session (a
+    run and its resumed run, a sweep member and its single run, the same toy problem in two files,
+    in this process or in a CLI subprocess) loads XLA's executable instead of compiling it. Only
+    XLA's backend step is skipped: tracing, lowering and every computation run as in any test, an
+    executable is reused only for the identical program (the key covers the HLO, the devices, the
+    flags and jax's config), and fgl_jax's own caches stay off (above). Modules that count
+    compilations opt out (`no_xla_cache`, `_NO_XLA_CACHE_FILES`)."""
+    import jax
+    before = {k: getattr(jax.config, k) for k in _XLA_SETTINGS}
+    env_before = {k.upper(): os.environ.get(k.upper()) for k in _XLA_SETTINGS}
+    on = {"jax_compilation_cache_dir": str(tmp_path_factory.mktemp("xla_cache")),
+          "jax_persistent_cache_min_compile_time_secs": 0.0,
+          "jax_persistent_cache_min_entry_size_bytes": -1, "jax_enable_compilation_cache": True}
+    _apply_xla(on)
+    yield on
+    _apply_xla(before)
+    for k, v in env_before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_xla_cache(request, _session_xla_cache):
+    """The session's cache for every module (restored if a test moved or switched it, e.g. through
+    `fgl_jax.cache.enable`/`disable`), off for a module that counts compilations."""
+    import jax
+    off = (request.node.get_closest_marker("no_xla_cache") is not None
+           or Path(request.module.__file__).name in _NO_XLA_CACHE_FILES)
+    want = {**_session_xla_cache, "jax_enable_compilation_cache": not off}
+    if off or any(getattr(jax.config, k) != v for k, v in want.items()):
+        _apply_xla(want)
+    yield
+    if off:
+        _apply_xla(_session_xla_cache)
+
+
+@pytest.fixture(scope="module")
+def xla_cache(_session_xla_cache):
+    """Kept for the modules that opted in before the session-wide cache (`_session_xla_cache`)
+    covered every module: nothing more to do."""
+    yield

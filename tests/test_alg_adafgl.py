@@ -179,7 +179,7 @@ def test_phase2_models_match_a_dense_numpy_forward():
         np.testing.assert_allclose(np.asarray(g)[:n], w, rtol=2e-4, atol=2e-5)
     soft = jax.nn.softmax(jax.random.normal(jax.random.key(4), (npad, k)), -1)
     rho = 0.3
-    logp = np.asarray(A.phase2_predict(p, b, x_ell, adj, soft, rho)[0])[:n]
+    logp = np.asarray(jax.jit(A.phase2_predict)(p, b, x_ell, adj, soft, rho)[0])[:n]
     s = lambda z: _softmax(np.asarray(z, np.float64))
     mix = rho * (s(want[0]) + s(np.asarray(soft)[:n])) / 2 + (1 - rho) * (s(want[1]) + s(want[2]) + s(want[3])) / 3
     np.testing.assert_allclose(np.exp(logp), mix, rtol=2e-4, atol=1e-6)
@@ -190,7 +190,7 @@ def test_schedule_phase1_is_fedavg_then_the_switch_builds_the_corrected_graph():
     hp = A.AdaFGLHParams(adafgl_rounds_vanilla=2)
     alg = registry.get("algorithm", "adafgl")(model, common, hp)
     avg = registry.get("algorithm", "fedavg")(model, common, None)
-    st, ref = alg.init(jax.random.key(0), data), avg.init(jax.random.key(0), data)
+    st, ref = jax.jit(alg.init)(jax.random.key(0), data), jax.jit(avg.init)(jax.random.key(0), data)
     ref = dataclasses.replace(ref, server=st.server)
     step, ref_step = jax.jit(alg.round), jax.jit(avg.round)
     for r in range(2):
@@ -200,10 +200,11 @@ def test_schedule_phase1_is_fedavg_then_the_switch_builds_the_corrected_graph():
     server = st.server
     st, m3 = step(st, data, jax.random.key(20))
     assert_trees_close(st.server, server, rtol=0, atol=0)           # phase 2 leaves the global model
+    apply = jax.jit(model.apply)   # jitted: op-by-op dispatch cost most of this test's time
     for c in range(data.eval.num_clients):
         b, nodes, mm = _client(data, c)
         n = len(mm)
-        soft = _softmax(np.asarray(model.apply(server, b), np.float64))[:n]
+        soft = _softmax(np.asarray(apply(server, b), np.float64))[:n]
         sim = (_np_getre(soft) > 0.999).astype(float)
         want = _np_norm(0.5 * mm + 0.5 * sim, 0.5)
         np.testing.assert_allclose(np.asarray(st.graph["adj"][c])[:n, :n], want, rtol=1e-4, atol=1e-6)
@@ -235,7 +236,7 @@ def test_training_step_reusing_the_evaluations_first_maps_has_the_same_loss_and_
     mp[: len(m), : len(m)] = m
     adj = A.normalise(jnp.asarray(mp, jnp.float32), 0.5)
     soft = jax.nn.softmax(jax.random.normal(jax.random.key(4), (npad, k)), -1)
-    known = A.phase2_predict(p, b, x, adj, soft, 0.5)[1]
+    known = jax.jit(A.phase2_predict)(p, b, x, adj, soft, 0.5)[1]
     grad = jax.jit(jax.value_and_grad(A.phase2_loss), static_argnums=())
     direct = grad(p, b, x, adj, soft, jax.random.key(7))
     reused = grad(p, b, x, adj, soft, jax.random.key(7), known)
@@ -264,15 +265,18 @@ def test_heterophilous_block_hand_written_gradient_matches_autodiff_of_the_plain
     rng = np.random.default_rng(0)
     n, k = 11, 4
     mask = jnp.asarray(np.arange(n) < 8)                       # 3 padded nodes
+    # each side jitted once for the three trials (op-by-op dispatch cost most of this test's time)
+    forward = jax.jit(lambda e, a: A.heterophilous_propagation(e, mask, a))
+    plain = jax.jit(lambda e, a: _plain_heterophilous(e, mask, a))
+    grads = jax.jit(lambda e, a, w: jax.grad(lambda e, a: (A.heterophilous_propagation(e, mask, a) * w).sum(), (0, 1))(e, a))
+    plain_grads = jax.jit(lambda e, a, w: jax.grad(lambda e, a: (_plain_heterophilous(e, mask, a) * w).sum(), (0, 1))(e, a))
     for trial in range(3):
         emb = jnp.asarray(rng.normal(size=(n, k)) * 2.0, jnp.float32)
         w = jnp.asarray(rng.normal(size=(n, k)), jnp.float32)   # a random cotangent
         a = jnp.float32(0.1 + 0.3 * trial)
-        got = A.heterophilous_propagation(emb, mask, a)
-        want = _plain_heterophilous(emb, mask, a)
+        got, want = forward(emb, a), plain(emb, a)
         np.testing.assert_allclose(np.asarray(got)[:8], np.asarray(want)[:8], rtol=1e-5, atol=1e-6)
-        g_got = jax.grad(lambda e, a: (A.heterophilous_propagation(e, mask, a) * w).sum(), (0, 1))(emb, a)
-        g_want = jax.grad(lambda e, a: (_plain_heterophilous(e, mask, a) * w).sum(), (0, 1))(emb, a)
+        g_got, g_want = grads(emb, a, w), plain_grads(emb, a, w)
         assert float(jnp.abs(g_want[0][:8]).max()) > 0.1
         np.testing.assert_allclose(np.asarray(g_got[0]), np.asarray(g_want[0]), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(float(g_got[1]), float(g_want[1]), rtol=1e-4, atol=1e-6)

@@ -66,13 +66,20 @@ def test_mending_with_the_true_hidden_neighbours_equals_the_full_subgraph():
     b = unstack(batch, c)
     n, f = b.num_nodes, g.num_features
     keep, missing, targets = (jnp.asarray(ex[k][c]) for k in ("keep", "missing", "targets"))
-    x = dense_features(b.features, n, f)
-    perfect = jnp.where((jnp.arange(P)[None, :] < missing[:, None])[..., None], x[targets], 0.0)   # [N, P, F]
-    mended = mend_batch(impaired_batch(b, keep), x, perfect, missing.astype(jnp.int32))
     net = SAGE(in_dim=f, hidden=8, num_classes=g.num_classes, num_layers=1)
-    params = net.init(jax.random.key(0), b)
-    full_out = np.asarray(net.apply(params, b))
-    mended_out = np.asarray(net.apply(params, mended))[:n]
+    loss = lambda prm, bb: masked_cross_entropy(net.apply(prm, bb)[:n], b.y, b.train_mask)
+
+    @jax.jit   # everything below in one compile (op-by-op dispatch cost most of this test's time)
+    def outputs(b, keep, missing, targets):
+        x = dense_features(b.features, n, f)
+        perfect = jnp.where((jnp.arange(P)[None, :] < missing[:, None])[..., None], x[targets], 0.0)   # [N, P, F]
+        mended = mend_batch(impaired_batch(b, keep), x, perfect, missing.astype(jnp.int32))
+        bare = mend_batch(impaired_batch(b, keep), x, perfect, 0 * missing.astype(jnp.int32))
+        params = net.init(jax.random.key(0), b)
+        return (x, params, net.apply(params, b), net.apply(params, mended)[:n], jax.value_and_grad(loss)(params, b),
+                jax.value_and_grad(loss)(params, mended), net.apply(params, bare)[:n])
+
+    x, params, full_out, mended_out, (l1, g1), (l2, g2), bare = jax.device_get(outputs(b, keep, missing, targets))
     k = np.asarray(keep)
     np.testing.assert_allclose(mended_out[k], full_out[k], rtol=1e-5, atol=1e-5)
     # the same on a dense NumPy SAGE of the full local graph (independent of the segment sums)
@@ -88,14 +95,10 @@ def test_mending_with_the_true_hidden_neighbours_equals_the_full_subgraph():
     np.testing.assert_allclose(mended_out[:nn_][k[:nn_]], want[k[:nn_]], rtol=1e-4, atol=1e-4)
     # training on the mended graph == training on the full subgraph (the train nodes are all kept)
     assert (np.asarray(b.train_mask) <= k).all()
-    loss = lambda prm, bb: masked_cross_entropy(net.apply(prm, bb)[:n], b.y, b.train_mask)
-    l1, g1 = jax.value_and_grad(loss)(params, b)
-    l2, g2 = jax.value_and_grad(loss)(params, mended)
     assert float(l1) == pytest.approx(float(l2), rel=1e-6)
     for u, v in zip(jax.tree.leaves(g1), jax.tree.leaves(g2)):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-4, atol=1e-6)
     # and with nothing generated the kept nodes lose exactly their hidden neighbours
-    bare = np.asarray(net.apply(params, mend_batch(impaired_batch(b, keep), x, perfect, 0 * missing.astype(jnp.int32))))[:n]
     lost = k & (np.asarray(missing) > 0)
     assert lost.any() and not np.allclose(bare[lost], full_out[lost])
 
@@ -120,7 +123,7 @@ def test_greedy_loss_matches_openfgls_loop():
     pred_n = np.array([0, 1, 3, 6, 9, 2, 4])
     true_n = np.array([2, 0, 1, 6, 3, 7, 5])
     want = _openfgl_greedy(pred, true, pred_n, true_n, P)
-    got = greedy_loss(jnp.asarray(pred, jnp.float32), jnp.asarray(np.clip(pred_n, 0, P)), jnp.asarray(true, jnp.float32),
+    got = jax.jit(greedy_loss)(jnp.asarray(pred, jnp.float32), jnp.asarray(np.clip(pred_n, 0, P)), jnp.asarray(true, jnp.float32),
                       jnp.asarray(np.clip(true_n, 0, P)), jnp.ones(t, bool), jnp.asarray(t))
     assert float(got) == pytest.approx(want, rel=1e-5)
 

@@ -46,13 +46,15 @@ def runs(tmp_path_factory):
              "p1": _cli(ARGS + ["--out", str(tmp / "p1")] + multi + ["--process-id", "1"]),
              "sweep4": _cli(SWEEP + ["--out", str(tmp / "sweep4")], devices=4)}
     assert cli.main(ARGS + ["--out", str(tmp / "one")]) == 0
+    out, err = procs["four"].communicate(timeout=600)
+    assert procs["four"].returncode == 0, f"four: {err[-3000:]}"
+    # the resumed half overlaps with the one-device sweep below
+    procs["resume"] = _cli(ARGS + ["--out", str(tmp / "four"), "--resume", "--resume-with-changes", "rounds"],
+                           devices=4)
     assert cli.main(SWEEP + ["--out", str(tmp / "sweep1")]) == 0
     for name, p in procs.items():
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, f"{name}: {err[-3000:]}"
-    p = _cli(ARGS + ["--out", str(tmp / "four"), "--resume", "--resume-with-changes", "rounds"], devices=4)
-    out, err = p.communicate(timeout=600)
-    assert p.returncode == 0, f"resume: {err[-3000:]}"
     yield tmp
     for p in procs.values():
         if p.poll() is None:
