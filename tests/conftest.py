@@ -18,9 +18,6 @@ def data_dir() -> Path:
     return path
 
 
-# Modules that count compilations or cache hits: JAX's persistent cache is off while they run
-# (besides the `no_xla_cache` marker, for files this list names because their owners mark them later).
-_NO_XLA_CACHE_FILES = {"test_cache.py", "test_fedgc_rows.py"}
 _XLA_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
                  "jax_persistent_cache_min_entry_size_bytes", "jax_enable_compilation_cache")
 
@@ -49,7 +46,7 @@ def _session_xla_cache(tmp_path_factory):
     XLA's backend step is skipped: tracing, lowering and every computation run as in any test, an
     executable is reused only for the identical program (the key covers the HLO, the devices, the
     flags and jax's config), and fgl_jax's own caches stay off (above). Modules that count
-    compilations opt out (`no_xla_cache`, `_NO_XLA_CACHE_FILES`)."""
+    compilations or cache hits opt out (`pytestmark = pytest.mark.no_xla_cache`)."""
     import jax
     before = {k: getattr(jax.config, k) for k in _XLA_SETTINGS}
     env_before = {k.upper(): os.environ.get(k.upper()) for k in _XLA_SETTINGS}
@@ -71,18 +68,10 @@ def _module_xla_cache(request, _session_xla_cache):
     """The session's cache for every module (restored if a test moved or switched it, e.g. through
     `fgl_jax.cache.enable`/`disable`), off for a module that counts compilations."""
     import jax
-    off = (request.node.get_closest_marker("no_xla_cache") is not None
-           or Path(request.module.__file__).name in _NO_XLA_CACHE_FILES)
+    off = request.node.get_closest_marker("no_xla_cache") is not None
     want = {**_session_xla_cache, "jax_enable_compilation_cache": not off}
     if off or any(getattr(jax.config, k) != v for k, v in want.items()):
         _apply_xla(want)
     yield
     if off:
         _apply_xla(_session_xla_cache)
-
-
-@pytest.fixture(scope="module")
-def xla_cache(_session_xla_cache):
-    """Kept for the modules that opted in before the session-wide cache (`_session_xla_cache`)
-    covered every module: nothing more to do."""
-    yield

@@ -20,6 +20,8 @@ from fgl_jax import cache
 from fgl_jax.experiment import seed_key
 from fgl_jax.federated.checkpoint import Every, Saver, committed, parse_every, restore
 
+pytestmark = pytest.mark.no_xla_cache  # it turns the caches on in directories of its own and counts their hits
+
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 123456, 2 ** 31 - 1, -3, 2 ** 31])
 def test_seed_key_is_jax_random_key(seed):

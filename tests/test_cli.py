@@ -12,7 +12,6 @@ from fgl_jax.cli import build_parser, main
 from fgl_jax.systems.baseline import RunConfig
 
 # runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-pytestmark = pytest.mark.usefixtures("xla_cache")
 
 TINY = ["--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "4", "--hidden", "8", "--no-progress"]
 

@@ -12,7 +12,6 @@ from fgl_jax.nn import make_model
 from tests.helpers import toy_graph
 
 # runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-pytestmark = pytest.mark.usefixtures("xla_cache")
 
 
 def _centralised(model, batch, params, lr, steps, gamma=1.0, every=0):

@@ -14,7 +14,6 @@ from fgl_jax.systems.fedgc import FedGCConfig, IBConfig, kl_analytic, kl_mc
 
 # identical programs recur (the IB's grouped program compiled ahead and again by a later test; the attack's
 # trainers under a second MIAConfig): JAX's persistent cache loads them. Nothing here counts compilations.
-pytestmark = pytest.mark.usefixtures("xla_cache")
 
 
 def test_one_sample_kl_averages_to_analytic():

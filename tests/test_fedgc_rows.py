@@ -16,6 +16,8 @@ from fgl_jax.systems.fedgc.evaluate import EvalConfig, dense_graph_batch, make_e
 from fgl_jax.systems.fedgc.rows import (RowPlan, bernoulli_rows, closed_neighbourhoods, dropout_key, gcn2_rows,
                                         pad_lists)
 
+pytestmark = pytest.mark.no_xla_cache  # it counts compilations
+
 
 @pytest.mark.parametrize("make_key", [jax.random.key, jax.random.PRNGKey,
                                       lambda s: jax.random.key(s, impl="rbg")])

@@ -18,7 +18,6 @@ from fgl_jax.systems.lumos.algorithm import TrainState, ldp_table
 from tests.helpers import toy_graph
 
 # runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-pytestmark = pytest.mark.usefixtures("xla_cache")
 
 
 def _prog(cfg, g, split=None):
