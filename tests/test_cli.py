@@ -11,8 +11,6 @@ from fgl_jax import registry, schema
 from fgl_jax.cli import build_parser, main
 from fgl_jax.systems.baseline import RunConfig
 
-# runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-
 TINY = ["--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "4", "--hidden", "8", "--no-progress"]
 
 

@@ -11,25 +11,6 @@ from fgl_jax.federated import (FedConfig, NonFiniteError, OptimConfig, baseline,
 from fgl_jax.nn import make_model
 from tests.helpers import toy_graph
 
-# runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-
-
-def _centralised(model, batch, params, lr, steps, gamma=1.0, every=0):
-    """A plain optax loop on the full graph: the reference for Global / one-client FedAvg."""
-    opt = optax.adam(lr)
-    state = opt.init(params)
-    accs = []
-    for t in range(steps):
-        g = jax.grad(lambda p: masked_cross_entropy(model.apply(p, batch), batch.y, batch.train_mask))(params)
-        upd, state = opt.update(g, state, params)
-        if every:
-            upd = jax.tree.map(lambda u: u * gamma ** (t // every), upd)
-        params = optax.apply_updates(params, upd)
-        pred = np.asarray(model.apply(params, batch)).argmax(-1)
-        m = np.asarray(batch.test_mask)
-        accs.append((pred[m] == np.asarray(batch.y)[m]).mean())
-    return params, np.array(accs)
-
 
 @pytest.mark.parametrize("local_steps", [1, 3])
 def test_fedavg_one_client_equals_centralised(local_steps):

@@ -16,8 +16,6 @@ from fgl_jax.systems.fedhgl import FedHGLConfig, build, evaluate, preparation_ke
 from fgl_jax.systems.fedhgl import program as fedhgl_program
 from tests.test_fedhgl_train import planted_hypergraph
 
-# runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-
 CFG = FedHGLConfig(clients=3, rounds=6, local_steps=2, train_ratio=0.3, seed=0)
 
 

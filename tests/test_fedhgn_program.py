@@ -15,8 +15,6 @@ from fgl_jax.systems.fedhgn import FedHGNConfig, build, fedhgn, make_fed_data
 from fgl_jax.systems.fedhgn.rgcn import build_hetero_blocks
 from tests.fedhgn_toy import toy_hetero
 
-# runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-
 ROUNDS = 3
 CONFIGS = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "fedhgn"
 

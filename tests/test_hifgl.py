@@ -12,8 +12,6 @@ from fgl_jax.nn import make_model
 from fgl_jax.systems import hifgl as H
 from tests.helpers import dense_adj, toy_graph
 
-# runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-
 
 def _setup(model="gcn", mode="field", silos=3, norm="gcn_selfloop", n=40, seed=0, T=1):
     g = toy_graph(n=n, seed=seed)

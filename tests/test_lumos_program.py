@@ -17,8 +17,6 @@ from fgl_jax.systems.lumos import LumosConfig, build, lumos_algorithm, prepare
 from fgl_jax.systems.lumos.algorithm import TrainState, ldp_table
 from tests.helpers import toy_graph
 
-# runs, resumed runs and sweep members against single runs compile the same programs again (conftest.py)
-
 
 def _prog(cfg, g, split=None):
     prep = prepare(g, cfg, split, encode="program")

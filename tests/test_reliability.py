@@ -18,8 +18,6 @@ import pytest
 from fgl_jax import experiment
 from fgl_jax.cli import main
 
-# nearly every run here compiles the same two programs (this config's init and its 3-round chunk)
-
 SMALL = dict(dataset="csbm", split="keep", clients=3, rounds=12, hidden=8, chunk=3, partition="random")
 
 
