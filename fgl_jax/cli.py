@@ -31,8 +31,27 @@ def _command_name(entry: registry.Entry) -> str:
     return entry.info.get("command", entry.name)
 
 
+BUILTIN_COMMANDS = ("sweep", "demo", "reproduce", "plot", "datasets", "inspect")
+
+
+def _only_system(command: Optional[str]) -> Optional[registry.Entry]:
+    """The system a command line's first word names (importing that system alone), or None when
+    it names something else (a built-in command, an option, a typo): then the whole parser."""
+    if not command or command in BUILTIN_COMMANDS or not command.isidentifier():
+        return None
+    from fgl_jax.systems import COMMANDS
+    try:
+        e = registry.entry("system", COMMANDS.get(command, command))
+    except registry.UnknownNameError:
+        return None
+    return e if _command_name(e) == command else None
+
+
 def _system_for_command(name: str) -> registry.Entry:
-    for e in registry.entries("system"):
+    e = _only_system(name)  # importing that system alone, when the name says which
+    if e is not None:
+        return e
+    for e in registry.entries("system"):  # e.g. a system registered outside fgl_jax with its own command
         if _command_name(e) == name:
             return e
     return registry.entry("system", name)
@@ -345,22 +364,6 @@ def _sweep_system(argv: Sequence[str]) -> str:
         except ValueError:
             return "run"
     return "run"
-
-
-BUILTIN_COMMANDS = ("sweep", "demo", "reproduce", "plot", "datasets", "inspect")
-
-
-def _only_system(command: Optional[str]) -> Optional[registry.Entry]:
-    """The system a command line's first word names (importing that system alone), or None when
-    it names something else (a built-in command, an option, a typo): then the whole parser."""
-    if not command or command in BUILTIN_COMMANDS or not command.isidentifier():
-        return None
-    from fgl_jax.systems import COMMANDS
-    try:
-        e = registry.entry("system", COMMANDS.get(command, command))
-    except registry.UnknownNameError:
-        return None
-    return e if _command_name(e) == command else None
 
 
 def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> argparse.ArgumentParser:

@@ -37,16 +37,25 @@ AVERAGES = ("pooled", "client_nodes")
 
 
 def class_counts(logits: jax.Array, y: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(true positives, predicted, true) per class over masked nodes, float32 [K] each.
+    """(true positives, predicted, true) per class over masked nodes, float32 [K] each; for masks
+    [N, S] (one column per split) [S, K] each.
 
-    logits [N, K], y int [N], mask bool [N]. The prediction is argmax (first class on ties, as
-    torch.max / numpy.argmax).
+    logits [N, K], y int [N], mask bool or 0/1 [N] or [N, S]. The prediction is argmax (first class
+    on ties, as torch.max / numpy.argmax). Every split's counts are one [S, N] x [N, 3K] product:
+    the evaluation is compiled into every round program, and split-by-split sums cost XLA dozens
+    of operations.
     """
     k = logits.shape[-1]
-    m = mask.astype(jnp.float32)[:, None]
-    pred = jax.nn.one_hot(jnp.argmax(logits, -1), k, dtype=jnp.float32) * m
-    true = jax.nn.one_hot(y, k, dtype=jnp.float32) * m
-    return (pred * true).sum(0), pred.sum(0), true.sum(0)
+    m = mask.astype(jnp.float32)
+    single = m.ndim == 1
+    m = m[:, None] if single else m
+    pred = jax.nn.one_hot(jnp.argmax(logits, -1), k, dtype=jnp.float32)
+    true = jax.nn.one_hot(y, k, dtype=jnp.float32)
+    # 0/1 entries, float32 sums: exact counts (below 2^24 nodes) at the highest precision
+    c = jnp.einsum("ns,nk->sk", m, jnp.concatenate([pred * true, pred, true], -1),
+                   precision=jax.lax.Precision.HIGHEST)
+    tp, npred, ntrue = c[:, :k], c[:, k:2 * k], c[:, 2 * k:]
+    return (tp[0], npred[0], ntrue[0]) if single else (tp, npred, ntrue)
 
 
 def macro_scores(tp: jax.Array, pred: jax.Array, true: jax.Array) -> dict:
@@ -109,20 +118,12 @@ def client_counts(logits: jax.Array, y: jax.Array, batch) -> dict:
     labels; correct predictions = tp summed over K) and val_loss_sum (cross-entropy summed over
     the validation nodes); with K == 2 also score [N] (softmax probability of class 1), positive
     [N] (y == 1) and mask bool [N, 3], so scores can be pooled across clients before ranking.
-    The per-class counts of all splits are one [3, N] x [N, 3K] product: the evaluation is
-    compiled into every round program, and split-by-split sums cost XLA dozens of operations
-    (the cold command's compile time).
     """
     k = logits.shape[-1]
     m = split_masks(batch)
-    pred = jax.nn.one_hot(jnp.argmax(logits, -1), k, dtype=jnp.float32)
-    true = jax.nn.one_hot(y, k, dtype=jnp.float32)
-    # 0/1 entries, float32 sums: exact counts (below 2^24 nodes) at the highest precision
-    c = jnp.einsum("ns,nk->sk", m, jnp.concatenate([pred * true, pred, true], -1),
-                   precision=jax.lax.Precision.HIGHEST)
+    tp, npred, ntrue = class_counts(logits, y, m)
     ce = optax.softmax_cross_entropy_with_integer_labels(logits, y)
-    out = {"total": m.sum(0), "tp": c[:, :k], "pred": c[:, k:2 * k], "true": c[:, 2 * k:],
-           "val_loss_sum": (ce * m[:, 1]).sum()}
+    out = {"total": m.sum(0), "tp": tp, "pred": npred, "true": ntrue, "val_loss_sum": (ce * m[:, 1]).sum()}
     if k == 2:
         out["score"] = jax.nn.softmax(logits.astype(jnp.float32), -1)[:, 1]
         out["positive"] = y == 1

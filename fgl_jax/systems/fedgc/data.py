@@ -171,14 +171,19 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
     # the encoder's first layer in the gather-only layout (its COO product and gradient are
     # element-by-element segment sums / scatters on XLA:CPU)
     raw_ib = with_ell_features(raw, graph.num_features) if method == "ib" else raw
-    ib_ahead = None  # the IB's program compiled ahead (`ib_precompile`), while it is still to run
-    if method == "ib" and ib_key not in cache:
-        # the IB's program depends on shapes only: compile it in a thread while self-training runs
-        zd = cfg.ib_config.dim or graph.num_features
+    zd = cfg.ib_config.dim or graph.num_features
+
+    def ib_decoder():
+        """The IB's decoder φ (a GCN on z) and one client's batch with zero features of width dim(z)."""
         dec = make_model("gcn", zd, c, hidden=cfg.ib_config.decoder_hidden, num_layers=2,
                          dropout=cfg.ib_config.decoder_dropout)
         one = jax.tree.map(lambda a: a[0], raw)
-        one = one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
+        return dec, one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
+
+    ib_ahead = None  # the IB's program compiled ahead (`ib_precompile`), while it is still to run
+    if method == "ib" and ib_key not in cache:
+        # the IB's program depends on shapes only: compile it in a thread while self-training runs
+        dec, one = ib_decoder()
         phi_shape = jax.eval_shape(lambda k: dec.init(k, one, train=False), k_ib)
         label_shape = jax.ShapeDtypeStruct(raw.y.shape, jnp.int32)
         ib_ahead = ib_precompile(jax.ShapeDtypeStruct(k_ib.shape, k_ib.dtype), raw_ib, label_shape,
@@ -207,14 +212,11 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
         return Prepared(graph, graphs, pseudo_label_graphs(graphs, labels, lmask), ids, timings, info, labels, lmask)
     t = time.perf_counter()
     if ib_key not in cache:
-        zd = cfg.ib_config.dim or graph.num_features
-        dec = make_model("gcn", zd, c, hidden=cfg.ib_config.decoder_hidden, num_layers=2, dropout=cfg.ib_config.decoder_dropout)
         if (cfg.ib_config.decoder_init == "self_train" and phi_st is not None and cfg.ib_config.decoder_hidden == cfg.st_hidden
                 and zd == graph.num_features):
             phi = phi_st  # paper: φ := φ_st, frozen, identical on every client
         else:  # code's choice (or forced when dim(z) != d): a random shared φ, frozen
-            one = jax.tree.map(lambda a: a[0], raw)
-            one = one.replace(features=jnp.zeros((one.y.shape[0], zd), jnp.float32))
+            dec, one = ib_decoder()
             phi = dec.init(jax.random.fold_in(k_ib, 1), one, train=False)
         z, kl, post = ib_transform(k_ib, raw_ib, st_labels, lab_mask, phi, c, cfg.ib_config, select,
                                    in_dim=graph.num_features, posterior=True, ahead=ib_ahead)
