@@ -210,7 +210,8 @@ RUN_KEYS = ("command", "machine", "environment", "date", "finished", "timestamp"
 
 
 def write_record(path: Path | str, payload: Mapping[str, Any], *, config: Optional[Mapping[str, Any]] = None,
-                 seeds: Sequence[int] = (), title: Optional[str] = None, kind: str = "benchmark") -> Path:
+                 seeds: Sequence[int] = (), title: Optional[str] = None, kind: str = "benchmark",
+                 parts: Optional[str] = None) -> Path:
     """Write a benchmark's result as its current `fgl_jax.record/1` at `path` (overwriting the one
     there; git keeps the history) and return the path.
 
@@ -218,6 +219,9 @@ def write_record(path: Path | str, payload: Mapping[str, Any], *, config: Option
     `fgl_jax.records.provenance()` with the payload's command (default: this process's), the start of
     this process and, under `environment`, the payload's own machine description when it has one.
     The file is replaced atomically: an interrupted run never leaves half a record.
+    parts: the metrics key of a benchmark whose invocations each measure only some of its parts
+        (`metrics[parts]` maps part name -> part): the file's other parts are kept, each with the
+        provenance of the run that measured it (`fgl_jax.records.write_parts`).
     """
     from fgl_jax import records
     path = Path(path)
@@ -227,4 +231,4 @@ def write_record(path: Path | str, payload: Mapping[str, Any], *, config: Option
     prov = records.provenance(payload.get("command") or command(sys.argv[0]), started=STARTED, cwd=ROOT, **extra)
     rec = records.make(path.stem, json.loads(json.dumps(metrics, default=_json_default)), kind=kind,
                        config=config, seeds=seeds, title=title, provenance=prov)
-    return records.write(path, rec)
+    return records.write(path, rec) if parts is None else records.write_parts(path, rec, parts)

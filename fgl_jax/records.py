@@ -187,18 +187,28 @@ def validate(rec: Any, source: str = "record") -> dict[str, Any]:
     return rec
 
 
-def write(path: Path | str, rec: Mapping[str, Any]) -> Path:
+def _replace(path: Path, text: str) -> None:
+    # a temporary file renamed over the old one: an interrupted run never leaves half a file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write(path: Path | str, rec: Mapping[str, Any], markdown: Optional[str] = None) -> Path:
     """Validate `rec` and write it as indented JSON to `path`, replacing the current record there.
 
-    Written to a temporary file first and renamed, so that an interrupted run never leaves a
-    half-written record where the previous complete one was.
+    markdown: a table (and notes) for people, written beside it as `<stem>.md` with a closing line
+    naming the command, the commit and the date from the record's provenance.
     """
     path = Path(path)
     validate(dict(rec), str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
-    tmp.replace(path)
+    _replace(path, json.dumps(rec, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    if markdown is not None:
+        prov = rec["provenance"]
+        commit = (prov["commit"] or "?")[:12] + (" (modified)" if prov["dirty"] else "")
+        _replace(path.with_suffix(".md"), markdown.rstrip() + f"\n\nRecord `{path.name}` ({SCHEMA}), written by "
+                 f"`{prov['command']}` at commit {commit}, finished {prov['finished']}.\n")
     return path
 
 
