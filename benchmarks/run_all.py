@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # harness.py

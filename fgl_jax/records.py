@@ -208,7 +208,7 @@ def write(path: Path | str, rec: Mapping[str, Any], markdown: Optional[str] = No
         prov = rec["provenance"]
         commit = (prov["commit"] or "?")[:12] + (" (modified)" if prov["dirty"] else "")
         _replace(path.with_suffix(".md"), markdown.rstrip() + f"\n\nRecord `{path.name}` ({SCHEMA}), written by "
-                 f"`{prov['command']}` at commit {commit}, finished {prov['finished']}.\n")
+                 f"`{prov['command']}` at commit {commit}, finished {prov['finished'] or '?'}.\n")
     return path
 
 

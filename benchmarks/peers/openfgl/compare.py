@@ -317,6 +317,24 @@ def summarise(runs: list[dict]) -> list[dict]:
     return rows
 
 
+def write_cells(path: Path, runs: list[dict], rows: list[dict], extra: dict, checks: dict, started: float,
+                **provenance) -> None:
+    """Write the cells of `rows` (summarise's, over `runs`) into the record at `path`: one part per
+    (dataset, algorithm) with its row, its runs, its dataset's edge check and `extra` (the settings and
+    notes of the invocation); each replaces that cell in the record, the other cells stay."""
+    from fgl_jax import records
+    cells = {}
+    for row in rows:
+        ds, algo = row["dataset"], row["algorithm"].split(" / ")[0]
+        cells[f"{ds}/{algo}"] = {"row": row, "runs": [r for r in runs if (r["dataset"], r["algorithm"]) == (ds, algo)],
+                                 "edge_check": checks.get(ds), **extra}
+    seeds = sorted({r["seed"] for r in runs})
+    rec = records.make(path.stem, {"cells": cells, "protocol_differences": PROTOCOL_DIFFERENCES}, seeds=seeds,
+                       title=TITLE, provenance=records.provenance(started=started, **provenance))
+    records.write_parts(path, rec, "cells")
+    print(f"wrote {len(cells)} cells into {path} (python benchmarks/render.py renders the tables)")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="+", default=["cora", "citeseer"], choices=sorted(DATASETS))
@@ -520,17 +538,8 @@ def main(argv=None) -> None:
                   "the wall-time ones."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
-    # one part per (dataset, algorithm) cell: it replaces that cell in the record, the other cells stay
-    cells = {}
-    for row in rows:
-        ds, algo = row["dataset"], row["algorithm"].split(" / ")[0]
-        cells[f"{ds}/{algo}"] = {"row": row, "runs": [r for r in runs if (r["dataset"], r["algorithm"]) == (ds, algo)],
-                                 "edge_check": checks.get(ds), "config": vars(a), "notes": notes}
-    rec = records.make(out.name, {"cells": cells, "protocol_differences": PROTOCOL_DIFFERENCES}, seeds=a.seeds,
-                       title=TITLE, provenance=records.provenance(started=started, environment=info))
-    records.write_parts(record_path, rec, "cells")
+    write_cells(record_path, runs, rows, {"config": vars(a), "notes": notes}, checks, started, environment=info)
     print(md + "\n" + "\n".join(notes))
-    print(f"wrote {len(cells)} cells into {record_path} (python benchmarks/render.py renders the tables)")
 
 if __name__ == "__main__":
     main()

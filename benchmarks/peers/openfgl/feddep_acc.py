@@ -80,7 +80,10 @@ def openfgl_results(workdir: Path, ds: str, seeds: list[int], base_from: str | N
     (OpenFGL is deterministic per seed here: seed 0 re-run gave the earlier run's accuracy)."""
     found: dict[str, list[dict]] = {}
     if base_from:
-        for r in json.loads(Path(base_from).read_text())["runs"]:
+        base = json.loads(Path(base_from).read_text())
+        if "schema" in base:  # the comparison record: its FedDEP cell of this dataset
+            base = base["metrics"]["cells"].get(f"{ds}/feddep", {})
+        for r in base.get("runs", []):
             if (r["dataset"], r["algorithm"]) == (ds, "feddep") and r["seed"] in seeds and \
                     not (workdir / f"{ds}_feddep_{r['seed']}" / "result.json").exists():
                 o = r["openfgl"]
@@ -127,10 +130,10 @@ def main(argv=None) -> None:
     p.add_argument("--out", default="benchmarks/peers/openfgl/results_feddep_acc")
     p.add_argument("--notes", default=None, help="markdown file appended to the table")
     a = p.parse_args(argv)
-    from fgl_jax import provenance, table, write_results
-    t0 = time.perf_counter()
+    from fgl_jax import records, table
+    started = time.time()
     load = [os.getloadavg()[0]]
-    fgl = json.loads(Path(a.fgl_from).read_text())["fgl_jax"] if a.fgl_from else {}
+    fgl = records.read(a.fgl_from)["metrics"]["fgl_jax"] if a.fgl_from else {}
     ran = [v for v in a.variants if v not in fgl]
     for v in ran:
         fgl[v] = run_variant(a.dataset, FGL_VARIANTS[v], a.seeds, a.rounds)
@@ -146,8 +149,10 @@ def main(argv=None) -> None:
              + (f"Load average {load[0]:.1f} / {load[1]:.1f} around the fgl_jax runs made here ({', '.join(ran)})." if ran else "")]
     if a.notes:
         notes += ["", Path(a.notes).read_text()]
-    write_results(Path(a.out).parent, Path(a.out).name, table(rows, disable_numparse=True) + "\n" + "\n".join(notes),
-                  {"rows": rows, "fgl_jax": fgl, "openfgl": ofgl, "provenance": provenance(t0, vars(a))})
+    rec = records.make(Path(a.out).name, {"rows": rows, "fgl_jax": fgl, "openfgl": ofgl}, config=vars(a),
+                       seeds=a.seeds, provenance=records.provenance(started=started),
+                       title=f"FedDEP accuracy variants, fgl_jax and OpenFGL ({a.dataset})")
+    records.write(Path(a.out).with_suffix(".json"), rec, markdown=table(rows, disable_numparse=True) + "\n" + "\n".join(notes))
     print(table(rows, disable_numparse=True))
 
 
