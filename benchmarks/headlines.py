@@ -9,6 +9,13 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 
+def fmt(v: Any) -> str:
+    """A number for a table cell: 3 significant digits below 1000, whole numbers above."""
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return "" if v is None else str(v)
+
+
 def _get(d: Any, *path, default=None) -> Any:
     for p in path:
         try:

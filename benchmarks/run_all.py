@@ -139,12 +139,6 @@ def run_one(name: str, script: str, args: list, env: dict, timeout: float) -> di
     return row
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
-    return "" if v is None else str(v)
-
-
 def markdown(report: dict) -> str:
     m = report["machine"]
     lines = [f"# All benchmarks ({report['device']})", "",
@@ -159,7 +153,7 @@ def markdown(report: dict) -> str:
              "| benchmark | status | wall s | load before / after | headline |", "|---|---|---|---|---|"]
     for r in report["benchmarks"]:
         load = lambda x: f"{x[0]:.1f}" if x else "?"
-        head = "; ".join(f"{k}: {_fmt(v)}" for k, v in (r.get("headline") or {}).items() if v is not None)
+        head = "; ".join(f"{k}: {h.fmt(v)}" for k, v in (r.get("headline") or {}).items() if v is not None)
         lines.append(f"| {r['name']} | {r['status']} | {r['wall_s']:.0f} | {load(r['load_before'])} / "
                      f"{load(r['load_after'])} | {head} |")
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['command']}`" for r in report["benchmarks"]]
