@@ -142,7 +142,8 @@ def index(recs: dict) -> str:
     for path, rec in recs.items():
         head = headline(rec["id"], rec["metrics"])
         text = "; ".join(f"{k}: {fmt(v)}" for k, v in (head or {}).items() if v is not None)
-        rows.append([f"`{path}`", rec.get("title", ""), text or "(see the record)", _when(rec["provenance"])])
+        what = rec.get("title") or rec["metrics"].get("benchmark") or rec["metrics"].get("what") or ""
+        rows.append([f"`{path}`", what, text or "(see the record)", _when(rec["provenance"])])
     return _table(["record", "what", "headline", "finished (UTC, load)"], rows)
 
 

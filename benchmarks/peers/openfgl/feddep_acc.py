@@ -5,7 +5,8 @@
 
 fgl_jax side: the setting of `compare.py` (10 Louvain clients, OpenFGL's per-client split with
 split_seed = seed, SAGE classifier with the embedding branch, Adam lr 1e-2, L2 5e-4, 30 rounds) with
-compare.py's FedDEP options as results_pubdep.md ran them (`BASE`: dropout on in the local
+compare.py's FedDEP options as its first FedDEP comparison ran them (results_pubdep.md, in git's
+history; `BASE`: dropout on in the local
 steps), then each variant's option overrides on top (`FGL_VARIANTS`).
 OpenFGL side: the results `feddep_variants_openfgl.py` wrote as W/<dataset>_feddep_<seed>/<variant>.json
 (and compare.py's own W/.../result.json as `openfgl`). Reported per variant: mean test accuracy at
@@ -23,7 +24,8 @@ import numpy as np
 
 from benchmarks.peers.openfgl.compare import FGL_OPTIONS
 
-# the options of results_pubdep.md's FedDEP rows: compare.py's, with the classifier's dropout on
+# the options of the first FedDEP comparison (results_pubdep.md, in git's history): compare.py's, with
+# the classifier's dropout on
 BASE = {**FGL_OPTIONS["feddep"], "feddep_local_dropout": True}
 # fgl_jax variant -> option overrides on top of BASE
 FGL_VARIANTS = {
@@ -124,7 +126,8 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--variants", nargs="+", default=list(FGL_VARIANTS), choices=list(FGL_VARIANTS))
     p.add_argument("--openfgl-workdir", default=None)
-    p.add_argument("--openfgl-base-from", default=None, help="compare.py results JSON filling the unchanged "
+    p.add_argument("--openfgl-base-from", default=None, help="compare.py's record (or an older results JSON) "
+                   "filling the unchanged "
                    "OpenFGL variant's seeds missing from --openfgl-workdir")
     p.add_argument("--fgl-from", default=None, help="reuse the fgl_jax runs of an earlier <out>.json")
     p.add_argument("--out", default="benchmarks/peers/openfgl/results_feddep_acc")
