@@ -279,9 +279,7 @@ def main() -> None:
     def write() -> Path:
         # every finished section at once (a long invocation may be stopped); the record's other
         # sections (measured by earlier invocations with another --only) are kept
-        done = {k: {**v, "load_start": load_start, "load_end": loadavg(), "peak_rss_mb": peak_rss_mb()}
-                for k, v in sections.items()}
-        return write_record(RESULTS / f"{args.out}.json", {"command": command(__file__), "sections": done,
+        return write_record(RESULTS / f"{args.out}.json", {"command": command(__file__), "sections": sections,
                                                            "targets": TARGETS, "machine": machine()},
                             config={"repeats": args.repeats, "rounds": args.rounds, "hifgl_rounds": args.hifgl_rounds},
                             title="Per-round speed, before vs after, alternated in one process", parts="sections")
@@ -292,18 +290,20 @@ def main() -> None:
             if name == "floor":
                 floor["lumos"] = floor_lumos(args, _PREPARED.get("lumos_trees"))
             for w, parts in floor.items():
-                sections[f"floor/{w}"] = {"parts": parts}
+                sections[f"floor/{w}"] = {"parts": parts, "load_start": load_start, "load_end": loadavg(),
+                                          "peak_rss_mb": peak_rss_mb()}
                 for k, v in parts.items():
                     print(f"floor {w}: {k}: {v}", flush=True)
             write()
             continue
         r = {"fedavg": bench_fedavg, "hifgl": bench_hifgl, "lumos": bench_lumos}[name](args)
-        sections[name] = r
+        sections[name] = {**r, "load_start": load_start, "load_end": loadavg(), "peak_rss_mb": peak_rss_mb()}
         write()
         for v, t in r["variants"].items():
             print(f"{name:7s} {v:14s} wall {t['wall_ms_median']:8.1f} ms  cpu {t['cpu_ms_median']:8.1f} ms  ({r['unit']})",
                   flush=True)
     print(f"wrote {write()} (python benchmarks/render.py renders its table)")
+
 
 if __name__ == "__main__":
     main()
