@@ -130,12 +130,15 @@ def provenance(command: Optional[str | Sequence[str]] = None, started: Optional[
             **extra}
 
 
+_provenance_now = provenance   # `make` takes a `provenance` argument that hides the function
+
+
 def make(id: str, metrics: Mapping[str, Any], *, kind: str = "benchmark", config: Optional[Mapping] = None,
          seeds: Iterable[int] = (), title: Optional[str] = None,
          provenance: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     """A record dict (validated). `provenance` defaults to `provenance()` taken now."""
     from fgl_jax.experiment import _jsonable  # numpy / jax scalars and arrays to JSON types
-    prov = provenance if provenance is not None else globals()["provenance"]()
+    prov = provenance if provenance is not None else _provenance_now()
     rec = {"schema": SCHEMA, "id": id, "kind": kind}
     if title is not None:
         rec["title"] = title
