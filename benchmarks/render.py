@@ -59,7 +59,9 @@ def _when(prov: dict) -> str:
     while isinstance(load, list) and load and isinstance(load[-1], list):  # [at start, at end]: the end
         load = load[-1]
     load = f", load {load[0]:.1f}" if isinstance(load, list) and load and isinstance(load[0], (int, float)) else ""
-    return f"{(prov.get('finished') or '?')[:16]}{load}"
+    # a converted record whose file did not say when it finished: the date its result was committed
+    when = (prov.get("finished") or "")[:16] or (f"committed {prov['committed'][:16]}" if prov.get("committed") else "?")
+    return f"{when}{load}"
 
 
 def _table(header: list[str], rows: list[list]) -> str:
