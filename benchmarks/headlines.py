@@ -123,6 +123,11 @@ def all_suite(d: dict) -> dict:
             "total s": d.get("total_s")}
 
 
+def fedgc_default_cell(d: dict) -> dict:
+    r = _get(d, "results", 0, default={})
+    return {"whole command wall s": r.get("wall_s"), "cpu s": r.get("cpu_s"), "test acc": r.get("test_acc")}
+
+
 def fedgc_wide(d: dict) -> dict:
     return {f"prepare s ({k})": v for k, v in (d.get("median_prepare_s") or {}).items()}
 
@@ -131,7 +136,7 @@ def fedgc_wide(d: dict) -> dict:
 HEADLINES: dict[str, Callable[[dict], dict]] = {
     "fedavg": fedavg, "fedavg_quick": fedavg, "hifgl": hifgl, "round_speed": round_speed,
     "round_speed_all": round_speed, "command_round": command_round, "adafgl_phases": adafgl_phases,
-    "lumos": lumos, "fedhgn": fedhgn, "fedhgl": fedhgl, "fedgc": fedgc, "fedgc_default_cell": fedgc,
+    "lumos": lumos, "fedhgn": fedhgn, "fedhgl": fedhgl, "fedgc": fedgc, "fedgc_default_cell": fedgc_default_cell,
     "lcc": lcc, "participation": participation, "scaling": scaling, "scaling_quick": scaling, "sweep": sweep,
     "kill_resume": kill_resume, "whole_process": whole_process, "all_cpu": all_suite, "all_gpu": all_suite,
     "fedgc_wide": fedgc_wide}

@@ -144,7 +144,8 @@ def index(recs: dict) -> str:
     for path, rec in recs.items():
         head = headline(rec["id"], rec["metrics"])
         text = "; ".join(f"{k}: {fmt(v)}" for k, v in (head or {}).items() if v is not None)
-        what = rec.get("title") or rec["metrics"].get("benchmark") or rec["metrics"].get("what") or ""
+        m = rec["metrics"]
+        what = rec.get("title") or m.get("title") or m.get("benchmark") or m.get("what") or ""
         rows.append([f"`{path}`", what, text or "(see the record)", _when(rec["provenance"])])
     return _table(["record", "what", "headline", "finished (UTC, load)"], rows)
 
