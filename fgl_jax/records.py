@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-__all__ = ["SCHEMA", "KINDS", "RecordError", "provenance", "make", "validate", "write", "write_parts", "read",
+__all__ = ["SCHEMA", "KINDS", "PROVENANCE_KEYS", "RecordError", "provenance", "make", "validate", "write", "write_parts", "read",
            "read_all"]
 
 SCHEMA = "fgl_jax.record/1"
