@@ -60,7 +60,9 @@ def _when(prov: dict) -> str:
         load = load[-1]
     load = f", load {load[0]:.1f}" if isinstance(load, list) and load and isinstance(load[0], (int, float)) else ""
     # a converted record whose file did not say when it finished: the date its result was committed
-    when = (prov.get("finished") or "")[:16] or (f"committed {prov['committed'][:16]}" if prov.get("committed") else "?")
+    when = (prov.get("finished") or "")[:16]
+    if not when:
+        when = f"committed {prov['committed'][:16]}" if prov.get("committed") else "?"
     return f"{when}{load}"
 
 
@@ -108,8 +110,9 @@ def _rows_table(rec: dict, columns: list[str]) -> str:
 
 def linkpred(recs: dict) -> str:
     rec = _need(recs, "benchmarks/peers/openfgl/results_linkpred.json", "linkpred")
-    return _rows_table(rec, ["dataset", "algorithm", "seeds", "fgl_jax test AUC %", "OpenFGL test AUC %", "diff (pts)",
-                             "fgl_jax AP %", "OpenFGL AP %", "cpu speed-up"]) + f"\n\nMeasured {_when(rec['provenance'])}."
+    columns = ["dataset", "algorithm", "seeds", "fgl_jax test AUC %", "OpenFGL test AUC %", "diff (pts)",
+               "fgl_jax AP %", "OpenFGL AP %", "cpu speed-up"]
+    return _rows_table(rec, columns) + f"\n\nMeasured {_when(rec['provenance'])}."
 
 
 def feddep_acc(recs: dict) -> str:

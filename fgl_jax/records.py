@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-__all__ = ["SCHEMA", "KINDS", "PROVENANCE_KEYS", "RecordError", "provenance", "make", "validate", "write", "write_parts", "read",
-           "read_all"]
+__all__ = ["SCHEMA", "KINDS", "PROVENANCE_KEYS", "RecordError", "provenance", "make", "validate", "write",
+           "write_parts", "read", "read_all"]
 
 SCHEMA = "fgl_jax.record/1"
 KINDS = ("benchmark", "reproduction", "experiment")

@@ -66,8 +66,8 @@ def main(argv=None) -> None:
     runs = sorted(best.values(), key=lambda r: (r["dataset"], r["algorithm"], r["seed"]))
     rows = summarise(runs)
     notes = [Path(a.notes).read_text()] if a.notes else []
-    write_cells(Path(a.out).with_suffix(".json"), runs, rows, {"config": vars(a), "notes": notes, "assembled_from": sources},
-                {}, started)
+    write_cells(Path(a.out).with_suffix(".json"), runs, rows,
+                {"config": vars(a), "notes": notes, "assembled_from": sources}, {}, started)
     print(table(rows, disable_numparse=True))
 
 
