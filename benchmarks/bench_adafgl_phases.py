@@ -11,22 +11,25 @@ host step); medians over `--reps` alternated runs, wall and process CPU per roun
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from fgl_jax import Hooks, RunConfig, run
-from fgl_jax.systems.baseline import algorithm_from_config, prepare
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also under python -m
+from harness import write_record  # noqa: E402
+
+from fgl_jax import Hooks, RunConfig, run, schema  # noqa: E402
+from fgl_jax.systems.baseline import algorithm_from_config, prepare  # noqa: E402
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--out", default=None, help="write <out>.md and <out>.json")
+    p.add_argument("--out", default=None, help="write the record <out>.json and the table <out>.md")
     p.add_argument("--data-dir", default=None, help="the datasets (default: $FGL_JAX_DATA)")
     a = p.parse_args(argv)
     if a.data_dir:
@@ -69,8 +72,8 @@ def main(argv=None) -> None:
     print("\n".join(text))
     if a.out:
         Path(a.out + ".md").write_text("\n".join(text) + "\n")
-        Path(a.out + ".json").write_text(json.dumps({"rows": rows, "raw": times, "load": [load0, load1],
-                                                     "test_acc_max_diff": moved}, indent=1))
+        write_record(a.out + ".json", {"rows": rows, "raw": times, "load": [load0, load1], "test_acc_max_diff": moved},
+                     config={"reps": a.reps, **schema.to_dict(cfg)}, seeds=[0])
 
 
 if __name__ == "__main__":

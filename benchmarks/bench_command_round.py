@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py
-from harness import RESULTS, ROOT, command, loadavg, machine, write_json  # noqa: E402
+from harness import RESULTS, ROOT, command, loadavg, machine, write_record  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 import fgl_jax  # noqa: E402
@@ -104,7 +104,7 @@ def main() -> None:
                "max_abs_diff_to_first": moved,
                "final_test_acc": {n: float(np.asarray(o[1][-1]["test_acc"])[-1]) for n, o in outs.items()}}
     out = Path(args.out)
-    write_json(out.with_suffix(".json"), payload)
+    write_record(out.with_suffix(".json"), payload)
     lines = ["# The command's round (bench_command_round.py)", "", f"`{payload['command']}`, XLA_FLAGS "
              f"`{payload['xla_flags']}`; load average {load0[0]:.1f} before, {payload['loadavg_after'][0]:.1f} "
              "after. Process CPU ms per round, medians of alternated repeats.", "",

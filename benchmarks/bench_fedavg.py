@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
 from harness import (RESULTS as OUT, ROOT, emit_result, launch, machine, peak_rss_mb, read_result,  # noqa: E402
-                     timed, write_json)
+                     timed, write_record)
 
 
 def worker(args) -> None:
@@ -120,7 +120,7 @@ def main() -> None:
                "targets": {"ms_per_round_10": 25, "stretch_ms_per_round_10": 12, "process_s": 8, "rss_mb": 600,
                            "1000_clients_vs_10": 5, "1000_clients_rss_mb": 2048, "sweep_speedup": 2},
                "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    path = write_json(OUT / ("fedavg_quick.json" if args.quick else "fedavg.json"), payload)
+    path = write_record(OUT / ("fedavg_quick.json" if args.quick else "fedavg.json"), payload)
     print(f"wrote {path}")
 
 

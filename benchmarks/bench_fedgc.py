@@ -23,7 +23,7 @@ from fgl_jax import csbm, load_planetoid, run
 from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun, condensed_graph, dense_graph_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
-from harness import RESULTS, command, loadavg, machine, peak_rss_mb, write_json  # noqa: E402
+from harness import RESULTS, command, loadavg, machine, peak_rss_mb, write_record  # noqa: E402
 
 OUT = RESULTS / "fedgc.json"
 
@@ -79,7 +79,7 @@ def main(argv=None):
     if args.default_cell:
         res = {"command": command(__file__, argv), "machine": machine(), "jax": jax.__version__,
                "results": [bench_default_cell(args.data_dir)], "loadavg_end": loadavg()}
-        write_json(RESULTS / "fedgc_default_cell.json", res)
+        write_record(RESULTS / "fedgc_default_cell.json", res)
         return
     rounds = 50 if args.quick else args.rounds
     res = {"command": command(__file__, argv), "machine": machine(), "jax": jax.__version__, "results": []}
@@ -96,7 +96,7 @@ def main(argv=None):
     res["results"].append(bench_condense(g, acfg, max(r // 4, 1), f"synthetic arxiv-sized CSBM n={n}, 5 clients",
                                          evaluate=False))
     res["loadavg_end"] = loadavg()
-    write_json(OUT, res)
+    write_record(OUT, res)
     print(json.dumps(res, indent=1))
 
 

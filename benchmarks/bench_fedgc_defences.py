@@ -20,7 +20,7 @@ from fgl_jax import load_planetoid, run
 from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
-from harness import RESULTS, command, loadavg, machine, write_json  # noqa: E402
+from harness import RESULTS, command, loadavg, machine, write_record  # noqa: E402
 
 OUT = RESULTS / "fedgc_defences.json"
 
@@ -50,7 +50,7 @@ def main(argv=None):
     for r in out["results"]:
         r["relative_to_none"] = r["mean_round_s"] / base
     out["loadavg_end"] = loadavg()
-    print(f"wrote {write_json(OUT, out)}")
+    print(f"wrote {write_record(OUT, out)}")
 
 
 if __name__ == "__main__":

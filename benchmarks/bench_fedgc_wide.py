@@ -22,7 +22,7 @@ from fgl_jax import csbm
 from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import RESULTS, command, loadavg, machine, peak_rss_mb, write_json  # noqa: E402
+from harness import RESULTS, command, loadavg, machine, peak_rss_mb, write_record  # noqa: E402
 
 VARIANTS = {"default": {}, "paper": {"ib_hidden": None, "ib_dim": None}}
 
@@ -56,7 +56,7 @@ def main(argv=None):
                    "median_prepare_s": {v: statistics.median(t) for v, t in times.items() if t}, "runs": times,
                    "median_prepare_cpu_s": {v: statistics.median(t) for v, t in cpu.items() if t},
                    "peak_rss_mb": peak_rss_mb()}
-            write_json(RESULTS / "fedgc_wide.json", res)
+            write_record(RESULTS / "fedgc_wide.json", res)
     print(json.dumps(res["median_prepare_s"]))
 
 

@@ -26,7 +26,7 @@ import jax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
-from harness import RESULTS, command, machine, peak_rss_mb, timed, write_json  # noqa: E402
+from harness import RESULTS, command, machine, peak_rss_mb, timed, write_record  # noqa: E402
 from fgl_jax import load_hypergraph  # noqa: E402
 from fgl_jax.systems.fedhgl import (FedHGLConfig, client_splits, init_state, make_data, make_model,  # noqa: E402
                                     make_round, partition_hypergraph, preparation_key, propagate, resolve_mechanism)
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
         results.append(r)
     payload = {"benchmark": "fedhgl", "targets": {"hc_seconds": 1.0, "round_ms": 20.0},
                "results": results, "environment": machine(), "command": command(__file__, argv)}
-    print(f"wrote {write_json(OUT, payload)}")
+    print(f"wrote {write_record(OUT, payload)}")
     return 0
 
 

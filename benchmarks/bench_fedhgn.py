@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
 from harness import (RESULTS as OUT, ROOT, command, emit_result, launch, machine, peak_rss_mb,  # noqa: E402
-                     read_result, timed, write_json)
+                     read_result, timed, write_record)
 
 
 def worker(args) -> None:
@@ -97,7 +97,7 @@ def main():
                "machine": machine(),  # its loadavg is the load at the end
                "note": "the machine is shared by several agents; numbers vary up to 2x between processes",
                "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    print(f"wrote {write_json(OUT / 'fedhgn.json', payload)}")
+    print(f"wrote {write_record(OUT / 'fedhgn.json', payload)}")
 
 
 if __name__ == "__main__":

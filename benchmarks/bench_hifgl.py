@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
-from harness import RESULTS, ROOT, command, machine, peak_rss_mb, timed, write_json  # noqa: E402
+from harness import RESULTS, ROOT, command, machine, peak_rss_mb, timed, write_record  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from fgl_jax import Tracker, load, make_scan, x64_scope  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
                "peak_rss_mb": peak_rss_mb(),
                "machine": machine(),  # its loadavg is the load at the end
                "command": command(__file__), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    path = write_json(RESULTS / "hifgl.json", payload)
+    path = write_record(RESULTS / "hifgl.json", payload)
     print(f"SecMP / plain = {field / plain:.2f}; wrote {path}")
 
 

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
-from harness import RESULTS, loadavg, machine, write_json  # noqa: E402
+from harness import RESULTS, loadavg, machine, write_record  # noqa: E402
 
 OUT = RESULTS / "lcc.json"
 
@@ -198,7 +198,7 @@ def main() -> None:
         "results": rows,
         "speedup_mersenne_over_mod": speedup,
     }
-    write_json(args.out, result)
+    write_record(args.out, result)
 
     print(f"{'variant':42s} {'median ms':>10s} {'min ms':>8s} {'M elem/s':>9s}")
     for r in rows:

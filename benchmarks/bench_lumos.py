@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
 from harness import (RESULTS as OUT, ROOT, LaunchError, command, emit_result, launch, loadavg,  # noqa: E402
-                     machine, peak_rss_mb, read_result, timed, write_json)
+                     machine, peak_rss_mb, read_result, timed, write_record)
 
 
 def worker(args) -> None:
@@ -137,7 +137,7 @@ def main():
     if args.summarise:
         payload = json.loads((OUT / "lumos.json").read_text())
         payload["epoch_vs_devices"] = scaling_table(payload["results"])
-        write_json(OUT / "lumos.json", payload)
+        write_record(OUT / "lumos.json", payload)
         print_scaling(payload["epoch_vs_devices"])
         return
     configs = [dict(devices=22470, backbone="gcn", trim="mcmc", encode="host")]
@@ -170,7 +170,7 @@ def main():
                "results": results, "epoch_vs_devices": scaling_table(results),
                "machine": machine(),  # its loadavg is the load at the end
                "command": command(__file__), "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    path = write_json(OUT / "lumos.json", payload)
+    path = write_record(OUT / "lumos.json", payload)
     print_scaling(payload["epoch_vs_devices"])
     print(f"wrote {path}")
 

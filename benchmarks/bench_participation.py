@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py
-from harness import RESULTS as OUT, ROOT, machine, write_json  # noqa: E402
+from harness import RESULTS as OUT, ROOT, machine, write_record  # noqa: E402
 
 
 def masked(algorithm, fraction):
@@ -103,7 +103,7 @@ def main() -> None:
         fit = {"ms_per_local_step": slope, "ms_fixed_per_round": fixed,
                "local_step_ratio_to_full": {k: v / slope["full"] for k, v in slope.items()}}
         print("per local step: " + ", ".join(f"{k} {v:.1f} ms ({v / slope['full']:.2f}x)" for k, v in slope.items()))
-    write_json(OUT / "participation.json", {
+    write_record(OUT / "participation.json", {
         "benchmark": "partial participation, FedAvg-GCN (hidden 64) on CSBM", "machine": machine(),
         "graph": {"nodes": graph.num_nodes, "features": graph.num_features, "edges": graph.num_edges},
         "fraction": args.fraction, "rounds_per_program": args.rounds, "repeats": args.repeats,

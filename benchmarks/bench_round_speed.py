@@ -1,4 +1,4 @@
-"""Per-round speed, old vs new side by side in one process (issue 31, item 4). -> benchmarks/results/round_speed.json (+ .md)
+"""Per-round speed, old vs new side by side in one process (issue 31, item 4). -> benchmarks/results/round_speed.json
 
 Three workloads, each compiled twice in this process, "before" (an earlier code path, rebuilt here:
 FedAvg's first layer on SparseFeatures, HiFGL's autodiff first-layer gradient and jax.random's
@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
-from harness import RESULTS, ROOT, command, loadavg, machine, peak_rss_mb, write_json  # noqa: E402
+from harness import RESULTS, ROOT, command, loadavg, machine, peak_rss_mb, write_record  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from fgl_jax import Tracker, make_scan, x64_scope  # noqa: E402
@@ -263,26 +263,6 @@ TARGETS = {"fedavg_ms_per_round": 8.0, "hifgl_field_ms_per_epoch": 45.0, "hifgl_
            "lumos_epoch_ms": 300.0}
 
 
-def markdown(payload: dict) -> str:
-    lines = [f"# Per-round speed, before vs after (alternated in one process)", "",
-             f"Command: `{payload['command']}`  ", f"Load average at start {payload['load_start']}, at end "
-             f"{payload['load_end']} (2 cores); CPU = process CPU time per round.", "",
-             "| workload | variant | wall ms (median) | CPU ms (median) |", "|---|---|---|---|"]
-    for name, r in payload["results"].items():
-        for v, t in r["variants"].items():
-            lines.append(f"| {name} | {v} | {t['wall_ms_median']:.1f} | {t['cpu_ms_median']:.1f} |")
-    lines.append("")
-    for name, r in payload["results"].items():
-        extra = {k: v for k, v in r.items() if k not in ("variants", "workload", "unit")}
-        lines.append(f"- {name}: {r['workload']}; " + "; ".join(f"{k} = {v}" for k, v in extra.items()))
-    lines.append(f"- targets: {TARGETS}")
-    for w, parts in payload.get("floor", {}).items():
-        lines += ["", f"## Floor profile, {w}: each part timed alone (ms per call; per_round = calls per round)", ""]
-        for k, v in parts.items():
-            lines.append(f"- {k}: {v}")
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=None)
@@ -290,29 +270,39 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=50, help="FedAvg rounds per timed call")
     ap.add_argument("--hifgl-rounds", type=int, default=10, help="HiFGL epochs per timed call")
     ap.add_argument("--only", default="fedavg,hifgl,lumos,floor")
-    ap.add_argument("--out", default="round_speed", help="results file stem in benchmarks/results")
+    ap.add_argument("--out", default="round_speed", help="record file stem in benchmarks/results (the sections "
+                    "this invocation measures replace those in the record; the others are kept)")
     args = ap.parse_args()
-    payload = {"command": command(__file__), "load_start": loadavg(), "results": {}}
+    load_start = loadavg()
+    sections: dict = {}  # section -> its result; "floor/<workload>" for the floor profiles
+
+    def write() -> Path:
+        # every finished section at once (a long invocation may be stopped); the record's other
+        # sections (measured by earlier invocations with another --only) are kept
+        return write_record(RESULTS / f"{args.out}.json", {"command": command(__file__), "sections": sections,
+                                                           "targets": TARGETS, "machine": machine()},
+                            config={"repeats": args.repeats, "rounds": args.rounds, "hifgl_rounds": args.hifgl_rounds},
+                            title="Per-round speed, before vs after, alternated in one process", parts="sections")
+
     for name in args.only.split(","):
         if name in ("floor", "floor_fedavg"):
-            payload["floor"] = {"fedavg": floor_fedavg(args)}
+            floor = {"fedavg": floor_fedavg(args)}
             if name == "floor":
-                payload["floor"]["lumos"] = floor_lumos(args, _PREPARED.get("lumos_trees"))
-            for w, parts in payload["floor"].items():
+                floor["lumos"] = floor_lumos(args, _PREPARED.get("lumos_trees"))
+            for w, parts in floor.items():
+                sections[f"floor/{w}"] = {"parts": parts, "load_start": load_start, "load_end": loadavg(),
+                                          "peak_rss_mb": peak_rss_mb()}
                 for k, v in parts.items():
                     print(f"floor {w}: {k}: {v}", flush=True)
+            write()
             continue
         r = {"fedavg": bench_fedavg, "hifgl": bench_hifgl, "lumos": bench_lumos}[name](args)
-        payload["results"][name] = r
-        write_json(RESULTS / f"{args.out}.json", {**payload, "partial": True, "load_now": loadavg()})
+        sections[name] = {**r, "load_start": load_start, "load_end": loadavg(), "peak_rss_mb": peak_rss_mb()}
+        write()
         for v, t in r["variants"].items():
             print(f"{name:7s} {v:14s} wall {t['wall_ms_median']:8.1f} ms  cpu {t['cpu_ms_median']:8.1f} ms  ({r['unit']})",
                   flush=True)
-    payload.update(load_end=loadavg(), targets=TARGETS, peak_rss_mb=peak_rss_mb(), machine=machine(),
-                   date=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
-    path = write_json(RESULTS / f"{args.out}.json", payload)
-    (RESULTS / f"{args.out}.md").write_text(markdown(payload))
-    print(f"wrote {path}")
+    print(f"wrote {write()} (python benchmarks/render.py renders its table)")
 
 
 if __name__ == "__main__":

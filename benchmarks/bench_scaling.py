@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
 from harness import (RESULTS as OUT, ROOT, LaunchError, command, emit_result, launch, loadavg, machine,  # noqa: E402
-                     peak_rss_mb, read_result, timed, write_json)
+                     peak_rss_mb, read_result, timed, write_record)
 
 
 def worker(args) -> None:
@@ -154,7 +154,7 @@ def main() -> None:
         payload["rows"] = [new.pop((r["nodes"], r["clients"], r["client_chunk"]), r) for r in old["rows"]]
         payload["rows"] += list(new.values())
         payload["date"] = old.get("date", "") + "; rows " + args.only + " re-run " + payload["date"]
-    print(f"wrote {write_json(OUT / f'{name}.json', payload)}")
+    print(f"wrote {write_record(OUT / f'{name}.json', payload)}")
 
 
 if __name__ == "__main__":

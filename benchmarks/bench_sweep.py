@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also when imported from elsewhere
-from harness import RESULTS, ROOT, command, launch, loadavg, machine, write_json  # noqa: E402
+from harness import RESULTS, ROOT, command, launch, loadavg, machine, write_record  # noqa: E402
 
 SEEDS = (0, 1)
 LRS = (0.005, 0.01, 0.02, 0.05)
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
         "environment": machine(),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
-    write_json(args.out, result)
+    write_record(args.out, result)
     print(f"sweep {t_sweep:.1f} s vs 8 runs {sum(t_runs):.1f} s = {result['speedup']}x; "
           f"max |test acc difference| {max(diffs):.2e}; wrote {args.out}")
     return 0

@@ -1,6 +1,7 @@
 """Plumbing shared by the `benchmarks/bench_*.py` scripts: machine description, peak memory, timing
-loops, worker processes and the result file. Small pure helpers, no policy: each script still decides
-what to time, how many times, and which keys its JSON has.
+loops, worker processes and the result record (`write_record`: an `fgl_jax.record/1`, see
+fgl_jax/records.py). Small pure helpers, no policy: each script still decides what to time, how many
+times, and which metrics its record holds.
 
 The scripts import it as a sibling module (`from harness import ...`): a script run as
 `python benchmarks/bench_x.py`, and every `--worker` process it starts the same way, has `benchmarks/`
@@ -26,6 +27,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 # `python -m benchmarks all` points this elsewhere, so a suite run never overwrites the committed results
 RESULTS = Path(os.environ.get("FGL_JAX_BENCH_RESULTS") or ROOT / "benchmarks" / "results")
+
+# when this process started (harness is imported first thing): a record's provenance.started
+STARTED = time.time()
 
 # printed by a worker process in front of its one JSON line, so that the parent can find that line
 # among whatever else the worker (jax, the library) prints on stdout
@@ -200,15 +204,31 @@ def _json_default(obj: Any) -> Any:
     return float(obj)
 
 
-def write_json(path: Path | str, payload: Mapping[str, Any]) -> Path:
-    """Write `payload` as indented JSON to `path` (parent folders created) and return the path.
+# payload keys that describe the run rather than measure it: `write_record` moves them into the
+# record's provenance (the machine, the versions, the date are taken there once, the same for every script)
+RUN_KEYS = ("command", "machine", "environment", "date", "finished", "timestamp", "jax")
 
-    Exactly the caller's keys. Written to a temporary file first and renamed, so that an interrupted
-    run never leaves a half-written result where the previous complete one was.
+
+def write_record(path: Path | str, payload: Mapping[str, Any], *, config: Optional[Mapping[str, Any]] = None,
+                 seeds: Sequence[int] = (), title: Optional[str] = None, kind: str = "benchmark",
+                 parts: Optional[str] = None) -> Path:
+    """Write a benchmark's result as its current `fgl_jax.record/1` at `path` (overwriting the one
+    there; git keeps the history) and return the path.
+
+    The record's id is the file's stem; its metrics are `payload` without RUN_KEYS; its provenance is
+    `fgl_jax.records.provenance()` with the payload's command (default: this process's), the start of
+    this process and, under `environment`, the payload's own machine description when it has one.
+    The file is replaced atomically: an interrupted run never leaves half a record.
+    parts: the metrics key of a benchmark whose invocations each measure only some of its parts
+        (`metrics[parts]` maps part name -> part): the file's other parts are kept, each with the
+        provenance of the run that measured it (`fgl_jax.records.write_parts`).
     """
+    from fgl_jax import records
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=_json_default) + "\n")
-    tmp.replace(path)
-    return path
+    metrics = {k: v for k, v in payload.items() if k not in RUN_KEYS}
+    env = payload.get("machine", payload.get("environment"))
+    extra = {"environment": env} if env is not None else {}
+    prov = records.provenance(payload.get("command") or command(sys.argv[0]), started=STARTED, cwd=ROOT, **extra)
+    rec = records.make(path.stem, json.loads(json.dumps(metrics, default=_json_default)), kind=kind,
+                       config=config, seeds=seeds, title=title, provenance=prov)
+    return records.write(path, rec) if parts is None else records.write_parts(path, rec, parts)

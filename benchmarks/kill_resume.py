@@ -9,12 +9,11 @@ checkpoint save, after orbax wrote it and before it is committed; "chunk:<n>": a
 chunk). It then runs the same command with --resume (repeatedly, if a kill came before any
 output) and compares metrics.jsonl, summary.json and config.yaml byte for byte with a reference
 run. Results (per trial: how it was killed, rounds done at the kill, identical or not) go to
---out as JSON, with a one-line summary on stdout.
+--out as a record (`fgl_jax.record/1`), with a one-line summary on stdout.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -25,6 +24,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py
+from harness import write_record  # noqa: E402
 
 # a checkpoint after every chunk, so the kills land inside asynchronous saves and between them (the
 # default policy, one save per 30 s, would save only the last round of a run this short)
@@ -103,8 +105,7 @@ def main() -> int:
     good = sum(t["identical"] for t in trials)
     result = {"trials": trials, "identical": good, "total": len(trials), "reference_run_s": round(typical, 1),
               "machine": platform.platform(), "loadavg": list(os.getloadavg())}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
+    write_record(args.out, result, config={"trials": args.trials, "seed": args.seed, "run": ARGS})
     print(f"{good}/{len(trials)} kill-and-resume trials gave byte-identical metrics.jsonl, summary.json, "
           f"config.yaml ({args.out})")
     return 0 if good == len(trials) else 1

@@ -3,11 +3,12 @@
 Each benchmark script runs as its own process, one after the other, with the workload of the chosen
 device: on `cpu` the small settings (the whole suite fits in about 15 minutes on the 2-core CI-class
 machine), on `gpu` (any accelerator JAX sees) the scripts' full settings plus larger workloads: 10,000
-clients and an ogbn-arxiv-sized synthetic graph (169,343 nodes). The scripts write their own result
-files into `DIR/raw/` (never over the committed `benchmarks/results/*.json`); this driver adds one
-JSON and one markdown table with the machine, the load before and after each benchmark, the library
-versions, each benchmark's command, wall time, status and headline numbers (absolute times; the
-comparisons inside each script stay in its raw file).
+clients and an ogbn-arxiv-sized synthetic graph (169,343 nodes). The scripts write their own records
+into a scratch folder (a temporary one, or `--raw DIR`; never over the committed
+`benchmarks/results/*.json`); this driver writes one record, `DIR/all_<device>.json` (+ a markdown
+table), with the machine, the load before and after each benchmark, the library versions, each
+benchmark's command, wall time, status and headline numbers (absolute times, `headlines.py`; the
+comparisons inside each script stay in its own record).
 
     python -m benchmarks all                      # -> benchmarks/results/all_cpu.{json,md}
     python -m benchmarks all --device gpu --out /tmp/bench
@@ -24,109 +25,18 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # harness.py
-from harness import ROOT, loadavg, write_json  # noqa: E402
+from harness import ROOT, loadavg, write_record  # noqa: E402
 
-
-def _get(d: Any, *path, default=None):
-    for p in path:
-        try:
-            d = d[p]
-        except (KeyError, IndexError, TypeError):
-            return default
-    return d
-
-
-def _rows(d, key="rows"):
-    return d.get(key) or d.get("results") or []
-
-
-def _fedavg(d):
-    row = next((r for r in _rows(d) if r.get("clients") == 10), {})
-    return {"ms/round (10 clients)": row.get("ms_per_round_median"), "compile s": row.get("compile_s"),
-            "whole CLI process s": d.get("cli_whole_process_s")}
-
-
-def _hifgl(d):
-    rows = _rows(d)
-    pick = lambda mode: next((r["ms_per_epoch_median"] for r in rows
-                              if r.get("mode") == mode and r.get("T") == 1 and r.get("silos") == 5), None)
-    return {"plain ms/epoch": pick("plain"), "field ms/epoch": pick("field"), "field / plain": d.get("secmp_over_plain")}
-
-
-def _lumos(d):
-    r = _get(d, "results", 0, default={})
-    return {"devices": r.get("devices"), "epoch s": r.get("epoch_median_s"), "epoch cpu s": r.get("epoch_cpu_median_s")}
-
-
-def _fedhgn(d):
-    r = _get(d, "results", 0, default={})
-    return {"ms/round": r.get("ms_per_round_median"), "compile s": r.get("compile_s")}
-
-
-def _fedhgl(d):
-    r = _get(d, "results", 0, default={})
-    return {"dataset": r.get("dataset"), "hc s": _get(r, "hc", "median_seconds"),
-            "round ms": _get(r, "round", "median_ms")}
-
-
-def _fedgc(d):
-    r = _get(d, "results", 0, default={})
-    return {"rounds": r.get("rounds"), "s/round": r.get("median_round_s"), "end to end s": r.get("end_to_end_s")}
-
-
-def _lcc(d):
-    first = _get(d, "results", 0, default={})
-    return {f"{first.get('name', 'first row')} median ms": first.get("median_ms"),
-            "checks bit-exact": all(v.get("bit_exact", True) for v in (d.get("checks") or {}).values())}
-
-
-def _participation(d):
-    out = {}
-    for r in d.get("rows") or []:
-        k = r.get("local_steps")
-        out[f"gathered ms/round (K={k})"] = _get(r, "ms_per_round_median", "gathered")
-        out[f"gathered / full (K={k})"] = _get(r, "ratio_to_full", "gathered")
-    return out
-
-
-def _scaling(d):
-    rows = _rows(d)
-    return {f"{r.get('nodes')} nodes x {r.get('clients')} clients ms/round": r.get("ms_per_round_median")
-            for r in rows[:3] if isinstance(r, dict)}
-
-
-def _round_speed(d):
-    r = d.get("results", {})
-    cpu = lambda bench, variant: _get(r, bench, "variants", variant, "cpu_ms_median")
-    return {"FedAvg cpu ms/round": cpu("fedavg", "after"), "HiFGL field cpu ms/epoch": cpu("hifgl", "field_after"),
-            "HiFGL field/plain (cpu)": _get(r, "hifgl", "field_over_plain_cpu", "after"),
-            "Lumos cpu ms/epoch": cpu("lumos", "after")}
-
-
-def _adafgl_phases(d):
-    rows = {r.get("variant"): r for r in d.get("rows", []) if isinstance(r, dict)}
-    return {f"AdaFGL Cora {v} wall ms/round": rows.get(v, {}).get("mean wall ms")
-            for v in ("one program", "two phase programs")}
-
-
-def _command_round(d):
-    med = d.get("median_cpu_ms_per_round") or {}
-    return {f"command round cpu ms ({k})": v for k, v in med.items()}
-
-
-def _sweep(d):
-    return {k: d.get(k) for k in ("one_command_s", "separate_runs_s", "speedup") if k in d}
-
-
-def _kill_resume(d):
-    return {"identical": f"{d.get('identical')}/{d.get('total')}"}
+from fgl_jax import records  # noqa: E402
+import headlines as h  # noqa: E402
 
 
 @dataclass
@@ -147,40 +57,40 @@ def suite(data_dir: str, raw: Path) -> list[Bench]:
     """The benchmarks, in the order they run; `raw`: where their result files go."""
     dd = ["--data-dir", data_dir]
     return [
-        Bench("fedavg", "bench_fedavg.py", "fedavg.json", dd + ["--quick", "--repeats", "3"], dd, _fedavg,
+        Bench("fedavg", "bench_fedavg.py", "fedavg.json", dd + ["--quick", "--repeats", "3"], dd, h.fedavg,
               raw_cpu="fedavg_quick.json"),
-        Bench("hifgl", "bench_hifgl.py", "hifgl.json", dd + ["--rounds", "5", "--repeats", "2"], dd, _hifgl),
+        Bench("hifgl", "bench_hifgl.py", "hifgl.json", dd + ["--rounds", "5", "--repeats", "2"], dd, h.hifgl),
         # the per-round targets of issue 31 (before/after variants alternated in one process)
         Bench("round_speed", "bench_round_speed.py", "round_speed_all.json",
               dd + ["--repeats", "3", "--only", "fedavg,hifgl", "--out", "round_speed_all"],
-              dd + ["--out", "round_speed_all"], _round_speed),
+              dd + ["--out", "round_speed_all"], h.round_speed),
         # the round of whole_process.py's command (chunks of 5, evaluation every round), variants alternated
         Bench("command_round", "bench_command_round.py", "command_round.json", dd + ["--repeats", "3"],
-              dd + ["--repeats", "7"], _command_round),
+              dd + ["--repeats", "7"], h.command_round),
         # AdaFGL's two phases as one program vs one program per phase (issue 29's slowest cell)
         Bench("adafgl_phases", "bench_adafgl_phases.py", "adafgl_phases.json",
               dd + ["--reps", "2", "--out", str(raw / "adafgl_phases")],
-              dd + ["--reps", "3", "--out", str(raw / "adafgl_phases")], _adafgl_phases),
-        Bench("lumos", "bench_lumos.py", "lumos.json", dd + ["--quick", "--repeats", "2"], dd, _lumos),
-        Bench("fedhgn", "bench_fedhgn.py", "fedhgn.json", dd + ["--quick", "--repeats", "3"], dd, _fedhgn),
+              dd + ["--reps", "3", "--out", str(raw / "adafgl_phases")], h.adafgl_phases),
+        Bench("lumos", "bench_lumos.py", "lumos.json", dd + ["--quick", "--repeats", "2"], dd, h.lumos),
+        Bench("fedhgn", "bench_fedhgn.py", "fedhgn.json", dd + ["--quick", "--repeats", "3"], dd, h.fedhgn),
         Bench("fedhgl", "bench_fedhgl.py", "fedhgl.json",
-              dd + ["--datasets", "coraca:3", "--repeats", "2", "--round-repeats", "10"], dd, _fedhgl),
-        Bench("fedgc", "bench_fedgc.py", "fedgc.json", dd + ["--quick"], dd, _fedgc),
+              dd + ["--datasets", "coraca:3", "--repeats", "2", "--round-repeats", "10"], dd, h.fedhgl),
+        Bench("fedgc", "bench_fedgc.py", "fedgc.json", dd + ["--quick"], dd, h.fedgc),
         Bench("lcc", "bench_lcc.py", "lcc.json", ["--repeats", "3", "--warmup", "1", "--out", str(raw / "lcc.json")],
-              ["--out", str(raw / "lcc.json")], _lcc, needs_data=False),
+              ["--out", str(raw / "lcc.json")], h.lcc, needs_data=False),
         Bench("participation", "bench_participation.py", "participation.json", ["--repeats", "3", "--rounds", "3"],
-              ["--clients", "10000", "--fraction", "0.01"], _participation, needs_data=False),
+              ["--clients", "10000", "--fraction", "0.01"], h.participation, needs_data=False),
         # on an accelerator the full settings: 200k nodes up to 20,000 clients and a 1M-node graph; plus an
         # ogbn-arxiv-sized synthetic graph (169,343 nodes) with 100 and 10,000 clients
-        Bench("scaling", "bench_scaling.py", "scaling.json", ["--quick", "--repeats", "2"], [], _scaling,
+        Bench("scaling", "bench_scaling.py", "scaling.json", ["--quick", "--repeats", "2"], [], h.scaling,
               needs_data=False, raw_cpu="scaling_quick.json",
               extra_gpu=[("scaling_arxiv", ["--configs", "169343:17000:100,169343:17000:10000"],
                           "scaling_configs.json")]),
         Bench("sweep", "bench_sweep.py", "sweep.json",
               ["--quick", "--sweep-out", str(raw / "sweep_dir"), "--out", str(raw / "sweep.json")],
-              dd + ["--sweep-out", str(raw / "sweep_dir"), "--out", str(raw / "sweep.json")], _sweep),
+              dd + ["--sweep-out", str(raw / "sweep_dir"), "--out", str(raw / "sweep.json")], h.sweep),
         Bench("kill_resume", "kill_resume.py", "kill_resume.json", ["--trials", "3", "--out", str(raw / "kill_resume.json")],
-              ["--trials", "20", "--out", str(raw / "kill_resume.json")], _kill_resume, needs_data=False),
+              ["--trials", "20", "--out", str(raw / "kill_resume.json")], h.kill_resume, needs_data=False),
     ]
 
 
@@ -229,12 +139,6 @@ def run_one(name: str, script: str, args: list, env: dict, timeout: float) -> di
     return row
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
-    return "" if v is None else str(v)
-
-
 def markdown(report: dict) -> str:
     m = report["machine"]
     lines = [f"# All benchmarks ({report['device']})", "",
@@ -244,12 +148,12 @@ def markdown(report: dict) -> str:
              f"({', '.join(m.get('devices', []))}), {m.get('platform')}, Python {m.get('python')}.", "",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".", "",
              "The machine may be shared: each row gives the 1-minute load average before and after it. "
-             f"Headline numbers are absolute times from each script's own result file (in "
-             f"`all_{report['device']}_raw/`); the comparisons inside a benchmark are in that file.", "",
+             "Headline numbers are absolute times from each script's own record (written to a scratch "
+             "folder); the comparisons inside a benchmark are in that record.", "",
              "| benchmark | status | wall s | load before / after | headline |", "|---|---|---|---|---|"]
     for r in report["benchmarks"]:
         load = lambda x: f"{x[0]:.1f}" if x else "?"
-        head = "; ".join(f"{k}: {_fmt(v)}" for k, v in (r.get("headline") or {}).items() if v is not None)
+        head = "; ".join(f"{k}: {h.fmt(v)}" for k, v in (r.get("headline") or {}).items() if v is not None)
         lines.append(f"| {r['name']} | {r['status']} | {r['wall_s']:.0f} | {load(r['load_before'])} / "
                      f"{load(r['load_after'])} | {head} |")
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['command']}`" for r in report["benchmarks"]]
@@ -264,15 +168,19 @@ def main(argv: Optional[list] = None) -> int:
                     help="cpu: small settings on the CPU (JAX_PLATFORMS=cpu); gpu: full settings and larger "
                          "workloads on the accelerator JAX finds")
     ap.add_argument("--only", default=None, help="comma-separated benchmark names (default: all)")
-    ap.add_argument("--out", default=None, help="directory for all_<device>.json/.md and the scripts' own files in "
-                                                "all_<device>_raw/ (default: benchmarks/results)")
+    ap.add_argument("--out", default=None, help="directory for the suite's record all_<device>.json (+ .md) "
+                                                "(default: benchmarks/results)")
+    ap.add_argument("--raw", default=None, help="directory for the scripts' own records (default: a temporary "
+                                                "one, removed at the end: the committed records are each "
+                                                "benchmark's own run, not the suite's small settings)")
     ap.add_argument("--data-dir", default=os.environ.get("FGL_JAX_DATA", str(ROOT.parent / "shared" / "data")),
                     help="the datasets (default: $FGL_JAX_DATA or ../shared/data)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per benchmark before it is stopped")
     args = ap.parse_args(argv)
     out = Path(args.out) if args.out else ROOT / "benchmarks" / "results"
-    # the raw result files: the scripts that name their own path write here through harness.RESULTS
-    raw_dir = out / f"all_{args.device}_raw"
+    # the scripts' records: the scripts that name their own path write here through harness.RESULTS
+    scratch = None if args.raw else tempfile.TemporaryDirectory(prefix=f"fgl_jax_bench_{args.device}_")
+    raw_dir = Path(args.raw) if args.raw else Path(scratch.name)
     runs = []  # (name, bench, arguments, result file)
     for b in suite(args.data_dir, raw_dir):
         if args.device == "cpu":
@@ -308,20 +216,25 @@ def main(argv: Optional[list] = None) -> int:
         raw.unlink(missing_ok=True)  # a stale file from an earlier suite must not pass for this run's
         row = run_one(name, b.script, a, env, args.timeout)
         if row["status"] == "ok" and raw.is_file():
-            data = json.loads(raw.read_text())
             try:
-                row["headline"] = b.headline(data)
+                row["headline"] = b.headline(records.read(raw)["metrics"])
             except Exception as e:  # noqa: BLE001 (a script changed its keys: say so, keep the raw file)
                 row["headline"] = {"headline error": repr(e)}
-            row["raw"] = str(raw.relative_to(out)) if raw.is_relative_to(out) else str(raw)
+            if args.raw:
+                row["raw"] = str(raw)
         elif row["status"] == "ok":
             row["status"] = f"ok, but no {raw_name}"
         print(f"[{name}] {row['status']} in {row['wall_s']:.0f} s {row.get('headline', '')}", flush=True)
         report["benchmarks"].append(row)
         report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
         report["total_s"] = time.perf_counter() - t0
-        write_json(out / f"all_{args.device}.json", report)  # after each benchmark: a stopped suite keeps its rows
+        # after each benchmark: a stopped suite keeps its rows
+        write_record(out / f"all_{args.device}.json", report, config={"device": args.device, "only": args.only,
+                                                                      "timeout_s": args.timeout},
+                     title=f"every benchmark, small settings ({args.device})")
         (out / f"all_{args.device}.md").write_text(markdown(report))
+    if scratch is not None:
+        scratch.cleanup()
     print(f"wrote {out / f'all_{args.device}.json'} and .md")
     return 0 if all(r["status"].startswith("ok") for r in report["benchmarks"]) else 1
 

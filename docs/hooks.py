@@ -7,8 +7,8 @@
   rewritten when the committed docs/cli.md differs;
 * a page line `<!-- include: experiments/results/hifgl/README.md -->` is replaced by that file;
 * `<!-- algorithms: registry -->` becomes the table of every registered algorithm (paper, messages
-  sized on Cora, hyperparameters and defaults) and `<!-- algorithms: openfgl -->` the comparison
-  with OpenFGL from the harness's results*.json files, so docs/algorithms.md cannot go stale;
+  sized on Cora, hyperparameters and defaults), so docs/algorithms.md cannot go stale (its benchmark
+  tables are committed, rendered from the records by benchmarks/render.py and checked by a test);
 * relative links are written for GitHub (`../experiments/results/x.md`, `docs/x.md` from the README) and
   rewritten here to the site's paths; a link to a repository file that is not on the site (source
   code) becomes a code span, so `mkdocs build --strict` checks every link that can be checked.
@@ -235,55 +235,6 @@ def algorithms_table(dataset: str = "cora", clients: int = 10, partition: str = 
     return "\n".join(rows)
 
 
-OPENFGL_RESULTS = ROOT / "benchmarks" / "peers" / "openfgl"
-
-
-def openfgl_table(folder: Path = OPENFGL_RESULTS) -> str:
-    """fgl_jax against OpenFGL: the rows of every results*.json the harness
-    (benchmarks/peers/openfgl/compare.py) wrote in `folder`; where several files hold the same
-    (dataset, algorithm), the one over the most seeds, then the most recently finished (a later
-    one-seed speed check does not replace a three-seed comparison). The wall speed-up is left out
-    where the OpenFGL side was reused from an earlier invocation."""
-    import json
-    best: dict[tuple[str, str], tuple[tuple, str, dict]] = {}
-    for path in sorted(folder.glob("results*.json")):
-        try:
-            payload = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
-            log.warning("openfgl_table: %s is not readable JSON (%s); skipped", path.name, err)
-            continue
-        rows = payload.get("rows") if isinstance(payload, dict) else None
-        if not rows or "OpenFGL acc %" not in rows[0]:
-            continue   # another table (e.g. whole processes)
-        finished = str((payload.get("provenance") or {}).get("finished", ""))
-        # cells whose OpenFGL side was taken from an earlier invocation (compare.py --openfgl-from marks
-        # it `reused_from`; files written before that was the one mechanism say `reused`): its wall time
-        # ran at another load, so only the CPU ratio compares
-        reused = {(r.get("dataset"), r.get("algorithm")) for r in payload.get("runs") or []
-                  if isinstance(r.get("openfgl"), dict)
-                  and (r["openfgl"].get("reused") or r["openfgl"].get("reused_from"))}
-        for row in rows:
-            cell = (row["dataset"], row["algorithm"])
-            try:
-                seeds = int(row.get("seeds", 0))
-            except (TypeError, ValueError):
-                seeds = 0
-            rank = (seeds, finished)
-            if cell not in best or rank >= best[cell][0]:
-                if (row["dataset"], row["algorithm"].split(" / ")[0]) in reused:
-                    row = dict(row, **{"speed-up": "- (OpenFGL reused)"})
-                best[cell] = (rank, path.name, row)
-    if not best:
-        return "(no results yet: run benchmarks/peers/openfgl/compare.py)"
-    out = ["| algorithm (fgl_jax / OpenFGL) | dataset | seeds | fgl_jax acc % | OpenFGL acc % | diff (pts) "
-           "| speed-up (wall) | speed-up (CPU) | file |", "|---|---|---|---|---|---|---|---|---|"]
-    for (ds, algo), (_, name, r) in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        out.append(f"| {algo} | {ds} | {r.get('seeds', '')} | {r['fgl_jax acc %']} | {r['OpenFGL acc %']} "
-                   f"| {r['diff (pts)']} | {r.get('speed-up', '-')} | {r.get('cpu speed-up', '-')} "
-                   f"| [{name[:-5]}](../benchmarks/peers/openfgl/{name[:-5]}.md) |")
-    return "\n".join(out)
-
-
 def _present(page: str) -> bool:
     top, _, rest = page.partition("/")
     for src, dst in MOUNTS.items():
@@ -351,7 +302,6 @@ def on_page_markdown(markdown: str, page, config, files: Files) -> str:
     markdown = re.sub(r"<!--\s*include:\s*(\S+)\s*-->", include, markdown)
     markdown = re.sub(r"<!--\s*equations:\s*(\w+)\s*-->", lambda m: equations_table(m.group(1)), markdown)
     markdown = re.sub(r"<!--\s*algorithms:\s*registry\s*-->", lambda m: algorithms_table(), markdown)
-    markdown = re.sub(r"<!--\s*algorithms:\s*openfgl\s*-->", lambda m: openfgl_table(), markdown)
     if page.file.abs_src_path is None:
         return markdown
     return rewrite_links(markdown, _repo_path(page), page.file.src_uri, site_files)

@@ -25,6 +25,12 @@ def _load(path: Path):
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _bench(path: Path):
+    """The measured numbers of a benchmark record (`fgl_jax.record/1`, validated), or None when absent."""
+    from fgl_jax import records
+    return records.read(path)["metrics"] if path.exists() else None
+
+
 def _pct(x):
     return "—" if x is None else f"{100 * x:.2f}"
 
@@ -208,7 +214,7 @@ ADAPTERS = {"hifgl": rows_hifgl, "lumos": rows_lumos, "fedhgn": rows_fedhgn,
 
 def bench_lines():
     out = ["## Benchmarks", "", "Medians from the benchmark scripts (see each JSON for the machine and the load).", ""]
-    fed = _load(BENCH / "fedavg.json")
+    fed = _bench(BENCH / "fedavg.json")
     if fed:
         out += ["### FedAvg-GCN on Cora (10 Louvain clients, 3 local steps, 100 rounds, eval every round)", "",
                 "| clients | ms/round (ours) | compile s | peak RSS MB | published anchors |", "|---|---|---|---|---|"]
@@ -224,7 +230,7 @@ def bench_lines():
             out.append(f"8-point sweep as one command: {s['one_command_s']:.1f} s vs 8 separate runs "
                        f"{s['separate_runs_s']:.1f} s ({s['speedup']:.2f}×).")
         out.append("")
-    hif = _load(BENCH / "hifgl.json")
+    hif = _bench(BENCH / "hifgl.json")
     if hif:
         out += [f"### {hif.get('benchmark', 'HiFGL')}", "",
                 "| silos | mode | T | ms/epoch (ours, CPU) | compile s | published anchor |", "|---|---|---|---|---|---|"]
@@ -236,7 +242,7 @@ def bench_lines():
         if "secmp_over_plain" in hif:
             out.append(f"\nSecMP / plain cost: {hif['secmp_over_plain']:.2f}× (target ≤ {hif.get('targets', {}).get('secmp_over_plain', '—')}).")
         out.append("")
-    sw = _load(BENCH / "sweep.json")
+    sw = _bench(BENCH / "sweep.json")
     if sw:
         out += ["### Sweeps beyond the baselines", "",
                 f"{sw['what']}: one command {sw['sweep_wall_seconds']:.1f} s (compile {sw['sweep_compile_seconds']:.1f} s) "
@@ -245,7 +251,7 @@ def bench_lines():
                 f"Load average during the measurement {sw['loadavg_before'][0]:.1f} → {sw['loadavg_after'][0]:.1f}.", ""]
     targets = []
     for path in sorted(BENCH.glob("*.json")):
-        d = _load(path) or {}
+        d = _bench(path) or {}
         t = d.get("targets")
         if isinstance(t, dict) and path.stem not in ("fedavg", "hifgl"):
             targets.append(f"- {path.stem}: targets " + ", ".join(f"{k} = {v}" for k, v in t.items()))

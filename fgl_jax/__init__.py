@@ -92,7 +92,7 @@ _RENAMED = {"register_dataset": "register", "dp_epsilons": "epsilons", "enable_c
 # public namespaces: name -> the module itself (its names without a leading underscore, or its __all__
 # where it has one)
 _MODULES = {"schema": "fgl_jax.schema", "field": "fgl_jax.privacy.field", "lcc": "fgl_jax.privacy.lcc",
-            "onebit": "fgl_jax.privacy.onebit"}
+            "onebit": "fgl_jax.privacy.onebit", "records": "fgl_jax.records"}
 
 __all__ = sorted({*_EXPORTS, *_MODULES})
 

@@ -35,7 +35,7 @@ NumPy forward on the explicit X~):
     product in `fgl_jax.ops.EllFeatures` layout, built once on the host (`prepare`): XLA:CPU's scatter
     (segment sum) made the sparse product and its weight gradient most of a phase-2 round.
   * The evaluation pass after a round's update computes the first linear maps of the weights the
-    next round's training step starts from; they are kept (state.graph["first"] [C, N, 4, h]) and
+    next round's training step starts from; they are kept (`state.graph["first"]`, `[C, N, 4, h]`) and
     that step reuses them (its gradient still flows into the weights, `_known_first_linear`).
   * The heterophilous block Q has a hand-written gradient (`heterophilous_propagation`, tested
     against autodiff of the plain formula): it keeps only the similarities, the rescaled matrix and

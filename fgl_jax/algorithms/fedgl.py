@@ -36,8 +36,8 @@ trains that network (`gcn_sum`, with OpenFGL's initialisation), the default the 
 paper's GCN is Kipf and Welling's). Both change the numbers: on Cora (10 Louvain clients, OpenFGL's
 split, seed 0, 30 rounds) this module with the normalised GCN reached 77.85% test accuracy where
 OpenFGL reached 73.98%, and on CiteSeer gcn_sum with Glorot initialisation gave 63.11 +- 0.48%
-against OpenFGL's 59.95 +- 0.97% (3 seeds); the comparison with `fedgl_model=openfgl`:
-benchmarks/peers/openfgl/results_zoo-d.md.
+against OpenFGL's 59.95 +- 0.97% (3 seeds); the comparison with `fedgl_model=openfgl`: the cells
+cora/fedgl and citeseer/fedgl of the record benchmarks/peers/openfgl/results.json.
 """
 from __future__ import annotations
 

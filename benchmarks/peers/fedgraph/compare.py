@@ -73,10 +73,10 @@ def main(argv=None) -> None:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
     import jax
-    from fgl_jax import FedConfig, ModelSpec, OptimConfig, RunConfig, get, provenance, run, table, write_results
+    from fgl_jax import FedConfig, ModelSpec, OptimConfig, RunConfig, get, records, run, table
     from fgl_jax.systems.baseline import prepare
 
-    t_start = time.perf_counter()
+    started = time.time()
     load0 = list(os.getloadavg())
     runs, i = [], 0
     with tempfile.TemporaryDirectory(prefix="fedgraph_cmp_") as tmp:
@@ -151,8 +151,9 @@ def main(argv=None) -> None:
              f"Machine load average {load0[0]:.1f} at start / {load1[0]:.1f} at end (2 shared cores); "
              f"{a.threads} thread(s) per side.", "", "Differences that remain:", ""]
     notes += [f"- {d}" for d in DIFFERENCES]
-    write_results(Path(a.out).parent, Path(a.out).name, table(rows, disable_numparse=True) + "\n" + "\n".join(notes),
-                  {"rows": rows, "runs": runs, "differences": DIFFERENCES, "provenance": provenance(t_start, vars(a))})
+    rec = records.make(Path(a.out).name, {"rows": rows, "runs": runs, "differences": DIFFERENCES}, config=vars(a),
+                       seeds=a.seeds, title="fgl_jax vs FedGraph (FedGCN)", provenance=records.provenance(started=started))
+    records.write(Path(a.out).with_suffix(".json"), rec, markdown=table(rows, disable_numparse=True) + "\n" + "\n".join(notes))
     print(table(rows, disable_numparse=True))
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl_jax import execute, load_official_split, schema
+from fgl_jax import execute, load_official_split, records, schema
 from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, paper, prepare_clients, program
 
 HERE = Path(__file__).resolve().parent
@@ -155,7 +155,7 @@ def adv(a, b) -> str:
     return f"{a.mean() - b.mean():+.2f} (SE {np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size):.2f})"
 
 
-def table(work: Path, seeds, cmd: str, t0: float) -> None:
+def table(work: Path, seeds, cmd: str, t0: float, config: dict) -> None:
     rec = {"paper": {}, "official": {}, "fgljax": {}}
     for split, method in CELLS:
         key = f"{split}/{method}"
@@ -240,8 +240,10 @@ def table(work: Path, seeds, cmd: str, t0: float) -> None:
           "the authors' code took 0.5-9 min of wall time at load averages 3-16).",
           "Authors' code: github.com/cynricfu/FedHGN at 1a94edc, torch 2.2.1 (PyPI), DGL 2.1.0 (PyPI), CPU, "
           "one thread, DataLoader workers 0."]
-    (HERE / "results.md").write_text("\n".join(L) + "\n")
-    (HERE / "results.json").write_text(json.dumps(rec, indent=1))
+    records.write(HERE / "results.json", records.make("results", rec, config=config, seeds=seeds,
+                                                      title="FedHGN: fgl_jax vs the authors' code",
+                                                      provenance=records.provenance(cmd, started=t0)),
+                  markdown="\n".join(L))
     print("\n".join(L))
 
 
@@ -269,7 +271,8 @@ def main(argv=None):
     if "fgljax" in steps:
         fgljax(work, a.src, a.data_dir, seeds, splits, {"configs": {}, "code_quirk": {"round1_align": "code_quirk"}})
     if "table" in steps:
-        table(work, seeds, "python -m benchmarks.peers.fedhgn_official.compare " + " ".join(argv or sys.argv[1:]), t0)
+        table(work, seeds, "python -m benchmarks.peers.fedhgn_official.compare " + " ".join(argv or sys.argv[1:]), t0,
+              vars(a))
 
 
 if __name__ == "__main__":

@@ -283,6 +283,9 @@ def legacy_marker(run: dict) -> dict:
     return run
 
 
+TITLE = "fgl_jax vs OpenFGL 1.1.0, node classification: the current result of every (dataset, algorithm) cell"
+
+
 def mean_sd(values) -> tuple[float, float]:
     v = np.asarray(values, float)
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
@@ -314,6 +317,24 @@ def summarise(runs: list[dict]) -> list[dict]:
     return rows
 
 
+def write_cells(path: Path, runs: list[dict], rows: list[dict], extra: dict, checks: dict, started: float,
+                **provenance) -> None:
+    """Write the cells of `rows` (summarise's, over `runs`) into the record at `path`: one part per
+    (dataset, algorithm) with its row, its runs, its dataset's edge check and `extra` (the settings and
+    notes of the invocation); each replaces that cell in the record, the other cells stay."""
+    from fgl_jax import records
+    cells = {}
+    for row in rows:
+        ds, algo = row["dataset"], row["algorithm"].split(" / ")[0]
+        cells[f"{ds}/{algo}"] = {"row": row, "runs": [r for r in runs if (r["dataset"], r["algorithm"]) == (ds, algo)],
+                                 "edge_check": checks.get(ds), **extra}
+    seeds = sorted({r["seed"] for r in runs})
+    rec = records.make(path.stem, {"cells": cells, "protocol_differences": PROTOCOL_DIFFERENCES}, seeds=seeds,
+                       title=TITLE, provenance=records.provenance(started=started, **provenance))
+    records.write_parts(path, rec, "cells")
+    print(f"wrote {len(cells)} cells into {path} (python benchmarks/render.py renders the tables)")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="+", default=["cora", "citeseer"], choices=sorted(DATASETS))
@@ -336,7 +357,9 @@ def main(argv=None) -> None:
     p.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)),
                    help="the OpenFGL venv setup.sh made (default $OPENFGL_VENV, else benchmarks/peers/.venv-openfgl)")
     p.add_argument("--workdir", default=None, help="keep OpenFGL's data folders here (default: a temp dir)")
-    p.add_argument("--out", default=str(HERE / "results"), help="stem of the .md / .json results")
+    p.add_argument("--out", default=str(HERE / "results"), help="stem of the record <out>.json: the cells this "
+                   "invocation runs replace those in it, the other cells are kept (render the tables with "
+                   "python benchmarks/render.py); --openfgl-only and --partial write scratch files beside it")
     p.add_argument("--openfgl-wait", type=float, default=0.0, help="seconds to wait for a run missing from "
                    "--openfgl-from to appear there (an OpenFGL-only run still going) before running it here")
     p.add_argument("--openfgl-from", nargs="+", default=None, help="JSON lines of earlier OpenFGL-only runs "
@@ -345,21 +368,28 @@ def main(argv=None) -> None:
     p.add_argument("--openfgl-only", action="store_true", help="run only OpenFGL's side, appending one JSON line "
                    "per run to <out>.jsonl (runs already there are skipped, so a stopped invocation resumes) "
                    "for a later --openfgl-from invocation; no table is written")
-    p.add_argument("--merge", action="store_true", help="keep the runs already in <out>.json whose "
-                   "(dataset, algorithm, seed) this invocation does not re-run, and tabulate all of them")
+    p.add_argument("--merge", action="store_true", help="for the cells this invocation runs, keep the seeds "
+                   "already in <out>.json that it does not re-run, and tabulate all of them")
     p.add_argument("--partial", action="store_true", help="after each run, write the runs so far to "
                    "<out>.partial.json (assemble.py reads it), so a stopped invocation keeps its CPU times")
     a = p.parse_args(argv)
     venv_python = Path(a.venv) / "bin" / "python"
     if not venv_python.exists():
         sys.exit(f"OpenFGL venv missing at {a.venv}: run benchmarks/peers/openfgl/setup.sh {a.venv} first")
+    if Path(a.out).with_suffix(".json").exists() and not a.openfgl_only:
+        # a malformed record fails now, in one line, not after the runs
+        from fgl_jax import records
+        try:
+            records.read(Path(a.out).with_suffix(".json"))
+        except records.RecordError as err:
+            sys.exit(str(err))
     if a.threads == 1 and "jax" not in sys.modules:  # before jax is imported
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
-    from fgl_jax import RunConfig, names, provenance, resolve_data_dir, table, write_results
+    from fgl_jax import RunConfig, names, records, resolve_data_dir, table
     from fgl_jax.systems.baseline import algorithm_from_config, prepare
 
-    t_start = time.perf_counter()
+    started = time.time()
     algos = [n for n in a.algorithms if n in ALGORITHMS and n in names("algorithm")]
     skipped = [n for n in a.algorithms if n not in algos]
     if skipped:
@@ -459,16 +489,17 @@ def main(argv=None) -> None:
         return
     info["loadavg_end"] = list(os.getloadavg())
     out = Path(a.out)
+    record_path = out.with_suffix(".json")
     earlier = []
-    if a.merge and out.with_suffix(".json").exists():
-        prev = json.loads(out.with_suffix(".json").read_text())
+    if a.merge and record_path.exists():
+        current = records.read(record_path)["metrics"]["cells"]
         done = {(r["dataset"], r["algorithm"], r["seed"]) for r in runs}
-        earlier = [legacy_marker(r) for r in prev.get("runs", [])
+        touched = [current[f"{ds}/{algo}"] for ds, algo in sorted({(r["dataset"], r["algorithm"]) for r in runs})
+                   if f"{ds}/{algo}" in current]
+        earlier = [legacy_marker(r) for cell in touched for r in cell["runs"]
                    if (r["dataset"], r["algorithm"], r["seed"]) not in done]
-        info["merged_from"] = {"provenance": prev.get("provenance"), "machine": prev.get("machine"),
+        info["merged_from"] = {"commands": sorted({str(c["provenance"].get("command")) for c in touched}),
                                "runs_kept": len(earlier)}
-        skipped = sorted(set(skipped) & set(prev.get("skipped", [])) - {r["algorithm"] for r in earlier})
-        checks = {**prev.get("edge_checks", {}), **checks}
     new_runs, runs = runs, earlier + runs
     info["torch"] = new_runs[0]["openfgl"].get("torch") if new_runs else None
     info["torch_threads"] = new_runs[0]["openfgl"].get("torch_threads") if new_runs else None
@@ -496,12 +527,8 @@ def main(argv=None) -> None:
         notes += [f"- {ALGORITHM_DIFFERENCES[al]}" for al in tabled if al in ALGORITHM_DIFFERENCES]
     if info.get("merged_from"):
         mf = info["merged_from"]
-        load = (mf.get("machine") or {})
-        load = (f", load average {load['loadavg_start'][0]:.1f} at start / {load['loadavg_end'][0]:.1f} at end"
-                if "loadavg_start" in load and "loadavg_end" in load else "")
-        notes += ["", f"Merged: {mf['runs_kept']} runs kept from an earlier invocation "
-                  f"({(mf.get('provenance') or {}).get('command', '?')}{load}); the machine line above is this "
-                  "invocation's."]
+        notes += ["", f"Merged: {mf['runs_kept']} runs kept from earlier invocations ({'; '.join(mf['commands'])}); "
+                  "the machine line above is this invocation's."]
     taken = [r for r in runs if r["openfgl"].get("reused_from")]
     if taken:
         files = sorted({f for r in taken for f in r["openfgl"]["reused_from"]})
@@ -511,13 +538,8 @@ def main(argv=None) -> None:
                   "the wall-time ones."]
     if skipped:
         notes += ["", f"Skipped (not in fgl_jax's registry or no OpenFGL counterpart): {', '.join(skipped)}."]
-    payload = {"rows": rows, "runs": runs, "machine": info, "edge_checks": checks,
-               "protocol_differences": PROTOCOL_DIFFERENCES, "skipped": skipped,
-               "provenance": provenance(t_start, vars(a))}
-    write_results(out.parent, out.name, md + "\n" + "\n".join(notes), payload)
-    print(md)
-    print(f"wrote {out}.md and {out}.json")
-
+    write_cells(record_path, runs, rows, {"config": vars(a), "notes": notes}, checks, started, environment=info)
+    print(md + "\n" + "\n".join(notes))
 
 if __name__ == "__main__":
     main()

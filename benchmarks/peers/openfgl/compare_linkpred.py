@@ -95,19 +95,20 @@ def main(argv=None) -> None:
     ap.add_argument("--render-only", action="store_true", help="rewrite <out>.md from <out>.json, running nothing")
     a = ap.parse_args(argv)
     if a.render_only:
-        payload = json.loads(Path(a.out).with_suffix(".json").read_text())
-        payload.pop("rows", None)
-        render(payload, payload["provenance"]["config"], Path(a.out))   # the settings of the run
+        from fgl_jax import records
+        rec = records.read(Path(a.out).with_suffix(".json"))
+        payload = {k: v for k, v in rec["metrics"].items() if k != "rows"}
+        render(payload, rec["config"], Path(a.out), rec["provenance"])   # the settings and provenance of the run
         return
     venv_python = Path(a.venv) / "bin" / "python"
     if not venv_python.exists():
         sys.exit(f"OpenFGL venv missing at {a.venv}: run benchmarks/peers/openfgl/setup.sh {a.venv} first")
     if a.threads == 1 and "jax" not in sys.modules:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
-    from fgl_jax import RunConfig, provenance, resolve_data_dir
+    from fgl_jax import RunConfig, records, resolve_data_dir
     from fgl_jax.systems.baseline import algorithm_from_config, prepare
 
-    t_start = time.perf_counter()
+    started = time.time()
     info = machine_info()
     planetoid = Path(resolve_data_dir(None)) / "planetoid"
     split_check = json.loads(subprocess.run([str(venv_python), str(HERE / "openfgl_linkpred_split.py"), "2708", "0"],
@@ -165,8 +166,8 @@ def main(argv=None) -> None:
                           f"OpenFGL {rec['openfgl']['best_test']:.4f}", flush=True)
     info["loadavg_end"] = list(os.getloadavg())
     payload = {"runs": runs, "machine": info, "differences": DIFFERENCES, "openfgl_split_check": split_check,
-               "provenance": provenance(t_start, vars(a))}
-    render(payload, vars(a), Path(a.out))
+               }
+    render(payload, vars(a), Path(a.out), records.provenance(started=started))
 
 
 def resample_columns(mine: list) -> dict:
@@ -180,9 +181,10 @@ def resample_columns(mine: list) -> dict:
             f"{auc:.2f} ± {sd:.2f} ({' '.join(str(r['best_round']) for r in rs)}; {last:.2f})"}
 
 
-def render(payload: dict, a: dict, out: Path) -> None:
-    """results_linkpred.md / .json from the runs (`--render-only` redoes it from the JSON)."""
-    from fgl_jax import table, write_results
+def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
+    """The record results_linkpred.json and its table .md from the runs (`--render-only` redoes them
+    from the record)."""
+    from fgl_jax import records, table
     runs, info, split_check = payload["runs"], payload["machine"], payload["openfgl_split_check"]
     rows = []
     for ds in a["datasets"]:
@@ -231,7 +233,9 @@ def render(payload: dict, a: dict, out: Path) -> None:
               f"{split_check['train_positives_missing_from_forward_graph']} of its {split_check['train_positives']} "
               "training positives are not (it indexes the directed edge list with positions in a separately "
               "built set of undirected pairs)."]
-    write_results(out.parent, out.name, md + "\n" + "\n".join(notes), {"rows": rows, **payload})
+    rec = records.make(out.name, {"rows": rows, **payload}, config=a, seeds=a["seeds"], provenance=provenance,
+                       title="fgl_jax vs OpenFGL 1.1.0, link prediction")
+    records.write(out.with_suffix(".json"), rec, markdown=md + "\n" + "\n".join(notes))
     print(md)
     print(f"wrote {out}.md and {out}.json")
 

@@ -5,7 +5,8 @@
 
 fgl_jax side: the setting of `compare.py` (10 Louvain clients, OpenFGL's per-client split with
 split_seed = seed, SAGE classifier with the embedding branch, Adam lr 1e-2, L2 5e-4, 30 rounds) with
-compare.py's FedDEP options as results_pubdep.md ran them (`BASE`: dropout on in the local
+compare.py's FedDEP options as its first FedDEP comparison ran them (results_pubdep.md, in git's
+history; `BASE`: dropout on in the local
 steps), then each variant's option overrides on top (`FGL_VARIANTS`).
 OpenFGL side: the results `feddep_variants_openfgl.py` wrote as W/<dataset>_feddep_<seed>/<variant>.json
 (and compare.py's own W/.../result.json as `openfgl`). Reported per variant: mean test accuracy at
@@ -23,7 +24,8 @@ import numpy as np
 
 from benchmarks.peers.openfgl.compare import FGL_OPTIONS
 
-# the options of results_pubdep.md's FedDEP rows: compare.py's, with the classifier's dropout on
+# the options of the first FedDEP comparison (results_pubdep.md, in git's history): compare.py's, with
+# the classifier's dropout on
 BASE = {**FGL_OPTIONS["feddep"], "feddep_local_dropout": True}
 # fgl_jax variant -> option overrides on top of BASE
 FGL_VARIANTS = {
@@ -80,7 +82,10 @@ def openfgl_results(workdir: Path, ds: str, seeds: list[int], base_from: str | N
     (OpenFGL is deterministic per seed here: seed 0 re-run gave the earlier run's accuracy)."""
     found: dict[str, list[dict]] = {}
     if base_from:
-        for r in json.loads(Path(base_from).read_text())["runs"]:
+        base = json.loads(Path(base_from).read_text())
+        if "schema" in base:  # the comparison record: its FedDEP cell of this dataset
+            base = base["metrics"]["cells"].get(f"{ds}/feddep", {})
+        for r in base.get("runs", []):
             if (r["dataset"], r["algorithm"]) == (ds, "feddep") and r["seed"] in seeds and \
                     not (workdir / f"{ds}_feddep_{r['seed']}" / "result.json").exists():
                 o = r["openfgl"]
@@ -121,16 +126,17 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--variants", nargs="+", default=list(FGL_VARIANTS), choices=list(FGL_VARIANTS))
     p.add_argument("--openfgl-workdir", default=None)
-    p.add_argument("--openfgl-base-from", default=None, help="compare.py results JSON filling the unchanged "
+    p.add_argument("--openfgl-base-from", default=None, help="compare.py's record (or an older results JSON) "
+                   "filling the unchanged "
                    "OpenFGL variant's seeds missing from --openfgl-workdir")
     p.add_argument("--fgl-from", default=None, help="reuse the fgl_jax runs of an earlier <out>.json")
     p.add_argument("--out", default="benchmarks/peers/openfgl/results_feddep_acc")
     p.add_argument("--notes", default=None, help="markdown file appended to the table")
     a = p.parse_args(argv)
-    from fgl_jax import provenance, table, write_results
-    t0 = time.perf_counter()
+    from fgl_jax import records, table
+    started = time.time()
     load = [os.getloadavg()[0]]
-    fgl = json.loads(Path(a.fgl_from).read_text())["fgl_jax"] if a.fgl_from else {}
+    fgl = records.read(a.fgl_from)["metrics"]["fgl_jax"] if a.fgl_from else {}
     ran = [v for v in a.variants if v not in fgl]
     for v in ran:
         fgl[v] = run_variant(a.dataset, FGL_VARIANTS[v], a.seeds, a.rounds)
@@ -146,8 +152,10 @@ def main(argv=None) -> None:
              + (f"Load average {load[0]:.1f} / {load[1]:.1f} around the fgl_jax runs made here ({', '.join(ran)})." if ran else "")]
     if a.notes:
         notes += ["", Path(a.notes).read_text()]
-    write_results(Path(a.out).parent, Path(a.out).name, table(rows, disable_numparse=True) + "\n" + "\n".join(notes),
-                  {"rows": rows, "fgl_jax": fgl, "openfgl": ofgl, "provenance": provenance(t0, vars(a))})
+    rec = records.make(Path(a.out).name, {"rows": rows, "fgl_jax": fgl, "openfgl": ofgl}, config=vars(a),
+                       seeds=a.seeds, provenance=records.provenance(started=started),
+                       title=f"FedDEP accuracy variants, fgl_jax and OpenFGL ({a.dataset})")
+    records.write(Path(a.out).with_suffix(".json"), rec, markdown=table(rows, disable_numparse=True) + "\n" + "\n".join(notes))
     print(table(rows, disable_numparse=True))
 
 

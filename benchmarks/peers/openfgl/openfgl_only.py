@@ -3,7 +3,7 @@
 
     FGL_JAX_DATA=/work/shared/data nice python -m benchmarks.peers.openfgl.openfgl_only \
         --venv /work/peers/openfgl-venv --datasets cora citeseer --algorithms adafgl --seeds 0 1 2 \
-        --rounds 100 --out benchmarks/peers/openfgl/openfgl_only_adafgl.jsonl
+        --rounds 100 --out /tmp/ofgl/openfgl_only_adafgl.jsonl
 
 runs `compare.py --openfgl-only` with the same options (compare.py's defaults for the rest).
 """

@@ -137,8 +137,10 @@ def main() -> None:
             "Louvain communities (fgl_jax, networkx, seed 0): " + "; ".join(
                 f"{ds}: {v['fgl_jax_louvain_communities']} communities, largest {v['largest_communities']}, "
                 f"OpenFGL cuts communities above {v['openfgl_louvain_cut_threshold']} nodes" for ds, v in raw.items())]
-    Path(a.out + ".md").write_text("\n".join(text) + "\n")
-    Path(a.out + ".json").write_text(json.dumps({"rows": rows, "communities": raw}, indent=2))
+    from fgl_jax import records
+    records.write(a.out + ".json", records.make(Path(a.out).name, {"rows": rows, "communities": raw}, config=vars(a),
+                                                seeds=a.seeds, title="Partitions: fgl_jax vs OpenFGL 1.1.0"),
+                  markdown="\n".join(text))
     print("\n".join(text))
 
 

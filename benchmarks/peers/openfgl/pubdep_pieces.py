@@ -16,10 +16,10 @@ CPU time per call (median of 7, the variants alternated), single-threaded XLA as
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
+from pathlib import Path
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
@@ -116,10 +116,11 @@ def main(argv=None) -> None:
     text = "\n".join(lines)
     print(text)
     if args.out:
-        with open(args.out + ".md", "w") as fh:
-            fh.write("Produced by `python -m benchmarks.peers.openfgl.pubdep_pieces` (see its docstring).\n\n" + text + "\n")
-        with open(args.out + ".json", "w") as fh:
-            json.dump({"rows": rows, "facts": facts, "loadavg": load, "jax": jax.__version__}, fh, indent=1)
+        from fgl_jax import records
+        records.write(args.out + ".json", records.make(
+            Path(args.out).name, {"rows": rows, "facts": facts, "loadavg": load}, config=vars(args),
+            title="FedPub / FedDEP round pieces, CPU ms per call", provenance=records.provenance(started=t0)),
+            markdown="Produced by `python -m benchmarks.peers.openfgl.pubdep_pieces` (see its docstring).\n\n" + text)
 
 
 if __name__ == "__main__":

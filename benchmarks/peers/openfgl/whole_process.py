@@ -104,20 +104,23 @@ def main(argv=None) -> None:
     p.add_argument("--venv", default=None, help="OpenFGL's venv (default: $OPENFGL_VENV, benchmarks/peers/"
                                                 ".venv-openfgl, /work/peers/openfgl-venv)")
     p.add_argument("--states", nargs="+", default=["cold", "warm"], choices=["cold", "warm"])
-    p.add_argument("--out", default=str(HERE / "whole_process"), help="stem of the .md / .json results")
-    p.add_argument("--rewrite", action="store_true", help="only rewrite <out>.md from <out>.json")
+    p.add_argument("--out", default=str(HERE / "whole_process"), help="stem of the record <out>.json and its "
+                   "table <out>.md (overwritten: the current result; git keeps the earlier ones)")
+    p.add_argument("--rewrite", action="store_true", help="only rewrite <out>.md from the record <out>.json")
     a = p.parse_args(argv)
+    from fgl_jax import records
     if a.rewrite:
-        d = json.loads(Path(a.out).with_suffix(".json").read_text())
+        rec = records.read(Path(a.out).with_suffix(".json"))
+        d = rec["metrics"]
         a.pairs, a.rounds, a.threads = d.get("pairs", a.pairs), d.get("rounds", a.rounds), d["machine"]["threads"]
-        write(a, d["runs"], d["first"], d["second"], d["machine"], d.get("command"))
+        write(a, d["runs"], d["first"], d["second"], d["machine"], rec["provenance"])
         return
     python = venv_python(a.venv)
     planetoid = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data")) / "planetoid"
     if not (planetoid / "ind.cora.x").is_file():
         sys.exit(f"Cora's Planetoid files not found in {planetoid} (set FGL_JAX_DATA)")
     env = thread_env(a.threads)
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    t_started, started = time.time(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
     load_start = list(os.getloadavg())
     runs: dict = {}
     with tempfile.TemporaryDirectory(prefix="whole_process_") as tmp:
@@ -151,7 +154,8 @@ def main(argv=None) -> None:
     write(a, runs, first, second, {"started": started, "loadavg_start": load_start,
                                    "loadavg_end": list(os.getloadavg()), "cpu_count": os.cpu_count(),
                                    "cpu_model": cpu_model(), "python": sys.version.split()[0],
-                                   "threads": a.threads, "openfgl_python": str(python)})
+                                   "threads": a.threads, "openfgl_python": str(python)},
+          records.provenance(started=t_started))
 
 
 def cpu_model() -> str:
@@ -161,7 +165,9 @@ def cpu_model() -> str:
         return "?"
 
 
-def write(a, runs: dict, first: dict, second: dict, machine: dict, command: str | None = None) -> None:
+def write(a, runs: dict, first: dict, second: dict, machine: dict, provenance: dict | None = None) -> None:
+    """The record <out>.json and its table <out>.md; `provenance`: the record's (default: this process's)."""
+    from fgl_jax import records
     lines = ["# Whole process: fgl-jax vs OpenFGL 1.1.0 (FedAvg-GCN, Cora)", "",
              "Written by `benchmarks/peers/openfgl/whole_process.py` "
              f"(`--pairs {a.pairs} --rounds {a.rounds} --threads {a.threads}`). Job: 10 Louvain clients, 3 local "
@@ -215,11 +221,13 @@ def write(a, runs: dict, first: dict, second: dict, machine: dict, command: str 
               "fgl-jax's `other` = host work between chunks (metrics.jsonl, progress bar), result files and exit; "
               "OpenFGL's = interpreter start-up before its first line and exit."]
     out = Path(a.out)
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"summary": summary, "runs": runs, "first": first, "second": second,
-                                                    "machine": machine, "targets": TARGETS, "pairs": a.pairs,
-                                                    "rounds": a.rounds,
-                                                    "command": command or " ".join(sys.argv)}, indent=1))
+    rec = records.make(out.name, {"summary": summary, "runs": runs, "first": first, "second": second,
+                                  "machine": machine, "targets": TARGETS, "pairs": a.pairs, "rounds": a.rounds},
+                       config={"pairs": a.pairs, "rounds": a.rounds, "threads": a.threads, "states": a.states,
+                               "fgl_jax_command": FGL_ARGS},
+                       title="Whole processes, fgl-jax vs OpenFGL 1.1.0 (FedAvg-GCN, Cora), cold and warm caches",
+                       provenance=provenance or records.provenance())
+    records.write(out.with_suffix(".json"), rec, markdown="\n".join(lines))
     print("\n".join(lines))
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}")
 

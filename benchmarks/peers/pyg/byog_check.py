@@ -73,7 +73,7 @@ def main(argv=None):
     ap.add_argument("--work", default="/tmp/byog_check")
     ap.add_argument("--data-dir", default=os.environ.get("FGL_JAX_DATA", "/work/shared/data"))
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     seeds = [int(s) for s in args.seeds.split(",")]
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -135,10 +135,14 @@ def main(argv=None):
               "rounds, the data's own split (`split: auto` keeps it on a user's file); the PyG centralised GCN uses the "
               "same schedule on the whole graph. What differs: initialisation (flax lecun-normal vs PyG glorot), and "
               "for HiFGL the unweighted average of 5 silos' Adam steps instead of one global step.", ""]
-    (HERE / "results.md").write_text("\n".join(lines))
-    (HERE / "results.json").write_text(json.dumps({"graph": info, "pyg": pyg, "fgl_jax": {
+    from fgl_jax import records
+    metrics = {"graph": info, "pyg": pyg, "fgl_jax": {
         k: [x["summary"]["best"] | {"final_test": x["summary"]["final"]["test_acc"]} for x in v]
-        for k, v in ours.items()}}, indent=2))
+        for k, v in ours.items()}}
+    records.write(HERE / "results.json", records.make("results", metrics, config=vars(args), seeds=seeds,
+                                                      title="Bring your own graph: fgl-jax vs PyG",
+                                                      provenance=records.provenance(started=started)),
+                  markdown="\n".join(lines))
     print("\n".join(lines))
 
 

@@ -1,0 +1,263 @@
+"""Records: one JSON file per measured result, in one schema, with the provenance that produced it.
+
+A record is the *current* result of one benchmark (or one paper reproduction, or one of your own
+experiments): running it again overwrites its file, and git keeps the history. Every record has
+
+    {"schema": "fgl_jax.record/1",
+     "id": "fedavg",                       # names the result; by convention the file's stem
+     "kind": "benchmark",                  # or "reproduction" / "experiment"
+     "title": "FedAvg round time ...",     # optional, one line for tables
+     "config": {...},                      # the resolved settings the numbers depend on
+     "seeds": [0, 1, 2],                   # the seeds behind the numbers ([] when none apply)
+     "metrics": {...},                     # the measured numbers, in whatever nesting the producer needs
+     "provenance": {"command": ..., "started": ..., "finished": ..., "commit": ..., "dirty": ...,
+                    "versions": {"python": ..., "jax": ..., ...},
+                    "machine": {"cpu": ..., "cores": ..., "loadavg": [1, 5, 15 min]}, ...}}
+
+`provenance()` fills the last one from this process and this checkout; `write()` validates and writes
+atomically; `read()` validates and names the file and the field when a record is malformed, so a
+renderer or a test never fails deep inside a table with a KeyError.
+
+A provenance value that is not known is null, never invented: a record converted from an older result
+file keeps that file's own provenance under `provenance.original` and says where it came from in
+`provenance.converted_from`. Its public API is `__all__`.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+__all__ = ["SCHEMA", "KINDS", "PROVENANCE_KEYS", "RecordError", "provenance", "make", "validate", "write",
+           "write_parts", "read", "read_all"]
+
+SCHEMA = "fgl_jax.record/1"
+KINDS = ("benchmark", "reproduction", "experiment")
+# every provenance carries these keys (a value may be null when it is not known)
+PROVENANCE_KEYS = ("command", "started", "finished", "commit", "dirty", "versions", "machine")
+# the distributions whose versions a record names (metadata only: nothing here imports them)
+VERSIONED = ("fgl_jax", "jax", "jaxlib", "numpy", "flax", "optax", "jraph", "scipy")
+
+
+class RecordError(ValueError):
+    """A record file or record dict that is not a valid `fgl_jax.record/1`; the message names the file
+    (or source) and the field."""
+
+
+def _utc(t: Optional[float] = None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
+def _git(args: Sequence[str], cwd: Path) -> Optional[str]:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _checkout(cwd: Optional[Path] = None) -> tuple[Optional[str], Optional[bool]]:
+    """(commit, dirty) of the git checkout holding `cwd` (default: this package's folder), or
+    (None, None) outside one. Dirty = tracked files modified (untracked ones do not change the code)."""
+    cwd = Path(cwd) if cwd is not None else Path(__file__).resolve().parent
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    if commit is None:
+        return None, None
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return commit, (bool(status) if status is not None else None)
+
+
+def _cpu_model() -> str:
+    # platform.processor() is often only "x86_64" on Linux; /proc/cpuinfo names the model
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _versions() -> dict[str, Optional[str]]:
+    out: dict[str, Optional[str]] = {"python": platform.python_version()}
+    for dist in VERSIONED:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _loadavg() -> Optional[list[float]]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def provenance(command: Optional[str | Sequence[str]] = None, started: Optional[float] = None,
+               cwd: Optional[Path | str] = None, **extra: Any) -> dict[str, Any]:
+    """Where a result comes from, taken now (call it when the result is complete).
+
+    command: the command line that reproduces the result (a string, or argv to be shell-quoted);
+        default `python` + this process's argv.
+    started: time.time() when the measurement began (None: not known).
+    cwd: a folder inside the checkout whose commit is recorded (default: the package's own).
+    extra: further keys (e.g. `original` for a converted record); they must not shadow the standard ones.
+    The machine's load average is the one at the time of the call: on a shared machine it says how
+    loaded the machine was when the run ended.
+    """
+    clash = set(extra) & {*PROVENANCE_KEYS}
+    if clash:
+        raise ValueError(f"provenance: extra keys {sorted(clash)} would replace standard ones")
+    if command is None:
+        command = ["python", *sys.argv]
+    if not isinstance(command, str):
+        command = shlex.join(str(a) for a in command)
+    commit, dirty = _checkout(Path(cwd) if cwd is not None else None)
+    return {"command": command, "started": None if started is None else _utc(started), "finished": _utc(),
+            "commit": commit, "dirty": dirty, "versions": _versions(),
+            "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "loadavg": _loadavg(),
+                        "platform": platform.platform()},
+            **extra}
+
+
+_provenance_now = provenance   # `make` takes a `provenance` argument that hides the function
+
+
+def make(id: str, metrics: Mapping[str, Any], *, kind: str = "benchmark", config: Optional[Mapping] = None,
+         seeds: Iterable[int] = (), title: Optional[str] = None,
+         provenance: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+    """A record dict (validated). `provenance` defaults to `provenance()` taken now."""
+    from fgl_jax.experiment import _jsonable  # numpy / jax scalars and arrays to JSON types
+    prov = provenance if provenance is not None else _provenance_now()
+    rec = {"schema": SCHEMA, "id": id, "kind": kind}
+    if title is not None:
+        rec["title"] = title
+    rec.update({"config": _jsonable(dict(config or {})), "seeds": [int(s) for s in seeds],
+                "metrics": _jsonable(dict(metrics)), "provenance": _jsonable(dict(prov))})
+    return validate(rec)
+
+
+def _fail(source: str, field: str, problem: str) -> RecordError:
+    return RecordError(f"{source}: field '{field}': {problem}")
+
+
+def validate(rec: Any, source: str = "record") -> dict[str, Any]:
+    """Check `rec` against the schema; return it, or raise RecordError naming `source` and the field."""
+    if not isinstance(rec, dict):
+        raise RecordError(f"{source}: a record is a JSON object, not {type(rec).__name__}")
+    if rec.get("schema") != SCHEMA:
+        raise _fail(source, "schema", f"expected {SCHEMA!r}, got {rec.get('schema')!r}")
+    for key, typ, name in (("id", str, "a string"), ("kind", str, "a string"), ("config", dict, "an object"),
+                           ("seeds", list, "a list"), ("metrics", dict, "an object"),
+                           ("provenance", dict, "an object")):
+        if key not in rec:
+            raise _fail(source, key, "missing")
+        if not isinstance(rec[key], typ):
+            raise _fail(source, key, f"must be {name}, got {type(rec[key]).__name__} {rec[key]!r:.60}")
+    if not rec["id"]:
+        raise _fail(source, "id", "is empty")
+    if rec["kind"] not in KINDS:
+        raise _fail(source, "kind", f"must be one of {', '.join(KINDS)}, got {rec['kind']!r}")
+    if "title" in rec and not isinstance(rec["title"], str):
+        raise _fail(source, "title", f"must be a string, got {type(rec['title']).__name__}")
+    for i, s in enumerate(rec["seeds"]):
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise _fail(source, f"seeds[{i}]", f"must be an integer, got {s!r}")
+    if not rec["metrics"]:
+        raise _fail(source, "metrics", "is empty: a record holds at least one measured value")
+    prov = rec["provenance"]
+    for key in PROVENANCE_KEYS:
+        if key not in prov:
+            raise _fail(source, f"provenance.{key}", "missing (null when it is not known)")
+    for key in ("command", "started", "finished", "commit"):
+        if prov[key] is not None and not isinstance(prov[key], str):
+            raise _fail(source, f"provenance.{key}", f"must be a string or null, got {prov[key]!r:.60}")
+    if prov["dirty"] is not None and not isinstance(prov["dirty"], bool):
+        raise _fail(source, "provenance.dirty", f"must be true, false or null, got {prov['dirty']!r}")
+    for key in ("versions", "machine"):
+        if prov[key] is not None and not isinstance(prov[key], dict):
+            raise _fail(source, f"provenance.{key}", f"must be an object or null, got {type(prov[key]).__name__}")
+    return rec
+
+
+def _replace(path: Path, text: str) -> None:
+    # a temporary file renamed over the old one: an interrupted run never leaves half a file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write(path: Path | str, rec: Mapping[str, Any], markdown: Optional[str] = None) -> Path:
+    """Validate `rec` and write it as indented JSON to `path`, replacing the current record there.
+
+    markdown: a table (and notes) for people, written beside it as `<stem>.md` with a closing line
+    naming the command, the commit and the date from the record's provenance.
+    """
+    path = Path(path)
+    validate(dict(rec), str(path))
+    _replace(path, json.dumps(rec, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    if markdown is not None:
+        prov = rec["provenance"]
+        commit = (prov["commit"] or "?")[:12] + (" (modified)" if prov["dirty"] else "")
+        _replace(path.with_suffix(".md"), markdown.rstrip() + f"\n\nRecord `{path.name}` ({SCHEMA}), written by "
+                 f"`{prov['command']}` at commit {commit}, finished {prov['finished'] or '?'}.\n")
+    return path
+
+
+def write_parts(path: Path | str, rec: Mapping[str, Any], key: str) -> Path:
+    """Write `rec` over the record at `path`, keeping the parts of `metrics[key]` that this run did not
+    measure; return the path.
+
+    For a benchmark whose one invocation measures only some of its parts (some sections, some
+    (dataset, algorithm) cells): `rec["metrics"][key]` maps part name -> part; each new part gets this
+    run's provenance under its own `provenance` key, replaces the part of the same name in the file,
+    and the file's other parts (with their own provenance) are kept, so the file stays the current
+    result of every part. A file that is not a valid record is an error, not overwritten.
+    """
+    path = Path(path)
+    new = dict(rec)
+    parts = new["metrics"].get(key)
+    if not isinstance(parts, dict):
+        raise _fail(str(path), f"metrics.{key}", "must be an object of parts")
+    stamp = {k: v for k, v in new["provenance"].items()}
+    fresh = {name: {**part, "provenance": stamp} for name, part in parts.items()}
+    old = read(path)["metrics"].get(key, {}) if path.exists() else {}
+    new["metrics"] = {**new["metrics"], key: {**old, **fresh}}
+    return write(path, new)
+
+
+def read(path: Path | str) -> dict[str, Any]:
+    """The record in `path`, validated; RecordError (naming the file and field) when it is not one."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise RecordError(f"{path}: cannot be read ({err.strerror or err})") from None
+    try:
+        rec = json.loads(text)
+    except ValueError as err:
+        raise RecordError(f"{path}: not JSON ({err})") from None
+    return validate(rec, str(path))
+
+
+def read_all(paths: Iterable[Path | str]) -> dict[str, dict[str, Any]]:
+    """id -> record for every file in `paths` (validated); two files with one id are an error."""
+    out: dict[str, dict[str, Any]] = {}
+    where: dict[str, Path] = {}
+    for p in sorted(map(Path, paths)):
+        rec = read(p)
+        if rec["id"] in out:
+            raise RecordError(f"{p}: field 'id': {rec['id']!r} is also the id of {where[rec['id']]}")
+        out[rec["id"]], where[rec["id"]] = rec, p
+    return out
