@@ -72,7 +72,9 @@ from fgl_jax.batch import with_ell_features
 from fgl_jax.algorithms._common import (evaluate_round, init_params, round_start, scatter_clients, stack, take_clients,
                                         weighted_loss)
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput, Phase
-from fgl_jax.federated.baselines import FedConfig, evaluate_logits, weighted_mean
+from fgl_jax.federated.config import FedConfig
+from fgl_jax.federated.evaluation import evaluate_logits
+from fgl_jax.aggregators import weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.metrics import masked_cross_entropy

@@ -46,7 +46,8 @@ import jax.numpy as jnp
 
 from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig
+from fgl_jax.aggregators import weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.registry import register

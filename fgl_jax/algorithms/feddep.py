@@ -95,7 +95,9 @@ from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validati
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, evaluate_models, weighted_mean
+from fgl_jax.federated.config import FedConfig
+from fgl_jax.federated.evaluation import evaluate_models
+from fgl_jax.aggregators import weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy

@@ -50,9 +50,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax import ops
-from fgl_jax.algorithms._common import evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -89,6 +89,7 @@ class FedPubState:
     server: PyTree       # training-node weighted mean of the models (global_model_* evaluation only)
     opt: PyTree          # client optimiser states [C_t, ...]
     hp: dict             # traced: lr, fedpub_loc_l2, fedpub_tau
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
 def proxy_graph(num_graphs: int, num_nodes: int, p: float, num_features: int, seed: int) -> dict:
@@ -195,6 +196,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
                     num_layers=int(spec.num_layers), dropout=float(spec.dropout), prune=hp.fedpub_l1)
     optimizer = make_optimizer(common.optim, lr=1.0)
     paper = hp.fedpub_reg == "paper"
+    aggregator = server_aggregator(common)
 
     def init(key: jax.Array, data: FedData) -> FedPubState:
         one = jax.tree.map(lambda a: a[0], data.eval)
@@ -204,7 +206,8 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
                            has_base=jnp.zeros((c,), bool), server=params,
                            opt=stack(optimizer.init(params), data.train.num_clients),
                            hp={"lr": jnp.float32(common.optim.lr), "fedpub_loc_l2": jnp.float32(hp.fedpub_loc_l2),
-                               "fedpub_tau": jnp.float32(hp.fedpub_tau)})
+                               "fedpub_tau": jnp.float32(hp.fedpub_tau)},
+                           aggregator=aggregator.init(params))
 
     def round_fn(state: FedPubState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
@@ -236,7 +239,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
                                                                          jax.random.split(key, ct), down)
         alpha = similarity_weights(emb, state.hp["fedpub_tau"], hp.fedpub_agg_norm)     # [C_t, C_t]
         pers = personalise(alpha, new)
-        server = weighted_mean(new, data.train_weight)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         personal = scatter_clients(state.personal, idx, new)
         glob = server if common.eval_mode.startswith("global_model") else None
         metrics = evaluate_round(net, common, data, server=glob, personal=personal)
@@ -244,7 +247,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
         metrics["lr"] = scale
         return FedPubState(round=state.round + 1, personal=personal, base=scatter_clients(state.base, idx, pers),
                            has_base=state.has_base.at[idx].set(True), server=server, opt=opt,
-                           hp=state.hp), metrics
+                           hp=state.hp, aggregator=agg), metrics
 
     def messages(s: FedPubState):
         # up: the trained weights (masks stay on the client) and the functional embedding [H];

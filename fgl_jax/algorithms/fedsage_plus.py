@@ -78,7 +78,8 @@ from fgl_jax.algorithms._neighbour_generation import (dense_features, greedy_los
                                                       impaired_batch, padded_rows)
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig
+from fgl_jax.aggregators import weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy

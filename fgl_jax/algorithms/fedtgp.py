@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.algorithms.fedproto import prototype_algorithm
-from fgl_jax.federated.baselines import FedConfig
+from fgl_jax.federated.config import FedConfig
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
