@@ -76,6 +76,9 @@ class FedConfig:
                              "which sends nothing")
         if self.server_opt is not None:
             aggregators.transformation(self.server_opt)  # a TypeError names a wrong object now
+            if self.algorithm == "local":
+                raise ValueError("FedConfig: server_opt has no aggregate to step with algorithm 'local', which "
+                                 "sends nothing")
 
 
 def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientTransformation] = None,
