@@ -53,6 +53,9 @@ class FedConfig:
     # server optimiser applied to the aggregate of any algorithm (`fgl_jax.aggregators.server_opt`): an
     # instance of FedAvgMHParams / FedAdamHParams / FedYogiHParams, or None (the plain aggregate)
     server_opt: Optional[Any] = None
+    # a user's own aggregation in place of the mean (an `fgl_jax.aggregators.Aggregator` of kind
+    # "reduce" or a chain ending in one, e.g. a robust mean); None = the mean, or DP-FedAvg's with dp_clip
+    aggregator: Optional[Any] = None
     # the run's model as data (fgl_jax.nn.ModelSpec), for algorithms that build a variant of it
     model: Optional[Any] = None
 
@@ -74,6 +77,13 @@ class FedConfig:
         if self.dp_clip > 0 and self.algorithm == "local":
             raise ValueError("FedConfig: dp_clip (DP-FedAvg) has nothing to protect with algorithm 'local', "
                              "which sends nothing")
+        if self.aggregator is not None:
+            if not isinstance(self.aggregator, aggregators.Aggregator) or self.aggregator.kind != "reduce":
+                raise ValueError(f"FedConfig: aggregator must be an fgl_jax.aggregators.Aggregator of kind 'reduce', "
+                                 f"got {getattr(self.aggregator, 'kind', type(self.aggregator).__name__)!r}")
+            if self.dp_clip > 0:
+                raise ValueError("FedConfig: aggregator and dp_clip both replace the mean; chain the DP stages "
+                                 "(aggregators.clip, gaussian_noise) around your own reduction instead")
         if self.server_opt is not None:
             aggregators.transformation(self.server_opt)  # a TypeError names a wrong object now
             if self.algorithm == "local":
@@ -81,15 +91,21 @@ class FedConfig:
                                  "sends nothing")
 
 
-def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientTransformation] = None,
-                      weighting: str = "weights") -> aggregators.Aggregator:
-    """The server step of the run (an `Aggregator` of kind "reduce"): `dp_fedavg(dp_clip, dp_noise)`
-    when cfg.dp_clip > 0, else `mean(weighting)`; then `server_optimizer` (an algorithm's own, e.g.
+def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientTransformation] = None
+                      ) -> aggregators.Aggregator:
+    """The server step of the run (an `Aggregator` of kind "reduce"): `cfg.aggregator` if set, else
+    `dp_fedavg(dp_clip, dp_noise)` when cfg.dp_clip > 0, else the weighted `mean()` (an
+    algorithm that averages uniformly passes weights of ones); then `server_optimizer` (an algorithm's own, e.g.
     FedAdam's) or the run's `server_opt`, if any. Both at once are refused: one server optimiser."""
     if server_optimizer is not None and cfg.server_opt is not None:
         raise ValueError(f"FedConfig: server_opt={type(cfg.server_opt).__name__} given to an algorithm that "
                          "applies its own server optimiser (fedavgm, fedadam, fedyogi); use fedavg with server_opt")
-    stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise) if cfg.dp_clip > 0 else aggregators.mean(weighting)]
+    if cfg.aggregator is not None:
+        stages = [cfg.aggregator]
+    elif cfg.dp_clip > 0:
+        stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise)]
+    else:
+        stages = [aggregators.mean()]
     if server_optimizer is None and cfg.server_opt is not None:
         server_optimizer = aggregators.transformation(cfg.server_opt)
     if server_optimizer is not None:
