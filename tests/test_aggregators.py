@@ -15,7 +15,7 @@ import pytest
 from fgl_jax import aggregators as A
 from fgl_jax.federated.config import AGGREGATE_KEY, FedConfig, server_aggregator
 from fgl_jax.systems.baseline import RunConfig, algorithm_from_config, prepare
-from fgl_jax.systems.baseline.program import build
+from fgl_jax.systems.baseline.program import build, per_round_columns
 from tests.helpers import toy_graph
 
 
@@ -140,8 +140,8 @@ OPTS = {"scaffold": {}, "moon": {}, "fedpub": {"fedpub_reg": "code", "fedpub_pro
 
 
 def _recorded(monkeypatch, algorithm: str, **opts):
-    """(algorithm, state, data, calls): built as `fgl-jax run` builds it on a toy graph, with the
-    module's `aggregate` recording (uploads, weights, key, params) of every call."""
+    """(config, algorithm, state, data, calls): built as `fgl-jax run` builds it on
+    a toy graph, with the module's `aggregate` recording (uploads, weights, key, params) of every call."""
     g = toy_graph(n=50, num_features=10, sparse=True, seed=2)
     cfg = RunConfig(dataset="toy", algorithm=algorithm, clients=3, rounds=2, hidden=8, split="keep",
                     **OPTS[algorithm], **opts)
@@ -151,7 +151,10 @@ def _recorded(monkeypatch, algorithm: str, **opts):
     real, calls = module.aggregate, []
 
     def recorder(aggregator, state, uploads, weights, key, params=None):
-        calls.append((_f64(uploads), np.asarray(weights, np.float64), key, None if params is None else _f64(params)))
+        def save(u, w, kd, p):  # the values, also when the round is jitted
+            calls.append((_f64(u), np.asarray(w, np.float64), jax.random.wrap_key_data(kd),
+                          None if p is None else _f64(p)))
+        jax.debug.callback(save, uploads, weights, jax.random.key_data(key), params)
         return real(aggregator, state, uploads, weights, key, params)
 
     monkeypatch.setattr(module, "aggregate", recorder)
@@ -190,7 +193,7 @@ def test_one_round_with_dp_fedavg_matches_the_numpy_server_step(monkeypatch, alg
         np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b), rtol=1e-5, atol=2e-6)
     # the accountant reports epsilon for this algorithm (one Gaussian mechanism per round)
     from fgl_jax.privacy.dp import epsilons
-    cols = build(cfg, toy_graph(n=50, num_features=10, sparse=True, seed=2)).per_round
+    cols = per_round_columns(cfg, alg, data)
     np.testing.assert_allclose(cols["dp_epsilon"], epsilons(z, 3, 3, 2, cfg.dp_delta))
 
 
