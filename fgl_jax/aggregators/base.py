@@ -75,8 +75,9 @@ def chain(*aggregators: Aggregator) -> Aggregator:
     def aggregate(state: tuple, updates: PyTree, weights: jax.Array, key: jax.Array, *,
                   params: Optional[PyTree] = None, mask: Optional[jax.Array] = None):
         if not isinstance(state, tuple) or len(state) != len(aggregators):
+            got = f"a tuple of {len(state)}" if isinstance(state, tuple) else type(state).__name__
             raise ValueError(f"chain: the state must be the tuple of its {len(aggregators)} stages' states "
-                             f"(from its init), got {type(state).__name__} of length {len(state) if isinstance(state, tuple) else '-'}")
+                             f"(from its init), got {got}")
         out = []
         for i, (a, s) in enumerate(zip(aggregators, state)):
             updates, s = a.aggregate(s, updates, weights, jax.random.fold_in(key, i), params=params, mask=mask)

@@ -53,6 +53,9 @@ softmax of the already-softmaxed S in the similarity and in the prediction, its 
 round, and its PyTorch initialisation (Xavier-uniform with the ReLU gain, zero biases, PReLU 0.25).
 Differences: padded nodes are masked out of the similarity statistics; OpenFGL's 1.1.0 release calls
 a compiled CSR kernel from a hard-coded path (missing on Linux), the harness swaps in scipy's product.
+
+Server step (`fgl_jax.aggregators`): phase 1's models go through the run's aggregator; phase 2
+is local.
 """
 from __future__ import annotations
 
@@ -69,8 +72,8 @@ import optax
 
 from fgl_jax import ops
 from fgl_jax.batch import with_ell_features
-from fgl_jax.algorithms._common import (aggregate, evaluate_round, init_params, round_start, scatter_clients, stack, take_clients,
-                                        weighted_loss)
+from fgl_jax.algorithms._common import (aggregate, evaluate_round, init_params, round_start, scatter_clients, stack,
+                                        take_clients, weighted_loss)
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput, Phase
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.evaluation import evaluate_logits

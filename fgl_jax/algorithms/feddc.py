@@ -34,6 +34,9 @@ gradient of sum(theta * u_i - ubar) / (eta K) with u_i = the client's previous u
 gradient shift is u_i / (eta K) (ubar is a constant and drops out): no server state c; it adds to
 h_i the update of the round before (h_i lags one round), skips both terms in the first round, and
 weights theta_i + h_i by training nodes. alpha: paper/official 0.01, OpenFGL 0.1.
+
+Server step (`fgl_jax.aggregators`): the uploads theta_i + h_i go through the run's aggregator
+(weights per `feddc_weights`); the correction variate's mean stays FedDC's own, in the clear.
 """
 from __future__ import annotations
 
@@ -77,7 +80,9 @@ class FedDCState:
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "feddc", tasks=("node_cls", "link_pred"), hparams=FedDCHParams,
+@register("algorithm", "feddc",
+          dp_uncovered="the changes of its correction variates (paper variant), averaged in the clear",
+          tasks=("node_cls", "link_pred"), hparams=FedDCHParams,
           paper="Gao, Xu, Wang, Wang, Zhang, Xu, CVPR 2022, arXiv:2203.11751",
           help="FedDC: local drift variables h_i decouple and correct the local models (+ gradient correction)")
 def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
@@ -125,7 +130,8 @@ def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
             start, opt, data.train, jax.random.split(key, ct), h, ci)
         q = jnp.ones_like(data.train_weight) if hp.feddc_weights == "uniform" else data.train_weight
         # the uploads theta_i + h_i are models; the variates' mean below is FedDC's own step
-        server, agg = aggregate(aggregator, state.aggregator, jax.tree.map(jnp.add, theta, h_new), q, key, params=w)
+        server, agg = aggregate(aggregator, state.aggregator, jax.tree.map(jnp.add, theta, h_new), q, key,
+                                params=w)
         c = state.c if openfgl else jax.tree.map(lambda cg, d: cg + d, state.c,
                                                  weighted_mean(jax.tree.map(jnp.subtract, c_new, ci), q))
         metrics = evaluate_round(model, common, data, server=server, trained=theta)

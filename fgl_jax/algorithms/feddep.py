@@ -77,6 +77,9 @@ only its abstract; where the abstract does not decide, both variants follow Open
     rounds: 78.93% (glorot) vs 77.04% (torch).
   - partial participation: only the clients sampled in round 0 train a DGen; the others keep a
     zero mend (OpenFGL would fail on them in round 1).
+
+Server step (`fgl_jax.aggregators`): the classifiers of the FedAvg rounds go through the run's
+aggregator; the generator phase's exchange is FedDEP's own.
 """
 from __future__ import annotations
 
@@ -416,7 +419,9 @@ class FedDEPState:
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "feddep", features="ell", hparams=FedDEPHParams, prepare=feddep_prepare, pre_communication=feddep_pre_bytes,
+@register("algorithm", "feddep",
+          dp_uncovered="its generator phase's exchange (embeddings and prototypes)",
+          features="ell", hparams=FedDEPHParams, prepare=feddep_prepare, pre_communication=feddep_pre_bytes,
           paper="Zhang, Sun, Ding, Yiu, Yang, SDM 2024, arXiv:2401.04336",
           help="FedDEP: a generator of missing neighbours' embeddings trained against other clients' "
                "prototypes, then FedAvg of a GraphSAGE that reads them")

@@ -38,6 +38,9 @@ split, seed 0, 30 rounds) this module with the normalised GCN reached 77.85% tes
 OpenFGL reached 73.98%, and on CiteSeer gcn_sum with Glorot initialisation gave 63.11 +- 0.48%
 against OpenFGL's 59.95 +- 0.97% (3 seeds); the comparison with `fedgl_model=openfgl`:
 benchmarks/peers/openfgl/results_zoo-d.md.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator; the
+pseudo-label fusion of their predictions is FedGL's own.
 """
 from __future__ import annotations
 
@@ -118,7 +121,9 @@ def fuse_predictions(probs: jax.Array, node_mask: jax.Array, slot: jax.Array, ra
     return jnp.argmax(fused, -1).astype(jnp.int32), fused.sum(-1) > 0
 
 
-@register("algorithm", "fedgl", hparams=FedGLHParams, prepare=prepare,
+@register("algorithm", "fedgl",
+          dp_uncovered="the predictions it uploads for the pseudo labels",
+          hparams=FedGLHParams, prepare=prepare,
           paper="Chen, Hu, Xu, Zheng, Information Sciences 2024, arXiv:2105.03170",
           help="FedGL: FedAvg + the server's global pseudo labels from the clients' fused predictions")
 def fedgl(model, common: FedConfig, hp: FedGLHParams) -> FederatedAlgorithm:

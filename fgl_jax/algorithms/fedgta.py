@@ -22,6 +22,9 @@ config (K=5, alpha=0.5, T=20, P=10, hybrid moments, tau=0.5). Its LP input is th
 the training nodes only (mask=train_mask); the moments average over every node of the subgraph.
 `fedgta_moment_type` raw / central keeps one half of the mixed moments (the code's options).
 Padded nodes and edges are masked out of every sum (they would change the moments' means).
+
+Server step: personalised aggregation only (no global model), so it does not go through
+`fgl_jax.aggregators`; DP-FedAvg and `--server-opt` are refused.
 """
 from __future__ import annotations
 

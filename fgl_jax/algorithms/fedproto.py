@@ -22,6 +22,9 @@ L_R is a sum over classes of per-class MSEs, sum_k mean_{v in k}||z_v - C^k||^2 
 (`proto_loss=per_class`). The official FedProto code averages the clients holding the class without
 weights (`proto_weights=uniform`). Differences from the paper: inference by the nearest global
 prototype (the paper's test metric) is not offered; the models' logits are used.
+
+Server step: prototype aggregation (no global model), so it does not go through
+`fgl_jax.aggregators`; DP-FedAvg and `--server-opt` are refused.
 """
 from __future__ import annotations
 

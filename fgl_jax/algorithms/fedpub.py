@@ -37,6 +37,10 @@ weights clients by node counts, here by training-node counts (it only serves the
 modes). Under partial participation a client starts from the personalised weights of the last
 round it took part in (the official code; OpenFGL: only those of the previous round, else the
 global model).
+
+Server step (`fgl_jax.aggregators`): the global model (the weighted mean of the trained weights
+and masks) goes through the run's aggregator; the personalised weights sum_j alpha_ij theta_j are
+FedPub's own, from the raw uploads (DP and a server optimiser do not reach them).
 """
 from __future__ import annotations
 
@@ -186,7 +190,9 @@ def weight_leaves(params: PyTree) -> list:
     return [x for p, x in jax.tree_util.tree_leaves_with_path(params) if not is_mask(p)]
 
 
-@register("algorithm", "fedpub", features="ell", hparams=FedPubHParams, prepare=prepare_fedpub,
+@register("algorithm", "fedpub",
+          dp_uncovered="its personalised aggregation and functional embeddings, computed from the raw uploads",
+          features="ell", hparams=FedPubHParams, prepare=prepare_fedpub,
           paper="Baek, Jeong, Jin, Yoon & Hwang, ICML 2023, arXiv:2206.10206",
           help="FED-PUB: masked GCNs, personalised aggregation by functional-embedding similarity")
 def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:

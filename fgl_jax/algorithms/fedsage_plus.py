@@ -61,6 +61,9 @@ OpenFGL's behaviour where it changes the numbers:
     term compared with the client's own missing counts, one optimiser over generator + classifier.
   - initialisation: all clients start from one draw of classifier and generator (OpenFGL draws each
     client's model independently).
+
+Server step (`fgl_jax.aggregators`): the classifiers of phase 2 go through the run's
+aggregator; phase 1's NeighGen exchange is FedSage+'s own.
 """
 from __future__ import annotations
 
@@ -242,7 +245,9 @@ class FedSagePlusState:
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "fedsage_plus", hparams=FedSagePlusHParams, prepare=fedsage_prepare,
+@register("algorithm", "fedsage_plus",
+          dp_uncovered="its NeighGen phase's exchange",
+          hparams=FedSagePlusHParams, prepare=fedsage_prepare,
           pre_communication=fedsage_pre_bytes,
           paper="Zhang, Yang, Li, Sun, Yiu, NeurIPS 2021, arXiv:2106.13430",
           help="FedSage+: NeighGen learns missing neighbours, then FedAvg of GraphSAGE on the mended subgraphs")

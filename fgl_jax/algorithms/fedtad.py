@@ -38,6 +38,10 @@ Differences from OpenFGL (openfgl/flcore/fedtad): it normalises each client's CK
 ckr_ik / sum_k ckr_ik (`fedtad_ckr_norm=classes`); it averages the clients' models by node counts,
 fgl_jax by training-node counts (as its FedAvg). Only the code's default `raw_distill` (logits) is
 offered. Not in the round: the per-class accuracy printing of the authors' code.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator; the
+server's data-free distillation then starts from the aggregate (its own Adam, not the run's
+server optimiser).
 """
 from __future__ import annotations
 
@@ -214,7 +218,9 @@ class FedTADState:
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "fedtad", hparams=FedTADHParams, prepare=prepare,
+@register("algorithm", "fedtad",
+          dp_uncovered="its class reliabilities (uploaded before training)",
+          hparams=FedTADHParams, prepare=prepare,
           paper="Zhu, Li, Wu, Wu, Hu, Li, IJCAI 2024, arXiv:2404.14061",
           help="FedTAD: FedAvg + server-side data-free distillation weighted by class-wise knowledge reliability")
 def fedtad(model, common: FedConfig, hp: FedTADHParams) -> FederatedAlgorithm:

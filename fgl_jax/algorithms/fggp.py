@@ -37,6 +37,8 @@ Differences from OpenFGL (openfgl/flcore/fggp): OpenFGL computes the view's simi
 the second and later local steps on the previous step's sampled graph (a chain restarted every
 round), here always on the client's graph; its embeddings are taken after dropout, here before;
 its model averaging weights are node counts, here training-node counts.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator.
 """
 from __future__ import annotations
 

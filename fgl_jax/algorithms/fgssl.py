@@ -31,6 +31,8 @@ but train with neither: their loss is CE + 0.1 * L_edge, an edge-wise distillati
 OpenFGL z and g are the GCN's hidden layer (z after dropout, as its model returns it: the code
 variant applies the run's dropout rate to z); in the authors' FederatedScope code they are the
 models' outputs (logits) -- not offered.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator.
 """
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ paper adds a 2-layer MLP head for images). Differences from OpenFGL (openfgl/flc
 averages l_con over every node of the subgraph, the paper over the training samples; the
 paper's choice is the default, `moon_nodes=all` gives OpenFGL's. OpenFGL takes the embedding
 after dropout; here it is before dropout (identical at the default dropout 0).
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator; the
+previous local models never leave the clients.
 """
 from __future__ import annotations
 

@@ -24,6 +24,10 @@ averages the model updates with 1/|S|, we weight them by training nodes (as Open
 Option II measures the variates in units of (x - y_i)/(K eta): the gradient for SGD, but for Adam
 (the default client optimiser here and in OpenFGL) a normalised step of size ~1 per coordinate, far
 larger than the gradients it corrects; with Adam prefer option I or `--optimizer sgd`.
+
+Server step (`fgl_jax.aggregators`): the model changes y_i - x go through the run's aggregator
+(params None: DP clips the changes themselves, a server optimiser steps on -aggregate), then
+x <- x + eta_g * aggregate. The control variate's mean stays SCAFFOLD's own, in the clear.
 """
 from __future__ import annotations
 
@@ -66,7 +70,9 @@ class ScaffoldState:
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "scaffold", tasks=("node_cls", "link_pred"), features="ell", hparams=ScaffoldHParams,
+@register("algorithm", "scaffold",
+          dp_uncovered="its control variates' changes (c_i+ - c_i), averaged in the clear",
+          tasks=("node_cls", "link_pred"), features="ell", hparams=ScaffoldHParams,
           paper="Karimireddy, Kale, Mohri, Reddi, Stich, Suresh, ICML 2020, arXiv:1910.06378",
           help="SCAFFOLD: control variates c, c_i correct the local gradients (option II or I)")
 def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorithm:

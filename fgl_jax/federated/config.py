@@ -94,9 +94,9 @@ class FedConfig:
 def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientTransformation] = None
                       ) -> aggregators.Aggregator:
     """The server step of the run (an `Aggregator` of kind "reduce"): `cfg.aggregator` if set, else
-    `dp_fedavg(dp_clip, dp_noise)` when cfg.dp_clip > 0, else the weighted `mean()` (an
-    algorithm that averages uniformly passes weights of ones); then `server_optimizer` (an algorithm's own, e.g.
-    FedAdam's) or the run's `server_opt`, if any. Both at once are refused: one server optimiser."""
+    `dp_fedavg(dp_clip, dp_noise)` when cfg.dp_clip > 0, else the weighted `mean()` (an algorithm
+    that averages uniformly passes weights of ones); then `server_optimizer` (an algorithm's own,
+    e.g. FedAdam's) or the run's `server_opt`, if any. Both at once are refused: one server optimiser."""
     if server_optimizer is not None and cfg.server_opt is not None:
         raise ValueError(f"FedConfig: server_opt={type(cfg.server_opt).__name__} given to an algorithm that "
                          "applies its own server optimiser (fedavgm, fedadam, fedyogi); use fedavg with server_opt")

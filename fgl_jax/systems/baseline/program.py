@@ -6,6 +6,7 @@ the sweep, the experiments and the benchmarks all build through here.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Optional
 
 from fgl_jax import registry
@@ -217,5 +218,10 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
+    uncovered = registry.entry("algorithm", cfg.algorithm).info.get("dp_uncovered")
+    if cfg.dp_clip > 0 and uncovered:  # DP-FedAvg clips and noises what the aggregator sees, nothing else
+        describe["dp_uncovered"] = uncovered
+        print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
+              "(docs/aggregators.md)", file=sys.stderr)
     return Program(algorithm, prepared.data, cfg.rounds, describe,
                    per_round=per_round_columns(cfg, algorithm, prepared.data))
