@@ -257,7 +257,7 @@ def test_the_write_your_own_aggregator_example_in_the_docs_runs_and_trains_fedav
     scope: dict = {}
     exec(compile(code, "docs/aggregators.md", "exec"), scope)
     data, model, common = toy_setup()
-    common = scope["FedConfig"](local_steps=common.local_steps, optim=common.optim, aggregator=scope["median"]())
+    common = scope["fj"].FedConfig(local_steps=common.local_steps, optim=common.optim, aggregator=scope["median"]())
     local = registry.get("algorithm", "local")(model, common.__class__(local_steps=common.local_steps,
                                                                         optim=common.optim), None)
     fedavg = registry.get("algorithm", "fedavg")(model, common, None)
@@ -272,3 +272,12 @@ def test_the_write_your_own_aggregator_example_in_the_docs_runs_and_trains_fedav
     for a, b in zip(jax.tree.leaves(new.server), jax.tree.leaves(models.personal)):
         np.testing.assert_allclose(np.asarray(a), np.median(np.asarray(b, np.float64)[np.asarray(data.train_index)], 0),
                                    rtol=1e-6, atol=1e-7)
+
+
+def test_a_dp_run_says_what_its_epsilon_does_not_cover(capsys):
+    g = toy_graph(n=50, num_features=10, sparse=True, seed=2)
+    cfg = RunConfig(dataset="toy", algorithm="scaffold", clients=3, rounds=1, hidden=8, split="keep", dp_clip=1.0)
+    assert "control variates" in build(cfg, g).describe["dp_uncovered"]
+    assert "warning: dp_epsilon covers scaffold's aggregated model, not its control variates" in capsys.readouterr().err
+    assert "dp_uncovered" not in build(cfg.replace(algorithm="moon"), g).describe
+    assert "dp_uncovered" not in build(cfg.replace(dp_clip=0.0), g).describe
