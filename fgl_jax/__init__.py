@@ -10,8 +10,8 @@ needs is importable from here.
 
 Names are loaded on first use, so `import fgl_jax` stays cheap.
 
-What is public: the names in `fgl_jax.__all__` (functions, classes and four namespaces: `schema`
-for config files and flags, `field` / `lcc` for the prime-field and Lagrange-coding primitives,
+What is public: the names in `fgl_jax.__all__` (functions, classes and five namespaces: `schema`
+for config files and flags, `aggregators` for the server's aggregation stages, `field` / `lcc` for the prime-field and Lagrange-coding primitives,
 `onebit` for the one-bit LDP encoder), and each paper system's package `fgl_jax.systems.<name>`
 through its own documented `__all__`. Everything else (`fgl_jax.federated.run`, ...) is internal
 layout that may move; notebooks, benchmarks and experiments import only public names
@@ -42,7 +42,10 @@ _EXPORTS = {
     # simulation knobs (docs/simulation.md): partial participation, communication bytes, DP, perturbations
     "with_participation": "fgl_jax.federated.participation", "participants": "fgl_jax.federated.participation",
     "sample_clients": "fgl_jax.federated.participation", "message_bytes": "fgl_jax.federated.communication",
-    "dp_epsilons": "fgl_jax.privacy.dp", "private_mean": "fgl_jax.privacy.dp", "perturb": "fgl_jax.data.processing",
+    "dp_epsilons": "fgl_jax.privacy.dp", "private_mean": "fgl_jax.aggregators", "perturb": "fgl_jax.data.processing",
+    # server aggregation (fgl_jax.aggregators): composable like optax's transformations
+    # (the namespace `fgl_jax.aggregators` holds the stages: mean, clip, gaussian_noise, server_optimizer, ...)
+    "Aggregator": "fgl_jax.aggregators",
     # the compiled round loop, for timing it without run()'s host work (benchmarks), and the x64 scope
     # an algorithm that needs 64-bit integers (HiFGL's field arithmetic) runs under
     "make_scan": "fgl_jax.federated.run", "make_chunk": "fgl_jax.federated.run", "Tracker": "fgl_jax.federated.run",
@@ -91,8 +94,8 @@ _RENAMED = {"register_dataset": "register", "dp_epsilons": "epsilons", "enable_c
 
 # public namespaces: name -> the module itself (its names without a leading underscore, or its __all__
 # where it has one)
-_MODULES = {"schema": "fgl_jax.schema", "field": "fgl_jax.privacy.field", "lcc": "fgl_jax.privacy.lcc",
-            "onebit": "fgl_jax.privacy.onebit", "records": "fgl_jax.records"}
+_MODULES = {"schema": "fgl_jax.schema", "aggregators": "fgl_jax.aggregators", "field": "fgl_jax.privacy.field",
+            "lcc": "fgl_jax.privacy.lcc", "onebit": "fgl_jax.privacy.onebit", "records": "fgl_jax.records"}
 
 __all__ = sorted({*_EXPORTS, *_MODULES})
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fgl_jax import registry
-from fgl_jax.federated.baselines import evaluate
+from fgl_jax.federated.evaluation import evaluate
 from tests.alg_helpers import client_models, toy_setup
 
 

@@ -80,7 +80,7 @@ def test_option_one_sets_the_variates_to_the_local_gradients_at_x():
 def test_client_mean_is_the_sequential_mean_bit_for_bit():
     """client_mean (SCAFFOLD's c update) against NumPy's client-by-client float32 sum times 1/C, also
     when a consumer adds to it (no FMA contraction of the product)."""
-    from fgl_jax.federated.baselines import client_mean
+    from fgl_jax.reduce import client_mean
     rng = np.random.default_rng(0)
     for shape in [(7, 100, 64), (10, 4096), (3, 5), (1, 80, 64)]:
         x = rng.standard_normal(shape).astype(np.float32)

@@ -1,4 +1,5 @@
-"""DP-FedAvg (fgl_jax/privacy/dp.py + the baseline round), its accountant, and OpenFGL's local DP."""
+"""DP-FedAvg (the clipping of fgl_jax/privacy/dp.py, the aggregator fgl_jax.aggregators.dp_fedavg, the
+baseline round), its accountant, and OpenFGL's local DP."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 from fgl_jax import registry
-from fgl_jax.privacy.dp import LocalDP, clip_updates, clipped_node_grad, epsilons, private_mean
+from fgl_jax.aggregators import private_mean
+from fgl_jax.privacy.dp import LocalDP, clip_updates, clipped_node_grad, epsilons
 from fgl_jax.systems.baseline import RunConfig, build
 from tests.alg_helpers import client_models, toy_setup
 from tests.helpers import toy_graph
@@ -88,8 +90,12 @@ def test_epsilon_column_and_refusals():
                     clients_per_round=2)
     cols = build(cfg, graph=g).per_round
     np.testing.assert_allclose(cols["dp_epsilon"], epsilons(1.0, 2, 4, 3, 1e-5))
-    with pytest.raises(ValueError, match="baseline round"):
-        build(cfg.replace(algorithm="scaffold"), graph=g)
+    # every algorithm with a server aggregate takes DP (scaffold: tests/test_aggregators.py); one
+    # without (personalised aggregation only) is refused, and the local DP stays in the FedAvg round
+    with pytest.raises(ValueError, match="algorithm 'fedgta' has no server aggregate"):
+        build(cfg.replace(algorithm="fedgta"), graph=g)
+    with pytest.raises(ValueError, match="ldp is implemented in the FedAvg family's round"):
+        build(cfg.replace(algorithm="scaffold", dp_clip=0.0, dp_noise=0.0, ldp="gaussian"), graph=g)
     with pytest.raises(ValueError, match="dp_clip"):
         RunConfig(dp_noise=1.0)
 

@@ -10,7 +10,8 @@ import pytest
 from fgl_jax.batch import full_graph_batch, unstack
 from fgl_jax.data import csbm, openfgl_fractions, per_client_split
 from fgl_jax.federated import run
-from fgl_jax.federated.baselines import FedConfig, evaluate_models
+from fgl_jax.federated.config import FedConfig
+from fgl_jax.federated.evaluation import evaluate_models
 from fgl_jax.systems.baseline.config import RunConfig
 from fgl_jax.systems.baseline.program import build, prepare
 from tests.test_metrics import ref_macro

@@ -33,7 +33,7 @@ def test_server_momentum_matches_a_numpy_rederivation():
     for r in range(3):
         key = jax.random.key(100 + r)
         # the plain FedAvg round from the same server model and client optimiser states gives mean_c w_c
-        plain_state = dataclasses.replace(state, server_opt=None)
+        plain_state = dataclasses.replace(state, aggregator=((),))  # FedAvg: a chain of one mean, no state
         mean = jax.device_get(avg.round(plain_state, data, key)[0].server)
         server = jax.device_get(state.server)
         g = jax.tree.map(lambda s, m: np.asarray(s, np.float64) - np.asarray(m, np.float64), server, mean)

@@ -22,6 +22,12 @@ an algorithm is node classification only and `--task link_pred` refuses it.
 `ops.EllFeatures` layout (a faster first layer, `fgl_jax.batch.with_ell_features`). Without it the
 features stay `SparseFeatures` (or dense), whose row/col/val fields an algorithm may read.
 
+An algorithm that keeps a global model aggregates it through the run's aggregator, built once by
+`fgl_jax.federated.config.server_aggregator(common)` and called as
+`server, agg = _common.aggregate(aggregator, state.aggregator, uploads, weights, key, params=state.server)`
+with its state in a field named `aggregator`: DP-FedAvg, `--server-opt` and a user's own aggregator
+(`FedConfig.aggregator`) then apply to it without code of its own (docs/aggregators.md).
+
 An algorithm whose rounds change kind part-way (AdaFGL: FedAvg, then personalised training) may
 declare `phases` (`fgl_jax.federated.algorithm.Phase`: first round, round function, hand-over):
 `run` then executes one compiled program per phase, so no phase carries a branch over another's

@@ -6,8 +6,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from fgl_jax.aggregators import Aggregator
 from fgl_jax.federated.algorithm import FedData
-from fgl_jax.federated.baselines import evaluate_models
+from fgl_jax.federated.config import AGGREGATE_KEY
+from fgl_jax.federated.evaluation import evaluate_models
 from fgl_jax.federated.client import lr_scale, stack, tree_sq  # noqa: F401 (the algorithms import them from here)
 
 PyTree = Any
@@ -39,6 +41,16 @@ def round_start(optimizer, common, state, data: FedData, start: PyTree = None) -
         start = stack(state.server, data.train.num_clients)
     opt = jax.vmap(optimizer.init)(start) if common.reset_optimizer else state.opt
     return start, opt, state.hp["lr"] * lr_scale(common.optim, state.round)
+
+
+def aggregate(aggregator: Aggregator, state: PyTree, uploads: PyTree, weights: jax.Array, key: jax.Array,
+              params: PyTree = None) -> tuple[PyTree, PyTree]:
+    """The round's server step through the run's aggregator (`fgl_jax.federated.config.server_aggregator`):
+    (aggregate, new aggregator state) of uploads [C_t, ...] with weights [C_t]; params: the server's
+    value in the uploads' space (the global model when clients upload models, None when they upload
+    changes). key: the round's key (the aggregator gets fold_in(key, AGGREGATE_KEY), as the
+    FedAvg family's round)."""
+    return aggregator.aggregate(state, uploads, weights, jax.random.fold_in(key, AGGREGATE_KEY), params=params)
 
 
 def weighted_loss(losses: jax.Array, weight: jax.Array) -> jax.Array:

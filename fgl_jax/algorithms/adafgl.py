@@ -53,6 +53,9 @@ softmax of the already-softmaxed S in the similarity and in the prediction, its 
 round, and its PyTorch initialisation (Xavier-uniform with the ReLU gain, zero biases, PReLU 0.25).
 Differences: padded nodes are masked out of the similarity statistics; OpenFGL's 1.1.0 release calls
 a compiled CSR kernel from a hard-coded path (missing on Linux), the harness swaps in scipy's product.
+
+Server step (`fgl_jax.aggregators`): phase 1's models go through the run's aggregator; phase 2
+is local.
 """
 from __future__ import annotations
 
@@ -69,10 +72,11 @@ import optax
 
 from fgl_jax import ops
 from fgl_jax.batch import with_ell_features
-from fgl_jax.algorithms._common import (evaluate_round, init_params, round_start, scatter_clients, stack, take_clients,
-                                        weighted_loss)
+from fgl_jax.algorithms._common import (aggregate, evaluate_round, init_params, round_start, scatter_clients, stack,
+                                        take_clients, weighted_loss)
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput, Phase
-from fgl_jax.federated.baselines import FedConfig, evaluate_logits, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
+from fgl_jax.federated.evaluation import evaluate_logits
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -104,6 +108,7 @@ class AdaFGLState:
     ada_opt: PyTree       # their Adam states [C, ...]
     graph: dict           # phase-2 per-client inputs [C, ...]: adj (normalised A'), soft (S), rho
     hp: dict              # traced: lr
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
 # ---- graph operators ---------------------------------------------------------------------------
@@ -409,6 +414,7 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
         raise ValueError(f"adafgl: eval_mode={common.eval_mode!r} is not available (its second phase predicts with "
                          "each client's own models on its own subgraph); use 'auto' or 'local_model_on_local_data'")
     optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
     loss_fn = node_loss_fn(model)
     num_classes = int(model.num_classes)
     hidden = int(common.model.hidden) if common.model is not None else int(getattr(model, "hidden"))
@@ -429,7 +435,7 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
             jax.random.split(k_ada, c), feat)
         graph = {"adj": jnp.zeros((c, n, n), jnp.float32), "soft": jnp.zeros((c, n, num_classes), jnp.float32),
                  "rho": jnp.zeros((c,), jnp.float32), "first": jnp.zeros((c, n, 4, hidden), jnp.float32)}
-        return AdaFGLState(round=jnp.zeros((), jnp.int32), server=params,
+        return AdaFGLState(round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params,
                            opt=stack(optimizer.init(params), data.train.num_clients), ada=ada,
                            ada_opt=jax.vmap(ada_opt.init)(ada), graph=graph, hp={"lr": jnp.float32(common.optim.lr)})
 
@@ -457,13 +463,13 @@ def adafgl(model, common: FedConfig, hp: AdaFGLHParams) -> FederatedAlgorithm:
         start, opt, scale = round_start(optimizer, common, state, data)
         train = lambda p, o, b, k: local_train(loss_fn, optimizer, common.local_steps, p, o, b, k, scale)
         new, opt, losses = map_clients(train, common.client_chunk)(start, opt, data.train, jax.random.split(key, ct))
-        server = weighted_mean(new, data.train_weight)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         # each client's own (just trained) model, as phase 2 predicts with per-client models too
         personal = scatter_clients(stack(server, data.eval.num_clients), data.train_index, new)
         metrics = evaluate_round(model, common, data, personal=personal)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
-        return state.replace(round=state.round + 1, server=server, opt=opt), metrics
+        return state.replace(round=state.round + 1, server=server, opt=opt, aggregator=agg), metrics
 
     def enter(state: AdaFGLState, data: FedData, key: jax.Array) -> AdaFGLState:
         """The hand-over to phase 2 (key: its first round's)."""

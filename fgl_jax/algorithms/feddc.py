@@ -34,6 +34,9 @@ gradient of sum(theta * u_i - ubar) / (eta K) with u_i = the client's previous u
 gradient shift is u_i / (eta K) (ubar is a constant and drops out): no server state c; it adds to
 h_i the update of the round before (h_i lags one round), skips both terms in the first round, and
 weights theta_i + h_i by training nodes. alpha: paper/official 0.01, OpenFGL 0.1.
+
+Server step (`fgl_jax.aggregators`): the uploads theta_i + h_i go through the run's aggregator
+(weights per `feddc_weights`); the correction variate's mean stays FedDC's own, in the clear.
 """
 from __future__ import annotations
 
@@ -44,9 +47,10 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
+from fgl_jax.aggregators import weighted_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.registry import register
@@ -73,9 +77,12 @@ class FedDCState:
     c: PyTree            # server correction state (unused by variant openfgl)
     opt: PyTree          # client optimiser states [C_t, ...]
     hp: dict             # traced: lr, feddc_alpha
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "feddc", tasks=("node_cls", "link_pred"), hparams=FedDCHParams,
+@register("algorithm", "feddc",
+          dp_uncovered="the changes of its correction variates (paper variant), averaged in the clear",
+          tasks=("node_cls", "link_pred"), hparams=FedDCHParams,
           paper="Gao, Xu, Wang, Wang, Zhang, Xu, CVPR 2022, arXiv:2203.11751",
           help="FedDC: local drift variables h_i decouple and correct the local models (+ gradient correction)")
 def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
@@ -83,12 +90,13 @@ def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
     ce = node_loss_fn(model)
     steps = common.local_steps
     openfgl = hp.feddc_variant == "openfgl"
+    aggregator = server_aggregator(common)
 
     def init(key: jax.Array, data: FedData) -> FedDCState:
         params = init_params(model, key, data)
         zeros = jax.tree.map(jnp.zeros_like, params)
         c = data.eval.num_clients
-        return FedDCState(round=jnp.zeros((), jnp.int32), server=params, drift=stack(zeros, c), ctrl=stack(zeros, c),
+        return FedDCState(round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params, drift=stack(zeros, c), ctrl=stack(zeros, c),
                           c=zeros, opt=stack(optimizer.init(params), data.train.num_clients),
                           hp={"lr": jnp.float32(common.optim.lr), "feddc_alpha": jnp.float32(hp.feddc_alpha)})
 
@@ -121,13 +129,15 @@ def feddc(model, common: FedConfig, hp: FedDCHParams) -> FederatedAlgorithm:
         theta, opt, losses, h_new, c_new = map_clients(client, common.client_chunk)(
             start, opt, data.train, jax.random.split(key, ct), h, ci)
         q = jnp.ones_like(data.train_weight) if hp.feddc_weights == "uniform" else data.train_weight
-        server = weighted_mean(jax.tree.map(jnp.add, theta, h_new), q)
+        # the uploads theta_i + h_i are models; the variates' mean below is FedDC's own step
+        server, agg = aggregate(aggregator, state.aggregator, jax.tree.map(jnp.add, theta, h_new), q, key,
+                                params=w)
         c = state.c if openfgl else jax.tree.map(lambda cg, d: cg + d, state.c,
                                                  weighted_mean(jax.tree.map(jnp.subtract, c_new, ci), q))
         metrics = evaluate_round(model, common, data, server=server, trained=theta)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
-        return FedDCState(round=state.round + 1, server=server,
+        return FedDCState(round=state.round + 1, aggregator=agg, server=server,
                           drift=scatter_clients(state.drift, data.train_index, h_new),
                           ctrl=scatter_clients(state.ctrl, data.train_index, c_new), c=c, opt=opt,
                           hp=state.hp), metrics

@@ -77,6 +77,9 @@ only its abstract; where the abstract does not decide, both variants follow Open
     rounds: 78.93% (glorot) vs 77.04% (torch).
   - partial participation: only the clients sampled in round 0 train a DGen; the others keep a
     zero mend (OpenFGL would fail on them in round 1).
+
+Server step (`fgl_jax.aggregators`): the classifiers of the FedAvg rounds go through the run's
+aggregator; the generator phase's exchange is FedDEP's own.
 """
 from __future__ import annotations
 
@@ -90,12 +93,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.algorithms._common import scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, scatter_clients, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validation_nodes, impaired_batch,
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, evaluate_models, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
+from fgl_jax.federated.evaluation import evaluate_models
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -412,9 +416,12 @@ class FedDEPState:
     opt: PyTree           # [C_t, ...] the classifier's optimiser states
     mend: jax.Array       # [C, N, emb_dim] each client's generated-neighbour embedding (0 until round 0)
     hp: dict              # traced: lr
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "feddep", features="ell", hparams=FedDEPHParams, prepare=feddep_prepare, pre_communication=feddep_pre_bytes,
+@register("algorithm", "feddep",
+          dp_uncovered="its generator phase's exchange (embeddings and prototypes)",
+          features="ell", hparams=FedDEPHParams, prepare=feddep_prepare, pre_communication=feddep_pre_bytes,
           paper="Zhang, Sun, Ding, Yiu, Yang, SDM 2024, arXiv:2401.04336",
           help="FedDEP: a generator of missing neighbours' embeddings trained against other clients' "
                "prototypes, then FedAvg of a GraphSAGE that reads them")
@@ -431,6 +438,7 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
     cls = DEPClassifier(f, hidden, classes, emb_dim, int(getattr(model, "num_layers", 2)), dropout, hp.feddep_init)
     dgen = DGen(f, hidden, classes, hp.feddep_latent, emb_dim, p, hp.feddep_gen_width, dropout)
     optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
     steps, openfgl = common.local_steps, hp.feddep_variant == "openfgl"
     local_mode = common.eval_mode == "local_model_on_local_data"
 
@@ -441,7 +449,7 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
         one = jax.tree.map(lambda a: a[0], data.eval)
         params = cls.init({"params": key, "dropout": key}, one, train=False)["params"]
         c, ct, n = data.eval.num_clients, data.train.num_clients, data.eval.num_nodes
-        return FedDEPState(round=jnp.zeros((), jnp.int32), server=params, opt=stack(optimizer.init(params), ct),
+        return FedDEPState(round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params, opt=stack(optimizer.init(params), ct),
                            mend=jnp.zeros((c, n, emb_dim), jnp.float32), hp={"lr": jnp.float32(common.optim.lr)})
 
     def evaluation(state: FedDEPState, data: FedData, trained=None) -> dict:
@@ -599,7 +607,8 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
             new, opt, losses = map_clients(train, common.client_chunk)(start, state.opt, data.train, mend,
                                                                       jax.random.split(key, ct))
         w = jnp.ones_like(data.train_weight) if openfgl else data.train_weight
-        state = dataclasses.replace(state, round=state.round + 1, server=weighted_mean(new, w), opt=opt)
+        server, agg = aggregate(aggregator, state.aggregator, new, w, key, params=state.server)
+        state = dataclasses.replace(state, round=state.round + 1, server=server, opt=opt, aggregator=agg)
         metrics = evaluation(state, data, trained=new)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         return state, metrics

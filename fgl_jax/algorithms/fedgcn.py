@@ -46,7 +46,8 @@ import scipy.sparse as sp
 
 from fgl_jax.batch import build_client_batch, stack_graphs
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, baseline
+from fgl_jax.federated.config import FedConfig
+from fgl_jax.federated.fedavg_family import baseline
 from fgl_jax.graph import Graph
 from fgl_jax.nn.models import GCN
 from fgl_jax.registry import register

@@ -38,6 +38,9 @@ split, seed 0, 30 rounds) this module with the normalised GCN reached 77.85% tes
 OpenFGL reached 73.98%, and on CiteSeer gcn_sum with Glorot initialisation gave 63.11 +- 0.48%
 against OpenFGL's 59.95 +- 0.97% (3 seeds); the comparison with `fedgl_model=openfgl`: the cells
 cora/fedgl and citeseer/fedgl of the record benchmarks/peers/openfgl/results.json.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator; the
+pseudo-label fusion of their predictions is FedGL's own.
 """
 from __future__ import annotations
 
@@ -49,9 +52,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, model_variant, round_start, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, init_params, model_variant, round_start, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -82,6 +85,7 @@ class FedGLState:
     pseudo: jax.Array       # int32 [C, N]: each client node's pseudo label (eval axis)
     pseudo_mask: jax.Array  # bool [C, N]: the node has a pseudo label
     hp: dict                # traced: lr, fedgl_ssl_weight, fedgl_threshold
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
 def node_slots(node_ids: np.ndarray, node_mask: np.ndarray) -> np.ndarray:
@@ -117,19 +121,22 @@ def fuse_predictions(probs: jax.Array, node_mask: jax.Array, slot: jax.Array, ra
     return jnp.argmax(fused, -1).astype(jnp.int32), fused.sum(-1) > 0
 
 
-@register("algorithm", "fedgl", hparams=FedGLHParams, prepare=prepare,
+@register("algorithm", "fedgl",
+          dp_uncovered="the predictions it uploads for the pseudo labels",
+          hparams=FedGLHParams, prepare=prepare,
           paper="Chen, Hu, Xu, Zheng, Information Sciences 2024, arXiv:2105.03170",
           help="FedGL: FedAvg + the server's global pseudo labels from the clients' fused predictions")
 def fedgl(model, common: FedConfig, hp: FedGLHParams) -> FederatedAlgorithm:
     if hp.fedgl_model == "openfgl":
         model = model_variant(model, common, "gcn_sum")
     optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
     num_classes = int(model.num_classes)
 
     def init(key: jax.Array, data: FedData) -> FedGLState:
         params = init_params(model, key, data)
         shape = data.eval.y.shape
-        return FedGLState(round=jnp.zeros((), jnp.int32), server=params,
+        return FedGLState(round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params,
                           opt=stack(optimizer.init(params), data.train.num_clients),
                           pseudo=jnp.zeros(shape, jnp.int32), pseudo_mask=jnp.zeros(shape, bool),
                           hp={"lr": jnp.float32(common.optim.lr),
@@ -159,7 +166,7 @@ def fedgl(model, common: FedConfig, hp: FedGLHParams) -> FederatedAlgorithm:
         new, opt, losses, probs = map_clients(client, common.client_chunk)(
             start, opt, data.train, jax.random.split(key, ct), state.pseudo[data.train_index],
             state.pseudo_mask[data.train_index])
-        server = weighted_mean(new, data.train_weight)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         labels, has = fuse_predictions(probs, data.train.node_mask, slot[data.train_index], data.train_weight,
                                        state.hp["fedgl_threshold"], num_slots=slot.size + 1)
         pseudo, pmask = labels[slot], has[slot] & data.eval.node_mask              # back to every client
@@ -171,7 +178,7 @@ def fedgl(model, common: FedConfig, hp: FedGLHParams) -> FederatedAlgorithm:
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["pseudo_labelled"] = pmask.sum().astype(jnp.float32)
         metrics["lr"] = scale
-        return FedGLState(round=state.round + 1, server=server, opt=opt, pseudo=pseudo, pseudo_mask=pmask,
+        return FedGLState(round=state.round + 1, aggregator=agg, server=server, opt=opt, pseudo=pseudo, pseudo_mask=pmask,
                           hp=state.hp), metrics
 
     def messages(s: FedGLState):

@@ -22,6 +22,9 @@ config (K=5, alpha=0.5, T=20, P=10, hybrid moments, tau=0.5). Its LP input is th
 the training nodes only (mask=train_mask); the moments average over every node of the subgraph.
 `fedgta_moment_type` raw / central keeps one half of the mixed moments (the code's options).
 Padded nodes and edges are masked out of every sum (they would change the moments' means).
+
+Server step: personalised aggregation only (no global model), so it does not go through
+`fgl_jax.aggregators`; DP-FedAvg and `--server-opt` are refused.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ import jax.numpy as jnp
 from fgl_jax import ops
 from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig
+from fgl_jax.federated.config import FedConfig
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.registry import register

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from fgl_jax.federated.baselines import FedConfig, baseline
+from fgl_jax.federated.config import FedConfig
+from fgl_jax.federated.fedavg_family import baseline
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 

@@ -22,6 +22,9 @@ L_R is a sum over classes of per-class MSEs, sum_k mean_{v in k}||z_v - C^k||^2 
 (`proto_loss=per_class`). The official FedProto code averages the clients holding the class without
 weights (`proto_weights=uniform`). Differences from the paper: inference by the nearest global
 prototype (the paper's test metric) is not offered; the models' logits are used.
+
+Server step: prototype aggregation (no global model), so it does not go through
+`fgl_jax.aggregators`; DP-FedAvg and `--server-opt` are refused.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ import jax.numpy as jnp
 
 from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig
+from fgl_jax.federated.config import FedConfig
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy

@@ -37,6 +37,10 @@ weights clients by node counts, here by training-node counts (it only serves the
 modes). Under partial participation a client starts from the personalised weights of the last
 round it took part in (the official code; OpenFGL: only those of the previous round, else the
 global model).
+
+Server step (`fgl_jax.aggregators`): the global model (the weighted mean of the trained weights
+and masks) goes through the run's aggregator; the personalised weights sum_j alpha_ij theta_j are
+FedPub's own, from the raw uploads (DP and a server optimiser do not reach them).
 """
 from __future__ import annotations
 
@@ -50,9 +54,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax import ops
-from fgl_jax.algorithms._common import evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, round_start, scatter_clients, stack, take_clients, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -89,6 +93,7 @@ class FedPubState:
     server: PyTree       # training-node weighted mean of the models (global_model_* evaluation only)
     opt: PyTree          # client optimiser states [C_t, ...]
     hp: dict             # traced: lr, fedpub_loc_l2, fedpub_tau
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
 def proxy_graph(num_graphs: int, num_nodes: int, p: float, num_features: int, seed: int) -> dict:
@@ -185,7 +190,9 @@ def weight_leaves(params: PyTree) -> list:
     return [x for p, x in jax.tree_util.tree_leaves_with_path(params) if not is_mask(p)]
 
 
-@register("algorithm", "fedpub", features="ell", hparams=FedPubHParams, prepare=prepare_fedpub,
+@register("algorithm", "fedpub",
+          dp_uncovered="its personalised aggregation and functional embeddings, computed from the raw uploads",
+          features="ell", hparams=FedPubHParams, prepare=prepare_fedpub,
           paper="Baek, Jeong, Jin, Yoon & Hwang, ICML 2023, arXiv:2206.10206",
           help="FED-PUB: masked GCNs, personalised aggregation by functional-embedding similarity")
 def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
@@ -195,6 +202,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
                     num_layers=int(spec.num_layers), dropout=float(spec.dropout), prune=hp.fedpub_l1)
     optimizer = make_optimizer(common.optim, lr=1.0)
     paper = hp.fedpub_reg == "paper"
+    aggregator = server_aggregator(common)
 
     def init(key: jax.Array, data: FedData) -> FedPubState:
         one = jax.tree.map(lambda a: a[0], data.eval)
@@ -204,7 +212,8 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
                            has_base=jnp.zeros((c,), bool), server=params,
                            opt=stack(optimizer.init(params), data.train.num_clients),
                            hp={"lr": jnp.float32(common.optim.lr), "fedpub_loc_l2": jnp.float32(hp.fedpub_loc_l2),
-                               "fedpub_tau": jnp.float32(hp.fedpub_tau)})
+                               "fedpub_tau": jnp.float32(hp.fedpub_tau)},
+                           aggregator=aggregator.init(params))
 
     def round_fn(state: FedPubState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
@@ -236,7 +245,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
                                                                          jax.random.split(key, ct), down)
         alpha = similarity_weights(emb, state.hp["fedpub_tau"], hp.fedpub_agg_norm)     # [C_t, C_t]
         pers = personalise(alpha, new)
-        server = weighted_mean(new, data.train_weight)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         personal = scatter_clients(state.personal, idx, new)
         glob = server if common.eval_mode.startswith("global_model") else None
         metrics = evaluate_round(net, common, data, server=glob, personal=personal)
@@ -244,7 +253,7 @@ def fedpub(model, common: FedConfig, hp: FedPubHParams) -> FederatedAlgorithm:
         metrics["lr"] = scale
         return FedPubState(round=state.round + 1, personal=personal, base=scatter_clients(state.base, idx, pers),
                            has_base=state.has_base.at[idx].set(True), server=server, opt=opt,
-                           hp=state.hp), metrics
+                           hp=state.hp, aggregator=agg), metrics
 
     def messages(s: FedPubState):
         # up: the trained weights (masks stay on the client) and the functional embedding [H];

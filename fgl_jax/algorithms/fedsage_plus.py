@@ -61,6 +61,9 @@ OpenFGL's behaviour where it changes the numbers:
     term compared with the client's own missing counts, one optimiser over generator + classifier.
   - initialisation: all clients start from one draw of classifier and generator (OpenFGL draws each
     client's model independently).
+
+Server step (`fgl_jax.aggregators`): the classifiers of phase 2 go through the run's
+aggregator; phase 1's NeighGen exchange is FedSage+'s own.
 """
 from __future__ import annotations
 
@@ -73,12 +76,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.algorithms._common import evaluate_round, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, scatter_clients, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (dense_features, greedy_loss, hide_validation_nodes,
                                                       impaired_batch, padded_rows)
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -239,9 +242,12 @@ class FedSagePlusState:
     mend_x: Optional[jax.Array]   # [C, N, P, F] generated features (paper variant; None for openfgl)
     mend_n: Optional[jax.Array]   # int32 [C, N] live slots per node (paper variant)
     hp: dict                  # traced: lr
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "fedsage_plus", hparams=FedSagePlusHParams, prepare=fedsage_prepare,
+@register("algorithm", "fedsage_plus",
+          dp_uncovered="its NeighGen phase's exchange",
+          hparams=FedSagePlusHParams, prepare=fedsage_prepare,
           pre_communication=fedsage_pre_bytes,
           paper="Zhang, Yang, Li, Sun, Yiu, NeurIPS 2021, arXiv:2106.13430",
           help="FedSage+: NeighGen learns missing neighbours, then FedAvg of GraphSAGE on the mended subgraphs")
@@ -252,6 +258,7 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
     gen_net = NeighGen(f, int(model.hidden), hp.fedsage_latent, p, hp.fedsage_gen_width,
                        float(getattr(model, "dropout", 0.0)))
     optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
     steps, gen_rounds, paper = common.local_steps, hp.fedsage_gen_rounds, hp.fedsage_variant == "paper"
     by_client = hp.fedsage_schedule == "client"
 
@@ -269,7 +276,7 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
             g = init_gen(gen_seed, one)
             gen, gen_opt = stack(g, c), stack(optimizer.init(g), ct)
         return FedSagePlusState(
-            round=jnp.zeros((), jnp.int32), server=params, local=stack(params, c), gen=gen,
+            round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params, local=stack(params, c), gen=gen,
             cls_opt=stack(optimizer.init(params), ct), gen_opt=gen_opt, gen_seed=gen_seed, snaps=snaps,
             snap_loss=snap_loss,
             mend_x=jnp.zeros((c, n, p, f), jnp.float32) if paper else None,
@@ -448,10 +455,10 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
         new, co, losses = map_clients(train, common.client_chunk)(start, state.cls_opt, mdata.train,
                                                                  jax.random.split(key, ct))
         w = data.train_weight if paper else jnp.ones_like(data.train_weight)
-        server = weighted_mean(new, w)
+        server, agg = aggregate(aggregator, state.aggregator, new, w, key, params=state.server)
         metrics = evaluate_round(cls, common, mdata, server=server, trained=new)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
-        return dataclasses.replace(state, round=state.round + 1, server=server, cls_opt=co), metrics
+        return dataclasses.replace(state, round=state.round + 1, server=server, cls_opt=co, aggregator=agg), metrics
 
     def round_fn(state: FedSagePlusState, data: FedData, key: jax.Array):
         if data.extra is None or "keep" not in data.extra:

@@ -38,6 +38,10 @@ Differences from OpenFGL (openfgl/flcore/fedtad): it normalises each client's CK
 ckr_ik / sum_k ckr_ik (`fedtad_ckr_norm=classes`); it averages the clients' models by node counts,
 fgl_jax by training-node counts (as its FedAvg). Only the code's default `raw_distill` (logits) is
 offered. Not in the round: the per-class accuracy printing of the authors' code.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator; the
+server's data-free distillation then starts from the aggregate (its own Adam, not the run's
+server optimiser).
 """
 from __future__ import annotations
 
@@ -51,10 +55,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, init_params, round_start, stack, weighted_loss
 from fgl_jax.batch import ClientBatch, dense_graph_batch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.registry import register
@@ -211,9 +215,12 @@ class FedTADState:
     gen_opt: PyTree       # its Adam state
     server_opt: PyTree    # the global model's distillation Adam state
     hp: dict              # traced: lr
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "fedtad", hparams=FedTADHParams, prepare=prepare,
+@register("algorithm", "fedtad",
+          dp_uncovered="its class reliabilities (uploaded before training)",
+          hparams=FedTADHParams, prepare=prepare,
           paper="Zhu, Li, Wu, Wu, Hu, Li, IJCAI 2024, arXiv:2404.14061",
           help="FedTAD: FedAvg + server-side data-free distillation weighted by class-wise knowledge reliability")
 def fedtad(model, common: FedConfig, hp: FedTADHParams) -> FederatedAlgorithm:
@@ -228,12 +235,13 @@ def fedtad(model, common: FedConfig, hp: FedTADHParams) -> FederatedAlgorithm:
     adam = lambda lr: optax.chain(optax.add_decayed_weights(wd), optax.adam(lr)) if wd else optax.adam(lr)
     gen_optimizer, server_optimizer = adam(hp.fedtad_lr_g), adam(hp.fedtad_lr_d)
     classes = pseudo_classes(hp.fedtad_num_gen, num_classes)
+    aggregator = server_aggregator(common)
 
     def init(key: jax.Array, data: FedData) -> FedTADState:
         k_model, k_gen = jax.random.split(key)
         params = init_params(model, k_model, data)
         gen = init_generator(k_gen, num_classes, hp.fedtad_noise_dim, int(getattr(model, "in_dim")))
-        return FedTADState(round=jnp.zeros((), jnp.int32), server=params,
+        return FedTADState(round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params,
                            opt=stack(optimizer.init(params), data.train.num_clients), gen=gen,
                            gen_opt=gen_optimizer.init(gen), server_opt=server_optimizer.init(params),
                            hp={"lr": jnp.float32(common.optim.lr)})
@@ -299,13 +307,13 @@ def fedtad(model, common: FedConfig, hp: FedTADHParams) -> FederatedAlgorithm:
         start, opt, scale = round_start(optimizer, common, state, data)
         train = lambda p, o, b, k: local_train(loss_fn, optimizer, common.local_steps, p, o, b, k, scale)
         new, opt, losses = map_clients(train, common.client_chunk)(start, opt, data.train, jax.random.split(k_train, ct))
-        avg = weighted_mean(new, data.train_weight)
+        avg, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         ckr = data.extra["ckr"][data.train_index]
         server, server_opt, gen, gen_opt = distill(avg, state.server_opt, state.gen, state.gen_opt, new, ckr, k_dist)
         metrics = evaluate_round(model, common, data, server=server, trained=new)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
-        return FedTADState(round=state.round + 1, server=server, opt=opt, gen=gen, gen_opt=gen_opt,
+        return FedTADState(round=state.round + 1, aggregator=agg, server=server, opt=opt, gen=gen, gen_opt=gen_opt,
                            server_opt=server_opt, hp=state.hp), metrics
 
     def messages(s: FedTADState):

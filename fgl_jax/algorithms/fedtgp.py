@@ -25,6 +25,9 @@ prototype for each class it lacks (trained on as if real); the class means avg_k
 number of clients once per class (a bug shrinking every gap, hence the margin, by C^(K-1)); and
 the regulariser is the sum of per-class MSEs (`fedproto` proto_loss=per_class). OpenFGL's defaults:
 10 server epochs, Adam lr 0.01 with the clients' weight decay, lambda 1.
+
+Server step: trainable global prototypes (no global model), so it does not go through
+`fgl_jax.aggregators`; DP-FedAvg and `--server-opt` are refused.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.algorithms.fedproto import prototype_algorithm
-from fgl_jax.federated.baselines import FedConfig
+from fgl_jax.federated.config import FedConfig
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 

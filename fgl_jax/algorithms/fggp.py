@@ -37,6 +37,8 @@ Differences from OpenFGL (openfgl/flcore/fggp): OpenFGL computes the view's simi
 the second and later local steps on the previous step's sampled graph (a chain restarted every
 round), here always on the client's graph; its embeddings are taken after dropout, here before;
 its model averaging weights are node counts, here training-node counts.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator.
 """
 from __future__ import annotations
 
@@ -47,9 +49,9 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, model_variant, round_start, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, init_params, model_variant, round_start, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -78,6 +80,7 @@ class FGGPState:
     server: PyTree       # the global model
     opt: PyTree          # client optimiser states [C_t, ...]
     hp: dict             # traced: lr and the FGGP hyperparameters
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
 def view_adjacency(h: jax.Array, node_mask: jax.Array, tau, key: jax.Array) -> jax.Array:
@@ -130,13 +133,14 @@ def fggp(model, common: FedConfig, hp: FGGPHParams) -> FederatedAlgorithm:
         raise ValueError(f"fggp: the augmented view replaces the neighbour sum of a GCN layer; model "
                          f"{type(model).__name__} is not one (use model gcn or gcn_sum, or fggp_model=openfgl)")
     optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
     num_classes = int(model.num_classes)
     names = ("fggp_tau", "fggp_temperature", "fggp_view_weight", "fggp_align_weight")
 
     def init(key: jax.Array, data: FedData) -> FGGPState:
         params = init_params(model, key, data)
         hp_state = {"lr": jnp.float32(common.optim.lr), **{n: jnp.float32(getattr(hp, n)) for n in names}}
-        return FGGPState(round=jnp.zeros((), jnp.int32), server=params,
+        return FGGPState(round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params,
                          opt=stack(optimizer.init(params), data.train.num_clients), hp=hp_state)
 
     def client_loss(hps):
@@ -164,11 +168,11 @@ def fggp(model, common: FedConfig, hp: FGGPHParams) -> FederatedAlgorithm:
         loss = client_loss(state.hp)
         train = lambda p, o, b, k: local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
         new, opt, losses = map_clients(train, common.client_chunk)(start, opt, data.train, jax.random.split(key, ct))
-        server = weighted_mean(new, data.train_weight)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         metrics = evaluate_round(model, common, data, server=server, trained=new)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
-        return FGGPState(round=state.round + 1, server=server, opt=opt, hp=state.hp), metrics
+        return FGGPState(round=state.round + 1, aggregator=agg, server=server, opt=opt, hp=state.hp), metrics
 
     # up: the trained model; down: the global model
     return FederatedAlgorithm(init=init, round=round_fn, messages=lambda s: (s.server, s.server))

@@ -31,6 +31,8 @@ but train with neither: their loss is CE + 0.1 * L_edge, an edge-wise distillati
 OpenFGL z and g are the GCN's hidden layer (z after dropout, as its model returns it: the code
 variant applies the run's dropout rate to z); in the authors' FederatedScope code they are the
 models' outputs (logits) -- not offered.
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator.
 """
 from __future__ import annotations
 
@@ -41,10 +43,10 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, init_params, round_start, stack, weighted_loss
 from fgl_jax.augment import augment_batch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -81,6 +83,7 @@ class FGSSLState:
     server: PyTree     # the global model
     opt: PyTree        # client optimiser states [C_t, ...]
     hp: dict           # traced: lr and the fgssl_* weights and temperatures
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
 def _unit(x: jax.Array) -> jax.Array:
@@ -140,6 +143,7 @@ def edge_distillation(z: jax.Array, g: jax.Array, senders: jax.Array, receivers:
           help="FGSSL: FedAvg + node semantic contrast and structure distillation against the global model")
 def fgssl(model, common: FedConfig, hp: FGSSLHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
     num_features = int(common.model.in_dim if common.model is not None else model.in_dim)
     dropout = float(common.model.dropout if common.model is not None else getattr(model, "dropout", 0.0))
     for name in ("fgssl_weak", "fgssl_strong"):
@@ -153,7 +157,7 @@ def fgssl(model, common: FedConfig, hp: FGSSLHParams) -> FederatedAlgorithm:
     def init(key: jax.Array, data: FedData) -> FGSSLState:
         params = init_params(model, key, data)
         names = ("fgssl_nsc", "fgssl_gsd", "fgssl_edge", "fgssl_tau", "fgssl_omega")
-        return FGSSLState(round=jnp.zeros((), jnp.int32), server=params,
+        return FGSSLState(round=jnp.zeros((), jnp.int32), aggregator=aggregator.init(params), server=params,
                           opt=stack(optimizer.init(params), data.train.num_clients),
                           hp={"lr": jnp.float32(common.optim.lr), **{k: jnp.float32(getattr(hp, k)) for k in names}})
 
@@ -185,10 +189,10 @@ def fgssl(model, common: FedConfig, hp: FGSSLHParams) -> FederatedAlgorithm:
             return local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
 
         new, opt, losses = map_clients(client, common.client_chunk)(start, opt, data.train, jax.random.split(key, ct))
-        server = weighted_mean(new, data.train_weight)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         metrics = evaluate_round(model, common, data, server=server, trained=new)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
-        return FGSSLState(round=state.round + 1, server=server, opt=opt, hp=state.hp), metrics
+        return FGSSLState(round=state.round + 1, aggregator=agg, server=server, opt=opt, hp=state.hp), metrics
 
     return FederatedAlgorithm(init=init, round=round_fn, messages=lambda s: (s.server, s.server))

@@ -18,6 +18,9 @@ paper adds a 2-layer MLP head for images). Differences from OpenFGL (openfgl/flc
 averages l_con over every node of the subgraph, the paper over the training samples; the
 paper's choice is the default, `moon_nodes=all` gives OpenFGL's. OpenFGL takes the embedding
 after dropout; here it is before dropout (identical at the default dropout 0).
+
+Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator; the
+previous local models never leave the clients.
 """
 from __future__ import annotations
 
@@ -28,9 +31,9 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
@@ -56,6 +59,7 @@ class MoonState:
     prev: PyTree       # each client's model after its last round [C, ...]
     opt: PyTree        # client optimiser states [C_t, ...]
     hp: dict           # traced: lr, moon_mu, moon_tau
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
 def cosine(a: jax.Array, b: jax.Array, eps: float = 1e-8) -> jax.Array:
@@ -80,13 +84,14 @@ def moon_contrastive(z: jax.Array, z_glob: jax.Array, z_prev: jax.Array, mask: j
           help="MOON: FedAvg + model-contrastive loss (global vs previous local representation)")
 def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
 
     def init(key: jax.Array, data: FedData) -> MoonState:
         params = init_params(model, key, data)
         return MoonState(round=jnp.zeros((), jnp.int32), server=params, prev=stack(params, data.eval.num_clients),
                          opt=stack(optimizer.init(params), data.train.num_clients),
                          hp={"lr": jnp.float32(common.optim.lr), "moon_mu": jnp.float32(hp.moon_mu),
-                             "moon_tau": jnp.float32(hp.moon_tau)})
+                             "moon_tau": jnp.float32(hp.moon_tau)}, aggregator=aggregator.init(params))
 
     def round_fn(state: MoonState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
@@ -109,11 +114,12 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
 
         new, opt, losses = map_clients(client, common.client_chunk)(start, opt, data.train,
                                                                    jax.random.split(key, ct), prev)
-        server = weighted_mean(new, data.train_weight)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         metrics = evaluate_round(model, common, data, server=server, trained=new)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
         return MoonState(round=state.round + 1, server=server,
-                         prev=scatter_clients(state.prev, data.train_index, new), opt=opt, hp=state.hp), metrics
+                         prev=scatter_clients(state.prev, data.train_index, new), opt=opt, hp=state.hp,
+                         aggregator=agg), metrics
 
     return FederatedAlgorithm(init=init, round=round_fn, messages=lambda s: (s.server, s.server))

@@ -24,6 +24,10 @@ averages the model updates with 1/|S|, we weight them by training nodes (as Open
 Option II measures the variates in units of (x - y_i)/(K eta): the gradient for SGD, but for Adam
 (the default client optimiser here and in OpenFGL) a normalised step of size ~1 per coordinate, far
 larger than the gradients it corrects; with Adam prefer option I or `--optimizer sgd`.
+
+Server step (`fgl_jax.aggregators`): the model changes y_i - x go through the run's aggregator
+(params None: DP clips the changes themselves, a server optimiser steps on -aggregate), then
+x <- x + eta_g * aggregate. The control variate's mean stays SCAFFOLD's own, in the clear.
 """
 from __future__ import annotations
 
@@ -34,9 +38,9 @@ import flax
 import jax
 import jax.numpy as jnp
 
-from fgl_jax.algorithms._common import evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, init_params, round_start, scatter_clients, stack, weighted_loss
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import FedConfig, weighted_mean
+from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.reduce import client_mean
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
@@ -63,15 +67,19 @@ class ScaffoldState:
     c_client: PyTree     # c_i [C, ...] (zeros for clients without training nodes)
     opt: PyTree          # client optimiser states [C_t, ...]
     hp: dict             # traced: lr, scaffold_server_lr
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "scaffold", tasks=("node_cls", "link_pred"), features="ell", hparams=ScaffoldHParams,
+@register("algorithm", "scaffold",
+          dp_uncovered="its control variates' changes (c_i+ - c_i), averaged in the clear",
+          tasks=("node_cls", "link_pred"), features="ell", hparams=ScaffoldHParams,
           paper="Karimireddy, Kale, Mohri, Reddi, Stich, Suresh, ICML 2020, arXiv:1910.06378",
           help="SCAFFOLD: control variates c, c_i correct the local gradients (option II or I)")
 def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorithm:
     optimizer = make_optimizer(common.optim, lr=1.0)  # lr applied as a traced multiplier
     loss_fn = node_loss_fn(model)
     steps = common.local_steps
+    aggregator = server_aggregator(common)
 
     def init(key: jax.Array, data: FedData) -> ScaffoldState:
         params = init_params(model, key, data)
@@ -80,7 +88,8 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
                              c_client=stack(zeros, data.eval.num_clients),
                              opt=stack(optimizer.init(params), data.train.num_clients),
                              hp={"lr": jnp.float32(common.optim.lr),
-                                 "scaffold_server_lr": jnp.float32(hp.scaffold_server_lr)})
+                                 "scaffold_server_lr": jnp.float32(hp.scaffold_server_lr)},
+                             aggregator=aggregator.init(params))
 
     def round_fn(state: ScaffoldState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
@@ -99,7 +108,9 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
 
         y, opt, losses, c_new = map_clients(client, common.client_chunk)(start, opt, data.train,
                                                                         jax.random.split(key, ct), c_i)
-        dy = weighted_mean(jax.tree.map(lambda ys, xs: ys - xs, y, start), data.train_weight)
+        # the uploads are the model changes y_i - x (params None: their reference is zero)
+        dy, agg = aggregate(aggregator, state.aggregator, jax.tree.map(lambda ys, xs: ys - xs, y, start),
+                            data.train_weight, key)
         server = jax.tree.map(lambda xs, d: xs + state.hp["scaffold_server_lr"] * d, x, dy)
         if data.train_total is None:  # client_mean: a plain .mean(0) over the client axis is slow on XLA:CPU
             c = jax.tree.map(jnp.add, state.c, client_mean(jax.tree.map(jnp.subtract, c_new, c_i)))
@@ -110,7 +121,7 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
         metrics["lr"] = scale
         return ScaffoldState(round=state.round + 1, server=server, c=c,
                              c_client=scatter_clients(state.c_client, data.train_index, c_new),
-                             opt=opt, hp=state.hp), metrics
+                             opt=opt, hp=state.hp, aggregator=agg), metrics
 
     # up: the trained model y_i and the variate change c_i+ - c_i; down: the model x and c
     return FederatedAlgorithm(init=init, round=round_fn,

@@ -1,7 +1,8 @@
 """The federated engine: algorithms as (init, round) pairs, run as lax.scan over rounds."""
 from fgl_jax.federated.algorithm import (FedData, FederatedAlgorithm, Hooks, HostInput, Phase, Program, make_fed_data,
                                          with_round)
-from fgl_jax.federated.baselines import ALGORITHMS, BaselineState, FedConfig, baseline
+from fgl_jax.federated.config import ALGORITHMS, FedConfig
+from fgl_jax.federated.fedavg_family import BaselineState, baseline
 from fgl_jax.federated.client import OptimConfig, local_train, lr_scale, make_optimizer
 from fgl_jax.federated.metrics import graph_information_gain, masked_cross_entropy
 from fgl_jax.federated.run import NonFiniteError, RunResult, run

@@ -22,7 +22,8 @@ import numpy as np
 
 from fgl_jax.batch import build_bucketed_batches, padding_report, select_clients
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
-from fgl_jax.federated.baselines import BaselineState, FedConfig
+from fgl_jax.federated.fedavg_family import BaselineState
+from fgl_jax.federated.config import FedConfig
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer, node_loss_fn
 from fgl_jax.federated.metrics import client_counts, pool

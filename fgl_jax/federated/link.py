@@ -2,7 +2,7 @@
 (`fgl_jax.nn.link`) on a client batch carrying `pairs` (`fgl_jax.batch.link_client_batch`).
 
 The shared client functions dispatch here when the model's `task` is "link_pred"
-(`fgl_jax.federated.client.node_loss_fn`, `fgl_jax.federated.baselines.evaluate`), so an
+(`fgl_jax.federated.client.node_loss_fn`, `fgl_jax.federated.evaluation.evaluate`), so an
 algorithm built on them trains and reports link prediction without a copy of its round.
 
 Training negatives: with `train_negatives="resample"` (default; PyG's and OGB's practice) every

@@ -12,7 +12,7 @@ decoder turns two embeddings into one logit:
     mlp : s(u, v) = w2 . relu(W1 (z_u * z_v) + b1) + b2              (OGB's LinkPredictor, 2 layers)
 
 `task = "link_pred"` tells the shared client functions (`fgl_jax.federated.client.node_loss_fn`,
-`fgl_jax.federated.baselines.evaluate`) to train and evaluate on `ClientBatch.pairs` instead of
+`fgl_jax.federated.evaluation.evaluate`) to train and evaluate on `ClientBatch.pairs` instead of
 node labels, so every algorithm that uses them needs no link-prediction copy.
 
 Parameters live under `encoder` (layers `layer_i`, as the node models: FedPer keeps the encoder's

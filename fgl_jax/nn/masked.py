@@ -8,7 +8,7 @@ sparsification; in training they are used as they are, so the gradient reaches e
 Layout (as FedPub's MaskedGCN): `num_layers` GCN convolutions H' = S (H (W*M)) + b (S the
 GCN-normalised adjacency with self-loops), each followed by ReLU and dropout, then a masked linear
 classifier. Parameters: kernel_i, mask_i, bias_i for i = 0..num_layers (the last is the
-classifier), so `fgl_jax.federated.baselines.layer_index` reads their layer from the name and
+classifier), so `fgl_jax.federated.fedavg_family.layer_index` reads their layer from the name and
 `is_mask` tells the masks from the weights.
 """
 from __future__ import annotations

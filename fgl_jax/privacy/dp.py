@@ -1,4 +1,6 @@
-"""Client-level differential privacy of the server average (DP-FedAvg) and its accountant.
+"""Client-level differential privacy of the server average (DP-FedAvg): the clipping primitive and
+the accountant. The server step itself is an aggregator, `fgl_jax.aggregators.dp_fedavg` (clip,
+uniform mean, noise), so it applies to every algorithm that aggregates through `fgl_jax.aggregators`.
 
 DP-FedAvg (McMahan, Ramage, Talwar & Zhang, ICLR 2018, "Learning Differentially Private Recurrent
 Language Models"): each of the m clients of a round sends its update Delta_i = w_i - w clipped to
@@ -31,7 +33,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.reduce import client_mean
 
 PyTree = Any
 SAMPLING = ("poisson", "without_replacement")
@@ -46,21 +47,6 @@ def clip_updates(updates: PyTree, clip: float) -> tuple[PyTree, jax.Array]:
     norms = jnp.sqrt(sq)
     factor = jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-12))
     return jax.tree.map(lambda x: x * factor.reshape((-1,) + (1,) * (x.ndim - 1)).astype(x.dtype), updates), norms
-
-
-def private_mean(updates: PyTree, key: jax.Array, clip: float, noise_multiplier) -> PyTree:
-    """DP-FedAvg's release: the uniform mean over the m clients of the clipped updates, plus
-    Gaussian noise of std noise_multiplier * clip / m on every coordinate.
-
-    updates: pytree of [m, ...] leaves (m static); returns a pytree of [...] leaves."""
-    clipped, _ = clip_updates(updates, clip)
-    leaves, treedef = jax.tree.flatten(clipped)
-    m = leaves[0].shape[0]
-    std = noise_multiplier * clip / m
-    keys = jax.random.split(key, len(leaves))
-    means = jax.tree.leaves(client_mean(leaves))  # mean(0) without XLA:CPU's slow leading-axis reduce
-    out = [mu + std * jax.random.normal(k, x.shape[1:], x.dtype) for mu, x, k in zip(means, leaves, keys)]
-    return jax.tree.unflatten(treedef, out)
 
 
 def epsilons(noise_multiplier: float, sampled: int, population: int, rounds: int, delta: float,

@@ -25,7 +25,8 @@ import typing
 from typing import Optional
 
 from fgl_jax import registry
-from fgl_jax.federated.baselines import EVAL_MODES
+from fgl_jax.aggregators.server_opt import SERVER_OPTS
+from fgl_jax.federated.config import EVAL_MODES
 from fgl_jax.federated.metrics import AVERAGES
 from fgl_jax.nn.link import DECODERS, NEGATIVES
 from fgl_jax.schema import RunSpec, option
@@ -40,6 +41,8 @@ PARTITION_OPTIONS = {"dirichlet_beta": ("dirichlet", "community_dirichlet"),
                      "num_communities": ("metis_plus", "community_dirichlet"),
                      "communities": ("community_dirichlet",)}
 TASKS = ("node_cls", "link_pred")
+# algorithms that are FedAvg with a server optimiser: `server_opt` would add a second one
+SERVER_OPT_ALGORITHMS = tuple(algo for _, algo, _ in SERVER_OPTS.values())
 
 
 def _algorithms() -> list[str]:
@@ -108,6 +111,9 @@ class BaselineFields(RunSpec):
     dp_sampling: str = option("poisson", "how the accountant models the client sample: poisson (q = m/N, the "
                               "customary approximation) or without_replacement (exact, replace-one)",
                               choices=("poisson", "without_replacement"))
+    server_opt: str = option("none", "server optimiser on the aggregate of any algorithm (Reddi et al.): momentum "
+                             "(FedAvgM's server_lr, server_momentum), adam (FedAdam's adam_*), yogi (FedYogi's "
+                             "yogi_*); none = the aggregate itself", choices=("none", *SERVER_OPTS))
     ldp: str = option("none", "OpenFGL's local DP for node classification: per-node gradient clipping and "
                       "noise on the local model after every step (laplace or gaussian)",
                       choices=("none", "laplace", "gaussian"))
@@ -161,8 +167,13 @@ class BaselineFields(RunSpec):
             self._check_link_pred()
         # one pass over the hyperparameter fields (names are unique across algorithms: `_compose`);
         # looking each default up again cost ~0.3 s of every command's start-up
+        if self.server_opt != "none" and self.algorithm in SERVER_OPT_ALGORITHMS:
+            raise ValueError(f"server_opt={self.server_opt!r}: algorithm {self.algorithm!r} already applies its own "
+                             "server optimiser; use algorithm fedavg with server_opt")
+        # the server optimiser's options are those of the algorithm that is FedAvg with it
+        server_algo = SERVER_OPTS[self.server_opt][1] if self.server_opt != "none" else None
         for algo, name, f, _tp in _hparam_fields():
-            if algo != self.algorithm and getattr(self, name) != f.default:
+            if algo not in (self.algorithm, server_algo) and getattr(self, name) != f.default:
                 raise ValueError(f"{name}={getattr(self, name)!r} is an option of algorithm {algo!r}, "
                                  f"not of {self.algorithm!r}")
 
@@ -194,6 +205,13 @@ class BaselineFields(RunSpec):
         """The chosen algorithm's own hyperparameters (its `hparams` dataclass), or None."""
         cls = registry.entry("algorithm", self.algorithm).info.get("hparams")
         return None if cls is None else cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
+
+    def server_hparams(self):
+        """The server optimiser's hyperparameters (`fgl_jax.aggregators.server_opt`), or None."""
+        if self.server_opt == "none":
+            return None
+        cls = SERVER_OPTS[self.server_opt][0]
+        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
 
     def replace(self, **changes) -> "RunConfig":
         return dataclasses.replace(self, **changes)

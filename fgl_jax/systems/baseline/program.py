@@ -6,6 +6,7 @@ the sweep, the experiments and the benchmarks all build through here.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Optional
 
 from fgl_jax import registry
@@ -16,7 +17,7 @@ import numpy as np
 from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.algorithm import HostInput
-from fgl_jax.federated.baselines import BaselineState
+from fgl_jax.federated.fedavg_family import BaselineState
 from fgl_jax.federated import communication
 from fgl_jax.federated.link import SELECT as LINK_SELECT
 from fgl_jax.federated.participation import participants, with_participation
@@ -171,7 +172,7 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
-                       dp_noise=cfg.dp_noise, ldp=ldp, model=spec)
+                       dp_noise=cfg.dp_noise, ldp=ldp, server_opt=cfg.server_hparams(), model=spec)
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
@@ -179,12 +180,18 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
 
 
 def check_privacy(cfg: RunConfig, algorithm, data) -> None:
-    """DP-FedAvg and the local DP live in the baseline round: refuse them for other algorithms."""
-    if cfg.dp_clip <= 0 and cfg.ldp == "none":
+    """DP-FedAvg and the server optimiser are aggregators (`fgl_jax.aggregators`): refuse them for an
+    algorithm that has no server aggregate (its state has no `aggregator` field: local, fedgta,
+    fedproto, fedtgp). The local DP lives in the FedAvg family's round: refuse it elsewhere."""
+    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.server_opt == "none":
         return
     state = jax.eval_shape(algorithm.init, jax.eval_shape(jax.random.key, 0), data)  # traced, never compiled
-    if not isinstance(state, BaselineState):
-        raise ValueError(f"dp_clip / ldp are implemented in the baseline round (fedavg, fedprox, fedper, fedavgm, "
+    for name, on in (("dp_clip", cfg.dp_clip > 0), ("server_opt", cfg.server_opt != "none")):
+        if on and not hasattr(state, "aggregator"):
+            raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
+                             "(it keeps personal models or prototypes only; docs/aggregators.md)")
+    if cfg.ldp != "none" and not isinstance(state, BaselineState):
+        raise ValueError(f"ldp is implemented in the FedAvg family's round (fedavg, fedprox, fedper, fedavgm, "
                          f"fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
 
 
@@ -211,5 +218,10 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
+    uncovered = registry.entry("algorithm", cfg.algorithm).info.get("dp_uncovered")
+    if cfg.dp_clip > 0 and uncovered:  # DP-FedAvg clips and noises what the aggregator sees, nothing else
+        describe["dp_uncovered"] = uncovered
+        print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
+              "(docs/aggregators.md)", file=sys.stderr)
     return Program(algorithm, prepared.data, cfg.rounds, describe,
                    per_round=per_round_columns(cfg, algorithm, prepared.data))

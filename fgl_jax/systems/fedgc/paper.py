@@ -29,7 +29,7 @@ import optax
 
 from fgl_jax import experiment, schema
 from fgl_jax.batch import full_graph_batch, stack_graphs, unstack
-from fgl_jax.federated.baselines import evaluate as evaluate_pooled
+from fgl_jax.federated.evaluation import evaluate as evaluate_pooled
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn import make_model

@@ -1,0 +1,74 @@
+"""DP-FedAvg (McMahan, Ramage, Talwar & Zhang, ICLR 2018) as aggregators: per-client clipping, the
+uniform mean, Gaussian noise on the mean.
+
+    dp_fedavg(clip_norm, z) = chain(clip(clip_norm), mean("uniform"), gaussian_noise(z, clip_norm))
+
+releases  mean_i clip(Delta_i, C) + N(0, (z C / m)^2 I)  over the m clients of the round, with
+Delta_i = upload_i - params (a client's update). Its privacy per round is what
+`fgl_jax.privacy.dp.epsilons` accounts (one Gaussian mechanism of multiplier z per round).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+
+from fgl_jax.aggregators.base import Aggregator, chain, stateless
+from fgl_jax.aggregators.mean import mean
+from fgl_jax.privacy.dp import clip_updates
+
+PyTree = Any
+
+
+def clip(clip_norm: float) -> Aggregator:
+    """Per client: the update (upload - params, or the upload itself when params is None) scaled to
+    L2 norm at most clip_norm, the norm taken over every leaf (`fgl_jax.privacy.dp.clip_updates`)."""
+    if not clip_norm > 0:
+        raise ValueError(f"clip: clip_norm must be > 0, got {clip_norm}")
+
+    def fn(updates: PyTree, weights, key, *, params: Optional[PyTree] = None, mask=None):
+        if params is None:
+            return clip_updates(updates, clip_norm)[0]
+        delta = jax.tree.map(lambda u, p: u - p, updates, params)
+        clipped, _ = clip_updates(delta, clip_norm)
+        return jax.tree.map(lambda d, p: p + d, clipped, params)
+
+    return stateless(fn, "per_client")
+
+
+def gaussian_noise(noise_multiplier: float, clip_norm: float) -> Aggregator:
+    """Server: adds N(0, (noise_multiplier * clip_norm / m)^2) to every coordinate of the mean, m =
+    the clients that took part (`mask`, else the length of `weights`): the noise of a uniform mean
+    of m updates clipped to clip_norm. One key per leaf, split from the stage's key."""
+    if noise_multiplier < 0 or not clip_norm > 0:
+        raise ValueError(f"gaussian_noise: needs noise_multiplier >= 0 and clip_norm > 0, got "
+                         f"{noise_multiplier}, {clip_norm}")
+
+    def fn(agg: PyTree, weights: jax.Array, key: jax.Array, *, params=None, mask: Optional[jax.Array] = None):
+        m = weights.shape[0] if mask is None else jnp.maximum(mask.sum(), 1).astype(jnp.float32)
+        std = noise_multiplier * clip_norm / m
+        leaves, treedef = jax.tree.flatten(agg)
+        keys = jax.random.split(key, len(leaves))
+        return jax.tree.unflatten(treedef, [x + std * jax.random.normal(k, x.shape, x.dtype)
+                                            for x, k in zip(leaves, keys)])
+
+    return stateless(fn, "server")
+
+
+def dp_fedavg(clip_norm: float, noise_multiplier: float) -> Aggregator:
+    """DP-FedAvg's server step (see the module docstring); noise_multiplier 0 = clipping only."""
+    stages = [clip(clip_norm), mean("uniform")]
+    if noise_multiplier > 0:
+        stages.append(gaussian_noise(noise_multiplier, clip_norm))
+    return chain(*stages)
+
+
+def private_mean(updates: PyTree, key: jax.Array, clip_norm: float, noise_multiplier: float) -> PyTree:
+    """DP-FedAvg's release of client updates [m, ...] in one call: `dp_fedavg`'s aggregate of the
+    updates (params None: they are changes), i.e. the uniform mean of the clipped updates plus
+    N(0, (noise_multiplier * clip_norm / m)^2) per coordinate."""
+    agg = dp_fedavg(clip_norm, noise_multiplier)
+    m = jax.tree.leaves(updates)[0].shape[0]
+    out, _ = agg.aggregate(agg.init(None), updates, jnp.ones((m,), jnp.float32), key)
+    return out

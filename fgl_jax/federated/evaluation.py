@@ -1,0 +1,86 @@
+"""Evaluation inside the jitted round: one model or one per client, on the clients' subgraphs or on
+the whole graph (OpenFGL's four evaluation modes), pooled or averaged by client node counts."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+
+from fgl_jax.batch import unstack
+from fgl_jax.federated.algorithm import FedData
+from fgl_jax.federated.chunking import map_clients
+from fgl_jax.federated.config import EVAL_MODES, PERSONALISED
+from fgl_jax.federated.link import evaluate_links, is_link
+from fgl_jax.federated.metrics import AVERAGES, client_counts, summarise
+
+PyTree = Any
+
+
+def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int] = None, *,
+             average: str = "pooled") -> dict:
+    """Metrics of `params` on every client of `batch`; params [C, ...] if per_client else one model.
+
+    Keys: train/val/test_acc and val_loss (as always), and per split precision_macro,
+    recall_macro, f1_macro (+ auc, ap for two classes). A link-prediction model is evaluated on
+    the batch's node pairs instead (`fgl_jax.federated.link.evaluate_links`: auc, ap, hits@K, acc). average "pooled": counts summed over
+    clients; "client_nodes": OpenFGL's mean of per-client metrics weighted by client node counts.
+    """
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    if is_link(model):  # link prediction: AUC, AP, Hits@K over the clients' pairs
+        return evaluate_links(model, params, batch, per_client, chunk, average=average)
+    one = lambda p, b: client_counts(model.apply(p, b, train=False), b.y, b)
+    counts = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
+    return summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
+
+
+def resolve_eval_mode(mode: str, algorithm: str) -> str:
+    """'auto' -> the mode fgl_jax uses for `algorithm`; other modes are returned unchanged."""
+    if mode == "auto":
+        return "local_model_on_local_data" if algorithm in PERSONALISED else "global_model_on_local_data"
+    return mode
+
+
+def evaluate_models(model, data: FedData, mode: str, *, server: PyTree = None, local: PyTree = None,
+                    chunk: Optional[int] = None, average: str = "pooled") -> dict:
+    """OpenFGL's four evaluation modes (its `FGLTrainer.evaluate`), inside the jitted round.
+
+    global_model_on_local_data: `server` on each client's subgraph (fgl_jax's FedAvg default).
+    local_model_on_local_data: client c's model `local` [C, ...] on its own subgraph.
+    global_model_on_global_data: `server` once on the whole graph `data.glob` (every edge, the
+        union of the clients' masks).
+    local_model_on_global_data: every client's model on the whole graph; OpenFGL weights the C
+        results equally (each has the global graph's node count), "pooled" sums their counts.
+    """
+    if mode not in EVAL_MODES or mode == "auto":
+        raise ValueError(f"evaluate_models: mode must be one of {EVAL_MODES[1:]}, got {mode!r}")
+    if mode.startswith("global_model") and server is None:
+        raise ValueError(f"evaluate_models: mode {mode!r} needs the global model (server=...)")
+    if mode.startswith("local_model") and local is None:
+        raise ValueError(f"evaluate_models: mode {mode!r} needs the clients' models (local=...)")
+    if mode.endswith("global_data") and is_link(model):
+        raise ValueError(f"evaluate_models: mode {mode!r} is not available for link prediction (each client's "
+                         "edge split is its own); use global_model_on_local_data or local_model_on_local_data")
+    if mode.endswith("global_data") and data.glob is None:
+        raise ValueError(f"evaluate_models: mode {mode!r} needs the whole graph in FedData.glob "
+                         "(make_fed_data(batch, glob=full_graph_batch(graph)))")
+    if mode == "global_model_on_local_data":
+        return evaluate(model, server, data.eval, per_client=False, chunk=chunk, average=average)
+    if mode == "local_model_on_local_data":
+        return evaluate(model, local, data.eval, per_client=True, chunk=chunk, average=average)
+    if mode == "global_model_on_global_data":
+        return evaluate(model, server, data.glob, per_client=False, chunk=chunk, average=average)
+    # each client's model on the same global graph: a batch of C identical "clients"
+    whole = unstack(data.glob, 0)
+    counts = map_clients(lambda p: client_counts(model.apply(p, whole, train=False), whole.y, whole), chunk)(local)
+    real = data.eval.client_mask
+    return summarise(counts, real, average, jnp.ones(real.shape, jnp.float32))
+
+
+
+def evaluate_logits(logits: jax.Array, batch, average: str = "pooled") -> dict:
+    """`evaluate`'s metrics from per-client logits [C, N, K] already computed (for algorithms whose
+    prediction is not one `model.apply`, e.g. AdaFGL's ensemble)."""
+    counts = jax.vmap(lambda lg, b: client_counts(lg, b.y, b))(logits, batch)
+    return summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
