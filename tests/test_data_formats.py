@@ -50,8 +50,29 @@ def test_each_builtin_format_recognises_its_layout(tmp_path, files, arg, fmt, ta
 
 
 def test_the_builtin_formats_are_registry_entries_with_their_kind():
-    kinds = {e.name: e.info["data"] for e in registry.entries("format")}
-    assert kinds == {"npz": "graph", "csv": "graph", "ogb": "graph", "hypergraph": "hypergraph", "hetero": "hetero"}
+    files = {e.name: e.info["data"] for e in registry.entries("format") if e.info["sniff"] is None}
+    assert files == {"npz": "graph", "csv": "graph", "ogb": "graph", "hypergraph": "hypergraph", "hetero": "hetero"}
+    objects = {e.name for e in registry.entries("format") if e.info["sniff"] is not None}
+    assert objects == {"scipy", "networkx", "jraph", "pyg", "dgl"}
+
+
+def test_a_graph_object_of_another_library_loads_through_its_format():
+    """Zachary's karate club: 34 nodes, 78 undirected edges (156 directed), from networkx or as a
+    scipy adjacency; the options are the converter's; a foreign object is one line."""
+    nx = pytest.importorskip("networkx")
+    G = nx.karate_club_graph()
+    x = np.eye(34, dtype=np.float32)
+    y = np.arange(34) % 2
+    src = source(G)
+    assert (src.entry.name, src.kind, src.path) == ("networkx", "graph", None)
+    g = load(G, x=x, y=y, split_seed=3)
+    assert (g.num_nodes, g.num_edges) == (34, 156)
+    a = load(nx.to_scipy_sparse_array(G), x=x, y=y)
+    assert (a.num_nodes, a.num_edges) == (34, 156) and source(nx.to_scipy_sparse_array(G)).entry.name == "scipy"
+    with pytest.raises(ValueError, match="scipy graph: missing a required argument: 'x'"):
+        load(nx.to_scipy_sparse_array(G))
+    with pytest.raises(DataFormatError, match="is no dataset name, path or graph object of a registered format"):
+        load(object())
 
 
 @pytest.mark.parametrize("files, message", [

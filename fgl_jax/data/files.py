@@ -33,12 +33,13 @@ from .. import registry
 from .paths import DataError, DataFormatError, PathLike, sha256_file
 
 __all__ = ["is_path", "resolve_path", "detect_format", "path_kind", "load_path", "path_sha256", "DataPathNotFoundError",
-           "register_format", "path_suffixes"]
+           "register_format", "path_suffixes", "object_format"]
 
 
 def register_format(name: str, *, kind: str, layout: str, files: tuple[str, ...] = (),
                     suffixes: tuple[str, ...] = (), inside: tuple[str, ...] = (), order: int = 50,
-                    path_suffixes: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                    path_suffixes: tuple[str, ...] = (), sniff: Optional[Callable[[Any], bool]] = None
+                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register a file format's loader ``loader(path, name=None, **options)`` in
     `fgl_jax.registry` (kind "format") with how a path in that format is recognised.
 
@@ -51,16 +52,32 @@ def register_format(name: str, *, kind: str, layout: str, files: tuple[str, ...]
       inside: paths whose presence in a directory makes the directory this format.
       order: formats are tried in increasing order (a hypergraph directory also holds nodes.csv).
       path_suffixes: endings that make a dataset argument a path (`is_path`), besides `suffixes`.
+      sniff: for a graph object of another library (networkx, PyG, ...): true when the loader,
+        ``loader(obj, **options)``, takes this object (`fgl_jax.data.convert`); such a format has
+        no file layout.
     """
     def deco(loader: Callable[..., Any]) -> Callable[..., Any]:
         registry.add("format", name, loader, data=kind, help=layout, files=tuple(files), suffixes=tuple(suffixes),
-                     inside=tuple(inside), order=int(order), path_suffixes=tuple(suffixes) + tuple(path_suffixes))
+                     inside=tuple(inside), order=int(order), path_suffixes=tuple(suffixes) + tuple(path_suffixes),
+                     sniff=sniff)
         return loader
     return deco
 
 
 def _formats() -> list[registry.Entry]:
-    return sorted(registry.entries("format"), key=lambda e: (e.info["order"], e.name))
+    """The file formats, in the order they are tried."""
+    return sorted((e for e in registry.entries("format") if e.info.get("sniff") is None),
+                  key=lambda e: (e.info["order"], e.name))
+
+
+def object_format(obj: Any) -> registry.Entry:
+    """The format entry whose `sniff` takes this in-memory graph object (networkx, PyG, ...)."""
+    for e in sorted(registry.entries("format"), key=lambda e: (e.info["order"], e.name)):
+        if e.info.get("sniff") is not None and e.info["sniff"](obj):
+            return e
+    known = ", ".join(f"{e.help} ({e.name})" for e in registry.entries("format") if e.info.get("sniff") is not None)
+    raise DataFormatError(f"dataset: a {type(obj).__module__}.{type(obj).__name__} is no dataset name, path or "
+                          f"graph object of a registered format ({known})")
 
 
 def path_suffixes() -> tuple[str, ...]:

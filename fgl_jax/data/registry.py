@@ -22,12 +22,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import os
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import registry
 from ..graph import Graph
-from .files import detect_format, is_path, load_path, resolve_path
+from .files import detect_format, is_path, load_path, object_format, resolve_path
 from .musae import FACEBOOK_FILES, LASTFM_ASIA_FILES, load_facebook, load_lastfm_asia
 from .paths import PathLike, candidate_dirs, missing_files
 from .planetoid import load_planetoid, planetoid_files
@@ -106,7 +107,8 @@ class Source:
     name: the registered name, or the path as the user gave it; kind: "graph", "hypergraph" or
     "hetero"; entry: the registry entry whose object loads it (a dataset's loader, or the format's
     loader for a path); path: the existing file or directory (None for a name), target: what the
-    format's loader reads (the directory of an edges.csv); builtin: registered by fgl_jax itself.
+    format's loader reads (the directory of an edges.csv); builtin: registered by fgl_jax itself;
+    obj: a graph object of another library (networkx, PyG, ...), read by a format's converter.
     """
     name: str
     kind: str
@@ -114,6 +116,7 @@ class Source:
     path: Optional[Path] = None
     target: Optional[Path] = None
     builtin: bool = False
+    obj: Any = dataclasses.field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -123,7 +126,7 @@ class Source:
     def view(self, kind: str) -> Optional[Callable[..., Any]]:
         """The loader of this dataset's registered `kind` view (`add_view`: FedHGL's hypergraphs
         of Cora, CiteSeer and Facebook), or None."""
-        return self.entry.info.get("views", {}).get(kind) if self.path is None else None
+        return self.entry.info.get("views", {}).get(kind) if self.entry.kind == "dataset" else None
 
 
 def source(name_or_path: PathLike, data_dir: Optional[PathLike] = None) -> Source:
@@ -132,8 +135,13 @@ def source(name_or_path: PathLike, data_dir: Optional[PathLike] = None) -> Sourc
     A path (`fgl_jax.data.files.is_path`: a separator, a registered format's suffix, or an
     existing file / directory that is no registered name) is resolved (working directory, then
     `data_dir`) and its format detected from its names (nothing is parsed); anything else is a
-    registered name. Raises DataPathNotFoundError, DataFormatError or UnknownDatasetError in one line.
+    registered name. A graph object of another library (not a string or path) goes to the format
+    whose `sniff` takes it (`fgl_jax.data.convert`). Raises DataPathNotFoundError, DataFormatError
+    or UnknownDatasetError in one line.
     """
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        e = object_format(name_or_path)
+        return Source(f"<{type(name_or_path).__name__}>", e.info["data"], e, obj=name_or_path)
     if is_path(name_or_path):
         path = resolve_path(name_or_path, data_dir)
         fmt, target = detect_format(path)
@@ -175,6 +183,13 @@ def load(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> 
     src = source(name, data_dir)
     if src.path is not None:
         return load_path(name, data_dir, **kwargs)  # as given: its messages name the user's path
+    if src.entry.kind == "format":  # a graph object of another library: its converter
+        try:
+            inspect.signature(src.entry.obj).bind(src.obj, **kwargs)
+        except TypeError as e:
+            params = list(inspect.signature(src.entry.obj).parameters)[1:]
+            raise ValueError(f"{src.entry.name} graph: {e}. Accepted options: {', '.join(params)}") from None
+        return src.entry.obj(src.obj, **kwargs)
     loader = src.entry.obj
     try:
         inspect.signature(loader).bind(data_dir=data_dir, **kwargs)
