@@ -102,7 +102,8 @@ def get_info(name: str) -> DatasetInfo:
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-    """What a dataset argument names, decided once (`source`): a registered dataset or a path.
+    """What a dataset argument names, decided once (`source`): a registered dataset, a path, or a
+    graph object of another library.
 
     name: the registered name, or the path as the user gave it; kind: "graph", "hypergraph" or
     "hetero"; entry: the registry entry whose object loads it (a dataset's loader, or the format's
