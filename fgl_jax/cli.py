@@ -247,7 +247,8 @@ def _parse_grid(texts: Optional[Sequence[str]], cls: type) -> dict:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Seeds x grid of any system: traced hyperparameters vectorised in one compiled program, the
     other options as separate programs (with a message)."""
-    from fgl_jax.federated.sweep import merge_grids, run_grid, write_grid_report
+    from fgl_jax.federated.sweep import merge_grids, run_grid
+    from fgl_jax.report import write_grid_report
     entry = registry.entry("system", args.system)
     cls = entry.info["config"]
     if args.tensorboard:  # a missing writer fails before the sweep runs

@@ -54,12 +54,14 @@ def default_config(system: str, **changes: Any):
 
 
 def dataset_path(dataset: str, data_dir: Optional[str] = None) -> Optional[Path]:
-    """The absolute path `dataset` names, or None for a registered name (`fgl_jax.data.is_path`
+    """The absolute path `dataset` names, or None for a registered name (`fgl_jax.data.source`
     decides; a relative path is looked up in the working directory, then under `data_dir`)."""
-    from fgl_jax.data import is_path, resolve_path
-    if not is_path(dataset):
+    from fgl_jax.data import UnknownDatasetError, source
+    try:
+        path = source(dataset, data_dir or None).path
+    except UnknownDatasetError:  # no path and no registered name: the system's loader says so
         return None
-    return resolve_path(dataset, data_dir or None).resolve()
+    return None if path is None else path.resolve()
 
 
 def resolve_dataset(cfg: Any, warn: bool = True) -> Any:

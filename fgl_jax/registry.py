@@ -1,4 +1,5 @@
-"""One registry for everything a name can select: datasets, models, FL algorithms, partitioners, systems.
+"""One registry for everything a name can select: datasets, file formats, models, FL algorithms,
+partitioners, systems.
 
     from fgl_jax.registry import register, get, names
 
@@ -21,11 +22,12 @@ import importlib
 import pkgutil
 from typing import Any, Callable
 
-KINDS = ("dataset", "model", "algorithm", "partition", "system")
+KINDS = ("dataset", "format", "model", "algorithm", "partition", "system")
 
 # kind -> (package, scan): scan=True imports every module of the package (auto-discovery)
 PROVIDERS: dict[str, tuple[str, bool]] = {
     "dataset": ("fgl_jax.data", True),
+    "format": ("fgl_jax.data", False),  # a user's graph on disk: npz, csv tables, OGB, ... (fgl_jax.data.files)
     "model": ("fgl_jax.nn", False),
     "algorithm": ("fgl_jax.algorithms", True),
     "partition": ("fgl_jax.partition", False),

@@ -359,12 +359,11 @@ SPLIT_HELP = ("train/val/test split: paper (the paper's own split), keep (the ma
 
 def builtin_dataset(dataset: str) -> bool:
     """True for a dataset the library itself registers (not a path, not a user's `register`)."""
-    from fgl_jax import registry
-    from fgl_jax.data import is_path
-    if is_path(dataset) or not registry.has("dataset", dataset):
+    from fgl_jax.data import DataError, UnknownDatasetError, source
+    try:
+        return source(dataset).builtin
+    except (UnknownDatasetError, DataError):
         return False
-    obj = registry.entry("dataset", dataset).obj
-    return str(getattr(getattr(obj, "func", obj), "__module__", "")).startswith("fgl_jax.")
 
 
 def split_mode(split: str, dataset: str, has_split: bool) -> str:

@@ -284,3 +284,31 @@ def test_refusals_name_the_problem():
         RunConfig(task="link_pred", label_noise=0.1)
     with pytest.raises(ValueError, match="must be 1"):
         RunConfig(task="link_pred", lp_train_frac=0.5)
+
+
+@pytest.mark.parametrize("changes, reference", [
+    # Louvain options reach the partitioner (a resolution; few large communities packed whole)
+    ({"partition": "louvain", "louvain_resolution": 3.0}, ("louvain_partition", {"resolution": 3.0})),
+    ({"partition": "louvain", "louvain_resolution": 0.2, "louvain_packing": "whole"},
+     ("louvain_partition", {"resolution": 0.2, "packing": "whole"})),
+    # community_dirichlet's beta, detector and community count
+    ({"partition": "community_dirichlet", "communities": "metis", "num_communities": 6, "dirichlet_beta": 5.0},
+     ("community_dirichlet_partition", {"beta": 5.0, "communities": "metis", "num_communities": 6})),
+])
+def test_link_pred_partition_reads_every_partition_option(changes, reference):
+    """Issue 46: link prediction once rebuilt the partitioner's options by hand and kept only the
+    Dirichlet beta, so Louvain and community_dirichlet options were accepted and dropped. Both
+    tasks' client assignment must be the partitioner called directly with those options, and must
+    differ from the assignment with the defaults (so the option was not a no-op here)."""
+    from fgl_jax.systems.baseline import RunConfig, prepare
+    import fgl_jax.partition as partition
+    graph = toy_graph(n=120, avg_degree=4, seed=3)
+    fn, kwargs = reference
+    want = np.asarray(getattr(partition, fn)(graph, 4, seed=0, **kwargs).assignment)
+    got = {}
+    for task in ("node_cls", "link_pred"):
+        cfg = RunConfig(dataset="toy", task=task, clients=4, split="keep", **changes)
+        got[task] = np.asarray(prepare(cfg, graph).partition.assignment)
+        np.testing.assert_array_equal(got[task], want, err_msg=f"task {task}")
+    default = RunConfig(dataset="toy", task="link_pred", clients=4, split="keep", partition=changes["partition"])
+    assert not np.array_equal(np.asarray(prepare(default, graph).partition.assignment), want)

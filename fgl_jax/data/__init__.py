@@ -4,6 +4,7 @@
     g = load("csbm")                          # embedded default, no files
     g = load("cora", data_dir="/path/to/data")  # or set FGL_JAX_DATA
     g = load("my_graph.npz")                  # a user's file or directory (fgl_jax.data.files)
+    source("my_graph.npz").kind               # name or path? decided once, here (fgl_jax.data.registry)
     g = from_scipy(adj, x, y)                 # arrays from another library (fgl_jax.data.convert)
 
 Graph loaders return a host-side `fgl_jax.graph.Graph`; a user's graph passes the checks of
@@ -13,9 +14,11 @@ from .paths import (DataChecksumError, DataError, DataFormatError, DatasetNotFou
                     sha256_file, verify_files)
 from .planetoid import load_planetoid, read_planetoid
 from .musae import load_facebook, load_lastfm_asia
-from .registry import UnknownDatasetError, data_kind, dataset_names, list_datasets, load, load_graph, register
+from .registry import (Source, UnknownDatasetError, add_view, data_kind, dataset_names, list_datasets, load, load_graph,
+                       register, source)
 from .checks import DataNotice, build_graph
-from .files import DataPathNotFoundError, detect_format, is_path, load_path, path_sha256, resolve_path
+from .files import (DataPathNotFoundError, detect_format, is_path, load_path, path_sha256, path_suffixes,
+                    register_format, resolve_path)
 from .npz import load_npz
 from .tables import load_csv_graph, load_hetero_tables, load_incidence
 from .ogb import load_ogb_node
@@ -26,7 +29,8 @@ from .synthetic import csbm, edge_homophily
 from . import processing  # noqa: F401 (robustness perturbations: processing.perturb and friends)
 
 __all__ = [
-    "load", "load_graph", "register", "list_datasets", "dataset_names", "data_kind",
+    "load", "load_graph", "register", "list_datasets", "dataset_names", "data_kind", "source", "Source", "add_view",
+    "register_format", "path_suffixes",
     "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "load_csv_graph", "load_ogb_node",
     "load_incidence", "load_hetero_tables", "build_graph", "stratified_split", "resolve_path",
     "DataNotice", "DataPathNotFoundError",

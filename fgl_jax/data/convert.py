@@ -27,11 +27,20 @@ import scipy.sparse as sp
 
 from ..graph import Graph
 from .checks import build_graph
+from .files import register_format
 from .paths import DataFormatError
 
 __all__ = ["from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl"]
 
 MASKS = ("train_mask", "val_mask", "test_mask")
+
+
+def _of_library(library: str, type_name: Optional[str] = None):
+    """A `sniff` for `register_format`: the object's class comes from `library` (without importing it)."""
+    def sniff(obj: Any) -> bool:
+        cls = type(obj)
+        return str(cls.__module__).split(".")[0] == library and (type_name is None or cls.__name__ == type_name)
+    return sniff
 
 
 def _numpy(value: Any) -> Any:
@@ -67,6 +76,7 @@ def from_edge_index(edge_index: Any, x: Any, y: Optional[Any] = None, **options:
     return build_graph(ei[0], ei[1], _numpy(x), _numpy(y), **options)
 
 
+@register_format("scipy", kind="graph", layout="a scipy sparse adjacency, with x= (and y=)", sniff=sp.issparse)
 def from_scipy(adj: Any, x: Any, y: Optional[Any] = None, **options: Any) -> Graph:
     """A Graph from an adjacency matrix [N, N] (scipy sparse or dense; entry (u, v) != 0 is an
     edge u -> v, weights ignored) and features [N, F].
@@ -99,6 +109,7 @@ def _node_attr(G: Any, nodes: list, attr: str, what: str) -> Optional[np.ndarray
     return np.asarray([np.asarray(G.nodes[v][attr]) for v in nodes])
 
 
+@register_format("networkx", kind="graph", layout="a networkx graph", sniff=_of_library("networkx"))
 def from_networkx(G: Any, x: Union[str, Any, None] = "x", y: Union[str, Any, None] = "y",
                   masks: Sequence[str] = MASKS, **options: Any) -> Graph:
     """A Graph from a networkx graph; node i of the Graph is the i-th node of ``list(G.nodes)``.
@@ -156,6 +167,7 @@ def from_networkx(G: Any, x: Union[str, Any, None] = "x", y: Union[str, Any, Non
     return build_graph(s, r, feats, labels, meta=meta, **options)
 
 
+@register_format("jraph", kind="graph", layout="a jraph GraphsTuple", sniff=_of_library("jraph", "GraphsTuple"))
 def from_jraph(graphs: Any, x: Optional[Any] = None, y: Optional[Any] = None, **options: Any) -> Graph:
     """A Graph from a `jraph.GraphsTuple`: senders/receivers, and x from ``nodes`` (an array, or a
     dict with "x" and optionally "y" / masks) unless given. Several graphs in one tuple become one
@@ -191,6 +203,7 @@ def from_jraph(graphs: Any, x: Optional[Any] = None, y: Optional[Any] = None, **
     return build_graph(np.asarray(graphs.senders), np.asarray(graphs.receivers), x, _numpy(y), **options)
 
 
+@register_format("pyg", kind="graph", layout="a PyTorch Geometric Data", sniff=_of_library("torch_geometric"))
 def from_pyg(data: Any, split: int = 0, **options: Any) -> Graph:
     """A Graph from a PyTorch Geometric ``Data``: edge_index, x, and y / train_mask / val_mask /
     test_mask when present (y of shape [N, 1] is flattened; masks of shape [N, S] hold S splits,
@@ -212,6 +225,7 @@ def from_pyg(data: Any, split: int = 0, **options: Any) -> Graph:
     return from_edge_index(_numpy(data.edge_index), _numpy(data.x), _numpy(getattr(data, "y", None)), **options)
 
 
+@register_format("dgl", kind="graph", layout="a DGL graph", sniff=_of_library("dgl"))
 def from_dgl(g: Any, x: str = "feat", y: str = "label", **options: Any) -> Graph:
     """A Graph from a homogeneous DGL graph: ``g.edges()``, features ``g.ndata[x]``, labels
     ``g.ndata[y]`` and ``g.ndata["train_mask"]`` etc. when present.

@@ -7,7 +7,8 @@ every command that takes a dataset name also takes a file or directory:
     load("~/graphs/amazon_photo.npz")  # a file
     load("data/ogbn-arxiv")            # a directory, recognised by its contents
 
-Formats (the module named holds the exact layout):
+Formats register themselves (`register_format`, registry kind "format") with how they are
+recognised; the built-in ones (the module named holds the exact layout):
 
     file  *.npz                               graph       fgl_jax.data.npz (GNN-benchmark or plain layout)
     dir   edges.csv + nodes.csv               graph       fgl_jax.data.tables (CSV edge list + node table)
@@ -16,7 +17,8 @@ Formats (the module named holds the exact layout):
     dir   node_types.csv + edges/<rel>.csv    hetero      fgl_jax.data.tables (one edge file per relation)
 
 The file names ``edges.csv``, ``hyperedges.txt`` and ``node_types.csv`` may also be passed
-directly (their directory is used). Every graph goes through `fgl_jax.data.checks.build_graph`;
+directly (their directory is used). A new format is one `@register_format(...)` above its loader,
+with no edit here. Every graph goes through `fgl_jax.data.checks.build_graph`;
 ``graph.meta`` records "path", "format", "notices" and "split".
 """
 from __future__ import annotations
@@ -27,21 +29,60 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
+from .. import registry
 from .paths import DataError, DataFormatError, PathLike, sha256_file
 
 __all__ = ["is_path", "resolve_path", "detect_format", "path_kind", "load_path", "path_sha256", "DataPathNotFoundError",
-           "PATH_FORMATS", "KNOWN_SUFFIXES"]
+           "register_format", "path_suffixes", "object_format"]
 
-KNOWN_SUFFIXES = (".npz", ".csv", ".csv.gz", ".tsv", ".txt")
 
-# format -> (kind, "module:function") of its loader; each loader is `loader(path, name=None, **options)`
-PATH_FORMATS: dict[str, tuple[str, str]] = {
-    "npz": ("graph", "fgl_jax.data.npz:load_npz"),
-    "csv": ("graph", "fgl_jax.data.tables:load_csv_graph"),
-    "ogb": ("graph", "fgl_jax.data.ogb:load_ogb_node"),
-    "hypergraph": ("hypergraph", "fgl_jax.data.tables:load_incidence"),
-    "hetero": ("hetero", "fgl_jax.data.tables:load_hetero_tables"),
-}
+def register_format(name: str, *, kind: str, layout: str, files: tuple[str, ...] = (),
+                    suffixes: tuple[str, ...] = (), inside: tuple[str, ...] = (), order: int = 50,
+                    path_suffixes: tuple[str, ...] = (), sniff: Optional[Callable[[Any], bool]] = None
+                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register a file format's loader ``loader(path, name=None, **options)`` in
+    `fgl_jax.registry` (kind "format") with how a path in that format is recognised.
+
+    Args:
+      kind: what the loader returns: "graph", "hypergraph" or "hetero".
+      layout: one line describing the layout (for messages).
+      files: file names (lower case) that are this format; the loader reads their directory.
+      suffixes: file-name endings that are this format; the loader reads the file. A directory
+        that holds exactly one such file (and no `inside` marker of another format) is read as it.
+      inside: paths whose presence in a directory makes the directory this format.
+      order: formats are tried in increasing order (a hypergraph directory also holds nodes.csv).
+      path_suffixes: endings that make a dataset argument a path (`is_path`), besides `suffixes`.
+      sniff: for a graph object of another library (networkx, PyG, ...): true when the loader,
+        ``loader(obj, **options)``, takes this object (`fgl_jax.data.convert`); such a format has
+        no file layout.
+    """
+    def deco(loader: Callable[..., Any]) -> Callable[..., Any]:
+        registry.add("format", name, loader, data=kind, help=layout, files=tuple(files), suffixes=tuple(suffixes),
+                     inside=tuple(inside), order=int(order), path_suffixes=tuple(suffixes) + tuple(path_suffixes),
+                     sniff=sniff)
+        return loader
+    return deco
+
+
+def _formats() -> list[registry.Entry]:
+    """The file formats, in the order they are tried."""
+    return sorted((e for e in registry.entries("format") if e.info.get("sniff") is None),
+                  key=lambda e: (e.info["order"], e.name))
+
+
+def object_format(obj: Any) -> registry.Entry:
+    """The format entry whose `sniff` takes this in-memory graph object (networkx, PyG, ...)."""
+    for e in sorted(registry.entries("format"), key=lambda e: (e.info["order"], e.name)):
+        if e.info.get("sniff") is not None and e.info["sniff"](obj):
+            return e
+    known = ", ".join(f"{e.help} ({e.name})" for e in registry.entries("format") if e.info.get("sniff") is not None)
+    raise DataFormatError(f"dataset: a {type(obj).__module__}.{type(obj).__name__} is no dataset name, path or "
+                          f"graph object of a registered format ({known})")
+
+
+def path_suffixes() -> tuple[str, ...]:
+    """File-name endings that make a dataset argument a path (those of every registered format)."""
+    return tuple(sorted({s for e in _formats() for s in e.info["path_suffixes"]}))
 
 
 class DataPathNotFoundError(DataError, FileNotFoundError):
@@ -66,15 +107,16 @@ def is_path(name_or_path: Union[str, os.PathLike]) -> bool:
     """True when a dataset argument means a file or directory rather than a registered name.
 
     A `pathlib.Path` always does; a string does when it contains a path separator, ends in one
-    of KNOWN_SUFFIXES, or names an existing file or directory and is not a registered name (a
-    registered name wins over a same-named folder in the working directory).
+    of the registered formats' suffixes (`path_suffixes`), or names an existing file or directory
+    and is not a registered name (a registered name wins over a same-named folder in the working
+    directory).
     """
     if isinstance(name_or_path, os.PathLike):
         return True
     s = str(name_or_path)
     if "/" in s or os.sep in s or s.startswith("~"):
         return True
-    if s.lower().endswith(KNOWN_SUFFIXES):
+    if s.lower().endswith(path_suffixes()):
         return True
     return os.path.exists(s) and not _registered(s)
 
@@ -93,50 +135,49 @@ def resolve_path(path: PathLike, data_dir: Optional[PathLike] = None) -> Path:
     raise DataPathNotFoundError(path, tried)
 
 
-def detect_format(path: PathLike) -> tuple[str, Path]:
-    """(format, the file or directory its loader reads) of an existing path (see the module docstring)."""
-    p = Path(path)
+def _detect(p: Path) -> Optional[tuple[registry.Entry, Path]]:
+    """(format entry, the file or directory its loader reads) of an existing path, or None."""
+    formats = _formats()
     if p.is_file():
         low = p.name.lower()
-        if low.endswith(".npz"):
-            return "npz", p
-        if low in ("edges.csv", "edges.csv.gz", "nodes.csv"):
-            return "csv", p.parent
-        if low == "hyperedges.txt":
-            return "hypergraph", p.parent
-        if low == "node_types.csv":
-            return "hetero", p.parent
-        raise DataFormatError(f"{p}: unrecognised graph file; expected a .npz file, or a directory in one of the "
-                              f"layouts of fgl_jax.data.files ({', '.join(PATH_FORMATS)})")
-    if p.is_dir():
-        if (p / "raw" / "edge.csv.gz").is_file() or (p / "raw" / "edge.csv").is_file():
-            return "ogb", p
-        if (p / "hyperedges.txt").is_file():
-            return "hypergraph", p
-        if (p / "node_types.csv").is_file():
-            return "hetero", p
-        if (p / "edges.csv").is_file() or (p / "edges.csv.gz").is_file():
-            return "csv", p
-        npz = sorted(p.glob("*.npz"))
-        if len(npz) == 1:
-            return "npz", npz[0]
-        seen = sorted(c.name for c in p.iterdir())[:12]
-        raise DataFormatError(
-            f"{p}: directory in no known layout (it holds {', '.join(seen) or 'nothing'}); expected one .npz file, "
-            "edges.csv + nodes.csv, raw/edge.csv.gz (OGB), hyperedges.txt + nodes.csv, or node_types.csv + edges/ "
-            "(see fgl_jax.data.files)")
-    raise DataPathNotFoundError(path, [p])
+        for e in formats:
+            if low.endswith(e.info["suffixes"]):
+                return e, p
+            if low in e.info["files"]:
+                return e, p.parent
+        return None
+    for e in formats:
+        if any((p / marker).is_file() for marker in e.info["inside"]):
+            return e, p
+    for e in formats:
+        found = sorted(q for q in p.iterdir() if q.is_file() and q.name.lower().endswith(e.info["suffixes"])) \
+            if e.info["suffixes"] else []
+        if len(found) == 1:
+            return e, found[0]
+    return None
+
+
+def detect_format(path: PathLike) -> tuple[str, Path]:
+    """(format, the file or directory its loader reads) of an existing path (the registered formats'
+    files, suffixes and directory markers; see `register_format`)."""
+    p = Path(path)
+    if not p.exists():
+        raise DataPathNotFoundError(path, [p])
+    found = _detect(p)
+    if found is not None:
+        return found[0].name, found[1]
+    layouts = ", ".join(f"{e.help} ({e.name})" for e in _formats())
+    if p.is_file():
+        raise DataFormatError(f"{p}: unrecognised graph file; expected a file or directory in a registered format: "
+                              f"{layouts} (see fgl_jax.data.files)")
+    seen = sorted(c.name for c in p.iterdir())[:12]
+    raise DataFormatError(f"{p}: directory in no known layout (it holds {', '.join(seen) or 'nothing'}); expected "
+                          f"{layouts} (see fgl_jax.data.files)")
 
 
 def path_kind(path: PathLike, data_dir: Optional[PathLike] = None) -> str:
     """"graph", "hypergraph" or "hetero": what `load_path` returns for this path (nothing is parsed)."""
-    return PATH_FORMATS[detect_format(resolve_path(path, data_dir))[0]][0]
-
-
-def _loader(fmt: str) -> Callable[..., Any]:
-    import importlib
-    module, fn = PATH_FORMATS[fmt][1].split(":")
-    return getattr(importlib.import_module(module), fn)
+    return registry.entry("format", detect_format(resolve_path(path, data_dir))[0]).info["data"]
 
 
 def _options(loader: Callable[..., Any]) -> list[str]:
@@ -160,8 +201,9 @@ def load_path(path: PathLike, data_dir: Optional[PathLike] = None, *, name: Opti
     """
     p = resolve_path(path, data_dir)
     fmt, target = detect_format(p)
-    loader = _loader(fmt)
-    if PATH_FORMATS[fmt][0] == "graph" or "options" in inspect.signature(loader).parameters:
+    entry = registry.entry("format", fmt)
+    loader = entry.obj
+    if entry.info["data"] == "graph" or "options" in inspect.signature(loader).parameters:
         accepted = _options(loader)
     else:
         accepted = [q for q in inspect.signature(loader).parameters if q not in ("path", "name")]

@@ -33,7 +33,7 @@ import numpy as np
 from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
 
 __all__ = ["HeteroGraph", "CanonicalEtype", "parse_ntriples", "load_aifb", "load_mutag", "load_acm3025",
-           "load_dblp", "load_imdb", "load_hetero", "HETERO_DATASETS", "RDF_SHA256", "ACM_SHA256",
+           "load_dblp", "load_imdb", "load_hetero", "RDF_SHA256", "ACM_SHA256",
            "carve_validation"]
 
 CanonicalEtype = tuple[str, str, str]
@@ -575,27 +575,26 @@ def load_imdb(data_dir: Optional[PathLike] = None, verify: bool = True) -> Heter
     return _from_magnn("imdb", data_dir, verify, 0)
 
 
-HETERO_DATASETS = {"aifb": load_aifb, "mutag": load_mutag, "acm3025": load_acm3025, "dblp": load_dblp,
-                   "imdb": load_imdb}
-
-
 def load_hetero(name: str, data_dir: Optional[PathLike] = None, **kw) -> HeteroGraph:
-    """Load a heterogeneous dataset by name (one of HETERO_DATASETS), or a path to node_types.csv +
-    edges/ (`fgl_jax.data.tables.load_hetero_tables`; `kw` other than its options are ignored
-    for a path, e.g. the `reverse=False` FedHGN asks of AIFB: a user's relations are kept as given)."""
-    from .files import is_path, load_path, path_kind
-    if is_path(name):
-        kind = path_kind(name, data_dir)
-        if kind != "hetero":
-            raise ValueError(f"dataset {str(name)!r} is a {kind}, not a heterogeneous graph: FedHGN needs node "
-                             "types and relations (a directory with node_types.csv and edges/<relation>.csv; see "
-                             "fgl_jax.data.tables)")
+    """Load a heterogeneous dataset by name (one registered with kind "hetero": `fgl-jax datasets`),
+    or a path to node_types.csv + edges/ (`fgl_jax.data.tables.load_hetero_tables`; `kw` other than
+    its options are ignored for a path, e.g. the `reverse=False` FedHGN asks of AIFB: a user's
+    relations are kept as given). Any other kind is refused in one line."""
+    from .registry import UnknownDatasetError, dataset_names, load, source
+    try:
+        src = source(name, data_dir)
+    except UnknownDatasetError:
+        src = None
+    if src is None or (src.path is None and src.kind != "hetero"):
+        raise ValueError(f"unknown heterogeneous dataset {name!r}; choose one of {dataset_names('hetero')}")
+    if src.kind != "hetero":
+        raise ValueError(f"dataset {str(name)!r} is a {src.kind}, not a heterogeneous graph: FedHGN needs node "
+                         "types and relations (a directory with node_types.csv and edges/<relation>.csv; see "
+                         "fgl_jax.data.tables)")
+    if src.path is not None:
         own = ("num_classes", "split", "split_seed")
-        return load_path(name, data_dir, **{k: v for k, v in kw.items() if k in own})
-    key = name.lower()
-    if key not in HETERO_DATASETS:
-        raise ValueError(f"unknown heterogeneous dataset {name!r}; choose one of {sorted(HETERO_DATASETS)}")
-    return HETERO_DATASETS[key](data_dir=data_dir, **kw)
+        return load(name, data_dir, **{k: v for k, v in kw.items() if k in own})
+    return load(src.name, data_dir, **kw)
 
 
 def _register_builtin() -> None:

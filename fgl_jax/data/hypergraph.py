@@ -37,7 +37,7 @@ Features = Union[np.ndarray, sp.csr_matrix]
 FEATURE_KINDS = ("binary", "numeric")
 
 __all__ = ["Hypergraph", "HypergraphError", "clean_hyperedges", "from_edge_lists", "graph_to_hypergraph",
-           "load_hypergcn", "load_dblp4k", "load_imdb4k", "load_hypergraph", "HYPERGRAPH_DATASETS",
+           "load_hypergcn", "load_dblp4k", "load_imdb4k", "load_hypergraph",
            "l1_normalize", "binarize"]
 
 
@@ -356,48 +356,34 @@ def load_facebook_hypergraph(data_dir: Optional[PathLike] = None, verify: bool =
     return graph_to_hypergraph(g, "numeric", x=sp.csr_matrix(g.x, dtype=np.float32))
 
 
-HYPERGRAPH_DATASETS = ("coraca", "cocitation_cora", "cocitation_citeseer", "dblp4k", "imdb4k", "cora",
-                       "citeseer", "facebook")
+_ALIASES = {"cora_ca": "coraca", "coauthorship_cora": "coraca"}  # the paper's and HyperGCN's names
 
 
 def load_hypergraph(name: str, data_dir: Optional[PathLike] = None, verify: bool = True) -> Hypergraph:
-    """Load one of HYPERGRAPH_DATASETS by name (case-insensitive; "cora_ca" = "coraca"), or a path.
+    """The hypergraph of a dataset name (case-insensitive; "cora_ca" = "coraca") or path.
 
-    A path (`fgl_jax.data.files.is_path`) to a hypergraph (hyperedges.txt + nodes.csv) is loaded
-    as it is; a path to a plain graph becomes its 1-hop hypergraph (`graph_to_hypergraph`, as the
-    paper does for Cora / CiteSeer), keeping the graph's masks and ``meta`` (so ``meta["split"]``
-    says whether the split was the user's: "given", or the default "stratified" one), with
-    feature_kind "binary" when every feature is 0 or 1, else "numeric"; a heterogeneous path is
-    refused. `verify` does not apply to paths.
+    A hypergraph (a registered one, e.g. coraca, or hyperedges.txt + nodes.csv) is loaded as it
+    is; a dataset with a registered hypergraph view (`fgl_jax.data.registry.add_view`: the paper's
+    preprocessing of Cora, CiteSeer, Facebook) through it; any other plain graph becomes its 1-hop
+    hypergraph (`graph_to_hypergraph`, as the paper does for Cora / CiteSeer), keeping the graph's
+    masks and ``meta`` (so ``meta["split"]`` says whether the split was the user's: "given", or the
+    default "stratified" one), with feature_kind "binary" when every feature is 0 or 1, else
+    "numeric"; a heterogeneous graph is refused. `verify` goes to loaders that take it.
     """
-    from .files import is_path
-    if is_path(name):
-        return _hypergraph_from_path(name, data_dir)
-    key = str(name).lower().replace("-", "_")
-    key = {"cora_ca": "coraca", "coauthorship_cora": "coraca"}.get(key, key)
-    if key == "coraca":
-        return dataclasses.replace(load_hypergcn("coauthorship_cora", data_dir, verify), name="coraca")
-    if key in ("cocitation_cora", "cocitation_citeseer"):
-        return load_hypergcn(key, data_dir, verify)
-    if key == "dblp4k":
-        return load_dblp4k(data_dir, verify)
-    if key == "imdb4k":
-        return load_imdb4k(data_dir, verify)
-    if key in ("cora", "citeseer"):
-        return load_planetoid_hypergraph(key, data_dir, verify)
-    if key == "facebook":
-        return load_facebook_hypergraph(data_dir, verify)
-    raise ValueError(f"load_hypergraph: unknown dataset {name!r}; choose one of {HYPERGRAPH_DATASETS}")
-
-
-def _hypergraph_from_path(path: PathLike, data_dir: Optional[PathLike]) -> Hypergraph:
-    from .files import load_path, path_kind
-    kind = path_kind(path, data_dir)
-    if kind == "hetero":
-        raise ValueError(f"dataset {str(path)!r} is a heterogeneous graph; FedHGL takes a hypergraph or a plain graph "
+    import inspect
+    from .registry import load, source
+    if isinstance(name, str):
+        name = _ALIASES.get(name.lower().replace("-", "_"), name)
+    src = source(name, data_dir)
+    if src.kind == "hetero":
+        raise ValueError(f"dataset {str(name)!r} is a heterogeneous graph; FedHGL takes a hypergraph or a plain graph "
                          "(FedHGN, `fgl-jax fedhgn`, takes heterogeneous graphs)")
-    data = load_path(path, data_dir)
-    if kind == "hypergraph":
+    view = src.view("hypergraph")
+    if view is not None:
+        return view(data_dir=data_dir, verify=verify)
+    takes_verify = src.path is None and "verify" in inspect.signature(src.entry.obj).parameters
+    data = load(name, data_dir, **({"verify": verify} if takes_verify else {}))
+    if src.kind == "hypergraph":
         return data
     vals = data.x.data if sp.issparse(data.x) else np.asarray(data.x).ravel()
     kind_x = "binary" if np.isin(vals, (0.0, 1.0)).all() else "numeric"
@@ -406,20 +392,29 @@ def _hypergraph_from_path(path: PathLike, data_dir: Optional[PathLike]) -> Hyper
                                meta=dict(data.meta, hypergraph="1-hop hyperedges of the graph"))
 
 
+def _load_coraca(data_dir: Optional[PathLike] = None, verify: bool = True) -> Hypergraph:
+    """Cora co-authorship (HyperGCN's coauthorship/cora), named coraca as in the paper."""
+    return dataclasses.replace(load_hypergcn("coauthorship_cora", data_dir, verify), name="coraca")
+
+
 def _register_builtin() -> None:
     from .magnn import magnn_files
-    from .registry import register
+    from .registry import add_view, register
     d = "hypergraph (FedHGL; plain graphs become 1-hop hypergraphs there too)"
-    register("coraca", functools.partial(load_hypergraph, "coraca"),
+    register("coraca", _load_coraca,
              tuple(HYPERGCN_SHA256["coauthorship_cora"]), kind="hypergraph",
              description=f"Cora co-authorship (HyperGCN), 2,708 nodes, 7 classes; {d}")
     for name in ("cocitation_cora", "cocitation_citeseer"):
-        register(name, functools.partial(load_hypergraph, name),
+        register(name, functools.partial(load_hypergcn, name),
                  tuple(HYPERGCN_SHA256[name]), kind="hypergraph", description=f"{name} (HyperGCN); {d}")
     register("dblp4k", load_dblp4k, magnn_files("dblp"), kind="hypergraph",
              description=f"DBLP4k authors from MAGNN DBLP, 4 classes; {d}")
     register("imdb4k", load_imdb4k, magnn_files("imdb"), kind="hypergraph",
              description=f"IMDB4k movies from MAGNN IMDB, 3 classes; {d}")
+    # the paper's own hypergraphs of three plain graphs (binarised / raw features, spec §7.1)
+    for name in ("cora", "citeseer"):
+        add_view(name, "hypergraph", functools.partial(load_planetoid_hypergraph, name))
+    add_view("facebook", "hypergraph", load_facebook_hypergraph)
 
 
 _register_builtin()

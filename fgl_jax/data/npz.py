@@ -42,6 +42,7 @@ import scipy.sparse as sp
 
 from ..graph import Graph
 from .checks import DataNotice, build_graph
+from .files import register_format
 from .paths import DataFormatError, PathLike
 from .safe_pickle import UnsafePickleError, safe_load_npy_object
 
@@ -132,6 +133,7 @@ def _labels_gnn_benchmark(z: Any, path: Path) -> np.ndarray:
     return None
 
 
+@register_format("npz", kind="graph", layout="one .npz file", suffixes=(".npz",), order=40)
 def load_npz(path: PathLike, name: Optional[str] = None, **options: Any) -> Graph:
     """A Graph from an ``.npz`` file in either layout of the module docstring.
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..graph import Graph
 from .checks import build_graph
+from .files import register_format
 from .paths import DataFormatError, PathLike
 
 __all__ = ["load_ogb_node", "read_headerless"]
@@ -53,6 +54,8 @@ def read_headerless(path: Path, dtype: Any, columns: Optional[int] = None) -> np
     return a
 
 
+@register_format("ogb", kind="graph", layout="raw/edge.csv.gz (OGB node-property directory)",
+                 inside=("raw/edge.csv.gz", "raw/edge.csv"), order=0)
 def load_ogb_node(path: PathLike, name: Optional[str] = None, split_scheme: Optional[str] = None,
                   **options: Any) -> Graph:
     """A Graph from an OGB node-property-prediction directory (layout in the module docstring).

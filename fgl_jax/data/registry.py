@@ -2,12 +2,16 @@
 
     load("cora", data_dir="...")        # any registered name, case-insensitive ('-' == '_')
     load("path/to/graph.npz")            # or a user's file / directory (fgl_jax.data.files)
+    source("path/or/name")               # what it names, before loading: kind, path, built-in or not
     data_kind("path/or/name")            # "graph" | "hypergraph" | "hetero", before loading
     list_datasets()                      # every dataset of every kind, and whether its files are found
     register("mydata", loader, files=("mydata/a.csv",), description="...")
 
 Names live in the one registry (`fgl_jax.registry`, kind "dataset"), with the data kind each
-loader returns: graph (node classification), hypergraph (FedHGL) or hetero (FedHGN).
+loader returns: graph (node classification), hypergraph (FedHGL) or hetero (FedHGN); file
+formats in the same registry (kind "format", `fgl_jax.data.files.register_format`). Whether a
+dataset argument is a name or a path is decided here only, by `source`: every command and loader
+that takes one goes through it (or through `load`, which does).
 
 A loader is called as ``loader(data_dir=data_dir, **kwargs)`` and finds its own files (through
 `fgl_jax.data.paths.find_dataset_dir`); `files` (paths relative to a data directory) is only
@@ -18,18 +22,20 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import os
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import registry
 from ..graph import Graph
-from .files import is_path, load_path, path_kind
+from .files import detect_format, is_path, load_path, object_format, resolve_path
 from .musae import FACEBOOK_FILES, LASTFM_ASIA_FILES, load_facebook, load_lastfm_asia
 from .paths import PathLike, candidate_dirs, missing_files
 from .planetoid import load_planetoid, planetoid_files
 from .synthetic import csbm
 
 
-class UnknownDatasetError(KeyError):
+class UnknownDatasetError(KeyError, ValueError):
     """No dataset is registered under the requested name (lists the known names)."""
 
     def __init__(self, name: str, known: list[str]):
@@ -94,34 +100,104 @@ def get_info(name: str) -> DatasetInfo:
     return DatasetInfo(e.name, e.obj, e.info.get("files", ()), e.help, e.info.get("data", "graph"))
 
 
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """What a dataset argument names, decided once (`source`): a registered dataset, a path, or a
+    graph object of another library.
+
+    name: the registered name, or the path as the user gave it; kind: "graph", "hypergraph" or
+    "hetero"; entry: the registry entry whose object loads it (a dataset's loader, or the format's
+    loader for a path); path: the existing file or directory (None for a name), target: what the
+    format's loader reads (the directory of an edges.csv); builtin: registered by fgl_jax itself;
+    obj: a graph object of another library (networkx, PyG, ...), read by a format's converter.
+    """
+    name: str
+    kind: str
+    entry: registry.Entry
+    path: Optional[Path] = None
+    target: Optional[Path] = None
+    builtin: bool = False
+    obj: Any = dataclasses.field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        """The name as messages show it ('cora', or the path as given)."""
+        return repr(self.name)
+
+    def view(self, kind: str) -> Optional[Callable[..., Any]]:
+        """The loader of this dataset's registered `kind` view (`add_view`: FedHGL's hypergraphs
+        of Cora, CiteSeer and Facebook), or None."""
+        return self.entry.info.get("views", {}).get(kind) if self.entry.kind == "dataset" else None
+
+
+def source(name_or_path: PathLike, data_dir: Optional[PathLike] = None) -> Source:
+    """What `name_or_path` names: the one place "name or path?" is decided.
+
+    A path (`fgl_jax.data.files.is_path`: a separator, a registered format's suffix, or an
+    existing file / directory that is no registered name) is resolved (working directory, then
+    `data_dir`) and its format detected from its names (nothing is parsed); anything else is a
+    registered name. A graph object of another library (not a string or path) goes to the format
+    whose `sniff` takes it (`fgl_jax.data.convert`). Raises DataPathNotFoundError, DataFormatError
+    or UnknownDatasetError in one line.
+    """
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        e = object_format(name_or_path)
+        return Source(f"<{type(name_or_path).__name__}>", e.info["data"], e, obj=name_or_path)
+    if is_path(name_or_path):
+        path = resolve_path(name_or_path, data_dir)
+        fmt, target = detect_format(path)
+        e = registry.entry("format", fmt)
+        return Source(str(name_or_path), e.info["data"], e, path, target)
+    info = get_info(str(name_or_path))
+    e = registry.entry("dataset", info.name)
+    obj = getattr(e.obj, "func", e.obj)  # a functools.partial of a built-in loader is built in too
+    return Source(info.name, info.kind, e, builtin=str(getattr(obj, "__module__", "")).startswith("fgl_jax."))
+
+
+def add_view(name: str, kind: str, loader: Callable[..., Any]) -> None:
+    """Register `loader(data_dir=..., **options)` as the `kind` view of the registered dataset
+    `name` (e.g. FedHGL's paper hypergraph of the Cora graph): `fgl_jax.data.hypergraph.load_hypergraph`
+    uses it instead of the generic conversion."""
+    if kind not in DATA_KINDS:
+        raise ValueError(f"add_view({name!r}): kind must be one of {DATA_KINDS}, got {kind!r}")
+    e = registry.entry("dataset", name)
+    views = {**e.info.get("views", {}), kind: loader}
+    registry.add("dataset", e.name, e.obj, overwrite=True, **{**e.info, "views": views})
+
+
 def data_kind(name_or_path: PathLike, data_dir: Optional[PathLike] = None) -> str:
     """"graph", "hypergraph" or "hetero": what `load` returns for a registered name or a path
     (a path's format is detected from its name and contents; nothing is parsed)."""
-    if is_path(name_or_path):
-        return path_kind(name_or_path, data_dir)
-    return get_info(str(name_or_path)).kind
+    return source(name_or_path, data_dir).kind
 
 
 def load(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Any:
     """Load a registered dataset by name (case-insensitive), or a file / directory by path.
 
-    A path (see `fgl_jax.data.files.is_path`: it contains a separator, ends in .npz/.csv/...,
-    or exists and is no registered name) is loaded by its format (`fgl_jax.data.files`), and
-    checked (`fgl_jax.data.checks`). Options go to the loader.
+    `source` decides which; a path is loaded by its registered format (`fgl_jax.data.files`)
+    and checked (`fgl_jax.data.checks`). Options go to the loader.
 
     Raises UnknownDatasetError for an unregistered name that is no path, DataPathNotFoundError
     for a path that does not exist, and ValueError for an option the loader does not accept
     (listing the options it does accept).
     """
-    if is_path(name):
-        return load_path(name, data_dir, **kwargs)
-    info = get_info(str(name))
+    src = source(name, data_dir)
+    if src.path is not None:
+        return load_path(name, data_dir, **kwargs)  # as given: its messages name the user's path
+    if src.entry.kind == "format":  # a graph object of another library: its converter
+        try:
+            inspect.signature(src.entry.obj).bind(src.obj, **kwargs)
+        except TypeError as e:
+            params = list(inspect.signature(src.entry.obj).parameters)[1:]
+            raise ValueError(f"{src.entry.name} graph: {e}. Accepted options: {', '.join(params)}") from None
+        return src.entry.obj(src.obj, **kwargs)
+    loader = src.entry.obj
     try:
-        inspect.signature(info.loader).bind(data_dir=data_dir, **kwargs)
+        inspect.signature(loader).bind(data_dir=data_dir, **kwargs)
     except TypeError as e:
-        params = [p for p in inspect.signature(info.loader).parameters if p != "data_dir"]
-        raise ValueError(f"dataset {info.name!r}: {e}. Accepted options: {', '.join(params) or 'none'}") from None
-    return info.loader(data_dir=data_dir, **kwargs)
+        params = [p for p in inspect.signature(loader).parameters if p != "data_dir"]
+        raise ValueError(f"dataset {src.name!r}: {e}. Accepted options: {', '.join(params) or 'none'}") from None
+    return loader(data_dir=data_dir, **kwargs)
 
 
 _WHO = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax fedhgn`)"}
@@ -130,10 +206,9 @@ _WHO = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax f
 def load_graph(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
     """`load` for systems that need a plain graph: a hypergraph or heterogeneous name or path is
     refused with a message saying which system takes it."""
-    kind = data_kind(name, data_dir)
-    if kind != "graph":
-        label = repr(str(name)) if is_path(name) else repr(get_info(str(name)).name)
-        raise ValueError(f"dataset {label} is a {kind} dataset, not a graph: {_WHO[kind]} takes it")
+    src = source(name, data_dir)
+    if src.kind != "graph":
+        raise ValueError(f"dataset {src.label} is a {src.kind} dataset, not a graph: {_WHO[src.kind]} takes it")
     return load(name, data_dir, **kwargs)
 
 

@@ -54,6 +54,7 @@ import numpy as np
 
 from ..graph import Graph
 from .checks import DEFAULT_SPLIT, _notify, build_graph, check_labels, check_masks
+from .files import register_format
 from .splits import stratified_split
 from .paths import DataFormatError, PathLike
 
@@ -198,6 +199,8 @@ def _name(folder: Path, name: Optional[str]) -> str:
     return name or folder.name
 
 
+@register_format("csv", kind="graph", layout="edges.csv + nodes.csv", files=("edges.csv", "edges.csv.gz", "nodes.csv"),
+                 inside=("edges.csv", "edges.csv.gz"), order=30, path_suffixes=(".csv", ".csv.gz", ".tsv"))
 def load_csv_graph(path: PathLike, name: Optional[str] = None, **options: Any) -> Graph:
     """A Graph from a directory holding edges.csv and nodes.csv (layout in the module docstring).
 
@@ -224,6 +227,8 @@ def load_csv_graph(path: PathLike, name: Optional[str] = None, **options: Any) -
                        **_split_masks(table), **options)
 
 
+@register_format("hypergraph", kind="hypergraph", layout="hyperedges.txt + nodes.csv", files=("hyperedges.txt",),
+                 inside=("hyperedges.txt",), order=10, path_suffixes=(".txt",))
 def load_incidence(path: PathLike, name: Optional[str] = None, num_classes: Optional[int] = None,
                    feature_kind: Optional[str] = None):
     """A `Hypergraph` from hyperedges.txt + nodes.csv (layout in the module docstring).
@@ -285,6 +290,8 @@ def load_incidence(path: PathLike, name: Optional[str] = None, num_classes: Opti
                       meta=meta)
 
 
+@register_format("hetero", kind="hetero", layout="node_types.csv + edges/<relation>.csv", files=("node_types.csv",),
+                 inside=("node_types.csv",), order=20)
 def load_hetero_tables(path: PathLike, name: Optional[str] = None, num_classes: Optional[int] = None,
                        split: tuple = DEFAULT_SPLIT, split_seed: int = 0):
     """A `HeteroGraph` from node_types.csv + edges/<relation>.csv (layout in the module docstring).

@@ -20,6 +20,16 @@ from fgl_jax import ops, registry
 from fgl_jax.nn import layers
 
 
+def _model(*names: str) -> Callable[[type], type]:
+    """Register a model class in the one registry (kind "model") under `names`: its name, then
+    its aliases ("graphsage" for "sage"); `make_model` and the CLI choices read the registry."""
+    def deco(cls: type) -> type:
+        for name in names:
+            registry.add("model", name, cls, help=(cls.__doc__ or name).strip().splitlines()[0])
+        return cls
+    return deco
+
+
 class InputDense(nn.Module):
     """Linear map whose input may be SparseFeatures (then `in_dim` must be given)."""
 
@@ -83,6 +93,7 @@ def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.A
     return h
 
 
+@_model("gcn")
 class GCN(nn.Module):
     """Kipf & Welling GCN: H' = D^-1/2 (A+I) D^-1/2 H W + b, ReLU between layers.
 
@@ -116,6 +127,7 @@ class GCN(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+@_model("sage", "graphsage")
 class SAGE(nn.Module):
     """GraphSAGE with the mean aggregator: H' = H W_r + mean_N(H) W_n + b.
 
@@ -142,6 +154,7 @@ class SAGE(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+@_model("gat")
 class GAT(nn.Module):
     """GAT (Velickovic et al.): multi-head attention over in-neighbours plus a self-loop.
 
@@ -178,6 +191,7 @@ class GAT(nn.Module):
         return h
 
 
+@_model("sgc")
 class SGC(nn.Module):
     """SGC (Wu et al.): logits = S^K X W + b with S the GCN-normalised adjacency."""
 
@@ -197,6 +211,7 @@ class SGC(nn.Module):
         return h + self.param("bias_0", nn.initializers.zeros, (self.num_classes,), jnp.float32)
 
 
+@_model("mlp")
 class MLP(nn.Module):
     """Graph-agnostic MLP on node features."""
 
@@ -214,6 +229,7 @@ class MLP(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+@_model("appnp")
 class APPNP(nn.Module):
     """APPNP (Gasteiger et al. 2019): predict then propagate.
 
@@ -274,6 +290,7 @@ def _cheb_scaled_laplacian(h: jax.Array, senders, receivers, edge_mask, num_node
     return jax.ops.segment_sum(h[senders] * coef[:, None], receivers, num_segments=num_nodes)
 
 
+@_model("cheb", "chebnet", "cheby")
 class ChebNet(nn.Module):
     """ChebNet (Defferrard et al. 2016) with PyG ChebConv layers: H' = sum_{k<K} T_k(L̂) H W_k + b,
 
@@ -314,6 +331,7 @@ class ChebNet(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
+@_model("cheb_gcond")
 class GCondCheby(nn.Module):
     """GCond's `Cheby` (models/mycheby.py with its defaults single_param=True, K=2), the model behind
     the "Cheby" column of FedGC's Table 3 (GCond's cross-architecture tester):
@@ -357,6 +375,7 @@ def _uniform_fan_out(key, shape, dtype=jnp.float32):
     return jax.random.uniform(key, shape, dtype, -bound, bound)
 
 
+@_model("gcn_sum")
 class SumGCN(nn.Module):
     """GCN layers on the raw adjacency: H' = A H W + b (no self-loops, no normalisation), ReLU between.
 
@@ -382,16 +401,6 @@ class SumGCN(nn.Module):
             return aggregate(z, s, r, m, n, layer=i)
 
         return _relu_stack(self, batch, train, layer)
-
-
-MODELS: dict[str, Callable[..., nn.Module]] = {"gcn": GCN, "sage": SAGE, "graphsage": SAGE, "gat": GAT,
-                                               "sgc": SGC, "mlp": MLP, "appnp": APPNP, "cheb": ChebNet,
-                                               "chebnet": ChebNet, "cheby": ChebNet,
-                                               "cheb_gcond": GCondCheby, "gcn_sum": SumGCN}
-
-
-for _name, _cls in MODELS.items():  # the one registry (kind "model") holds them too
-    registry.add("model", _name, _cls, help=(_cls.__doc__ or _name).strip().splitlines()[0])
 
 
 class ModelSpec(NamedTuple):

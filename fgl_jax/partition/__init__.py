@@ -21,22 +21,9 @@ from fgl_jax.partition.plus import louvain_plus_partition, metis_plus_partition
 from fgl_jax.partition.random import random_partition
 from fgl_jax.partition.stats import leakage, partition_report, partition_stats
 
-PARTITIONERS: dict[str, Callable[..., Partition]] = {
-    "random": random_partition,
-    "louvain": louvain_partition,
-    "dirichlet": label_dirichlet_partition,
-    "metis": metis_partition,
-    "louvain_plus": louvain_plus_partition,
-    "metis_plus": metis_plus_partition,
-    "community_dirichlet": community_dirichlet_partition,
-}
-for _name, _fn in PARTITIONERS.items():  # the one registry (kind "partition") holds them too
-    registry.add("partition", _name, _fn, help=(_fn.__doc__ or "").strip().splitlines()[0])
-
-
 def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, **kwargs) -> Partition:
-    """Run the partitioner registered as `method` (one of `PARTITIONERS`, or one a user registered
-    with `fgl_jax.register("partition", name)`).
+    """Run the partitioner registered as `method` (a built-in one, `partition.base.partitioner`,
+    or one a user registered with `fgl_jax.register("partition", name)`).
 
     kwargs go to the partitioner (e.g. beta=0.5 for "dirichlet", resolution=1.0 and
     packing="whole" for "louvain", num_communities=100 for "metis_plus").
@@ -44,7 +31,7 @@ def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, *
     if not registry.has("partition", method):
         raise PartitionError(f"unknown partition method {method!r}; choose one of {registry.names('partition')}")
     fn = registry.get("partition", method)
-    if PARTITIONERS.get(method) is not fn:  # a user's partitioner: not known to be deterministic
+    if not str(getattr(fn, "__module__", "")).startswith("fgl_jax.partition."):  # a user's: maybe not deterministic
         return fn(graph, num_clients, seed=seed, **kwargs)
     return _cached(fn, graph, method, num_clients, seed, kwargs)
 
@@ -88,7 +75,7 @@ def _source_digest() -> str:
 
 
 __all__ = [
-    "PARTITIONERS", "Partition", "PartitionError", "community_dirichlet_partition", "label_dirichlet_partition",
+    "Partition", "PartitionError", "community_dirichlet_partition", "label_dirichlet_partition",
     "leakage", "louvain_capacity", "louvain_communities", "louvain_partition", "louvain_plus_partition", "make_partition",
     "metis_partition", "metis_plus_partition", "partition_report", "partition_stats", "random_partition",
     "validate",

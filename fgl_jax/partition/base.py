@@ -9,10 +9,21 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from typing import Callable
 
 import numpy as np
 
+from fgl_jax import registry
 from fgl_jax.graph import Graph, GraphError
+
+
+def partitioner(name: str) -> Callable[[Callable[..., "Partition"]], Callable[..., "Partition"]]:
+    """Register a partitioner `(graph, num_clients, ..., seed) -> Partition` in the one registry
+    (kind "partition", help = its docstring's first line): `make_partition` and the CLI read it."""
+    def deco(fn: Callable[..., "Partition"]) -> Callable[..., "Partition"]:
+        registry.add("partition", name, fn, help=(fn.__doc__ or name).strip().splitlines()[0])
+        return fn
+    return deco
 
 
 class PartitionError(GraphError):

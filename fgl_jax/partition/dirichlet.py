@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgl_jax.graph import Graph
-from fgl_jax.partition.base import (Partition, PartitionError, check_int, check_num_clients,
+from fgl_jax.partition.base import (Partition, PartitionError, partitioner, check_int, check_num_clients,
                                     check_positive, check_seed, validate)
 
 
@@ -27,6 +27,7 @@ def _draw(y: np.ndarray, classes: np.ndarray, k: int, beta: float, rng: np.rando
     return assignment
 
 
+@partitioner("dirichlet")
 def label_dirichlet_partition(graph: Graph, num_clients: int, beta: float, seed: int = 0,
                               min_size: int = 1, max_retries: int = 100) -> Partition:
     """Split nodes so each class is spread over clients by proportions ~ Dir(β·1_K).
@@ -104,6 +105,7 @@ def _draw_communities(sizes: np.ndarray, labels: np.ndarray, k: int, beta: float
     return client
 
 
+@partitioner("community_dirichlet")
 def community_dirichlet_partition(graph: Graph, num_clients: int, beta: float = 0.5, seed: int = 0,
                                   communities: str = "louvain", resolution: float = 1.0,
                                   num_communities: int = 100, min_size: int = 1,

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fgl_jax.graph import Graph
-from fgl_jax.partition.base import (Partition, PartitionError, check_num_clients, check_positive,
+from fgl_jax.partition.base import (Partition, PartitionError, partitioner, check_num_clients, check_positive,
                                     check_seed, validate)
 
 
@@ -115,6 +115,7 @@ def louvain_communities(graph: Graph, resolution: float = 1.0, seed: int = 0,
     return comms
 
 
+@partitioner("louvain")
 def louvain_partition(graph: Graph, num_clients: int, seed: int = 0, resolution: float = 1.0,
                       slack: float = 0.1, packing: str = "capped") -> Partition:
     """Louvain communities merged greedily into `num_clients` clients (capped: of size <= cap).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgl_jax.graph import Graph
-from fgl_jax.partition.base import (Partition, PartitionError, check_int, check_num_clients, check_seed,
+from fgl_jax.partition.base import (Partition, PartitionError, partitioner, check_int, check_num_clients, check_seed,
                                     validate)
 
 
@@ -53,6 +53,7 @@ def metis_membership(graph: Graph, num_parts: int, seed: int = 0) -> tuple[np.nd
     return np.asarray(parts, np.int32), int(cut)
 
 
+@partitioner("metis")
 def metis_partition(graph: Graph, num_clients: int, seed: int = 0) -> Partition:
     """METIS k-way partition: each of `num_clients` clients gets one METIS part.
 

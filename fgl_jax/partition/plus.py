@@ -20,7 +20,7 @@ import numpy as np
 
 from fgl_jax.graph import Graph
 from fgl_jax.partition.base import (Partition, PartitionError, check_int, check_num_clients, check_positive,
-                                    check_seed, validate)
+                                    check_seed, partitioner, validate)
 from fgl_jax.partition.kmeans import kmeans
 from fgl_jax.partition.louvain import louvain_communities
 from fgl_jax.partition.metis import metis_membership
@@ -61,6 +61,7 @@ def cluster_communities(graph: Graph, communities: list[np.ndarray], num_clients
     return validate(Partition(canonical_clients(assignment, num_clients), num_clients, method, seed), graph)
 
 
+@partitioner("louvain_plus")
 def louvain_plus_partition(graph: Graph, num_clients: int, seed: int = 0, resolution: float = 1.0) -> Partition:
     """OpenFGL's louvain+: Louvain communities grouped by k-means on their label histograms.
 
@@ -74,6 +75,7 @@ def louvain_plus_partition(graph: Graph, num_clients: int, seed: int = 0, resolu
     return cluster_communities(graph, louvain_communities(graph, resolution, seed), k, seed, "louvain_plus")
 
 
+@partitioner("metis_plus")
 def metis_plus_partition(graph: Graph, num_clients: int, seed: int = 0, num_communities: int = 100) -> Partition:
     """OpenFGL's metis+: `num_communities` METIS parts grouped by k-means on their label histograms.
 

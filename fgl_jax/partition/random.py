@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from fgl_jax.graph import Graph
-from fgl_jax.partition.base import Partition, check_num_clients, check_seed, validate
+from fgl_jax.partition.base import Partition, check_num_clients, check_seed, partitioner, validate
 
 
+@partitioner("random")
 def random_partition(graph: Graph, num_clients: int, seed: int = 0) -> Partition:
     """Assign nodes to `num_clients` clients by cutting a seeded permutation into near-equal parts.
 

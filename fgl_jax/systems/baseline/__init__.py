@@ -2,8 +2,8 @@
 
 Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below.
 """
-from fgl_jax.systems.baseline.config import SPLITS, PARTITIONS, RunConfig
+from fgl_jax.systems.baseline.config import SPLITS, RunConfig
 from fgl_jax.systems.baseline.program import Prepared, algorithm_from_config, build, prepare, split_graph
 
-__all__ = ["SPLITS", "PARTITIONS", "RunConfig", "Prepared", "algorithm_from_config", "build", "prepare",
+__all__ = ["SPLITS", "RunConfig", "Prepared", "algorithm_from_config", "build", "prepare",
            "split_graph"]

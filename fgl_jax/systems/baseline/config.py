@@ -32,8 +32,6 @@ from fgl_jax.nn.link import DECODERS, NEGATIVES
 from fgl_jax.schema import RunSpec, option
 
 SPLITS = ("standard", "random", "per_class", "per_client", "openfgl", "keep")
-# the built-in partitioners (fgl_jax.partition.PARTITIONERS); `partition` accepts any registered one
-PARTITIONS = ("random", "louvain", "dirichlet", "metis", "louvain_plus", "metis_plus", "community_dirichlet")
 # which partitioner reads which option (the others must keep their defaults: see __post_init__)
 PARTITION_OPTIONS = {"dirichlet_beta": ("dirichlet", "community_dirichlet"),
                      "louvain_packing": ("louvain",),

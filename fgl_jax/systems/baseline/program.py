@@ -95,6 +95,15 @@ def first_layer_layout(batch, cfg: RunConfig, graph: Graph):
     return with_ell_features(batch, graph.num_features)
 
 
+def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
+    """The configured partition of `graph`'s nodes over `cfg.clients` clients: the one place both
+    tasks (node_cls and link_pred) turn the config into partitioner options (`cfg.partition_kwargs`),
+    so every option the config accepts reaches the partitioner whatever the task."""
+    if cfg.clients > graph.num_nodes:
+        raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
+    return make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
+
+
 def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     """Host-side preparation (once): the padded client batch of the configured partition."""
     if graph is None:
@@ -109,9 +118,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         batch = full_graph_batch(graph)
         return Prepared(graph, None, make_fed_data(first_layer_layout(batch, cfg, graph),
                                                    glob=batch if needs_global_graph(cfg) else None))
-    if cfg.clients > graph.num_nodes:
-        raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
-    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
+    part = partition_clients(graph, cfg)
     if cfg.split in PER_CLIENT:
         graph = perturb_labels(split_clients(graph, part.assignment, cfg), cfg)
         if full:  # centralised training on the union of the clients' splits
@@ -144,10 +151,7 @@ def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
     if full:
         return Prepared(graph, None, make_fed_data(link_client_batch(graph, np.zeros(graph.num_nodes, np.int64), 1,
                                                                      **link)))
-    if cfg.clients > graph.num_nodes:
-        raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
-    kwargs = {"beta": cfg.dirichlet_beta} if cfg.partition == "dirichlet" else {}
-    part = make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **kwargs)
+    part = partition_clients(graph, cfg)
     batch = link_client_batch(graph, np.asarray(part.assignment), cfg.clients, **link)
     return Prepared(graph, part, make_fed_data(batch))
 

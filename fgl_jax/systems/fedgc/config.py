@@ -17,7 +17,7 @@ import math
 from functools import reduce
 from typing import Optional
 
-from fgl_jax import schema
+from fgl_jax import registry, schema
 from fgl_jax.schema import RunSpec, option
 from fgl_jax.systems.fedgc.attack import TARGET_GRAPHS, MIAConfig
 from fgl_jax.systems.fedgc.condense.aggregation import AGGREGATIONS
@@ -147,9 +147,8 @@ class FedGCConfig(RunSpec):
                 arch_configs(self.arch_protocol, self.eval_config, list(self.archs))
             except ValueError as e:
                 raise ValueError(f"archs: {e}") from None
-        from fgl_jax.nn import MODELS
-        if self.eval_arch not in MODELS:
-            raise ValueError(f"eval_arch must be one of {', '.join(sorted(MODELS))}, got {self.eval_arch!r}")
+        if self.eval_arch not in registry.names("model"):
+            raise ValueError(f"eval_arch must be one of {', '.join(registry.names('model'))}, got {self.eval_arch!r}")
 
     # --- derived -------------------------------------------------------------------------------
     @property

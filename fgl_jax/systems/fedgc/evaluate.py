@@ -28,12 +28,12 @@ import jraph
 import numpy as np
 import optax
 
-from fgl_jax import ops
+from fgl_jax import ops, registry
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.ahead import call_signature, compile_ahead, program
 from fgl_jax.federated.client import local_train
 from fgl_jax.federated.metrics import masked_cross_entropy
-from fgl_jax.nn import MODELS, make_model
+from fgl_jax.nn import make_model
 from fgl_jax.systems.fedgc.rows import (RowPlan, bernoulli_rows, closed_neighbourhoods, dropout_key, gcn2_rows,
                                         pad_lists)
 from fgl_jax import validate as V
@@ -302,9 +302,9 @@ RECIPE_ARCHS = ("mlp", "appnp", "cheb", "gcn", "sage", "sgc", "gat")
 
 def recipe_arch_configs(base: EvalConfig, archs) -> dict[str, EvalConfig]:
     """Every named library architecture trained with `base`'s recipe (GAT: `hidden` 8 per head)."""
-    unknown = [a for a in archs if a.lower() not in MODELS]
+    unknown = [a for a in archs if a.lower() not in registry.names("model")]
     if unknown:
-        raise ValueError(f"unknown architecture(s) {unknown}; choose from {sorted(set(MODELS))}")
+        raise ValueError(f"unknown architecture(s) {unknown}; choose from {registry.names('model')}")
     return {a: dataclasses.replace(base, arch=a.lower(), hidden=8 if a.lower() == "gat" else base.hidden)
             for a in archs}
 

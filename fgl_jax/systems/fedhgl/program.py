@@ -13,7 +13,7 @@ from typing import Optional
 import jax
 import numpy as np
 
-from fgl_jax.data.hypergraph import HYPERGRAPH_DATASETS, Hypergraph, graph_to_hypergraph, load_hypergraph
+from fgl_jax.data.hypergraph import Hypergraph, load_hypergraph
 from fgl_jax.federated.communication import per_round_columns
 from fgl_jax.federated.algorithm import Hooks, Program
 from fgl_jax.registry import register
@@ -35,28 +35,12 @@ def final_evaluation(state, data, final_relu: bool) -> dict:
 
 
 def load_input(dataset: str, data_dir: Optional[str] = None) -> Hypergraph:
-    """The hypergraph of `dataset`: a built-in FedHGL name (its paper preprocessing), or any other
-    name or path holding a hypergraph, or a plain graph made into 1-hop hyperedges e_v = {v} ∪ N(v)
-    as the paper does for Cora / CiteSeer / Facebook. A user's features are kept as they are
-    (feature_kind binary when every value is 0 or 1, so LDP uses randomized response; else
-    numeric, Laplace), and so are the masks (`split: auto` keeps them)."""
-    from fgl_jax.data import data_kind, is_path, load
-    from fgl_jax.schema import builtin_dataset
-    builtin = builtin_dataset(dataset) and str(dataset).lower().replace("-", "_") in HYPERGRAPH_DATASETS
-    if builtin or is_path(dataset):
-        return load_hypergraph(dataset, data_dir)  # a path: the data layer makes a graph file 1-hop hyperedges
-    # a dataset the user registered (`fgl_jax.register_dataset`)
-    kind = data_kind(dataset, data_dir)
-    if kind not in ("graph", "hypergraph"):
-        raise ValueError(f"fedhgl: dataset {str(dataset)!r} is a {kind} dataset; FedHGL takes a hypergraph or a "
-                         "plain graph (made into 1-hop hyperedges); FedHGN (`fgl-jax fedhgn`) takes it")
-    obj = load(dataset, data_dir=data_dir)
-    if isinstance(obj, Hypergraph):
-        return obj
-    vals = obj.x.data if hasattr(obj.x, "tocsr") else np.asarray(obj.x)
-    kind = "binary" if np.all((vals == 0) | (vals == 1)) else "numeric"
-    hg = graph_to_hypergraph(obj, kind)
-    return hg.with_masks(obj.train_mask, obj.val_mask, obj.test_mask)
+    """The hypergraph of `dataset` (`fgl_jax.data.hypergraph.load_hypergraph`): a built-in FedHGL
+    name (its paper preprocessing), any other name or path holding a hypergraph, or a plain graph
+    made into 1-hop hyperedges e_v = {v} ∪ N(v) as the paper does for Cora / CiteSeer / Facebook. A
+    user's features are kept as they are (feature_kind binary when every value is 0 or 1, so LDP
+    uses randomized response; else numeric, Laplace), and so are the masks (`split: auto` keeps them)."""
+    return load_hypergraph(dataset, data_dir)
 
 
 @register("system", "fedhgl", config=FedHGLConfig,

@@ -56,21 +56,18 @@ def hetero_fed_data(graphs: Sequence[HeteroGraph]) -> HeteroFedData:
 def load_input(dataset: str, data_dir=None) -> HeteroGraph:
     """The heterogeneous graph of `dataset` (a built-in name or a path); anything else is refused
     in one line (FedHGN's schema-weight sharing needs node and relation types)."""
-    from fgl_jax.data import UnknownDatasetError, data_kind, dataset_names, is_path, load
-    from fgl_jax.schema import builtin_dataset
-    key = str(dataset).lower()
-    if builtin_dataset(dataset) and key in dataset_names("hetero"):
-        return load_hetero(key, data_dir=data_dir, reverse=False) if key in ("aifb", "mutag") \
-            else load_hetero(key, data_dir=data_dir)
+    from fgl_jax.data import UnknownDatasetError, dataset_names, source
     try:
-        kind = data_kind(dataset, data_dir)
+        src = source(dataset, data_dir)
     except UnknownDatasetError:
         raise ValueError(f"fedhgn: unknown dataset {str(dataset)!r}; heterogeneous datasets: "
                          f"{', '.join(dataset_names('hetero'))}, or a path to your own") from None
-    if kind != "hetero":
-        raise ValueError(f"fedhgn: dataset {str(dataset)!r} is a {kind} dataset, but FedHGN needs a heterogeneous "
+    if src.kind != "hetero":
+        raise ValueError(f"fedhgn: dataset {str(dataset)!r} is a {src.kind} dataset, but FedHGN needs a heterogeneous "
                          "graph (node types + one edge file per relation; see docs/your_own_graph.md)")
-    return load_hetero(dataset, data_dir) if is_path(dataset) else load(dataset, data_dir=data_dir)
+    if src.builtin and src.name in ("aifb", "mutag"):  # the paper keeps the RDF relations one-way
+        return load_hetero(src.name, data_dir=data_dir, reverse=False)
+    return load_hetero(dataset, data_dir=data_dir)
 
 
 def prepare_clients(dataset: str, strategy: str, num_clients: int, data_dir=None,
