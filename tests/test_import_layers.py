@@ -26,10 +26,10 @@ PACKAGE = ROOT / "fgl_jax"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("registry", "graph", "ops", "reduce", "validate", "cache"),
     ("data", "schema", "nn", "partition", "batch", "augment", "privacy"),
-    ("rundir", "tensorboard", "inspection", "plot"),
+    ("rundir", "tensorboard", "inspection", "plot", "aggregators"),
     ("federated",),
     ("algorithms",),
-    ("experiment", "report"),
+    ("experiment", "report", "records"),
     ("systems",),
     ("cli", "__init__"),
 )
