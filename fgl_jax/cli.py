@@ -601,7 +601,9 @@ def entry() -> None:
         sys.exit(code)
     for t in threading.enumerate():
         if t is not threading.main_thread() and not t.daemon:
-            t.join()
+            # a failed or interrupted command does not wait long: what a thread of the checkpoint
+            # library may still be writing is an uncommitted save, which a resume ignores
+            t.join(None if code == 0 else 5.0)
     import logging
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
