@@ -16,10 +16,15 @@
 A system's command is its config class as flags (`fgl_jax.schema.add_flags`), so its defaults, help
 text and valid values are written once, in the config. This module is the top layer: nothing in the
 package imports it.
+
+A user error (a bad value, a missing file, an unusable --out, a full disk) is one line on standard
+error, `fgl-jax: error: ...`, exit code 2 (1 for running out of memory); FGL_JAX_TRACEBACK=1 shows
+the Python traceback instead (and the checkpoint library's own error logs).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -75,7 +80,8 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
                    help="with --resume: options allowed to differ from the saved run (comma-separated; "
                         "valid: rounds, data_dir, chunk)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace whatever --out holds (checkpoints included) instead of refusing a non-empty directory")
+                   help="replace the run --out holds (its files and checkpoints) instead of refusing a non-empty "
+                        "directory; a directory that also holds other files is refused, nothing deleted")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     p.add_argument("--checkpoint-every", default="30s", metavar="WHEN",
                    help="checkpoint at most every WHEN: seconds ('30s', the default), a number of rounds, or "
@@ -153,7 +159,8 @@ def cmd_system(args: argparse.Namespace) -> int:
     if allowed and not args.resume:
         raise ValueError("--resume-with-changes goes with --resume")
     _collector_after_imports()
-    res = experiment.run_config(cfg, out=args.out, resume=args.resume, overwrite=args.overwrite,
+    out = _out_dir(args.out)
+    res = experiment.run_config(cfg, out=out, resume=args.resume, overwrite=args.overwrite,
                                 resume_with_changes=allowed, progress=not args.no_progress,
                                 checkpoint_every=args.checkpoint_every, devices=args.devices,
                                 tensorboard=args.tensorboard)
@@ -163,12 +170,19 @@ def cmd_system(args: argparse.Namespace) -> int:
     return 0
 
 
+def _out_dir(out: Optional[str]) -> Optional[str]:
+    """--out as one absolute path, resolved once here at the entry for every command (the
+    checkpoint library needs absolute paths), with one line for an unusable one (`rundir.resolve_out`)."""
+    from fgl_jax import rundir
+    return None if out is None else str(rundir.resolve_out(out))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from fgl_jax import experiment
     cfg = experiment.default_config("baseline", dataset="csbm", algorithm="fedavg", model="gcn", clients=5,
                                     partition="louvain", split="keep", rounds=args.rounds, local_steps=3,
                                     lr=0.01, weight_decay=5e-4, seed=0)
-    res = experiment.run_config(cfg, out=args.out, overwrite=args.overwrite, progress=not args.no_progress)
+    res = experiment.run_config(cfg, out=_out_dir(args.out), overwrite=args.overwrite, progress=not args.no_progress)
     print_result("demo", cfg, res)
     return 0
 
@@ -247,6 +261,14 @@ def _parse_grid(texts: Optional[Sequence[str]], cls: type) -> dict:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Seeds x grid of any system: traced hyperparameters vectorised in one compiled program, the
     other options as separate programs (with a message)."""
+    import contextlib
+    from fgl_jax import rundir
+    args.out = _out_dir(args.out)
+    with (rundir.RunLock(args.out) if args.out else contextlib.nullcontext()):  # one writer per --out
+        return _sweep(args)
+
+
+def _sweep(args: argparse.Namespace) -> int:
     from fgl_jax.federated.sweep import merge_grids, run_grid
     from fgl_jax.report import write_grid_report
     entry = registry.entry("system", args.system)
@@ -493,14 +515,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _collector_after_imports()
     try:
         return args.func(args)
-    except (ValueError, KeyError, FileNotFoundError, FloatingPointError, RuntimeError) as e:
-        # user-facing errors: one clear line, no deep traceback
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"fgl-jax: error: {msg}", file=sys.stderr)
-        return 2
+    except (ValueError, KeyError, OSError, FloatingPointError, RuntimeError, MemoryError) as e:
+        # user-facing errors (a full disk, an unwritable --out, ...): one clear line, no deep traceback
+        if os.environ.get("FGL_JAX_TRACEBACK"):
+            raise
+        print(f"fgl-jax: error: {_one_line(e)}", file=sys.stderr)
+        return 1 if isinstance(e, MemoryError) else 2
     except KeyboardInterrupt:
         print(f"fgl-jax: interrupted{_resume_hint(args, argv)}", file=sys.stderr)
         return 130
+
+
+def _one_line(e: BaseException) -> str:
+    """An error as the one line the CLI prints: an OSError with a path as `<path>: <what>`."""
+    if isinstance(e, KeyError) and e.args:
+        return str(e.args[0])
+    if isinstance(e, MemoryError):
+        return "out of memory" + (f" ({e})" if str(e) else "")
+    if isinstance(e, OSError) and e.strerror and e.filename is not None:
+        two = f" -> {e.filename2}" if e.filename2 is not None else ""
+        return f"{e.filename}{two}: {e.strerror}"
+    text = str(e) or type(e).__name__
+    return text.splitlines()[0] if isinstance(e, OSError) else text
 
 
 def _one_line_notices() -> None:
@@ -566,7 +602,9 @@ def entry() -> None:
         sys.exit(code)
     for t in threading.enumerate():
         if t is not threading.main_thread() and not t.daemon:
-            t.join()
+            # a failed or interrupted command does not wait long: what a thread of the checkpoint
+            # library may still be writing is an uncommitted save, which a resume ignores
+            t.join(None if code == 0 else 5.0)
     import logging
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):

@@ -15,11 +15,14 @@ the key `jax.random.key(cfg.seed)`, and with `out` writes the four outputs every
                    (`fgl_jax.cache.CompileCounter`; kept out of summary.json, which is deterministic)
     checkpoints/   orbax checkpoints of the state with checksums (what `--resume` restores)
 
-A fresh run refuses a non-empty output directory (`overwrite=True` clears it); a resume checks the
-saved config first (`fgl_jax.rundir`).
+A fresh run refuses a non-empty output directory (`overwrite=True` deletes the run it holds, and
+nothing else); a resume checks the saved config first, against config.yaml and against the config
+every checkpoint's manifest records (`fgl_jax.rundir`). The run holds a lock on its directory
+(`rundir.RunLock`) while it writes there.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import platform
@@ -157,10 +160,13 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
     """Run a built Program with its hooks; with `out`, write config.yaml, metrics.jsonl, summary.json,
     timings.json and checkpoints/.
 
-    A fresh run refuses a non-empty `out` unless `overwrite` (which clears it). `resume` continues
-    the run in `out`: its saved config.yaml must equal `config_text` except in the keys of
-    `resume_with_changes` (see `fgl_jax.rundir.RESUMABLE_CHANGES`), and config.yaml is rewritten
-    only after the checkpoint was restored. A finished run (summary.json) is not resumed unless
+    `out` is made absolute once, here, and locked for the run (`rundir.RunLock`: a second process
+    is refused). A fresh run refuses a non-empty `out` unless `overwrite` (which deletes the run it
+    holds and refuses a directory holding anything else: `rundir.prepare`). `resume` continues
+    the run in `out`: its saved config.yaml, and the config each checkpoint's manifest records,
+    must equal `config_text` except in the keys of `resume_with_changes` (see
+    `fgl_jax.rundir.RESUMABLE_CHANGES`); without config.yaml the newest manifest's config stands in
+    for it. config.yaml is rewritten only after the checkpoint was restored. A finished run (summary.json) is not resumed unless
     its rounds grow. checkpoint_every: `fgl_jax.federated.run`'s save policy ("30s", rounds, "chunk").
     counter: a started `fgl_jax.cache.CompileCounter` (run_config starts one before the build).
     devices: None/0 = every local device, N = the first N (`fgl_jax.federated.devices`); the client
@@ -171,6 +177,37 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
     cache_programs: the program was built by its system from `config_text` alone (`run_config`), so
     its compiled programs may go through the on-disk compiled-program cache (`program_context`).
     """
+    with contextlib.ExitStack() as stack:
+        return _execute(stack, program, seed, system, config_text, out, resume, overwrite, resume_with_changes,
+                        progress, chunk, build_seconds, on_nonfinite, loss_guard, checkpoint_every, counter,
+                        devices, tensorboard, cache_programs)
+
+
+def _check_resume(out: Path, saved: Optional[str], config_text: str, allowed: Sequence[str]) -> None:
+    """The command's config against the run in `out`: config.yaml (`saved`) when it is there, else
+    the config the newest checkpoint's manifest records, and every checkpoint's recorded digest;
+    refused when neither can be checked but there are checkpoints to restore."""
+    from fgl_jax import rundir
+    from fgl_jax.federated import checkpoint
+    new = schema.read_yaml_text(config_text, "this command")
+    recorded = [(path, m) for path, m in checkpoint.manifests(out / "checkpoints") if "config_sha256" in m]
+    if saved is not None:
+        rundir.check_resume_config(out, saved, new, allowed=allowed)
+    elif recorded:
+        path, m = recorded[0]
+        rundir.check_resume_config(out, str(m.get("config", "")), new, allowed=allowed,
+                                   source=f"{path}.sha256 ({out / 'config.yaml'} is missing)")
+    elif checkpoint.committed(out / "checkpoints"):
+        raise ValueError(f"--resume: {out / 'config.yaml'} is missing and the checkpoints in {out / 'checkpoints'} "
+                         "record no config (written by an older fgl_jax), so this command cannot be checked "
+                         "against the run: put config.yaml back, or start again with --overwrite")
+    for path, m in recorded:
+        rundir.check_recorded_config(path, m, new)
+
+
+def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, out, resume, overwrite,
+             resume_with_changes, progress, chunk, build_seconds, on_nonfinite, loss_guard, checkpoint_every,
+             counter, devices, tensorboard, cache_programs):
     from fgl_jax import cache, rundir
     from fgl_jax.federated import devices as dev
     t0 = time.perf_counter()
@@ -187,12 +224,17 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
         chunk = chunk or program.num_rounds
         if not dev.is_main_process():
             out = None  # process 0 writes the run's files
+    meta = None
     if out is not None:
+        out = rundir.resolve_out(out)  # absolute, once: checkpoints are saved and restored by this path
+        stack.enter_context(rundir.RunLock(out))  # before anything is deleted or written there
         out_path = rundir.prepare(out, resume=resume, overwrite=overwrite)
         saved = (out_path / "config.yaml").read_text() if (out_path / "config.yaml").is_file() else None
         if resume and config_text is not None:
-            rundir.check_resume_config(out_path, saved, schema.read_yaml_text(config_text, "this command"),
-                                       allowed=resume_with_changes)
+            _check_resume(out_path, saved, config_text, resume_with_changes)
+        if config_text is not None:  # every checkpoint records the config it continues
+            meta = {"config": config_text,
+                    "config_sha256": rundir.config_digest(schema.read_yaml_text(config_text, "this command"))}
         if resume and _finished(out_path):
             done = rundir.read_json(out_path / "summary.json")
             if int(program.num_rounds) <= int(done.get("rounds", 0)) or done.get("extras", {}).get("stopped_early"):
@@ -220,6 +262,7 @@ def execute(program, seed: int, *, system: str = "custom", config_text: Optional
                                  resume=resume, hooks=hooks, on_nonfinite=on_nonfinite, loss_guard=loss_guard,
                                  on_restored=on_restored, per_round=getattr(program, "per_round", None),
                                  checkpoint_every=checkpoint_every, checkpoint_every_chunk=not multi,
+                                 checkpoint_meta=meta,
                                  program_context=program_context(system, config_text, program.data)
                                  if cache_programs and mesh is None and not multi else None)
         if tb is not None:  # rounds after the last chunk hook (a stop, a divergence)

@@ -5,23 +5,37 @@
     summary.json   results only (deterministic: an interrupted and resumed run writes the same bytes)
     timings.json   build / compile / run seconds of the latest invocation
     checkpoints/   see `fgl_jax.federated.checkpoint`
+    .fgl-jax.lock  held (`fcntl.flock`) by the process writing the run, with its pid; left in place
 
 Every write goes to a temporary name in the same directory and is renamed into place, so a kill
-leaves either the old file or the new one, never half of one.
+leaves either the old file or the new one, never half of one. `resolve_out` turns `--out` into
+one absolute path, once, at the entry (the checkpoint library needs absolute paths, and a
+relative one would change meaning with the working directory); `RunLock` keeps a second process
+out of a directory in use; `prepare` refuses a directory holding another run and, with
+`overwrite`, deletes only what a run writes.
 """
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Union
 
 RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", "timings.json", "checkpoints")
+LOCK_FILE = ".fgl-jax.lock"
 # options that may change when a run is resumed with --resume-with-changes: they do not change
 # what the rounds already done computed
 RESUMABLE_CHANGES = ("rounds", "data_dir", "chunk")
+
+# what a run leaves besides RUN_FILES: write_atomic's temporaries (".metrics.jsonl.k3j_x.tmp") and,
+# inside checkpoints/, the checkpoints, their manifests, orbax's and the manifests' temporaries
+_RUN_TEMPORARY = re.compile(r"\.(%s)\..+\.tmp" % "|".join(re.escape(f) for f in RUN_FILES if "." in f))
+_CHECKPOINT_ENTRY = re.compile(r"round_\d+(\.sha256|\.orbax-checkpoint-tmp.*)?|\.round_\d+\.sha256\..+\.tmp")
 
 
 def write_atomic(path: os.PathLike, text: str) -> None:
@@ -60,26 +74,120 @@ def read_rows(path: os.PathLike) -> list[dict]:
     return rows
 
 
-def prepare(out: os.PathLike, *, resume: bool, overwrite: bool) -> Path:
-    """Check (and with `overwrite` clear) an output directory before a run writes into it.
+def resolve_out(out: Union[str, os.PathLike]) -> Path:
+    """`out` as an absolute path (not following symlinks), checked to be usable as a run directory.
 
-    A fresh run refuses a directory that already holds files unless `overwrite` (which deletes
-    them, checkpoints included); `resume` continues what is there.
-    """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
+    One line (ValueError) for an `out` that is an existing file, a symlink to nothing, or below a
+    file; other failures (permissions, a full disk) surface as OSError naming the path."""
+    path = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
+    if path.is_symlink() and not path.exists():
+        raise ValueError(f"--out {out} is a symlink to {os.readlink(path)}, which does not exist")
+    if path.exists() and not path.is_dir():
         raise ValueError(f"--out {out} is an existing file, not a directory")
+    for parent in path.parents:  # the nearest existing ancestor must be a directory
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise ValueError(f"--out {out}: {parent} is a file, not a directory")
+            break
+    return path
+
+
+class RunLock:
+    """An exclusive `fcntl.flock` on `<out>/.fgl-jax.lock` for as long as a run writes `out`.
+
+    The lock goes with the process (a kill releases it); the file stays, holding the pid of its
+    last holder, so a refused second process can say who has the directory. Use as a context
+    manager, or `release()`."""
+
+    def __init__(self, out: Union[str, os.PathLike]):
+        import fcntl
+        self.path = Path(out) / LOCK_FILE
+        Path(out).mkdir(parents=True, exist_ok=True)
+        self._fd: Optional[int] = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(self._fd, 32, 0).decode(errors="replace").strip()
+            os.close(self._fd)
+            self._fd = None
+            if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            raise ValueError(f"--out {out} is in use by another fgl-jax process"
+                             + (f" (pid {holder})" if holder.isdigit() else "")
+                             + "; wait for it to end, or choose another --out") from None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _is_run_entry(p: Path) -> bool:
+    """Whether `p` (an entry of a run directory) is something a run writes."""
+    if p.name == LOCK_FILE or _RUN_TEMPORARY.fullmatch(p.name):
+        return True
+    if p.name == "checkpoints":
+        return p.is_dir() or p.is_symlink()
+    return p.name in RUN_FILES and (p.is_symlink() or not p.is_dir())
+
+
+def foreign_files(out: Path) -> list[str]:
+    """Entries of `out` (and of its checkpoints/) that no run writes, as paths relative to `out`."""
+    found = [p.name for p in sorted(out.iterdir()) if not _is_run_entry(p)]
+    ckpt = out / "checkpoints"
+    if ckpt.is_dir() and not ckpt.is_symlink():
+        found += [f"checkpoints/{p.name}" for p in sorted(ckpt.iterdir()) if not _CHECKPOINT_ENTRY.fullmatch(p.name)]
+    return found
+
+
+def _names(names: list[str], most: int = 4) -> str:
+    return ", ".join(names[:most]) + (f", ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def prepare(out: os.PathLike, *, resume: bool, overwrite: bool) -> Path:
+    """Check (and with `overwrite` clear) an output directory before a run writes into it; its
+    absolute path (`resolve_out`).
+
+    A fresh run refuses a directory that already holds files unless `overwrite`, which deletes
+    what a run writes (RUN_FILES and the run's temporaries, checkpoints included) and refuses,
+    deleting nothing, a directory that also holds anything else; `resume` continues what is
+    there. The caller holds the directory's `RunLock` (whose file does not count as content).
+    """
+    shown = out
+    out = resolve_out(out)
     if resume and overwrite:
         raise ValueError("--resume and --overwrite exclude each other (continue the run, or replace it)")
-    if out.is_dir() and any(out.iterdir()) and not resume:
+    held = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE) if out.is_dir() else []
+    if held and not resume:
         if not overwrite:
-            held = sorted(p.name for p in out.iterdir())
-            raise ValueError(f"--out {out} is not empty ({', '.join(held[:4])}{', ...' if len(held) > 4 else ''}): "
+            raise ValueError(f"--out {shown} is not empty ({_names(held)}): "
                              "add --resume to continue that run or --overwrite to replace it")
-        for p in out.iterdir():
+        foreign = foreign_files(out)
+        if foreign:
+            # --overwrite replaces a run; it never deletes what a run did not write
+            raise ValueError(f"--overwrite: --out {shown} holds files no fgl-jax run wrote ({_names(foreign)}); "
+                             "nothing was deleted: choose another --out, or move those files away")
+        for name in held:
+            p = out / name
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def config_digest(config: dict) -> str:
+    """sha256 of a resolved config without the keys a resume may change (RESUMABLE_CHANGES): what
+    every checkpoint's manifest records, so a resume can check the command against the run that
+    wrote it even when config.yaml is gone."""
+    kept = {k: v for k, v in config.items() if k not in RESUMABLE_CHANGES}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def config_changes(saved: dict, new: dict) -> list[str]:
@@ -89,12 +197,16 @@ def config_changes(saved: dict, new: dict) -> list[str]:
             if saved.get(k, "<absent>") != new.get(k, "<absent>")]
 
 
-def check_resume_config(out: Path, saved_text: Optional[str], new: dict, allowed: Iterable[str] = ()) -> None:
-    """Refuse to resume with a config that differs from the saved one, except in `allowed` keys."""
+def check_resume_config(out: Path, saved_text: Optional[str], new: dict, allowed: Iterable[str] = (),
+                        source: Optional[str] = None) -> None:
+    """Refuse to resume with a config that differs from the saved one, except in `allowed` keys.
+
+    source: where `saved_text` came from, for the message (default `out`/config.yaml)."""
     if saved_text is None:
         return
     from fgl_jax import schema
-    saved = schema.read_yaml_text(saved_text, str(out / "config.yaml"))
+    source = source or str(Path(out) / "config.yaml")
+    saved = schema.read_yaml_text(saved_text, source)
     old, now = saved.get("dataset_sha256"), new.get("dataset_sha256")
     if old and now and old != now and saved.get("dataset") == new.get("dataset"):
         # the rounds already done trained on the old file: continuing would mix two graphs
@@ -110,8 +222,29 @@ def check_resume_config(out: Path, saved_text: Optional[str], new: dict, allowed
         hint = (f"; --resume-with-changes {','.join(safe)} allows {'that' if len(safe) == 1 else 'those'}"
                 if safe and len(safe) == len(bad_keys) else
                 f"; only {', '.join(RESUMABLE_CHANGES)} may change on resume (--resume-with-changes)")
-        raise ValueError(f"--resume: the command differs from the run saved in {out}/config.yaml: "
+        raise ValueError(f"--resume: the command differs from the run saved in {source}: "
                          + "; ".join(changes) + hint)
+
+
+def check_recorded_config(checkpoint: Path, manifest: dict, new: dict) -> None:
+    """Refuse a checkpoint whose manifest records another config (RESUMABLE_CHANGES aside) than
+    `new`, naming the keys that differ; a manifest without a recorded config passes."""
+    digest = manifest.get("config_sha256")
+    if digest is None or digest == config_digest(new):
+        return
+    from fgl_jax import schema
+    try:
+        saved = schema.read_yaml_text(str(manifest.get("config", "")), f"{checkpoint}.sha256")
+    except ValueError:
+        saved = {}
+    keys = [k for k in sorted(set(saved) | set(new)) if k not in RESUMABLE_CHANGES
+            and saved.get(k, "<absent>") != new.get(k, "<absent>")]
+    what = ("; ".join(config_changes({k: saved.get(k, "<absent>") for k in keys},
+                                     {k: new.get(k, "<absent>") for k in keys}))
+            if keys and saved else f"config digest {digest[:12]}... recorded, {config_digest(new)[:12]}... now")
+    raise ValueError(f"--resume: checkpoint {checkpoint} does not fit this run's state: it was saved by a "
+                     f"run with other options ({what}); give the options it was saved with, or start again "
+                     "with --overwrite")
 
 
 def parse_allowed(text: Optional[str]) -> tuple[str, ...]:

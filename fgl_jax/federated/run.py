@@ -412,7 +412,8 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
         resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None,
         hooks: Optional[Hooks] = None, on_nonfinite: str = "raise", loss_guard: float = 0.0,
         on_restored: Optional[Callable[[int], None]] = None, checkpoint_every: Any = "30s",
-        per_round: Optional[dict] = None, program_context: Optional[str] = None) -> RunResult:
+        per_round: Optional[dict] = None, program_context: Optional[str] = None,
+        checkpoint_meta: Optional[dict] = None) -> RunResult:
     """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints and hooks.
 
     chunk: rounds per call of the compiled program (default: all rounds at once, or ~20 chunks
@@ -437,6 +438,8 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     program_context: a text that determines the algorithm and data completely (`fgl_jax.experiment`
     passes the system, the resolved config and a data digest): the run's programs then go through
     the on-disk compiled-program cache as well (`compiled_scan`); None = compile in this process.
+    checkpoint_meta: JSON fields recorded in every checkpoint's manifest (`fgl_jax.experiment`
+    records the resolved config and its digest, which a resume checks).
     """
     from fgl_jax.federated.checkpoint import parse_every
     if num_rounds <= 0:
@@ -450,7 +453,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     with x64_scope(algorithm):
         return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
                     state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored, per_round or {},
-                    program_context)
+                    program_context, checkpoint_meta)
 
 
 def _rows_to_history(rows: list[dict]) -> tuple[dict, list]:
@@ -480,7 +483,7 @@ def _guard_round(metrics: dict, first_loss: Optional[float], guard: float) -> Op
 
 def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
          state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored, per_round: dict,
-         program_context: Optional[str] = None) -> RunResult:
+         program_context: Optional[str] = None, checkpoint_meta: Optional[dict] = None) -> RunResult:
     from fgl_jax import rundir
     if chunk is None:
         chunk = num_rounds if (out_dir is None and not progress) else max(1, math.ceil(num_rounds / 20))
@@ -502,7 +505,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
         state = init(key, data)
     start = 0
     rows: list[dict] = []
-    out = Path(out_dir) if out_dir is not None else None
+    out = Path(out_dir).absolute() if out_dir is not None else None
     log_path = out / "metrics.jsonl" if out else None
     saver = None
     if out is not None:
@@ -522,7 +525,8 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
                 print(f"fgl-jax: no checkpoint in {out / 'checkpoints'}: starting at round 1", file=sys.stderr)
         rundir.write_rows(log_path, rows)
         if policy is not None:
-            saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"))
+            saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"),
+                                     meta=checkpoint_meta)
             # orbax's import (~0.3 s of Python) in a thread now, while this thread waits for the chunk
             # program (compiled ahead, or loaded), not during the rounds, whose host steps between
             # chunks it would hold the GIL against; once the chunk program compiled ahead is lowered,
