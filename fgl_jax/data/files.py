@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from .paths import DataError, DataFormatError, PathLike, sha256_file
+from .paths import DataError, DataFormatError, PathLike, check_data_dir, sha256_file
 
 __all__ = ["is_path", "resolve_path", "detect_format", "path_kind", "load_path", "path_sha256", "DataPathNotFoundError",
            "PATH_FORMATS", "KNOWN_SUFFIXES"]
@@ -81,12 +81,13 @@ def is_path(name_or_path: Union[str, os.PathLike]) -> bool:
 
 def resolve_path(path: PathLike, data_dir: Optional[PathLike] = None) -> Path:
     """The existing path: as given (~ expanded, relative to the working directory), else under data_dir."""
+    given = check_data_dir(data_dir)
     p = Path(path).expanduser()
     tried = [p.resolve()]
     if p.exists():
         return p
-    if data_dir is not None and str(data_dir) and not p.is_absolute():
-        q = Path(data_dir).expanduser() / p
+    if given is not None and not p.is_absolute():
+        q = given / p
         tried.append(q)
         if q.exists():
             return q
@@ -108,6 +109,9 @@ def detect_format(path: PathLike) -> tuple[str, Path]:
             return "hetero", p.parent
         raise DataFormatError(f"{p}: unrecognised graph file; expected a .npz file, or a directory in one of the "
                               f"layouts of fgl_jax.data.files ({', '.join(PATH_FORMATS)})")
+    if p.exists() and not p.is_dir():  # a device (/dev/zero), FIFO or socket: reading it could hang or never end
+        raise DataFormatError(f"{p}: exists but is not a regular file or a directory (a device, pipe or socket); "
+                              "pass a graph file or directory")
     if p.is_dir():
         if (p / "raw" / "edge.csv.gz").is_file() or (p / "raw" / "edge.csv").is_file():
             return "ogb", p
