@@ -103,9 +103,8 @@ def default_cache_dir() -> Path:
 def candidate_dirs(data_dir: Optional[PathLike] = None) -> list[tuple[Path, str]]:
     """Every data directory to search, in priority order, each with where it came from."""
     out: list[tuple[Path, str]] = []
-    given = check_data_dir(data_dir)
-    if given is not None:
-        out.append((given, "data_dir argument / --data-dir"))
+    if data_dir is not None and str(data_dir) != "":
+        out.append((Path(data_dir).expanduser(), "data_dir argument / --data-dir"))
     env = os.environ.get(ENV_VAR)
     if env:
         out.append((Path(env).expanduser(), f"environment variable {ENV_VAR}"))
@@ -135,6 +134,7 @@ def find_dataset_dir(dataset: str, relpaths: Sequence[str], data_dir: Optional[P
     holds some of the files but not all is an error naming the missing ones, never a silent switch
     to another copy of the dataset (it falls through only when it holds none of them).
     """
+    check_data_dir(data_dir)
     searched = candidate_dirs(data_dir)
     if data_dir is not None and str(data_dir) != "":
         miss = missing_files(searched[0][0], relpaths)
