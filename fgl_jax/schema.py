@@ -8,9 +8,9 @@ alone this module generates
     wrong types, values outside `choices` or the range are refused in one line naming the source
     (file or flag), the key and the value,
   * two rules every field gets without declaring them: a float is finite (inf only where the
-    option says `allow_inf`) and at most FLOAT_LIMIT in size unless the option declares its own
-    `high` (every float option is a rate, weight, temperature, budget or fraction: 1e308 is a
-    typo); an int named ``seed`` or ``*_seed`` is in 0..SEED_MAX (`SEED_MAX`),
+    option says `allow_inf`) and at most FLOAT_LIMIT (the largest float32) in size unless the option
+    declares its own `high` (the programs compute in float32: 1e308 would be inf there); an int
+    named ``seed`` or ``*_seed`` is in 0..SEED_MAX (`SEED_MAX`),
   * YAML out (`dump`) that `--config` replays exactly.
 
 In the spirit of fedjax's `structured_flags` (flags from the config's own defaults); no argparse
@@ -41,8 +41,11 @@ _MISSING = dataclasses.MISSING
 # takes the same range. So a seed (a field named `seed` or `*_seed`) is refused outside 0..SEED_MAX.
 SEED_MAX = 2 ** 32 - 1
 # The largest magnitude of a float option that declares no `high` of its own (rates, weights,
-# temperatures, coefficients); an option that needs more declares its `high`.
-FLOAT_LIMIT = 1e6
+# temperatures, coefficients): the largest float32. The programs compute in float32 (traced options
+# live in the state as float32), where a larger value is inf; 1e308 is a typo. Tests drive training
+# to divergence with values up to 1e30 on purpose, so the bound is what the code can represent,
+# not a judgement of which learning rate is sensible (the engine stops a diverging run in one line).
+FLOAT_LIMIT = 3.4028234663852886e38  # np.finfo(np.float32).max
 
 
 def option(default: Any, help: str, *, choices: Union[Sequence[Any], Callable[[], Sequence[Any]], None] = None,
@@ -208,8 +211,8 @@ def _check_one(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
                              f"keeps 32 bits of the seed, so a larger or negative one would repeat another), "
                              f"got {value!r}")
     if isinstance(v, float) and spec.high is None and math.isfinite(v) and abs(v) > FLOAT_LIMIT:
-        raise ValueError(f"{where}: {spec.name} must be at most {FLOAT_LIMIT:g} in size (a rate or coefficient "
-                         f"this large is a typo), got {value!r}")
+        raise ValueError(f"{where}: {spec.name} must be at most {FLOAT_LIMIT:.3g} in size (the largest float32: "
+                         f"the programs compute in float32, where it would be inf), got {value!r}")
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if spec.low is not None and (v < spec.low or (spec.low_open and v == spec.low)):
             raise ValueError(f"{where}: {spec.name} must be {'>' if spec.low_open else '>='} {spec.low}, "

@@ -272,8 +272,10 @@ def test_numeric_and_name_label_columns_keep_their_meaning(tmp_path):
 @pytest.mark.parametrize("name, value, message", [
     ("lr", "inf", "lr must be a finite number, got 'inf'"),
     ("lr", "-inf", "lr must be a finite number"),
-    ("lr", "1e308", "lr must be at most 1e+06 in size (a rate or coefficient this large is a typo), got '1e308'"),
-    ("weight_decay", "1e308", "weight_decay must be at most 1e+06"),
+    ("lr", "1e308", "lr must be at most 3.4e+38 in size (the largest float32: the programs compute in float32, "
+                    "where it would be inf), got '1e308'"),
+    ("weight_decay", "1e308", "weight_decay must be at most 3.4e+38"),
+    ("prox_mu", "-1e39", "prox_mu must be at most 3.4e+38"),
     ("prox_mu", "inf", "prox_mu must be a finite number"),
     ("loss_guard", "inf", "loss_guard must be a finite number"),
 ])
