@@ -357,3 +357,14 @@ def test_dataset_sha256_is_checked_against_a_builtin_s_files(data_dir):
     with pytest.raises(ValueError, match=f"dataset_sha256 '0+' does not match the files of dataset 'cora' "
                                          f"\\(sha256 {right}\\)"):
         resolve_dataset(RunConfig(dataset="cora", data_dir=str(data_dir), dataset_sha256="0" * 64))
+
+
+def test_from_scipy_refuses_a_nan_adjacency_entry_instead_of_making_it_an_edge():
+    from fgl_jax.data import from_scipy
+    adj = sp.csr_matrix(np.array([[0, 1, np.nan], [1, 0, 1], [0, 1, 0]]))
+    with pytest.raises(DataFormatError, match=r"from_scipy: field adjacency has 1 NaN or infinite edge weight\(s\), "
+                                              r"e\.g\. entry 1 \(edge 0 -> 2\)"):
+        from_scipy(adj, np.eye(3))
+    with pytest.warns(DataNotice, match=r"from_scipy: field adjacency has 1 negative and 0 zero"):
+        g = from_scipy(sp.csr_matrix(np.array([[0, -1, 0], [1, 0, 1], [0, 1, 0]])), np.eye(3))
+    assert g.num_edges == 4 and any("negative" in n for n in g.meta["notices"])
