@@ -235,6 +235,10 @@ def _parse_seeds(text: str) -> list[int]:
         raise ValueError(f"--seeds must be a comma-separated list of integers, got {text!r}") from None
     if not seeds:
         raise ValueError("--seeds needs at least one seed")
+    bad = [s for s in seeds if not 0 <= s <= schema.SEED_MAX]
+    if bad:
+        raise ValueError(f"--seeds: seed {bad[0]} is outside 0..{schema.SEED_MAX} (2**32 - 1: the run key keeps "
+                         "32 bits of the seed)")
     return seeds
 
 
@@ -383,8 +387,9 @@ def _sweep_system(argv: Sequence[str]) -> str:
         return known.system
     if known.config and Path(known.config).is_file():
         try:
-            return str(schema.read_yaml_text(Path(known.config).read_text(), known.config).get("system", "run"))
-        except ValueError:
+            return str(schema.read_yaml_text(Path(known.config).read_text(encoding="utf-8"), known.config)
+                       .get("system", "run"))
+        except ValueError:  # (UnicodeDecodeError too) read_yaml names the problem when the command reads it
             return "run"
     return "run"
 

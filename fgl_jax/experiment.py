@@ -77,8 +77,11 @@ def resolve_dataset(cfg: Any, warn: bool = True) -> Any:
         return cfg
     from fgl_jax.data import path_sha256
     path = dataset_path(cfg.dataset, getattr(cfg, "data_dir", None))
-    if path is None:
-        return cfg if cfg.dataset_sha256 is None else dataclasses.replace(cfg, dataset_sha256=None)
+    if path is None:  # a registered name: a given digest is checked against its files (one line if not)
+        if cfg.dataset_sha256 is not None:
+            from fgl_jax.data.registry import check_registered_sha256
+            check_registered_sha256(cfg.dataset, cfg.dataset_sha256, getattr(cfg, "data_dir", None))
+        return cfg
     digest = path_sha256(path)
     if warn and cfg.dataset_sha256 and cfg.dataset_sha256 != digest:
         print(f"fgl-jax: warning: dataset {path} changed since this config was written (sha256 "

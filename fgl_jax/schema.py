@@ -7,6 +7,10 @@ alone this module generates
   * checked construction from a dict, YAML or flags (`make`, `read_yaml`, `resolve`): unknown keys,
     wrong types, values outside `choices` or the range are refused in one line naming the source
     (file or flag), the key and the value,
+  * two rules every field gets without declaring them: a float is finite (inf only where the
+    option says `allow_inf`) and at most FLOAT_LIMIT (the largest float32) in size unless the option
+    declares its own `high` (the programs compute in float32: 1e308 would be inf there); an int
+    named ``seed`` or ``*_seed`` is in 0..SEED_MAX (`SEED_MAX`),
   * YAML out (`dump`) that `--config` replays exactly.
 
 In the spirit of fedjax's `structured_flags` (flags from the config's own defaults); no argparse
@@ -32,21 +36,34 @@ import yaml
 
 _MISSING = dataclasses.MISSING
 
+# The run key is `jax.random.key(seed)`, which keeps the low 32 bits of the seed (JAX without x64):
+# seed 2**32 would silently give the key of seed 0, and -1 that of 2**32 - 1. numpy's RandomState
+# takes the same range. So a seed (a field named `seed` or `*_seed`) is refused outside 0..SEED_MAX.
+SEED_MAX = 2 ** 32 - 1
+# The largest magnitude of a float option that declares no `high` of its own (rates, weights,
+# temperatures, coefficients): the largest float32. The programs compute in float32 (traced options
+# live in the state as float32), where a larger value is inf; 1e308 is a typo. Tests drive training
+# to divergence with values up to 1e30 on purpose, so the bound is what the code can represent,
+# not a judgement of which learning rate is sensible (the engine stops a diverging run in one line).
+FLOAT_LIMIT = 3.4028234663852886e38  # np.finfo(np.float32).max
+
 
 def option(default: Any, help: str, *, choices: Union[Sequence[Any], Callable[[], Sequence[Any]], None] = None,
            low: Optional[float] = None, high: Optional[float] = None, low_open: bool = False,
-           high_open: bool = False, flag: Optional[str] = None, traced: bool = False) -> Any:
+           high_open: bool = False, flag: Optional[str] = None, traced: bool = False,
+           allow_inf: bool = False) -> Any:
     """A config field with its help text and valid values.
 
     choices: the allowed values, or a function returning them (e.g. names from the registry).
     low/high: inclusive bounds unless low_open/high_open. flag: the CLI spelling when it is not
     `--field-name`. traced: the value lives in the algorithm state (`state.hp`), so a sweep over it
-    runs as one compiled program.
+    runs as one compiled program. allow_inf: a float option for which inf means something (e.g. an
+    LDP budget of inf = no noise); every other float must be finite.
     """
     if not help or len(help.split()) < 2:
         raise ValueError(f"option {default!r}: every option needs a help text of at least two words")
     meta = {"help": help, "choices": choices, "low": low, "high": high, "low_open": low_open,
-            "high_open": high_open, "flag": flag, "traced": traced}
+            "high_open": high_open, "flag": flag, "traced": traced, "allow_inf": allow_inf}
     if isinstance(default, (list, dict, set)):
         raise TypeError("option defaults must be immutable (use a tuple)")
     return dataclasses.field(default=default, metadata=meta)
@@ -71,6 +88,7 @@ class FieldSpec:
     high_open: bool
     flag: str
     traced: bool
+    allow_inf: bool = False
 
 
 def _unwrap(tp: Any) -> tuple[Any, Any, bool]:
@@ -108,7 +126,7 @@ def fields(cls: type) -> dict[str, FieldSpec]:
         out[f.name] = FieldSpec(
             f.name, base, item, optional or default is None, default, m.get("help") or "", ch, m.get("low"),
             m.get("high"), bool(m.get("low_open")), bool(m.get("high_open")),
-            m.get("flag") or "--" + f.name.replace("_", "-"), bool(m.get("traced")))
+            m.get("flag") or "--" + f.name.replace("_", "-"), bool(m.get("traced")), bool(m.get("allow_inf")))
     return out
 
 
@@ -158,6 +176,8 @@ def _scalar(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
             raise bad("a number") from None
         if math.isnan(v):
             raise bad("a number")
+        if math.isinf(v) and not spec.allow_inf:
+            raise bad("a finite number")
         return v
     if isinstance(value, (dict, list, tuple)):
         raise bad("a single value")
@@ -185,6 +205,14 @@ def _check_one(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(f"{where}: {spec.name} must be one of {', '.join(map(str, spec.choices))}; "
                          f"got {value!r}{hint}")
+    if isinstance(v, int) and not isinstance(v, bool) and is_seed(spec):
+        if not 0 <= v <= SEED_MAX:
+            raise ValueError(f"{where}: {spec.name} must be an integer in 0..{SEED_MAX} (2**32 - 1: the run key "
+                             f"keeps 32 bits of the seed, so a larger or negative one would repeat another), "
+                             f"got {value!r}")
+    if isinstance(v, float) and spec.high is None and math.isfinite(v) and abs(v) > FLOAT_LIMIT:
+        raise ValueError(f"{where}: {spec.name} must be at most {FLOAT_LIMIT:.3g} in size (the largest float32: "
+                         f"the programs compute in float32, where it would be inf), got {value!r}")
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if spec.low is not None and (v < spec.low or (spec.low_open and v == spec.low)):
             raise ValueError(f"{where}: {spec.name} must be {'>' if spec.low_open else '>='} {spec.low}, "
@@ -193,6 +221,11 @@ def _check_one(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
             raise ValueError(f"{where}: {spec.name} must be {'<' if spec.high_open else '<='} {spec.high}, "
                              f"got {value!r}")
     return v
+
+
+def is_seed(spec: FieldSpec) -> bool:
+    """True for a seed field (`seed` or `*_seed`, an int): its values are bounded to 0..SEED_MAX."""
+    return spec.type is int and (spec.name == "seed" or spec.name.endswith("_seed"))
 
 
 def check(cls: type, values: dict, source: str = "config") -> dict:
@@ -239,9 +272,31 @@ def dump(cfg: Any, system: Optional[str] = None, path: Optional[Union[str, Path]
     return text
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one,
+    so `lr: 0.1` ... `lr: 0.01` further down would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _value in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *base` merges are resolved (and may be overridden) by SafeLoader
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                continue  # SafeLoader's own error names an unhashable key
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice (lines {seen[key]} and {key_node.start_mark.line + 1}); "
+                                "keep one", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml_text(text: str, source: str) -> dict:
     try:
-        values = yaml.safe_load(text) or {}
+        values = yaml.load(text, Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ValueError(f"{source} is not valid YAML: {first}") from None
@@ -255,7 +310,12 @@ def read_yaml(path: Union[str, Path], system: Optional[str] = None) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file {path} does not exist" + (" (it is a directory)" if path.is_dir() else ""))
-    values = read_yaml_text(path.read_text(), f"config file {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"config file {path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset "
+                         f"{e.start}); save it as UTF-8") from None
+    values = read_yaml_text(text, f"config file {path}")
     named = values.pop("system", None)
     if system is not None and named is not None and named != system:
         raise ValueError(f"config file {path} is for system {named!r}, not {system!r}")
@@ -271,6 +331,8 @@ def describe(spec: FieldSpec) -> str:
     parts = [spec.help.rstrip(".")]
     if spec.choices is not None:
         parts.append("one of: " + ", ".join(map(str, spec.choices)))
+    elif is_seed(spec) and spec.low is None and spec.high is None:
+        parts.append(f"0..{SEED_MAX}")
     elif spec.low is not None or spec.high is not None:
         lo = "" if spec.low is None else f"{'>' if spec.low_open else '>='} {spec.low}"
         hi = "" if spec.high is None else f"{'<' if spec.high_open else '<='} {spec.high}"
@@ -341,7 +403,7 @@ class RunSpec:
     rounds: int = option(50, "number of federated rounds", low=1)
     seed: int = option(0, "seed of the run's PRNG key (initialisation, sampling, noise)")
     loss_guard: float = option(0.0, "stop as diverged when train_loss exceeds this multiple of its first "
-                                    "value (0 = off)", low=0)
+                                    "value (0 = off)", low=0, high=1e12)
 
     def __post_init__(self):
         # a config built in Python is checked by the same rules as YAML and flags

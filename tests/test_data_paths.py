@@ -45,6 +45,7 @@ def test_search_falls_through_to_a_directory_with_all_files(clean_env, monkeypat
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text("x")
     monkeypatch.setenv("FGL_JAX_DATA", str(full))
+    (tmp_path / "empty").mkdir()  # an existing --data-dir without the dataset (a missing one is refused)
     assert find_dataset_dir("d", ["d/a.txt", "d/b.txt"], tmp_path / "empty") == full
     # a --data-dir holding part of the dataset is an error, not a silent switch to the other copy
     with pytest.raises(DatasetNotFoundError, match="d/b.txt") as exc:
@@ -54,6 +55,7 @@ def test_search_falls_through_to_a_directory_with_all_files(clean_env, monkeypat
 
 def test_not_found_error_names_file_places_and_remedy(clean_env, monkeypatch, tmp_path):
     monkeypatch.setenv("FGL_JAX_DATA", str(tmp_path / "env"))
+    (tmp_path / "arg").mkdir()  # an existing --data-dir without the files (a missing one is refused)
     with pytest.raises(DatasetNotFoundError) as exc:
         load_planetoid("cora", data_dir=tmp_path / "arg")
     err = exc.value

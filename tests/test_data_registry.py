@@ -57,6 +57,7 @@ def test_bad_option_names_accepted_ones():
 
 
 def test_missing_files_error_through_load(clean_env, tmp_path):
+    (tmp_path / "empty").mkdir()  # an existing --data-dir without the files (a missing one is refused)
     with pytest.raises(DatasetNotFoundError, match="facebook/edges.csv"):
         load("Facebook", data_dir=tmp_path / "empty")
 

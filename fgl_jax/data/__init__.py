@@ -10,7 +10,8 @@
 Graph loaders return a host-side `fgl_jax.graph.Graph`; a user's graph passes the checks of
 `fgl_jax.data.checks` (notices are `DataNotice` warnings, recorded in ``graph.meta``).
 """
-from .paths import (DataChecksumError, DataError, DataFormatError, DatasetNotFoundError, resolve_data_dir,
+from .paths import (DataChecksumError, DataDirNotFoundError, DataError, DataFormatError, DatasetNotFoundError,
+                    resolve_data_dir,
                     sha256_file, verify_files)
 from .planetoid import load_planetoid, read_planetoid
 from .musae import load_facebook, load_lastfm_asia
@@ -38,6 +39,7 @@ __all__ = [
     "load_planetoid", "read_planetoid", "load_facebook", "load_lastfm_asia",
     "csbm", "edge_homophily", "random_split", "per_class_split", "per_client_split", "openfgl_fractions",
     "safe_load", "resolve_data_dir", "sha256_file", "verify_files",
-    "DataError", "DataFormatError", "DataChecksumError", "DatasetNotFoundError", "UnsafePickleError",
+    "DataError", "DataFormatError", "DataChecksumError", "DatasetNotFoundError", "DataDirNotFoundError",
+    "UnsafePickleError",
     "UnknownDatasetError",
 ]

@@ -5,6 +5,12 @@
 
 What it does, in order (each problem named by `source`, field and an example value):
 
+* features: a sparse matrix may have empty trailing columns, but at most MAX_FEATURES columns (the
+  first layer's weight is [F, hidden] and the sparse kernels index columns with int32): a declared
+  shape beyond that is refused before anything is allocated.
+* edge weights (`check_edge_weights`, for the loaders whose files carry them): NaN or inf is
+  refused; negative (and zero) weights get one notice counting them. The models here use the
+  unweighted structure, so every stored entry is an edge whatever its weight.
 * edges: integer node ids in [0, N) (else DataFormatError). Self-loops are dropped
   (``keep_self_loops=False``, the default, as the Planetoid loader) and duplicate edges merged;
   both are counted in a notice. A *directed* input (some edge u -> v without v -> u) is
@@ -38,12 +44,16 @@ from ..graph import Graph
 from .paths import DataFormatError
 from .splits import stratified_split
 
-__all__ = ["DataNotice", "build_graph", "check_labels", "check_masks", "DEFAULT_SPLIT",
-           "ON_DIRECTED"]
+__all__ = ["DataNotice", "build_graph", "check_labels", "check_masks", "check_edge_weights", "DEFAULT_SPLIT",
+           "ON_DIRECTED", "MAX_FEATURES"]
 
 ArrayLike = Any
 DEFAULT_SPLIT = (0.6, 0.2, 0.2)
 ON_DIRECTED = ("symmetrize", "error")
+# Most feature columns a graph may declare: 2**24 (16.8 M) keeps the first layer's [F, hidden]
+# weight and the int32 column indices of the sparse kernels (`fgl_jax.ops.ell_features`) in range;
+# real bag-of-words features have thousands.
+MAX_FEATURES = 2 ** 24
 
 
 class DataNotice(UserWarning):
@@ -75,6 +85,11 @@ def _features(x: ArrayLike, source: str) -> Union[np.ndarray, sp.csr_matrix]:
         raise DataFormatError(f"{source}: node features x are required (use an identity or degree matrix "
                               "if the graph has none)")
     if sp.issparse(x):
+        if x.shape[1] > MAX_FEATURES:
+            used = int(x.tocsr().indices.max()) + 1 if x.nnz else 0
+            raise DataFormatError(f"{source}: the sparse features declare shape {tuple(x.shape)}: {x.shape[1]} "
+                                  f"columns, of which the stored entries use {used}; at most {MAX_FEATURES} "
+                                  "columns are supported (check the declared shape)")
         x = sp.csr_matrix(x, dtype=np.float32)
         x.sum_duplicates()
         return x
@@ -141,6 +156,33 @@ def check_labels(y: Optional[ArrayLike], n: int, num_classes: Optional[int], sou
     return a.astype(np.int32), k
 
 
+def check_edge_weights(w: ArrayLike, source: str, field: str, notes: list[str],
+                       edge: Optional[tuple[np.ndarray, np.ndarray]] = None) -> None:
+    """Refuse NaN/inf edge weights and count negative or zero ones in one notice.
+
+    The weights are not used (every stored entry is an unweighted edge), but a non-finite one means
+    the file is broken and a negative one that the author meant something the models do not do.
+    `edge` (senders, receivers) names an example edge; else the entry's position is given.
+    """
+    a = np.asarray(w)
+    if a.dtype == bool or a.dtype.kind not in "iuf":
+        raise DataFormatError(f"{source}: field {field} must hold numeric edge weights, got dtype {a.dtype}")
+    a = a.ravel()
+    where = (lambda i: f"entry {i} (edge {int(edge[0][i])} -> {int(edge[1][i])})") if edge is not None \
+        else (lambda i: f"entry {i}")
+    bad = ~np.isfinite(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataFormatError(f"{source}: field {field} has {int(bad.sum())} NaN or infinite edge weight(s), e.g. "
+                              f"{where(i)} = {a[i].item()!r}; fix or drop those entries")
+    neg, zero = a < 0, a == 0
+    if neg.any() or zero.any():
+        i = int(np.flatnonzero(neg | zero)[0])
+        _notify(notes, source, f"field {field} has {int(neg.sum())} negative and {int(zero.sum())} zero edge "
+                               f"weight(s), e.g. {where(i)} = {a[i].item()!r}; weights are not used: every stored "
+                               "entry is an unweighted edge")
+
+
 def _mask(m: ArrayLike, n: int, source: str, field: str) -> np.ndarray:
     a = np.asarray(m)
     if a.dtype == bool:
@@ -184,7 +226,8 @@ def check_masks(masks: Sequence[Optional[ArrayLike]], y: np.ndarray, source: str
             raise DataFormatError(f"{source}: {nm} holds {int(unl.sum())} unlabelled node(s) (y = -1), e.g. node "
                                   f"{int(np.flatnonzero(unl)[0])}")
     if not out[0].any():
-        _notify(notes, source, "train_mask is empty")
+        _notify(notes, source, "train_mask has no True entries: no node is for training (mark some train_mask "
+                               "entries True, or leave the masks out for the default stratified split)")
     return out[0], out[1], out[2]
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from .checks import build_graph
+from .checks import build_graph, check_edge_weights
 from .files import register_format
 from .paths import DataFormatError
 
@@ -79,7 +79,7 @@ def from_edge_index(edge_index: Any, x: Any, y: Optional[Any] = None, **options:
 @register_format("scipy", kind="graph", layout="a scipy sparse adjacency, with x= (and y=)", sniff=sp.issparse)
 def from_scipy(adj: Any, x: Any, y: Optional[Any] = None, **options: Any) -> Graph:
     """A Graph from an adjacency matrix [N, N] (scipy sparse or dense; entry (u, v) != 0 is an
-    edge u -> v, weights ignored) and features [N, F].
+    edge u -> v, weights ignored; NaN/inf refused, negative ones counted in a notice) and features [N, F].
 
     Example:
       >>> adj = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
@@ -92,10 +92,14 @@ def from_scipy(adj: Any, x: Any, y: Optional[Any] = None, **options: Any) -> Gra
         raise DataFormatError(f"from_scipy: adjacency has shape {a.shape}, expected square [N, N]")
     nz = a.data != 0
     _source(options, "from_scipy")
+    notes: list[str] = []  # NaN/inf refused (NaN != 0 would be an edge), negative weights counted
+    check_edge_weights(a.data[nz], options["source"], "adjacency", notes, (a.row[nz], a.col[nz]))
     x = _numpy(x)
     if x is not None and x.shape[0] != a.shape[0]:
         raise DataFormatError(f"from_scipy: x has {x.shape[0]} rows but the adjacency has {a.shape[0]} nodes")
-    return build_graph(a.row[nz], a.col[nz], x, _numpy(y), **options)
+    g = build_graph(a.row[nz], a.col[nz], x, _numpy(y), **options)
+    g.meta["notices"][:0] = notes
+    return g
 
 
 def _node_attr(G: Any, nodes: list, attr: str, what: str) -> Optional[np.ndarray]:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .. import registry
-from .paths import DataError, DataFormatError, PathLike, sha256_file
+from .paths import DataError, DataFormatError, PathLike, check_data_dir, sha256_file
 
 __all__ = ["is_path", "resolve_path", "detect_format", "path_kind", "load_path", "path_sha256", "DataPathNotFoundError",
            "register_format", "path_suffixes", "object_format"]
@@ -123,12 +123,13 @@ def is_path(name_or_path: Union[str, os.PathLike]) -> bool:
 
 def resolve_path(path: PathLike, data_dir: Optional[PathLike] = None) -> Path:
     """The existing path: as given (~ expanded, relative to the working directory), else under data_dir."""
+    given = check_data_dir(data_dir)
     p = Path(path).expanduser()
     tried = [p.resolve()]
     if p.exists():
         return p
-    if data_dir is not None and str(data_dir) and not p.is_absolute():
-        q = Path(data_dir).expanduser() / p
+    if given is not None and not p.is_absolute():
+        q = given / p
         tried.append(q)
         if q.exists():
             return q
@@ -163,6 +164,9 @@ def detect_format(path: PathLike) -> tuple[str, Path]:
     p = Path(path)
     if not p.exists():
         raise DataPathNotFoundError(path, [p])
+    if not p.is_file() and not p.is_dir():  # a device (/dev/zero), FIFO or socket: reading it could hang or never end
+        raise DataFormatError(f"{p}: exists but is not a regular file or a directory (a device, pipe or socket); "
+                              "pass a graph file or directory")
     found = _detect(p)
     if found is not None:
         return found[0].name, found[1]

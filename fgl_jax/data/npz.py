@@ -10,7 +10,11 @@ PPNP's cora_ml / citeseer / pubmed, Amazon / Coauthor releases), recognised by `
       or labels_data, labels_indices, labels_indptr, labels_shape   CSR one-hot labels [N, C]
     node_names, attr_names, class_names, idx_to_node, idx_to_attr, idx_to_class   optional
 
-The file is opened with ``allow_pickle=False``. The optional name arrays are often pickled
+The file is opened with ``allow_pickle=False``, and every array's ``.npy`` header is read before
+the array: a declared shape whose bytes the archive member does not hold (a truncated file, or a
+header claiming terabytes) is refused naming the field, before anything is allocated. The
+adjacency's ``adj_data`` are edge weights: NaN/inf is refused and negative or zero weights are
+counted in a notice; they are not used (every stored entry is an edge). The optional name arrays are often pickled
 object arrays; ``class_names`` and ``node_names`` are read through the restricted unpickler of
 `fgl_jax.data.safe_pickle` (only numpy arrays and builtin containers, nothing executed) into
 ``graph.meta``; the others are not needed and are skipped. An object array that names anything
@@ -21,6 +25,7 @@ else is skipped with a notice. These files have no split: the default stratified
 ``edge_index``:
 
     edge_index        int [2, E]: row 0 sources, row 1 targets (one or both directions)
+    edge_weight       float [E], optional (checked like adj_data, not used)
     x                 float [N, F] dense
       or x_data, x_indices, x_indptr, x_shape         CSR features (scipy's csr_matrix parts)
     y                 int [N], optional (-1 = unlabelled)
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from .checks import DataNotice, build_graph
+from .checks import MAX_FEATURES, DataNotice, build_graph, check_edge_weights
 from .files import register_format
 from .paths import DataFormatError, PathLike
 from .safe_pickle import UnsafePickleError, safe_load_npy_object
@@ -53,11 +59,56 @@ PLAIN_KEYS = ("edge_index", "x")
 _CSR = ("data", "indices", "indptr", "shape")
 
 
+_NPZ_IS = "an .npz file is the zip archive np.savez / np.savez_compressed write"
+
+
 def _open(path: Path) -> Any:
+    # checked here, not left to np.load: it raises EOFError on an empty file and, on any other
+    # non-zip file, suggests allow_pickle=True (wrong advice for a file from elsewhere)
+    size = path.stat().st_size
+    if size == 0:
+        raise DataFormatError(f"{path}: empty file (0 bytes); {_NPZ_IS}")
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+        raise DataFormatError(f"{path}: not a zip archive ({size} bytes, starting {head!r}); {_NPZ_IS}")
     try:
         return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise DataFormatError(f"{path}: cannot read as a NumPy .npz archive ({e})") from e
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise DataFormatError(f"{path}: cannot read as a NumPy .npz archive ({type(e).__name__}: {e})") from e
+
+
+def _member(z: Any, key: str) -> str:
+    names = z.zip.namelist()
+    return f"{key}.npy" if f"{key}.npy" in names else key
+
+
+def _header(z: Any, key: str, path: Path) -> np.dtype:
+    """The dtype of field `key`, after checking that its member holds the bytes its header declares."""
+    member = _member(z, key)
+    try:
+        with z.zip.open(member) as fh:
+            version = np.lib.format.read_magic(fh)
+            shape, _fortran, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                                      else np.lib.format.read_array_header_2_0(fh))
+            held = z.zip.getinfo(member).file_size - fh.tell()
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as e:
+        raise DataFormatError(f"{path}: field {key} is not a readable .npy array ({type(e).__name__}: {e})") from e
+    if not dtype.hasobject:
+        need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if need > held:
+            raise DataFormatError(f"{path}: field {key} declares shape {shape} of {dtype} ({need:,} bytes) but its "
+                                  f"member holds {held:,} bytes: the file is truncated or corrupt")
+    return dtype
+
+
+def _get(z: Any, key: str, path: Path) -> np.ndarray:
+    if _header(z, key, path).hasobject:
+        raise DataFormatError(f"{path}: field {key} is a pickled object array; it must be a numeric array")
+    try:
+        return z[key]
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error, MemoryError) as e:
+        raise DataFormatError(f"{path}: cannot read field {key} ({type(e).__name__}: {e})") from e
 
 
 def npz_layout(keys) -> str:
@@ -70,11 +121,6 @@ def npz_layout(keys) -> str:
     return "unknown"
 
 
-def _get(z: Any, key: str, path: Path) -> np.ndarray:
-    try:
-        return z[key]
-    except ValueError as e:  # an object array under allow_pickle=False
-        raise DataFormatError(f"{path}: field {key} is a pickled object array; it must be a numeric array") from e
 
 
 def _csr(z: Any, prefix: str, path: Path) -> sp.csr_matrix:
@@ -84,19 +130,27 @@ def _csr(z: Any, prefix: str, path: Path) -> sp.csr_matrix:
         raise DataFormatError(f"{path}: CSR field {prefix} needs {', '.join(parts)}; missing {', '.join(miss)}")
     data, indices, indptr, shape = (_get(z, k, path) for k in parts)
     try:
-        m = sp.csr_matrix((data, indices, indptr), shape=tuple(int(v) for v in shape))
+        shape = tuple(int(v) for v in shape)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise DataFormatError(f"{path}: field {prefix}_shape must hold two integers, got {shape!r}") from e
+    if prefix != "adj" and len(shape) == 2 and shape[1] > MAX_FEATURES:
+        raise DataFormatError(f"{path}: field {prefix}_shape declares {shape[1]} feature columns (the stored entries "
+                              f"use {int(indices.max()) + 1 if indices.size else 0}); at most {MAX_FEATURES} are "
+                              "supported: check the declared shape")
+    try:
+        m = sp.csr_matrix((data, indices, indptr), shape=shape)
         m.check_format(full_check=True)
     except (ValueError, TypeError) as e:
         raise DataFormatError(f"{path}: fields {prefix}_* do not form a valid CSR matrix ({e})") from e
     return m
 
 
-def _object_array(path: Path, key: str, notes: list[str]) -> Optional[Any]:
+def _object_array(z: Any, path: Path, key: str, notes: list[str]) -> Optional[Any]:
     """An optional pickled name array, through the restricted unpickler; None (with a notice) if refused."""
     try:
-        with zipfile.ZipFile(path) as zf, zf.open(f"{key}.npy") as fh:
+        with z.zip.open(_member(z, key)) as fh:
             return safe_load_npy_object(fh, f"{path}:{key}")
-    except (UnsafePickleError, DataFormatError, KeyError) as e:
+    except (UnsafePickleError, DataFormatError, KeyError, OSError, zipfile.BadZipFile, zlib.error) as e:
         line = f"{path}: optional field {key} skipped ({e})"
         notes.append(line)
         warnings.warn(line, DataNotice, stacklevel=3)
@@ -106,10 +160,7 @@ def _object_array(path: Path, key: str, notes: list[str]) -> Optional[Any]:
 def _optional_names(z: Any, path: Path, key: str, notes: list[str]) -> Optional[list]:
     if key not in z.files:
         return None
-    try:
-        arr = z[key]
-    except ValueError:
-        arr = _object_array(path, key, notes)
+    arr = _object_array(z, path, key, notes) if _header(z, key, path).hasobject else _get(z, key, path)
     if arr is None:
         return None
     arr = np.asarray(arr)
@@ -157,6 +208,7 @@ def load_npz(path: PathLike, name: Optional[str] = None, **options: Any) -> Grap
             adj = _csr(z, "adj", path).tocoo()
             if adj.shape[0] != adj.shape[1]:
                 raise DataFormatError(f"{path}: adjacency adj_shape {adj.shape} is not square")
+            check_edge_weights(adj.data, str(path), "adj_data", notes, (adj.row, adj.col))
             if "attr_matrix" in z.files:
                 x: Any = _get(z, "attr_matrix", path)
             elif "attr_data" in z.files:
@@ -193,6 +245,12 @@ def load_npz(path: PathLike, name: Optional[str] = None, **options: Any) -> Grap
                     raise DataFormatError(f"{path}: field num_classes must be one integer, got {kk!r}")
                 k = int(kk.ravel()[0])
             senders, receivers = ei[0], ei[1]
+            if "edge_weight" in z.files:
+                w = _get(z, "edge_weight", path)
+                if w.shape != (ei.shape[1],):
+                    raise DataFormatError(f"{path}: field edge_weight has shape {w.shape}, expected "
+                                          f"({ei.shape[1]},) (one weight per edge_index column)")
+                check_edge_weights(w, str(path), "edge_weight", notes, (senders, receivers))
         else:
             raise DataFormatError(
                 f"{path}: unrecognised .npz layout (keys: {', '.join(sorted(z.files)) or 'none'}); expected "

@@ -2,7 +2,8 @@
 
 Search order for a data directory (first match wins):
 
-1. the ``data_dir`` argument (the CLI's ``--data-dir``),
+1. the ``data_dir`` argument (the CLI's ``--data-dir``; it must be an existing directory, else
+   `DataDirNotFoundError`; an existing one that holds none of a dataset's files falls through),
 2. the environment variable ``FGL_JAX_DATA``,
 3. the user cache directory ``$XDG_CACHE_HOME/fgl_jax/data`` (default ``~/.cache/fgl_jax/data``).
 
@@ -66,6 +67,32 @@ class DataFormatError(DataError, ValueError):
     """A file exists but cannot be parsed as the expected format (names file, line/field, content)."""
 
 
+class DataDirNotFoundError(DataError, FileNotFoundError):
+    """An explicit data directory (`data_dir` / --data-dir) is not an existing directory."""
+
+    def __init__(self, data_dir: PathLike):
+        self.path = Path(data_dir)
+        p = self.path.expanduser()
+        what = "is not a directory" if p.exists() else "does not exist"
+        self.message = (f"data directory {str(data_dir)!r} (--data-dir / data_dir) {what}; pass the directory that "
+                        "holds the dataset sub-folders, or leave it out to use $" + ENV_VAR)
+        Exception.__init__(self, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def check_data_dir(data_dir: Optional[PathLike]) -> Optional[Path]:
+    """The explicit data directory, expanded; DataDirNotFoundError when it is given but is no directory
+    (a typo there must not fall through silently to $FGL_JAX_DATA or the cache)."""
+    if data_dir is None or str(data_dir) == "":
+        return None
+    p = Path(data_dir).expanduser()
+    if not p.is_dir():
+        raise DataDirNotFoundError(data_dir)
+    return p
+
+
 def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/fgl_jax/data``, or ``~/.cache/fgl_jax/data`` when XDG_CACHE_HOME is unset/empty."""
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -107,6 +134,7 @@ def find_dataset_dir(dataset: str, relpaths: Sequence[str], data_dir: Optional[P
     holds some of the files but not all is an error naming the missing ones, never a silent switch
     to another copy of the dataset (it falls through only when it holds none of them).
     """
+    check_data_dir(data_dir)
     searched = candidate_dirs(data_dir)
     if data_dir is not None and str(data_dir) != "":
         miss = missing_files(searched[0][0], relpaths)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import inspect
 import os
 from pathlib import Path
@@ -30,7 +31,7 @@ from .. import registry
 from ..graph import Graph
 from .files import detect_format, is_path, load_path, object_format, resolve_path
 from .musae import FACEBOOK_FILES, LASTFM_ASIA_FILES, load_facebook, load_lastfm_asia
-from .paths import PathLike, candidate_dirs, missing_files
+from .paths import PathLike, candidate_dirs, check_data_dir, find_dataset_dir, missing_files, sha256_file
 from .planetoid import load_planetoid, planetoid_files
 from .synthetic import csbm
 
@@ -191,6 +192,7 @@ def load(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> 
             params = list(inspect.signature(src.entry.obj).parameters)[1:]
             raise ValueError(f"{src.entry.name} graph: {e}. Accepted options: {', '.join(params)}") from None
         return src.entry.obj(src.obj, **kwargs)
+    check_data_dir(data_dir)  # also for a generated dataset: a mistyped --data-dir is never ignored
     loader = src.entry.obj
     try:
         inspect.signature(loader).bind(data_dir=data_dir, **kwargs)
@@ -212,6 +214,31 @@ def load_graph(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: An
     return load(name, data_dir, **kwargs)
 
 
+def registered_sha256(name: str, data_dir: Optional[PathLike] = None) -> str:
+    """sha256 of a registered dataset's files, digested as `fgl_jax.data.files.path_sha256` digests a
+    directory (sorted relative paths and each file's sha256), found as its loader finds them.
+
+    Raises ValueError for a generated dataset (it has no files to digest)."""
+    info = get_info(name)
+    if not info.files:
+        raise ValueError(f"dataset {info.name!r} is generated (it has no files), so dataset_sha256 has nothing to "
+                         "check; leave dataset_sha256 out")
+    folder = find_dataset_dir(info.name, info.files, data_dir)
+    h = hashlib.sha256()
+    for rel in sorted(info.files):
+        h.update(f"{rel}\0{sha256_file(folder / rel)}\n".encode())
+    return h.hexdigest()
+
+
+def check_registered_sha256(name: str, expected: str, data_dir: Optional[PathLike] = None) -> None:
+    """A `dataset_sha256` given with a registered name is honoured: the dataset's files must digest to
+    it (`registered_sha256`), else ValueError in one line with the digest found."""
+    actual = registered_sha256(name, data_dir)
+    if str(expected).strip().lower() != actual:
+        raise ValueError(f"dataset_sha256 {expected!r} does not match the files of dataset {get_info(name).name!r} "
+                         f"(sha256 {actual}); pass that digest, or leave dataset_sha256 out")
+
+
 def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
     """One dict per registered dataset of every kind: name, kind, description, found, missing, where.
 
@@ -219,6 +246,7 @@ def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
     every file, "built-in" for generators, or the list of directories searched when not found;
     `missing` lists the absent files relative to the directory that has the most of them.
     """
+    check_data_dir(data_dir)
     dirs = candidate_dirs(data_dir)
     out = []
     for key in dataset_names():

@@ -61,7 +61,11 @@ def _latin1_encode(obj: str, encoding: str = "utf-8") -> bytes:
     Only the text encodings pickle itself emits are accepted: an arbitrary codec name could
     select a compression codec (zlib, bz2) and turn a small file into a memory bomb.
     """
-    if codecs.lookup(encoding).name not in ("iso8859-1", "latin-1", "utf-8", "ascii"):
+    try:
+        name = codecs.lookup(encoding).name
+    except (LookupError, TypeError):
+        raise pickle.UnpicklingError(f"_codecs.encode with unknown codec {encoding!r}") from None
+    if name not in ("iso8859-1", "latin-1", "utf-8", "ascii"):
         raise pickle.UnpicklingError(f"_codecs.encode with codec {encoding!r} is not allowed")
     if not isinstance(obj, str):
         raise pickle.UnpicklingError(f"_codecs.encode argument must be str, got {type(obj).__name__}")
@@ -160,7 +164,7 @@ def safe_load(path: PathLike, *, allowed: frozenset[tuple[str, str]] = DEFAULT_A
         except UnsafePickleError:
             raise
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
-                KeyError, OverflowError, MemoryError, UnicodeError, ImportError) as e:
+                KeyError, LookupError, OverflowError, MemoryError, UnicodeError, ImportError) as e:
             # Truncated files raise EOFError / "pickle data was truncated"; corrupt ones any of the
             # others. The raw traceback names neither the file nor the likely cause.
             size = path.stat().st_size
@@ -179,8 +183,8 @@ def safe_load_npy_object(fh, path: PathLike, *, allowed: frozenset[tuple[str, st
         version = np.lib.format.read_magic(fh)
         shape, _fortran, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
                                   else np.lib.format.read_array_header_2_0(fh))
-    except ValueError as e:
-        raise DataFormatError(f"{path}: not a .npy array ({e})") from e
+    except (ValueError, EOFError) as e:
+        raise DataFormatError(f"{path}: not a .npy array ({type(e).__name__}: {e})") from e
     if not dtype.hasobject:
         raise DataFormatError(f"{path}: expected an object array, found dtype {dtype}")
     try:
@@ -188,5 +192,5 @@ def safe_load_npy_object(fh, path: PathLike, *, allowed: frozenset[tuple[str, st
     except UnsafePickleError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-            OverflowError, MemoryError, UnicodeError, ImportError) as e:
+            LookupError, OverflowError, MemoryError, UnicodeError, ImportError) as e:
         raise DataFormatError(f"{path}: cannot unpickle the object array ({type(e).__name__}: {e})") from e

@@ -8,9 +8,13 @@ of the result is the i-th row of the node table.
 **Graph** (`load_csv_graph`; a directory with ``edges.csv`` and ``nodes.csv``)::
 
     edges.csv   columns src,dst            one edge per row (one or both directions; extra columns ignored)
+                        weight  optional   numeric; NaN/inf refused, negative or zero counted in a notice; not
+                                           used (every row is an unweighted edge)
     nodes.csv   columns id      optional   node id used by edges.csv
                         label   optional   class: an integer 0..C-1, or a class name (names are numbered
-                                           in sorted order, kept in graph.meta["class_names"]); empty = unlabelled
+                                           in sorted order, kept in graph.meta["class_names"]); empty = unlabelled.
+                                           A column mixing numbers and names is refused (row and value named):
+                                           one stray name would otherwise renumber every class, "10" before "2"
                         split   optional   train / val (or valid) / test / empty (in no split)
                         every other column is a numeric feature (in file order)
 
@@ -53,7 +57,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..graph import Graph
-from .checks import DEFAULT_SPLIT, _notify, build_graph, check_labels, check_masks
+from .checks import DEFAULT_SPLIT, _notify, build_graph, check_edge_weights, check_labels, check_masks
 from .files import register_format
 from .splits import stratified_split
 from .paths import DataFormatError, PathLike
@@ -164,13 +168,29 @@ def _labels(table: NodeTable, meta: dict) -> Optional[np.ndarray]:
     if table.labels is None:
         return None
     vals = table.labels
-    try:
+    numeric = [_is_number(v) for v in vals]
+    present = [v != "" for v in vals]
+    if all(n or not p for n, p in zip(numeric, present)):
         return np.array([float(v) if v != "" else np.nan for v in vals])
-    except ValueError:
+    if any(n and p for n, p in zip(numeric, present)):
+        i = next(i for i, (n, p) in enumerate(zip(numeric, present)) if p and not n)
+        j = next(i for i, (n, p) in enumerate(zip(numeric, present)) if p and n)
+        raise DataFormatError(
+            f"{table.path}: line {i + 2}, column 'label': {vals[i]!r} is not a number, but other labels are (e.g. "
+            f"{vals[j]!r} on line {j + 2}); a label column holds either class ids 0..C-1 or class names, not both")
+    else:
         names = sorted({v for v in vals if v != ""})
         meta["class_names"] = names
         pos = {v: i for i, v in enumerate(names)}
         return np.array([pos[v] if v != "" else -1 for v in vals], np.int64)
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
 
 
 def _split_masks(table: NodeTable) -> dict:
@@ -179,8 +199,27 @@ def _split_masks(table: NodeTable) -> dict:
     return {m: table.split == k for k, m in enumerate(("train_mask", "val_mask", "test_mask"))}
 
 
-def _edge_ids(path: Path, index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    header, rows = _rows(path)
+def _edge_weights(path: Path, header: list[str], rows: list[list[str]], notes: list[str]) -> None:
+    """Check edges.csv's optional weight column (`fgl_jax.data.checks.check_edge_weights`)."""
+    if "weight" not in header:
+        return
+    c = header.index("weight")
+    w = np.empty(len(rows), np.float64)
+    for i, row in enumerate(rows):
+        try:
+            w[i] = float(row[c])
+        except ValueError:
+            raise DataFormatError(f"{path}: line {i + 2}, column 'weight': {row[c]!r} is not a number") from None
+    bad = ~np.isfinite(w)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataFormatError(f"{path}: {int(bad.sum())} NaN or infinite edge weight(s), e.g. line {i + 2}, "
+                              f"column 'weight': {rows[i][c]!r}; fix or drop those rows")
+    check_edge_weights(w, str(path), "weight", notes)
+
+
+def _edge_ids(path: Path, index: dict[str, int], parsed: Optional[tuple] = None) -> tuple[np.ndarray, np.ndarray]:
+    header, rows = parsed if parsed is not None else _rows(path)
     if "src" not in header or "dst" not in header:
         raise DataFormatError(f"{path}: header {header} must name the columns src and dst")
     a, b = header.index("src"), header.index("dst")
@@ -220,11 +259,16 @@ def load_csv_graph(path: PathLike, name: Optional[str] = None, **options: Any) -
     table = read_node_table(npath)
     if table.x is None:
         raise DataFormatError(f"{npath}: no feature columns (every column other than id, label, split is a feature)")
-    s, r = _edge_ids(epath, table.index())
+    parsed = _rows(epath)
+    s, r = _edge_ids(epath, table.index(), parsed)
+    notes: list[str] = []
+    _edge_weights(epath, *parsed, notes)
     meta: dict = {"path": str(folder), "format": "csv"}
     y = _labels(table, meta)
-    return build_graph(s, r, table.x, y, name=_name(folder, name), source=str(folder), meta=meta,
-                       **_split_masks(table), **options)
+    g = build_graph(s, r, table.x, y, name=_name(folder, name), source=str(folder), meta=meta,
+                    **_split_masks(table), **options)
+    g.meta["notices"][:0] = notes  # the weights were read first
+    return g
 
 
 @register_format("hypergraph", kind="hypergraph", layout="hyperedges.txt + nodes.csv", files=("hyperedges.txt",),

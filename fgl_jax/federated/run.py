@@ -587,8 +587,10 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
                 evaluations.append({"round": r + n, **evaluation})
             if bad is not None:
                 if on_nonfinite == "raise":
-                    raise NonFiniteError(f"round {r + bad[0] + 1}: {bad[1]}"
-                                         + (f"; rounds 1..{r + bad[0]} are in {log_path}" if log_path else ""))
+                    done = r + bad[0]  # rounds that finished before the bad one (0: the first round failed)
+                    raise NonFiniteError(f"round {done + 1}: {bad[1]}"
+                                         + ((f"; rounds 1..{done} are in {log_path}" if done else
+                                             f"; no round finished, so {log_path} holds none") if log_path else ""))
                 diverged = True
                 r += keep
                 break

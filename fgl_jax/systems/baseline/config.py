@@ -91,7 +91,7 @@ class BaselineFields(RunSpec):
     lr_gamma: float = option(1.0, "staircase decay factor of the lr", low=0, high=1, low_open=True)
     lr_decay_every: int = option(0, "decay the lr every this many rounds (0 = constant)", low=0)
     loss_guard: float = option(1e6, "stop as diverged when train_loss exceeds this multiple of its first "
-                                    "value (0 = off)", low=0)
+                                    "value (0 = off)", low=0, high=1e12)
     chunk: Optional[int] = option(None, "rounds per compiled scan (progress/checkpoint granularity)", low=1)
     client_chunk: Optional[int] = option(None, "train/evaluate clients in blocks of this size (memory bound)",
                                          low=1)

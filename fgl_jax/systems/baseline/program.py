@@ -51,7 +51,11 @@ def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
     elif cfg.split == "per_class":
         out = per_class_split(graph, cfg.num_train_per_class, cfg.num_val, seed=cfg.split_seed)
     elif cfg.split == "standard" and not graph.train_mask.any():
-        raise ValueError(f"dataset {graph.name!r} has no standard split; use split='random' or 'per_class'")
+        if graph.meta.get("split", {}).get("kind") == "given":  # the file's masks, not a missing split
+            raise ValueError(f"dataset {graph.name!r}: its train_mask has no True entries, so its split has no "
+                             "training node; mark some train_mask entries True, leave the masks out (the loader "
+                             "then draws a stratified 60/20/20 split), or use split random or per_class")
+        raise ValueError(f"dataset {graph.name!r} has no standard split; use split random or per_class")
     else:
         out = graph
     # an empty mask would report accuracy 0 (or the loss of nothing) as if it were a result

@@ -51,7 +51,7 @@ class LumosConfig(RunSpec):
     dropout: float = option(0.01, "dropout after every tree GNN layer", low=0.0, high=1.0, high_open=True)
     lr: float = option(0.01, "Adam learning rate", low=0.0, low_open=True, traced=True)
     epsilon: float = option(2.0, "LDP budget per device of the one-bit feature encoder (inf: no LDP)",
-                            low=0.0, low_open=True, traced=True)
+                            low=0.0, low_open=True, traced=True, allow_inf=True)
     trim: str = option("mcmc", "workload trimming: greedy + MCMC (Lumos), greedy only, exact flow optimum, "
                                "or none (ablation w/o TT)", choices=TRIMS)
     greedy_rule: str = option("alg1", "greedy initialisation rule: Alg. 1, Eq. 15 as printed, or the official code's",
