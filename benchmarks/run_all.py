@@ -125,6 +125,10 @@ def _sweep(d):
     return {k: d.get(k) for k in ("one_command_s", "separate_runs_s", "speedup") if k in d}
 
 
+def _csbm(d):
+    return {f"csbm {r.get('nodes')} nodes wall s": r.get("wall_s_median") for r in d.get("rows", []) if isinstance(r, dict)}
+
+
 def _kill_resume(d):
     return {"identical": f"{d.get('identical')}/{d.get('total')}"}
 
@@ -179,6 +183,9 @@ def suite(data_dir: str, raw: Path) -> list[Bench]:
         Bench("sweep", "bench_sweep.py", "sweep.json",
               ["--quick", "--sweep-out", str(raw / "sweep_dir"), "--out", str(raw / "sweep.json")],
               dd + ["--sweep-out", str(raw / "sweep_dir"), "--out", str(raw / "sweep.json")], _sweep),
+        # the CSBM generator's speed target (10,000 nodes in under 1 s), once a test's assertion
+        Bench("csbm", "bench_csbm.py", "csbm.json", ["--repeats", "3", "--out", str(raw / "csbm.json")],
+              ["--out", str(raw / "csbm.json")], _csbm, needs_data=False),
         Bench("kill_resume", "kill_resume.py", "kill_resume.json", ["--trials", "3", "--out", str(raw / "kill_resume.json")],
               ["--trials", "20", "--out", str(raw / "kill_resume.json")], _kill_resume, needs_data=False),
     ]
