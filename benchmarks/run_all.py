@@ -129,8 +129,11 @@ def _csbm(d):
     return {f"csbm {r.get('nodes')} nodes wall s": r.get("wall_s_median") for r in d.get("rows", []) if isinstance(r, dict)}
 
 
-def _kill_resume(d):
-    return {"identical": f"{d.get('identical')}/{d.get('total')}"}
+def _faults(d):
+    c = d.get("counts") or {}
+    return {"identical / refusals / tracebacks / silent": "{} / {} / {} / {}".format(
+        c.get("byte_identical_resumes"), c.get("one_line_refusals"), c.get("tracebacks"), c.get("silent_acceptances")),
+        "as declared": f"{d.get('correct')}/{d.get('cases')}"}
 
 
 @dataclass
@@ -186,8 +189,9 @@ def suite(data_dir: str, raw: Path) -> list[Bench]:
         # the CSBM generator's speed target (10,000 nodes in under 1 s), once a test's assertion
         Bench("csbm", "bench_csbm.py", "csbm.json", ["--repeats", "3", "--out", str(raw / "csbm.json")],
               ["--out", str(raw / "csbm.json")], _csbm, needs_data=False),
-        Bench("kill_resume", "kill_resume.py", "kill_resume.json", ["--trials", "3", "--out", str(raw / "kill_resume.json")],
-              ["--trials", "20", "--out", str(raw / "kill_resume.json")], _kill_resume, needs_data=False),
+        # kills, damaged run files, a full disk and bad inputs against `fgl-jax run` (issue 45)
+        Bench("faults", "faults.py", "faults.json", ["--cases", "12", "--out", str(raw / "faults.json")],
+              ["--cases", "100", "--out", str(raw / "faults.json")], _faults, needs_data=False),
     ]
 
 
