@@ -107,8 +107,15 @@ def sweep(d: dict) -> dict:
     return {k: d.get(k) for k in ("one_command_s", "separate_runs_s", "speedup") if k in d}
 
 
-def kill_resume(d: dict) -> dict:
-    return {"identical": f"{d.get('identical')}/{d.get('total')}"}
+def csbm(d: dict) -> dict:
+    return {f"csbm {r.get('nodes')} nodes wall s": r.get("wall_s_median") for r in d.get("rows", []) if isinstance(r, dict)}
+
+
+def faults(d: dict) -> dict:
+    c = d.get("counts") or {}
+    return {"identical / refusals / tracebacks / silent": "{} / {} / {} / {}".format(
+        c.get("byte_identical_resumes"), c.get("one_line_refusals"), c.get("tracebacks"), c.get("silent_acceptances")),
+        "as declared": f"{d.get('correct')}/{d.get('cases')}"}
 
 
 def whole_process(d: dict) -> dict:
@@ -138,7 +145,7 @@ HEADLINES: dict[str, Callable[[dict], dict]] = {
     "round_speed_all": round_speed, "command_round": command_round, "adafgl_phases": adafgl_phases,
     "lumos": lumos, "fedhgn": fedhgn, "fedhgl": fedhgl, "fedgc": fedgc, "fedgc_default_cell": fedgc_default_cell,
     "lcc": lcc, "participation": participation, "scaling": scaling, "scaling_quick": scaling, "sweep": sweep,
-    "kill_resume": kill_resume, "whole_process": whole_process, "all_cpu": all_suite, "all_gpu": all_suite,
+    "csbm": csbm, "faults": faults, "whole_process": whole_process, "all_cpu": all_suite, "all_gpu": all_suite,
     "fedgc_wide": fedgc_wide}
 
 

@@ -89,8 +89,12 @@ def suite(data_dir: str, raw: Path) -> list[Bench]:
         Bench("sweep", "bench_sweep.py", "sweep.json",
               ["--quick", "--sweep-out", str(raw / "sweep_dir"), "--out", str(raw / "sweep.json")],
               dd + ["--sweep-out", str(raw / "sweep_dir"), "--out", str(raw / "sweep.json")], h.sweep),
-        Bench("kill_resume", "kill_resume.py", "kill_resume.json", ["--trials", "3", "--out", str(raw / "kill_resume.json")],
-              ["--trials", "20", "--out", str(raw / "kill_resume.json")], h.kill_resume, needs_data=False),
+        # the CSBM generator's speed target (10,000 nodes in under 1 s), once a test's assertion
+        Bench("csbm", "bench_csbm.py", "csbm.json", ["--repeats", "3", "--out", str(raw / "csbm.json")],
+              ["--out", str(raw / "csbm.json")], h.csbm, needs_data=False),
+        # kills, damaged run files, a full disk and bad inputs against `fgl-jax run` (issue 45)
+        Bench("faults", "faults.py", "faults.json", ["--cases", "12", "--out", str(raw / "faults.json")],
+              ["--cases", "100", "--out", str(raw / "faults.json")], h.faults, needs_data=False),
     ]
 
 

@@ -140,7 +140,8 @@ def test_a_run_needs_at_most_three_programs_and_the_second_command_compiles_none
     assert cold["programs_loaded"] == 0 and len(list((tmp_path / "cache" / "exec").glob("*.bin"))) == cold["programs"]
     warm = _cli(tmp_path / "b", tmp_path / "cache")
     assert warm["programs"] == cold["programs"] and warm["compilations"] == 0 and warm["cache_hits"] == warm["programs"]
-    assert warm["programs_loaded"] == warm["programs"] and warm["trace_seconds"] < cold["trace_seconds"]
+    # every program loaded whole: no tracing (how much faster a warm command is: benchmarks/peers/openfgl/whole_process.py)
+    assert warm["programs_loaded"] == warm["programs"]
     assert list((tmp_path / "cache" / "prep").glob("partition-*.npz"))
     assert (tmp_path / "a" / "metrics.jsonl").read_bytes() == (tmp_path / "b" / "metrics.jsonl").read_bytes()
     other = _cli(tmp_path / "c", tmp_path / "cache", "--lr", "0.02")

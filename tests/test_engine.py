@@ -215,3 +215,66 @@ def test_sweep_members_equal_single_runs():
         np.testing.assert_allclose(sw.history["test_acc"][i], single.history["test_acc"], atol=1e-6)
     with pytest.raises(ValueError, match="hidden"):
         run_sweep(baseline(model, FedConfig()), data, [0, 1], 2, hparams={"hidden": [8, 16]})
+
+
+# ---- whole runs through the system (fgl_jax.experiment): identities the engine must keep exactly -----
+
+def _run_files(tmp_path, name: str, chunk=None, **changes) -> dict:
+    """A small CSBM baseline run written to tmp_path/name: its three result files as bytes."""
+    from fgl_jax import experiment
+    base = dict(dataset="csbm", split="keep", clients=3, rounds=17, hidden=8, dropout=0.3, local_steps=2)
+    d = tmp_path / name
+    experiment.run_config(experiment.default_config("baseline", **{**base, **changes}), out=str(d), chunk=chunk)
+    return {f: (d / f).read_bytes() for f in ("metrics.jsonl", "summary.json", "config.yaml")}
+
+
+def test_chunk_sizes_1_7_15_write_the_same_files_as_the_default_chunking(tmp_path):
+    """17 rounds (a prime: chunks of 7 end 7, 14, 17; of 15 end 15, 17) with dropout and two local
+    steps, so every round key matters. The chunk is passed to run_config, not written into the
+    config, so config.yaml must match too: metrics.jsonl, summary.json and config.yaml byte for byte.
+    Extends test_same_seed_same_numbers_and_chunking_invariant (engine histories, one chunk size)
+    to the files of a fresh run and to chunks that leave a short last chunk."""
+    default = _run_files(tmp_path, "default")
+    assert len(default["metrics.jsonl"].splitlines()) == 17
+    for chunk in (1, 7, 15):
+        got = _run_files(tmp_path, f"chunk{chunk}", chunk=chunk)
+        for name in default:
+            assert got[name] == default[name], f"chunk={chunk}: {name} differs from the default chunking"
+
+
+def test_one_client_fedavg_equals_global_exactly(tmp_path):
+    """FedAvg with one client against Global (centralised training, `algorithms/centralised.py`) on
+    the same CSBM graph and split. The engine makes this an identity, so the test is exact: with one
+    client every partition puts all nodes on client 0 and `Graph.subgraph` keeps node and edge order,
+    so the client batch is `full_graph_batch` array for array (checked below); Global is the FedAvg
+    round itself; and the weighted mean of one client is x * (w / w) = x * 1.0, exact in floats. The
+    only difference is by design: Global sends nothing, so its communication columns are 0."""
+    from fgl_jax.batch import full_graph_batch
+    from fgl_jax.systems.baseline.program import prepare
+    from fgl_jax import experiment
+    fed_cfg = experiment.default_config("baseline", dataset="csbm", split="keep", clients=1, algorithm="fedavg")
+    glob_cfg = experiment.default_config("baseline", dataset="csbm", split="keep", clients=1, algorithm="global")
+    fed, glob = prepare(fed_cfg), prepare(glob_cfg)
+    for a, b in zip(jax.tree.leaves(fed.data.train), jax.tree.leaves(glob.data.train)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert jax.tree.structure(fed.data.train) == jax.tree.structure(glob.data.train)
+    # and both are the whole graph as one client, the independent construction
+    whole = full_graph_batch(fed.graph)
+    np.testing.assert_array_equal(np.asarray(fed.data.train.node_ids), np.asarray(whole.node_ids))
+    np.testing.assert_array_equal(np.asarray(fed.data.train.graph.senders), np.asarray(whole.graph.senders))
+
+    import json
+    rows = {}
+    for alg in ("fedavg", "global"):
+        files = _run_files(tmp_path, alg, clients=1, algorithm=alg, rounds=6)
+        rows[alg] = [json.loads(line) for line in files["metrics.jsonl"].splitlines()]
+        rows[alg + "_summary"] = json.loads(files["summary.json"])
+    comm = {"comm_up_bytes", "comm_down_bytes", "comm_up_bytes_per_client", "comm_down_bytes_per_client"}
+    assert len(rows["fedavg"]) == len(rows["global"]) == 6
+    for r, (a, b) in enumerate(zip(rows["fedavg"], rows["global"]), start=1):
+        assert a.keys() == b.keys()
+        assert {k: a[k] for k in a.keys() - comm} == {k: b[k] for k in b.keys() - comm}, f"round {r}"
+        assert all(b[k] == 0 for k in comm) and all(a[k] > 0 for k in comm)
+    assert rows["fedavg_summary"]["best"] == rows["global_summary"]["best"]
+    fa, gl = rows["fedavg_summary"]["final"], rows["global_summary"]["final"]
+    assert {k: fa[k] for k in fa.keys() - comm} == {k: gl[k] for k in gl.keys() - comm}

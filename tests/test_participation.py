@@ -45,15 +45,23 @@ def _cfg(**kw):
     return RunConfig(dataset="toy", clients=4, rounds=3, hidden=8, split="keep", **kw)
 
 
-@pytest.mark.parametrize("algorithm", ["fedavg", pytest.param("scaffold", marks=pytest.mark.slow)])
-def test_everyone_sampled_equals_full_run_bit_for_bit(algorithm, tmp_path):
-    """clients_per_round = clients goes through the wrapper's sampling decision and must leave the
-    run untouched (client_fraction 1.0 is the default full run). The full run's files also carry
-    the communication columns: per round and summed."""
+@pytest.mark.parametrize("algorithm,everyone", [
+    ("fedavg", dict(clients_per_round=4)),
+    ("fedavg", dict(client_fraction=1.0)),   # the wrapper is not applied at all
+    ("fedavg", dict(client_fraction=0.9)),   # ceil(0.9 * 4) = 4: the wrapper's m == n branch
+    pytest.param("scaffold", dict(clients_per_round=4), marks=pytest.mark.slow)])
+def test_everyone_sampled_equals_full_run_bit_for_bit(algorithm, everyone, tmp_path):
+    """Sampling every client (clients_per_round = clients, client_fraction 1.0 given explicitly, or a
+    fraction that rounds up to every client) must leave the run untouched: the same metrics.jsonl
+    rows, byte for byte, and the same final state as the full run without a participation option.
+    Dropout is on, so a round key drawn differently would show. The full run's files also carry the
+    communication columns: per round and summed."""
     g = toy_graph(n=60, seed=3)
-    full = experiment.execute(build(_cfg(algorithm=algorithm), graph=g), 0, system="baseline",
+    full = experiment.execute(build(_cfg(algorithm=algorithm, dropout=0.3), graph=g), 0, system="baseline",
                               out=str(tmp_path / "run"))
-    same = experiment.execute(build(_cfg(algorithm=algorithm, clients_per_round=4), graph=g), 0)
+    same = experiment.execute(build(_cfg(algorithm=algorithm, dropout=0.3, **everyone), graph=g), 0, system="baseline",
+                              out=str(tmp_path / "same"))
+    assert (tmp_path / "same" / "metrics.jsonl").read_bytes() == (tmp_path / "run" / "metrics.jsonl").read_bytes()
     for k, v in full.history.items():
         np.testing.assert_array_equal(np.asarray(v), np.asarray(same.history[k]), err_msg=k)
     for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(same.state)):
