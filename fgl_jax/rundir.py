@@ -111,7 +111,11 @@ class RunLock:
             os.close(self._fd)
             self._fd = None
             if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise
+                # a file system without flock (some network mounts): run unlocked rather than not at all
+                import sys
+                print(f"fgl-jax: notice: cannot lock {self.path} ({e.strerror}); a second process on --out "
+                      "would not be refused", file=sys.stderr)
+                return
             raise ValueError(f"--out {out} is in use by another fgl-jax process"
                              + (f" (pid {holder})" if holder.isdigit() else "")
                              + "; wait for it to end, or choose another --out") from None

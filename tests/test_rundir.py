@@ -222,13 +222,18 @@ def test_overwrite_of_the_working_directory_refuses(tmp_path, monkeypatch, capsy
 
 def test_overwrite_replaces_a_run_with_its_temporaries_and_lock(tmp_path, reference):
     d = tmp_path / "run"
-    experiment.run_config(_cfg(rounds=6, lr=0.05), out=str(d), checkpoint_every="chunk")
-    (d / ".metrics.jsonl.abc123.tmp").write_text("half a row")  # a kill during a write leaves these
-    (d / "checkpoints" / "round_000009.orbax-checkpoint-tmp").mkdir()
-    assert (d / rundir.LOCK_FILE).is_file()
+    # what an older, killed run leaves: its files, a checkpoint, temporaries of a write and of a save
+    for name in ["config.yaml", "metrics.jsonl", rundir.LOCK_FILE, ".metrics.jsonl.abc123.tmp",
+                 "checkpoints/round_000006.sha256", "checkpoints/round_000006/d/0a1b", "checkpoints/.round_000009.sha256.x.tmp",
+                 "checkpoints/round_000009.orbax-checkpoint-tmp/d/0c2d"]:
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text("old")
     assert _cli("run", *CLI_SMALL, "--out", d, "--overwrite") == 0
     assert _files(d) == reference
     assert not (d / ".metrics.jsonl.abc123.tmp").exists()
+    assert sorted(p.name for p in (d / "checkpoints").iterdir()) == [
+        f"round_{r:06d}{s}" for r in (6, 9, 12) for s in ("", ".sha256")]  # this run's newest three
+    assert not (d / "checkpoints" / "round_000006" / "d" / "0a1b").exists()  # the old round 6 is gone
 
 
 def test_foreign_files_lists_what_no_run_writes(tmp_path):

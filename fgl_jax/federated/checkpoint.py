@@ -62,11 +62,25 @@ class _OrbaxErrors(logging.Filter):
 
 
 def _quiet_orbax_errors() -> None:
-    """Install `_OrbaxErrors` on absl's logger once; FGL_JAX_TRACEBACK=1 keeps orbax's tracebacks."""
+    """Install `_OrbaxErrors` on absl's logger once, and `_quiet_closed_loops` as the unraisable-
+    exception hook; FGL_JAX_TRACEBACK=1 keeps orbax's tracebacks."""
     log = logging.getLogger("absl")
     if os.environ.get("FGL_JAX_TRACEBACK") or any(isinstance(f, _OrbaxErrors) for f in log.filters):
         return
     log.addFilter(_OrbaxErrors())
+    if getattr(sys.unraisablehook, "fgl_jax_quiet", None) is None:
+        _quiet_closed_loops.fgl_jax_quiet = sys.unraisablehook  # the hook it hands everything else to
+        sys.unraisablehook = _quiet_closed_loops
+
+
+def _quiet_closed_loops(unraisable) -> None:
+    """After a failed write, orbax's background threads still post to event loops it closed; Python
+    prints each "Event loop is closed" as a traceback ("Exception ignored in: ...") before the run's
+    one-line error. Those alone are dropped."""
+    e = unraisable.exc_value
+    if isinstance(e, RuntimeError) and str(e) == "Event loop is closed":
+        return
+    _quiet_closed_loops.fgl_jax_quiet(unraisable)
 
 
 def _write_error(path: Path, e: BaseException) -> Exception:
