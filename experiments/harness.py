@@ -26,7 +26,6 @@ from fgl_jax import records
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
-SYSTEMS = ("hifgl",)  # the systems whose reproduction runs on this harness (experiments/<name>/paper.py)
 
 
 @dataclasses.dataclass(frozen=True)
