@@ -5,7 +5,9 @@
 * experiments/results/README.md: the index (one summary line per system, then the benchmarks).
 
 Nothing here is typed by hand except the choice of headline cells and the one-sentence reasons:
-every number is read from experiments/results/*/*.json or benchmarks/results/*.json.
+every number is read from experiments/results/*/*.json, the reproduction records under
+experiments/results/<system>/records/ (systems on the one harness, experiments/harness.py) or
+benchmarks/results/*.json.
 
     python experiments/make_index.py
 """
@@ -17,6 +19,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: the checkout's root on the path (fgl_jax, experiments)
+    sys.path.insert(0, str(ROOT))
 RES = ROOT / "experiments" / "results"
 BENCH = ROOT / "benchmarks" / "results"
 
@@ -29,6 +33,22 @@ def _bench(path: Path):
     """The measured numbers of a benchmark record (`fgl_jax.record/1`, validated), or None when absent."""
     from fgl_jax import records
     return records.read(path)["metrics"] if path.exists() else None
+
+
+def _cells(system: str, cells) -> list[dict]:
+    """The metrics of a system's committed full-run cells (records under RES/<system>/records/full), in
+    the cells' order; [] when the system has no records there."""
+    from experiments import harness
+    recs = harness.load(RES / system, quick=False)
+    return [recs[c.id]["metrics"] for c in cells if c.id in recs]
+
+
+def _hifgl_cells():
+    """(baseline rows, Table 3 rows, Table 5 rows) of HiFGL's committed full run."""
+    from experiments.hifgl import baselines, paper
+    plan = paper.Plan.make(False)
+    return (_cells("hifgl", baselines.row_cells(False)), _cells("hifgl", paper.table3_cells(plan)),
+            _cells("hifgl", paper.table5_cells(plan)))
 
 
 def _pct(x):
@@ -45,30 +65,26 @@ def _row(table, setting, paper, ours, reason=""):
 
 def rows_hifgl():
     rows = []
-    base = _load(RES / "hifgl" / "baselines.json")
-    if base:
-        for r in base["rows"]:
-            paper = r["paper_table3"] if r["paper_table3"] is not None else r["paper_table4"]
-            table = "Table 3" if r["paper_table3"] is not None else "Table 4"
-            reason = ""
-            if paper is not None and abs(r["mean"] - paper) > 0.02:
-                reason = "baselines drop cross-silo edges; see hifgl/baselines.md (sensitivity study)"
-                if r["mean"] > paper:
-                    reason = "above the paper: training details the paper leaves unstated; see hifgl/baselines.md"
-                elif r["framework"] == "fedprox":
-                    reason = "FedProx = FedAvg with one local step per round; see hifgl/baselines.md"
-            rows.append(_row(table, f"{r['dataset']} {r['framework']}-{r['model']}", paper, r["mean"], reason))
-    main = _load(RES / "hifgl" / "hifgl.json")
-    if main:
-        for r in main.get("table3", []):
-            rows.append(_row("Table 3", f"{r['dataset']} HiFGL-{r['model']}", r["paper"], r["mean"],
-                             "our Global is also above the paper (gain matches)" if abs(r["mean"] - r["paper"]) > 0.02
-                             else ""))
-        paper_t5 = {1: 0.7304, 2: 0.7791, 4: 0.7087, 8: 0.3984, 16: 0.2602}
-        for r in main.get("table5", []):
-            gap = abs(r["acc"] - paper_t5[r["layers"]]) > 0.02
-            rows.append(_row("Table 5", f"citeseer HiFGL-GCN {r['layers']} layers", paper_t5[r["layers"]], r["acc"],
-                             "deep GCN without residuals: sensitive to init/optimiser details the paper omits" if gap else ""))
+    base, table3, table5 = _hifgl_cells()
+    for r in base:
+        paper = r["paper_table3"] if r["paper_table3"] is not None else r["paper_table4"]
+        table = "Table 3" if r["paper_table3"] is not None else "Table 4"
+        reason = ""
+        if paper is not None and abs(r["mean"] - paper) > 0.02:
+            reason = "baselines drop cross-silo edges; see hifgl/baselines.md (sensitivity study)"
+            if r["mean"] > paper:
+                reason = "above the paper: training details the paper leaves unstated; see hifgl/baselines.md"
+            elif r["framework"] == "fedprox":
+                reason = "FedProx = FedAvg with one local step per round; see hifgl/baselines.md"
+        rows.append(_row(table, f"{r['dataset']} {r['framework']}-{r['model']}", paper, r["mean"], reason))
+    for r in table3:
+        rows.append(_row("Table 3", f"{r['dataset']} HiFGL-{r['model']}", r["paper"], r["mean"],
+                         "our Global is also above the paper (gain matches)" if abs(r["mean"] - r["paper"]) > 0.02
+                         else ""))
+    for r in table5:  # the full run's depth study is on CiteSeer, whose Table 5 values the records carry
+        gap = abs(r["acc"] - r["paper"]) > 0.02
+        rows.append(_row("Table 5", f"citeseer HiFGL-GCN {r['layers']} layers", r["paper"], r["acc"],
+                         "deep GCN without residuals: sensitive to init/optimiser details the paper omits" if gap else ""))
     return rows
 
 
@@ -306,13 +322,12 @@ def _hl(setting, paper, values=None, mean=None, sd=None, reason=""):
 
 def headline_hifgl():
     rows = []
-    main = _load(RES / "hifgl" / "hifgl.json") or {}
-    for r in main.get("table3", []):
+    base, table3, _ = _hifgl_cells()
+    for r in table3:
         rows.append(_hl(f"{r['dataset']} HiFGL-{r['model'].upper()}", 100 * r["paper"], [100 * v for v in r["runs"]],
                         reason="above the paper as our Global-GCN is; the gain over Local matches "
                                "([baselines.md](baselines.md))"))
-    base = _load(RES / "hifgl" / "baselines.json") or {}
-    for r in base.get("rows", []):
+    for r in base:
         if r["model"] == "gcn" and r["framework"] in ("local", "fedavg", "global") and r["paper_table3"] is not None:
             name = {"local": "Local", "fedavg": "FedAvg", "global": "Global"}[r["framework"]]
             rows.append(_hl(f"{r['dataset']} {name}-GCN", 100 * r["paper_table3"], [100 * v for v in r["runs"]],
@@ -544,11 +559,12 @@ def _fmt_row(r):
 def system_page(system: str) -> tuple[str, list[dict]]:
     caption, rows = HEADLINES[system]()
     folder = RES / system
+    on_records = (folder / "records").is_dir()
+    source = "the records (one per paper cell) under records/" if on_records else "the JSON files beside this page"
     L = [f"# {TITLES[system]}: results", "",
          f"Reproduce: `fgl-jax reproduce {system}` (`--quick` for the small settings CI runs). What the paper does, "
          f"which code implements it and every documented difference: [the {TITLES[system].split()[0]} page]"
-         f"(../../../docs/systems/{system}.md). Generated by `python experiments/make_index.py` from the JSON "
-         "files beside this page.", "",
+         f"(../../../docs/systems/{system}.md). Generated by `python experiments/make_index.py` from {source}.", "",
          f"## Headline: {caption}", "",
          "Ours: mean ± sd over seeds (number of seeds). Δ = ours − paper, in points; a reason where |Δ| > 2.", "",
          "| setting | paper | ours | Δ | reason |", "|---|---|---|---|---|"]
@@ -564,8 +580,9 @@ def system_page(system: str) -> tuple[str, list[dict]]:
     rest = sorted(p.name for p in folder.glob("*.md") if p.name not in FILES[system] and p.name != "README.md")
     if rest:
         L.append("- runs that results.md merges or cites: " + ", ".join(f"[{n}]({n})" for n in rest))
-    L += ["", "Each `.md` table has a `.json` beside it with the same numbers, the command, config, versions "
-          "and machine.", ""]
+    L += ["", "Each `.md` table is rendered from records/ (`fgl_jax.record/1`: the cell, its resolved config, "
+          "seeds, metrics and provenance)." if on_records else "Each `.md` table has a `.json` beside it with the "
+          "same numbers, the command, config, versions and machine.", ""]
     return "\n".join(L), rows
 
 

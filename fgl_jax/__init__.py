@@ -84,6 +84,8 @@ _EXPORTS = {
     "link_client_batch": "fgl_jax.batch", "LinkPairs": "fgl_jax.batch", "LinkModel": "fgl_jax.nn.link",
     "random_edge_split": "fgl_jax.partition.edges", "link_metrics": "fgl_jax.federated.link",
     "hits_at_k": "fgl_jax.federated.metrics", "binary_scores": "fgl_jax.federated.metrics",
+    # a paper's comparisons (experiments/): HiFGL's gain over Local, clients' views of one graph
+    "graph_information_gain": "fgl_jax.federated.metrics", "stack_graphs": "fgl_jax.batch",
     # each system's config (its one schema)
     "RunConfig": "fgl_jax.systems.baseline", "HiFGLConfig": "fgl_jax.systems.hifgl.config",
     "LumosConfig": "fgl_jax.systems.lumos.config", "FedHGNConfig": "fgl_jax.systems.fedhgn.config",

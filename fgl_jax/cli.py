@@ -319,14 +319,37 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkout() -> Optional[Path]:
+    """The source checkout holding this package (its experiments/ beside fgl_jax/), or None for an
+    installed package without one."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "experiments" / "harness.py").is_file() else None
+
+
 def paper_module(entry: registry.Entry) -> Optional[str]:
-    """`fgl_jax.systems.<name>.paper` when the system ships its paper's cells (a `reproduce` function)."""
+    """`experiments.<name>.paper` when the checkout holds the system's reproduction (its cells, on the
+    one harness experiments/harness.py), else `fgl_jax.systems.<name>.paper` while a system still ships
+    its own (until every system has moved), else None."""
     import importlib.util
+    root = _checkout()
+    if root is not None and (root / "experiments" / entry.name / "paper.py").is_file():
+        return f"experiments.{entry.name}.paper"
     name = f"{entry.obj.__module__.rsplit('.', 1)[0]}.paper"
     try:
         return name if importlib.util.find_spec(name) is not None else None
     except ModuleNotFoundError:
         return None
+
+
+def _import_reproduction(module: str):
+    """The reproduction module; `experiments` is the checkout's folder above the package (the only
+    place the package reaches it), put on the path when it is not there yet."""
+    import importlib
+    if module.startswith("experiments."):
+        root = str(_checkout())
+        if root not in sys.path:
+            sys.path.insert(0, root)
+    return importlib.import_module(module)
 
 
 def _default_results_dir() -> Path:
@@ -338,7 +361,9 @@ def _default_results_dir() -> Path:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """Run the paper's cells of a system (or all) in this process and write its tables."""
-    import importlib
+    if _checkout() is None:
+        raise ValueError("reproduce needs a source checkout: the paper reproductions live in its experiments/ "
+                         f"folder, which this installation ({Path(__file__).resolve().parent}) does not have")
     import json
     import os
     import resource
@@ -357,7 +382,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         print(f"== {name}: reproduce{' --quick' if args.quick else ''} -> {out}", flush=True)
         t0, c0 = time.perf_counter(), sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-        importlib.import_module(module).reproduce(out, quick=args.quick, data_dir=args.data_dir)
+        _import_reproduction(module).reproduce(out, quick=args.quick, data_dir=args.data_dir)
         timings[name] = {"wall_s": round(time.perf_counter() - t0, 1),
                          "cpu_s": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) - c0, 1)}
         print(f"== {name}: done in {timings[name]['wall_s']:.0f} s (CPU {timings[name]['cpu_s']:.0f} s)", flush=True)
@@ -448,8 +473,9 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("reproduce", help="run a paper's cells and write its tables and figures")
-    p.add_argument("system", choices=[e.name for e in systems if paper_module(e)] + ["all"],
-                   help="which paper (all = every system)")
+    # without a checkout there is nothing to choose from: any name, then cmd_reproduce's one-line error
+    p.add_argument("system", choices=[e.name for e in systems if paper_module(e)] + ["all"] if _checkout() else None,
+                   help="which paper (all = every system); needs a source checkout (its experiments/)")
     p.add_argument("--quick", action="store_true", help="small settings (a few minutes)")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
     p.add_argument("--out", default=None, metavar="DIR",

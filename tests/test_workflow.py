@@ -97,8 +97,9 @@ def test_bad_sweep_is_a_clear_error(grid, message, capsys):
 
 
 def test_reproduce_runs_the_paper_module_in_process_into_out(tmp_path, monkeypatch, capsys):
-    """`reproduce` calls the system's paper.reproduce(out, quick, data_dir) and writes nothing else."""
-    import fgl_jax.systems.hifgl.paper as paper
+    """`reproduce` calls the checkout's experiments/<system>/paper.reproduce(out, quick, data_dir) and
+    writes nothing else."""
+    import experiments.hifgl.paper as paper
     calls = []
     monkeypatch.setattr(paper, "reproduce", lambda out, quick=False, data_dir=None: (
         calls.append((out, quick, data_dir)), (out / "results_quick.json").write_text("{}")))
@@ -106,6 +107,16 @@ def test_reproduce_runs_the_paper_module_in_process_into_out(tmp_path, monkeypat
     assert main(["reproduce", "hifgl", "--quick", "--data-dir", "D", "--out", str(out)]) == 0
     assert calls == [(out / "hifgl", True, "D")] and (out / "hifgl" / "results_quick.json").exists()
     assert json.loads((out / "timings.json").read_text())["total"]["wall_s"] >= 0
+
+
+def test_reproduce_without_a_checkout_is_one_line(tmp_path, monkeypatch, capsys):
+    """An installed package (no experiments/ beside it) says reproduce needs a checkout, in one line."""
+    import fgl_jax.cli as cli
+    monkeypatch.setattr(cli, "_checkout", lambda: None)
+    assert main(["reproduce", "hifgl", "--quick", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "reproduce needs a source checkout" in err and "\n" not in err
+    assert not any(tmp_path.iterdir())
 
 
 def test_committed_configs_are_valid_for_the_cli():

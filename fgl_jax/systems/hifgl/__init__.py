@@ -16,16 +16,13 @@ the server averages silo models. One layer of SecMP (Fig. 3 / Algorithm 1):
     model.py      nn.GCN / nn.SAGE with SecureSum; forward (straight-through gradients)
     algorithm.py  HiFGLState, hifgl(cfg, in_dim, num_classes) -> FederatedAlgorithm
     program.py    build(cfg) -> Program, registered as system "hifgl"
-    paper.py      the paper's cells and reproduce(out, quick, data_dir)
 
     import fgl_jax as fj
     res = fj.run_config(fj.HiFGLConfig(dataset="citeseer"), out="runs/h")
 
-Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
-(the cells and tables) and `baselines` (Tables 3-4 baseline rows) are imported on first use.
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below. The
+paper's cells and tables live in the checkout's experiments/hifgl/ (`fgl-jax reproduce hifgl`).
 """
-from fgl_jax.systems import lazy_submodules
-
 from fgl_jax.systems.hifgl.algorithm import HiFGLState, accuracies, hifgl, silo_train_acc
 from fgl_jax.systems.hifgl.config import MODELS, MODES, NORMS, PAPER_SPLIT, Z_MODES, HiFGLConfig, split_sizes
 from fgl_jax.systems.hifgl.data import HiFGLData, Prepared, make_hifgl_data, prepare, split_graph
@@ -37,8 +34,4 @@ from fgl_jax.systems.hifgl.secmp import (SecureSum, SiloCodes, device_aggregate,
 __all__ = ["HiFGLConfig", "HiFGLData", "HiFGLState", "MODELS", "MODES", "NORMS", "PAPER_SPLIT", "Prepared",
            "SecureSum", "SiloCodes", "Z_MODES", "accuracies", "build", "device_aggregate", "device_encode",
            "forward", "hifgl", "make_hifgl_data", "network", "prepare", "sample_codes", "secure_neighbour_sum",
-           "server_average", "silo_decode", "silo_train_acc", "split_graph", "split_sizes", "paper",
-           "baselines"]
-
-
-__getattr__ = lazy_submodules(__name__, ("paper", "baselines"))
+           "server_average", "silo_decode", "silo_train_acc", "split_graph", "split_sizes"]

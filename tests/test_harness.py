@@ -1,0 +1,105 @@
+"""experiments/harness.py: cells are data, the runner writes one valid record per cell, tables are
+rendered from the records, and a converted result keeps its numbers and its own provenance.
+Expected values are written by hand here, never taken from the harness's own output."""
+import dataclasses
+import json
+
+import pytest
+
+from experiments import harness
+from experiments.harness import Cell
+from fgl_jax import records
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cfg:
+    dataset: str = "toy"
+    hidden: tuple = (4, 8)
+
+
+def _cells():
+    return [Cell("t/a", _Cfg("a"), (0, 1), {"paper": 0.5}), Cell("t/b", {"dataset": "b", "k": 3}, (2,))]
+
+
+def test_run_cells_writes_one_valid_record_per_cell(tmp_path):
+    measured = []
+
+    def measure(c):
+        measured.append(c.id)
+        return {"mean": 0.25 if c.id == "t/a" else 0.75, "runs": [0.2, 0.3]}
+
+    got = harness.run_cells(_cells(), measure, tmp_path, quick=True, command="cmd --quick", log=lambda *a: None)
+    assert measured == ["t/a", "t/b"]
+    path = tmp_path / "records" / "quick" / "t" / "a.json"
+    rec = records.read(path)  # valid fgl_jax.record/1
+    assert rec == got[0]
+    assert (rec["id"], rec["kind"], rec["seeds"]) == ("t/a", "reproduction", [0, 1])
+    assert rec["config"] == {"dataset": "a", "hidden": [4, 8]}          # the resolved config, tuples as lists
+    assert rec["metrics"] == {"mean": 0.25, "runs": [0.2, 0.3], "paper": 0.5}  # the paper's value beside ours
+    assert rec["provenance"]["command"] == "cmd --quick" and rec["provenance"]["started"] is not None
+    b = records.read(tmp_path / "records" / "quick" / "t" / "b.json")
+    assert (b["config"], b["seeds"], b["metrics"]) == ({"dataset": "b", "k": 3}, [2], {"mean": 0.75, "runs": [0.2, 0.3]})
+    assert not (tmp_path / "records" / "full").exists()
+
+
+def test_a_measured_value_is_never_replaced_by_the_papers():
+    rec = harness.record(Cell("x", {"a": 1}, (), {"paper": 0.9, "mean": 0.0}), {"mean": 0.4}, records.provenance("c"))
+    assert rec["metrics"] == {"mean": 0.4, "paper": 0.9}
+
+
+def test_load_and_metrics_of_follow_the_cells_and_name_a_missing_one(tmp_path):
+    harness.run_cells(_cells(), lambda c: {"v": len(c.id)}, tmp_path, quick=False, log=lambda *a: None)
+    recs = harness.load(tmp_path, quick=False)
+    assert sorted(recs) == ["t/a", "t/b"] and harness.load(tmp_path, quick=True) == {}
+    assert harness.load(tmp_path, False, prefix="t/b").keys() == {"t/b"}
+    rows = harness.metrics_of(recs, list(reversed(_cells())))
+    assert rows == [{"v": 3}, {"v": 3, "paper": 0.5}]
+    with pytest.raises(ValueError, match="no record for cell 't/c'"):
+        harness.metrics_of(recs, [Cell("t/c", {})])
+
+
+def test_a_malformed_record_is_named(tmp_path):
+    bad = tmp_path / "records" / "full" / "t" / "a.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(json.dumps({"schema": "fgl_jax.record/1", "id": "t/a"}))
+    with pytest.raises(records.RecordError, match=r"a\.json: field 'kind': missing"):
+        harness.load(tmp_path, quick=False)
+
+
+def test_write_table_closes_with_where_the_numbers_come_from(tmp_path):
+    recs = harness.run_cells(_cells(), lambda c: {"v": 1}, tmp_path, quick=False, command="run-it", log=lambda *a: None)
+    path = harness.write_table(tmp_path, "t", "# T\n\n| a |\n", recs)
+    text = path.read_text()
+    assert text.startswith("# T\n\n| a |\n\nRendered from 2 records (fgl_jax.record/1) under `records/`, written by "
+                           "`run-it` at commit ")
+
+
+def test_a_converted_record_keeps_its_numbers_and_original_provenance(tmp_path):
+    original = {"command": "python old.py", "finished": "2026-01-01 00:00:00 UTC", "wall_seconds": 12.5,
+                "environment": {"jax": "0.1"}}
+    rec = harness.converted(Cell("t/a", _Cfg(), (0,)), {"mean": 0.8755336999893188}, original, "old.json")
+    assert rec["metrics"] == {"mean": 0.8755336999893188}
+    prov = rec["provenance"]
+    assert (prov["command"], prov["finished"], prov["commit"], prov["versions"], prov["machine"]) == \
+        ("python old.py", "2026-01-01 00:00:00 UTC", None, None, None)      # unknown: null, not invented
+    assert prov["original"] == original and prov["converted_from"] == "old.json"
+    assert harness.write_converted(tmp_path, False, [rec]) == 1
+    back = records.read(tmp_path / "records" / "full" / "t" / "a.json")
+    assert back["metrics"]["mean"] == 0.8755336999893188  # the float survives the JSON round trip exactly
+    md = harness.write_table(tmp_path, "t", "x", [back]).read_text()
+    assert "commit not recorded" in md and "converted from `old.json`" in md
+
+
+def test_committed_hifgl_records_are_valid_and_hold_every_full_cell():
+    """The committed full-run results of HiFGL are records of exactly the reproduction's cells."""
+    from experiments.hifgl import baselines, paper
+    recs = harness.load(harness.RESULTS / "hifgl", quick=False)
+    plan = paper.Plan.make(False)
+    cells = (paper.main_cells(plan) + paper.table6_cells(plan) + baselines.row_cells(False)
+             + baselines.sensitivity_cells(False))
+    assert sorted(recs) == sorted(c.id for c in cells)
+    for c in cells:
+        assert recs[c.id]["seeds"] == list(c.seeds)
+    # one number checked by hand against the committed table (hifgl.md, Table 3, Cora GCN: 0.8755 ± 0.0118)
+    m = recs["hifgl/table3/cora-gcn"]["metrics"]
+    assert (round(m["mean"], 4), round(m["std"], 4), m["paper"]) == (0.8755, 0.0118, 0.8555)
