@@ -167,7 +167,8 @@ def _server_after(algorithm, x, step):
     return jax.tree.map(jnp.add, x, step) if algorithm == "scaffold" else step
 
 
-@pytest.mark.parametrize("algorithm", sorted(OPTS))
+# FedPub's eager round with DP took 270 s on the loaded 2-core machine (MOON, SCAFFOLD: ~50 s): behind -m slow
+@pytest.mark.parametrize("algorithm", ["moon", "scaffold", pytest.param("fedpub", marks=pytest.mark.slow)])
 def test_one_round_with_dp_fedavg_matches_the_numpy_server_step(monkeypatch, algorithm):
     clip, z = 0.05, 0.5
     cfg, alg, state, data, calls = _recorded(monkeypatch, algorithm, dp_clip=clip, dp_noise=z)
