@@ -3,8 +3,9 @@ same rounds, and the run options are one checked object.
 
 The reference for each path is another path: `make_scan` over all rounds at once (one `lax.scan`),
 `run` in chunks of 4 (a `fori_loop` per chunk, 12 rounds = 3 chunks) and a one-member `sweep` (the
-member's own scan, called once and vmapped). They share `round_step` only; the keys, the chunking
+member's own scan, called once, and vmapped). They share `round_step` only; the keys, the chunking
 and the tracker are each path's own, so a key or tracker slip in any path shows as a difference.
+Bit for bit, except the vmapped sweep (float32 rounding of a batched sum).
 """
 import dataclasses
 
@@ -52,15 +53,23 @@ def test_plain_scan_chunked_run_and_sweep_member_give_identical_metrics(setup):
     for k in plain:
         np.testing.assert_array_equal(chunked.history[k], plain[k], err_msg=f"chunked run vs plain scan: {k}")
         np.testing.assert_array_equal(seq.history[k][0], plain[k], err_msg=f"sweep (sequential) vs plain scan: {k}")
-        np.testing.assert_array_equal(vec.history[k][0], plain[k], err_msg=f"sweep (vmap) vs plain scan: {k}")
+        # vmap batches the member axis: XLA may then sum in another order (1 ulp on a loss), so this
+        # path is equal up to float32 rounding, not bit for bit
+        np.testing.assert_allclose(vec.history[k][0], plain[k], rtol=1e-6, atol=1e-7,
+                                   err_msg=f"sweep (vmap) vs plain scan: {k}")
     # the in-scan tracker of each path against a host re-derivation: first round with the highest val_acc
-    val = plain["val_acc"].astype(np.float32)
-    i = int(np.argmax(val))
-    want = (float(val[i]), float(plain["test_acc"].astype(np.float32)[i]), i + 1)
+    def best(history):
+        val = np.asarray(history["val_acc"], np.float32)
+        i = int(np.argmax(val))
+        return float(val[i]), float(np.asarray(history["test_acc"], np.float32)[i]), i + 1
+
+    want = best(plain)
     assert (float(tracker.best_val), float(tracker.best_test), int(tracker.best_round) + 1) == want
     assert (chunked.best["best_val"], chunked.best["best_test"], chunked.best["best_round"]) == want
     for sw in (seq, vec):
-        assert (float(sw.best["best_val"][0]), float(sw.best["best_test"][0]), int(sw.best["best_round"][0])) == want
+        got = (float(sw.best["best_val"][0]), float(sw.best["best_test"][0]), int(sw.best["best_round"][0]))
+        assert got == best({k: v[0] for k, v in sw.history.items()})
+    assert (float(seq.best["best_val"][0]), float(seq.best["best_test"][0]), int(seq.best["best_round"][0])) == want
 
 
 def test_keyword_options_equal_the_options_object(setup):
