@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +36,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, with_round, x64_scope
+
+if TYPE_CHECKING:
+    from fgl_jax.federated.options import RunOptions
 
 PyTree = Any
 CLIENT_AXIS = "clients"
@@ -190,7 +193,7 @@ def constrain(algorithm: FederatedAlgorithm, shardings: PyTree) -> FederatedAlgo
 
 
 def run_sharded(algorithm: FederatedAlgorithm, data: FedData, key: jax.Array, num_rounds: int,
-                options: Optional["RunOptions"] = None, *, mesh: Optional[Mesh] = None,
+                options: Optional[RunOptions] = None, *, mesh: Optional[Mesh] = None,
                 client_fields: Sequence[str] = DEFAULT_CLIENT_FIELDS, **changes):
     """`fgl_jax.federated.run` with the client axis sharded over `mesh` (default: all devices).
 
