@@ -107,8 +107,20 @@ _MODULES = {"schema": "fgl_jax.schema", "aggregators": "fgl_jax.aggregators", "f
 
 __all__ = sorted({*_EXPORTS, *_MODULES})
 
+# names earlier releases exported -> where they are now: they still resolve, with a DeprecationWarning,
+# so existing scripts keep running; they are not in __all__ (tests/test_public_api.py)
+_MOVED = {"run_sweep": ("fgl_jax.federated.sweep", "sweep", "fgl_jax.sweep"),
+          **{n: ("fgl_jax.engine", n, f"fgl_jax.engine.{n}")
+             for n in ("execute", "run_sharded", "make_scan", "make_chunk", "Tracker")}}
+
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        module, attr, now = _MOVED[name]
+        import warnings
+        warnings.warn(f"fgl_jax.{name} is now {now} (issue 46: run, sweep and run_config are the entry points)",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), attr)  # not cached: each use warns
     if name in _MODULES:
         value = importlib.import_module(_MODULES[name])
     elif name in _EXPORTS:

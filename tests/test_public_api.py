@@ -75,6 +75,13 @@ def test_three_public_run_entry_points():
     assert not inner & set(fgl_jax.__all__), f"inner entry points exported: {sorted(inner & set(fgl_jax.__all__))}"
     assert inner - {"run_sweep"} <= set(fgl_jax.engine.__all__)
     assert "internal" in fgl_jax.engine.__doc__ and "__all__" in fgl_jax.engine.__doc__
+    # the earlier names still resolve, to the same objects, with a DeprecationWarning naming the new place
+    from fgl_jax.federated.run import make_scan
+    from fgl_jax.federated.sweep import sweep
+    with pytest.warns(DeprecationWarning, match=r"fgl_jax.run_sweep is now fgl_jax.sweep"):
+        assert fgl_jax.run_sweep is sweep
+    with pytest.warns(DeprecationWarning, match=r"fgl_jax.make_scan is now fgl_jax.engine.make_scan"):
+        assert fgl_jax.make_scan is make_scan
 
 
 # ---------------------------------------------------------------------------------------------------
