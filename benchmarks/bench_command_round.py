@@ -54,7 +54,7 @@ def main() -> None:
                     eval_average="client_nodes", rounds=ROUNDS)
     program = fgl_jax.build(cfg)
     alg, data, key = program.algorithm, program.data, jax.random.key(0)  # the command's seed_key(0)
-    tracker = fgl_jax.Tracker.empty(alg.select)
+    tracker = fgl_jax.engine.Tracker.empty(alg.select)
     state = jax.jit(alg.init)(key, data)
     # before: the clients' trained models scattered into evaluation order every round
     variants = {"before": data.replace(train_is_eval=False), "after": data}
@@ -70,7 +70,7 @@ def main() -> None:
     compiled, compile_cpu = {}, {}
     for name, d in variants.items():
         c0 = time.process_time()
-        compiled[name] = fgl_jax.make_chunk(alg, CHUNK).lower(state, tracker, d, key, np.int32(0),
+        compiled[name] = fgl_jax.engine.make_chunk(alg, CHUNK).lower(state, tracker, d, key, np.int32(0),
                                                              np.int32(CHUNK)).compile()
         compile_cpu[name] = time.process_time() - c0
 

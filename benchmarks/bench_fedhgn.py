@@ -25,7 +25,8 @@ def worker(args) -> None:
     import jax
     import jax.numpy as jnp
     sys.path.insert(0, str(ROOT))
-    from fgl_jax import Tracker, make_scan
+    from fgl_jax import engine
+    Tracker, make_scan = engine.Tracker, engine.make_scan
     from fgl_jax.systems.fedhgn import FedHGNConfig, fedhgn, hetero_fed_data, prepare_clients
 
     t0 = time.perf_counter()

@@ -74,16 +74,16 @@ def main() -> None:
         compiled, compile_s = {}, {}
         for name, alg in variants.items():
             t0 = time.perf_counter()
-            compiled[name] = fj.make_scan(alg, args.rounds).lower(
-                state, fj.Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)).compile()
+            compiled[name] = fj.engine.make_scan(alg, args.rounds).lower(
+                state, fj.engine.Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)).compile()
             compile_s[name] = time.perf_counter() - t0
         for fn in compiled.values():                      # one untimed run each (first-call allocations)
-            jax.block_until_ready(fn(state, fj.Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)))
+            jax.block_until_ready(fn(state, fj.engine.Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)))
         times = {name: [] for name in variants}
         for _ in range(args.repeats):                     # alternate the variants, one run each per repeat
             for name, fn in compiled.items():
                 t0 = time.perf_counter()
-                jax.block_until_ready(fn(state, fj.Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)))
+                jax.block_until_ready(fn(state, fj.engine.Tracker.empty(), prep.data, jax.random.key(1), jnp.int32(0)))
                 times[name].append((time.perf_counter() - t0) / args.rounds)
         med = {name: statistics.median(v) for name, v in times.items()}
         row = {"local_steps": steps, "clients": args.clients, "participants": fj.participants(args.clients, args.fraction),

@@ -33,7 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py, also whe
 from harness import RESULTS, ROOT, command, loadavg, machine, peak_rss_mb, write_record  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from fgl_jax import Tracker, make_scan, x64_scope  # noqa: E402
+from fgl_jax import engine, x64_scope  # noqa: E402
+
+Tracker, make_scan = engine.Tracker, engine.make_scan  # the compiled round loop (internal namespace)
 
 
 # ---------------------------------------------------------------------------------------------------------

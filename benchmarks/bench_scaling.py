@@ -40,8 +40,9 @@ def worker(args) -> None:
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from fgl_jax import (FedConfig, OptimConfig, Tracker, baseline, csbm, make_fed_data, make_model, make_scan,
-                         padding_report, stack_partition)
+    from fgl_jax import (FedConfig, OptimConfig, baseline, csbm, engine, make_fed_data, make_model, padding_report,
+                         stack_partition)
+    Tracker, make_scan = engine.Tracker, engine.make_scan
 
     t0 = time.perf_counter()
     g = csbm(num_nodes=args.nodes, num_classes=args.communities, num_features=32, avg_degree=8.0,

@@ -23,17 +23,21 @@ every checkpoint's manifest records (`fgl_jax.rundir`). The run holds a lock on 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
 from fgl_jax import registry, schema
+
+if TYPE_CHECKING:  # the engine (jax) is imported when a run starts, not with this module
+    from fgl_jax.federated.options import RunOptions
 
 
 def system_of(cfg: Any) -> registry.Entry:
@@ -154,36 +158,36 @@ def _finished(out: Path) -> bool:
     return (out / "summary.json").is_file()
 
 
-def execute(program, seed: int, *, system: str = "custom", config_text: Optional[str] = None,
-            out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
-            resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
-            build_seconds: float = 0.0, on_nonfinite: str = "raise", loss_guard: float = 0.0,
-            checkpoint_every: Any = "30s", counter=None, devices: Optional[int] = None,
-            tensorboard: Optional[str] = None, cache_programs: bool = False):
-    """Run a built Program with its hooks; with `out`, write config.yaml, metrics.jsonl, summary.json,
-    timings.json and checkpoints/.
+def execute(program, seed: int, options: Optional[RunOptions] = None, *, system: str = "custom",
+            config_text: Optional[str] = None, build_seconds: float = 0.0, counter=None,
+            cache_programs: bool = False, **changes: Any):
+    """Run a built Program with its hooks (internal: `run_config` builds and calls this; paper
+    drivers and tests that build a Program themselves call it too); with `options.out_dir`, write
+    config.yaml, metrics.jsonl, summary.json, timings.json and checkpoints/.
 
-    `out` is made absolute once, here, and locked for the run (`rundir.RunLock`: a second process
-    is refused). A fresh run refuses a non-empty `out` unless `overwrite` (which deletes the run it
-    holds and refuses a directory holding anything else: `rundir.prepare`). `resume` continues
-    the run in `out`: its saved config.yaml, and the config each checkpoint's manifest records,
-    must equal `config_text` except in the keys of `resume_with_changes` (see
+    options: a `RunOptions` (keyword `changes` are applied to it; `out=` is `out_dir`). The
+    program's hooks and per-round columns are the run's (`options.hooks` is not used).
+    The run directory is made absolute once, here, and locked for the run (`rundir.RunLock`: a
+    second process is refused). A fresh run refuses a non-empty directory unless `overwrite` (which
+    deletes the run it holds and refuses a directory holding anything else: `rundir.prepare`).
+    `resume` continues the run there: its saved config.yaml, and the config each checkpoint's
+    manifest records, must equal `config_text` except in the keys of `resume_with_changes` (see
     `fgl_jax.rundir.RESUMABLE_CHANGES`); without config.yaml the newest manifest's config stands in
     for it. config.yaml is rewritten only after the checkpoint was restored. A finished run (summary.json) is not resumed unless
     its rounds grow. checkpoint_every: `fgl_jax.federated.run`'s save policy ("30s", rounds, "chunk").
     counter: a started `fgl_jax.cache.CompileCounter` (run_config starts one before the build).
     devices: None/0 = every local device, N = the first N (`fgl_jax.federated.devices`); the client
-    axis is sharded when there is more than one. Under jax.distributed only process 0 writes `out`.
-    tensorboard: also write the per-round metrics as TensorBoard event files into this directory,
-    after each chunk (`fgl_jax.tensorboard`; needs tensorboardX). A resumed run appends from the
-    restored round.
+    axis is sharded when there is more than one. Under jax.distributed only process 0 writes the
+    directory. tensorboard: also write the per-round metrics as TensorBoard event files into this
+    directory, after each chunk (`fgl_jax.tensorboard`; needs tensorboardX). A resumed run appends
+    from the restored round.
     cache_programs: the program was built by its system from `config_text` alone (`run_config`), so
     its compiled programs may go through the on-disk compiled-program cache (`program_context`).
     """
+    from fgl_jax.federated.options import resolve
+    opts = resolve(options, changes, "execute")
     with contextlib.ExitStack() as stack:
-        return _execute(stack, program, seed, system, config_text, out, resume, overwrite, resume_with_changes,
-                        progress, chunk, build_seconds, on_nonfinite, loss_guard, checkpoint_every, counter,
-                        devices, tensorboard, cache_programs)
+        return _execute(stack, program, seed, system, config_text, opts, build_seconds, counter, cache_programs)
 
 
 def _check_resume(out: Path, saved: Optional[str], config_text: str, allowed: Sequence[str]) -> None:
@@ -208,15 +212,15 @@ def _check_resume(out: Path, saved: Optional[str], config_text: str, allowed: Se
         rundir.check_recorded_config(path, m, new)
 
 
-def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, out, resume, overwrite,
-             resume_with_changes, progress, chunk, build_seconds, on_nonfinite, loss_guard, checkpoint_every,
-             counter, devices, tensorboard, cache_programs):
+def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, opts: RunOptions, build_seconds,
+             counter, cache_programs):
     from fgl_jax import cache, rundir
+    out, resume, overwrite, chunk = opts.out_dir, opts.resume, opts.overwrite, opts.chunk
     from fgl_jax.federated import devices as dev
     t0 = time.perf_counter()
     counter = counter or cache.CompileCounter()
     on_restored = None
-    mesh = dev.choose_mesh(devices)
+    mesh = dev.choose_mesh(opts.devices)
     multi = jax_process_count() > 1
     if multi and resume:
         raise ValueError("--resume is single-process only: a multi-process run writes no checkpoints "
@@ -234,7 +238,7 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, ou
         out_path = rundir.prepare(out, resume=resume, overwrite=overwrite)
         saved = (out_path / "config.yaml").read_text() if (out_path / "config.yaml").is_file() else None
         if resume and config_text is not None:
-            _check_resume(out_path, saved, config_text, resume_with_changes)
+            _check_resume(out_path, saved, config_text, opts.resume_with_changes)
         if config_text is not None:  # every checkpoint records the config it continues
             meta = {"config": config_text,
                     "config_sha256": rundir.config_digest(schema.read_yaml_text(config_text, "this command"))}
@@ -249,9 +253,9 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, ou
             def on_restored(_start: int) -> None:
                 rundir.write_atomic(out_path / "config.yaml", config_text)
     hooks, tb = program.hooks, None
-    if tensorboard is not None and (not multi or dev.is_main_process()):  # process 0 writes, as for `out`
+    if opts.tensorboard is not None and (not multi or dev.is_main_process()):  # process 0 writes, as for `out`
         from fgl_jax import tensorboard as tbmod
-        tb = tbmod.TensorBoardLog(tensorboard)
+        tb = tbmod.TensorBoardLog(opts.tensorboard)
         hooks = tbmod.with_tensorboard(hooks, tb)
         restored = on_restored
 
@@ -260,14 +264,14 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, ou
             if restored is not None:
                 restored(start)
     try:
-        res = dev.run_on_devices(program.algorithm, program.data, seed_key(int(seed)), program.num_rounds,
-                                 mesh=mesh, system=system, chunk=chunk, progress=progress, out_dir=out,
-                                 resume=resume, hooks=hooks, on_nonfinite=on_nonfinite, loss_guard=loss_guard,
-                                 on_restored=on_restored, per_round=getattr(program, "per_round", None),
-                                 checkpoint_every=checkpoint_every, checkpoint_every_chunk=not multi,
-                                 checkpoint_meta=meta,
-                                 program_context=program_context(system, config_text, program.data)
-                                 if cache_programs and mesh is None and not multi else None)
+        engine = dataclasses.replace(
+            opts, chunk=chunk, out_dir=out, overwrite=False, resume_with_changes=(), devices=None, tensorboard=None,
+            hooks=hooks, state=None, on_restored=on_restored, per_round=getattr(program, "per_round", None),
+            checkpoints=opts.checkpoints and not multi, checkpoint_meta=meta,
+            program_context=program_context(system, config_text, program.data)
+            if cache_programs and mesh is None and not multi else None)
+        res = dev.run_on_devices(program.algorithm, program.data, seed_key(int(seed)), program.num_rounds, engine,
+                                 mesh=mesh, system=system)
         if tb is not None:  # rounds after the last chunk hook (a stop, a divergence)
             tb.write({k: list(v) for k, v in res.history.items()})
     finally:
@@ -315,27 +319,29 @@ def seed_key(seed: int):
     return jax.random.key(seed)
 
 
-def run_config(cfg: Any, *, out: Optional[str] = None, resume: bool = False, overwrite: bool = False,
-               resume_with_changes: Sequence[str] = (), progress: bool = False, chunk: Optional[int] = None,
-               on_nonfinite: str = "raise", checkpoint_every: Any = "30s", devices: Optional[int] = None,
-               tensorboard: Optional[str] = None):
+def run_config(cfg: Any, options: Optional[RunOptions] = None, **changes: Any):
     """Build and run any system's config; the CLI, the experiments and the notebooks all call this.
 
+    options: a `RunOptions` (out_dir, resume, overwrite, resume_with_changes, progress, chunk,
+    on_nonfinite, checkpoint_every, devices, tensorboard); keyword `changes` are applied to it
+    (`run_config(cfg, out="runs/x", chunk=5)`; `out` is `out_dir`). A chunk or loss_guard not given
+    comes from the config (`cfg.chunk`, `cfg.loss_guard`), when it has one.
     A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml.
     checkpoint_every: "30s" (default; at most one save per 30 s plus the last round), a number of
     rounds, or "chunk". tensorboard: a directory for TensorBoard event files (`execute`)."""
     from fgl_jax.cache import CompileCounter
-    if tensorboard is not None:  # a missing writer fails before the build, not after it
+    from fgl_jax.federated.options import resolve
+    opts = resolve(options, changes, "run_config")
+    if opts.tensorboard is not None:  # a missing writer fails before the build, not after it
         from fgl_jax.tensorboard import check_available
-        check_available(tensorboard)
+        check_available(opts.tensorboard)
     counter = CompileCounter()
     entry = system_of(cfg)
-    cfg = resolve_dataset(cfg, warn=not resume)  # a resume with a changed file is refused instead
+    cfg = resolve_dataset(cfg, warn=not opts.resume)  # a resume with a changed file is refused instead
     t0 = time.perf_counter()
     program = entry.obj(cfg)
     t_build = time.perf_counter() - t0
-    return execute(program, cfg.seed, system=entry.name, config_text=schema.dump(cfg, entry.name), out=out,
-                   resume=resume, overwrite=overwrite, resume_with_changes=resume_with_changes, progress=progress,
-                   chunk=chunk if chunk is not None else getattr(cfg, "chunk", None), build_seconds=t_build, on_nonfinite=on_nonfinite,
-                   loss_guard=float(getattr(cfg, "loss_guard", 0.0)), checkpoint_every=checkpoint_every,
-                   counter=counter, devices=devices, tensorboard=tensorboard, cache_programs=True)
+    opts = dataclasses.replace(opts, chunk=opts.chunk if opts.chunk is not None else getattr(cfg, "chunk", None),
+                               loss_guard=opts.loss_guard or float(getattr(cfg, "loss_guard", 0.0)))
+    return execute(program, cfg.seed, opts, system=entry.name, config_text=schema.dump(cfg, entry.name),
+                   build_seconds=t_build, counter=counter, cache_programs=True)

@@ -22,7 +22,7 @@ code("""import time
 import numpy as np, jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 import dataclasses
-from fgl_jax import Hypergraph, execute
+from fgl_jax import Hypergraph, engine
 from fgl_jax.systems.fedhgl import (FedHGLConfig, build, split_hypergraph, build_hc_clients, client_features,
                                     hyperedge_completion, global_propagation, server_aggregate)
 
@@ -88,7 +88,7 @@ base = FedHGLConfig(clients=K, train_ratio=ratio, rounds=rounds)
 
 def accuracy(cfg):
     # mean over runs (seed = run) of the paper's number: the per-client best models' test accuracy
-    return np.mean([execute(build(dataclasses.replace(cfg, seed=s), hypergraph=data), s).best["best_test"]
+    return np.mean([engine.execute(build(dataclasses.replace(cfg, seed=s), hypergraph=data), s).best["best_test"]
                     for s in range(runs)])
 
 t = time.time()

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rundir", "tensorboard", "inspection", "plot", "aggregators"),
     ("federated",),
     ("algorithms",),
-    ("experiment", "report", "records"),
+    ("experiment", "report", "records", "engine"),
     ("systems",),
     ("cli", "__init__"),
 )

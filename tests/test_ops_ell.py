@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from fgl_jax import Tracker, make_scan, ops, registry
+from fgl_jax import ops, registry
+from fgl_jax.federated.run import Tracker, make_scan
 from fgl_jax.batch import build_client_batch, with_ell_features
 from fgl_jax.federated import FedConfig, OptimConfig, make_fed_data
 from fgl_jax.nn import make_model

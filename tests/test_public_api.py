@@ -58,10 +58,30 @@ def test_flat_names_are_the_defining_objects():
     # the lazy table points at the right module: the flat name is the very object of the submodule
     from fgl_jax.data.planetoid import load_planetoid
     from fgl_jax.federated.run import make_scan
+    from fgl_jax.federated.sweep import sweep
     from fgl_jax.privacy import lcc
-    assert fgl_jax.load_planetoid is load_planetoid and fgl_jax.make_scan is make_scan and fgl_jax.lcc is lcc
+    assert fgl_jax.load_planetoid is load_planetoid and fgl_jax.engine.make_scan is make_scan and fgl_jax.lcc is lcc
+    assert fgl_jax.sweep is sweep
     assert fgl_jax.register_dataset is importlib.import_module("fgl_jax.data.registry").register
     assert fgl_jax.register is importlib.import_module("fgl_jax.registry").register
+
+
+def test_three_public_run_entry_points():
+    """Issue 46: `run`, `sweep`, `run_config` run things; the engine's inner entry points are in the
+    documented internal namespace `fgl_jax.engine`, not in `fgl_jax.__all__`."""
+    inner = {"execute", "run_sweep", "run_sharded", "run_grid", "make_scan", "make_chunk", "Tracker", "round_step",
+             "scan_rounds"}
+    assert {"run", "sweep", "run_config", "RunOptions", "engine"} <= set(fgl_jax.__all__)
+    assert not inner & set(fgl_jax.__all__), f"inner entry points exported: {sorted(inner & set(fgl_jax.__all__))}"
+    assert inner - {"run_sweep"} <= set(fgl_jax.engine.__all__)
+    assert "internal" in fgl_jax.engine.__doc__ and "__all__" in fgl_jax.engine.__doc__
+    # the earlier names still resolve, to the same objects, with a DeprecationWarning naming the new place
+    from fgl_jax.federated.run import make_scan
+    from fgl_jax.federated.sweep import sweep
+    with pytest.warns(DeprecationWarning, match=r"fgl_jax.run_sweep is now fgl_jax.sweep"):
+        assert fgl_jax.run_sweep is sweep
+    with pytest.warns(DeprecationWarning, match=r"fgl_jax.make_scan is now fgl_jax.engine.make_scan"):
+        assert fgl_jax.make_scan is make_scan
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -200,6 +220,9 @@ def test_repository_uses_public_names_only():
     "from fgl_jax import schema\nschema._unwrap",
     "from fgl_jax.systems.fedhgn import paper\npaper._not_public",
     "def f():\n    from fgl_jax.data.planetoid import load_planetoid",
+    "from fgl_jax import make_scan",
+    "import fgl_jax as fj\nfj.execute",
+    "from fgl_jax import engine\nengine._not_public",
 ])
 def test_planted_bad_use_is_caught(source):
     assert violations(source), f"not caught: {source!r}"
@@ -207,7 +230,7 @@ def test_planted_bad_use_is_caught(source):
 
 @pytest.mark.parametrize("source", [
     "import fgl_jax as fj\nfj.run_config\nfj.__version__\nfj.RunConfig.some_field",
-    "from fgl_jax import run, make_scan, Tracker\nTracker.empty()",
+    "from fgl_jax import run, sweep, RunOptions, engine\nengine.make_scan\nengine.Tracker.empty()",
     "import fgl_jax.systems.hifgl as H\nH.forward",
     "from fgl_jax.systems.fedhgn import paper\npaper.SEEDS",
     "from fgl_jax import schema\nschema.dump",

@@ -16,7 +16,7 @@ cells = [
     nbf.v4.new_code_cell(
         "import dataclasses\nimport jax, numpy as np\n%matplotlib inline\n"
         "import matplotlib.pyplot as plt\n"
-        "from fgl_jax import DatasetNotFoundError, csbm, execute, load_planetoid\n"
+        "from fgl_jax import DatasetNotFoundError, csbm, engine, load_planetoid\n"
         "from fgl_jax.systems.fedgc import FedGCConfig, FedGCRun, MIAConfig\n"
         "try:\n    graph = load_planetoid('cora', data_dir=DATA_DIR)\n"
         "except (DatasetNotFoundError, FileNotFoundError):\n"
@@ -43,7 +43,7 @@ cells = [
         "results, cache = {}, {}\n"
         "for name, vcfg in variants.items():\n"
         "    run = FedGCRun(vcfg, graph=graph, cache=cache)      # host preparation, once\n"
-        "    out = execute(run.program, vcfg.seed)                # the rounds, through the engine\n"
+        "    out = engine.execute(run.program, vcfg.seed)         # the rounds, through the engine\n"
         "    res = run.result(out)\n"
         "    att = run.attack(res, mia_cfg)\n"
         "    results[name] = (res, att)\n"

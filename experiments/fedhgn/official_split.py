@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from fgl_jax import execute, load_official_split, schema  # noqa: E402
+from fgl_jax import engine, load_official_split, schema  # noqa: E402
 from fgl_jax import run as run_rounds  # noqa: E402
 from fgl_jax.systems.fedhgn import (FedHGNConfig, early_stop, fedhgn, hetero_fed_data, majority_accuracy, paper,  # noqa: E402
                                     program)
@@ -54,7 +54,7 @@ def _parse_variants(text: str) -> dict[str, dict]:
 def run(cfg: FedHGNConfig, data, seeds) -> dict:
     """The paper's protocol on prepared data: one engine run per seed with early stopping."""
     prog = program(cfg, data)
-    rs = [execute(prog, s, system="fedhgn") for s in seeds]
+    rs = [engine.execute(prog, s, system="fedhgn") for s in seeds]
     acc = 100 * np.array([r.best["best_test"] for r in rs])
     return {"mean": float(acc.mean()), "std": float(acc.std()), "per_seed": acc.tolist(),
             "best_round": [int(r.best["best_round"]) for r in rs]}

@@ -21,7 +21,10 @@ n_i generated neighbours with features g~_i. Phase 2: FedAvg of the classifier o
 
 Host preparation (`prepare`, once): the hidden nodes, missing counts, the hidden neighbours' ids, the
 neighbour table for the cross-client draws and each client's training rows, in `FedData.extra`.
-Everything after it is one jitted program: the phase is `lax.cond` on the round.
+Everything after it is one jitted program: the phase is `lax.cond` on the round. The generator
+training is this algorithm's `round`, so it runs through the engine's one round body
+(`fgl_jax.federated.run.round_step`) like any round; only the client schedule below nests phase 1's
+rounds inside round 0 (docs/architecture.md says why: memory).
 
 Phase 1 needs nothing from the other clients' models (the cross-client term reads their data, the
 classifiers are averaged only at its end), so with every client taking part each client's whole

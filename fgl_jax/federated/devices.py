@@ -88,19 +88,20 @@ def client_fields(algorithm: FederatedAlgorithm, state: Any) -> tuple:
     return tuple(f for f in dict.fromkeys(DEFAULT_CLIENT_FIELDS + tuple(algorithm.train_axis)) if f in names)
 
 
-def run_on_devices(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: int, *,
-                   mesh=None, system: str = "this system", **run_kwargs):
-    """`fgl_jax.federated.run`, or `run_sharded` over `mesh` when there is one and `data` is a FedData."""
+def run_on_devices(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: int,
+                   options: Any = None, *, mesh=None, system: str = "this system"):
+    """`fgl_jax.federated.run` with `options` (a `RunOptions`), or `run_sharded` over `mesh` when
+    there is one and `data` is a FedData."""
     from fgl_jax.federated.run import run
     if mesh is None or mesh.size == 1:
-        return run(algorithm, data, key, num_rounds, **run_kwargs)
+        return run(algorithm, data, key, num_rounds, options)
     if not isinstance(data, FedData):
         print(f"fgl-jax: notice: {system} keeps its data in a {type(data).__name__}, not a client-axis FedData: "
               f"it runs on one device, not the {mesh.size} available", file=sys.stderr)
-        return run(algorithm, data, key, num_rounds, **run_kwargs)
+        return run(algorithm, data, key, num_rounds, options)
     from fgl_jax.federated.sharding import run_sharded
     from fgl_jax.federated.algorithm import x64_scope
     with x64_scope(algorithm):  # the fields to shard, from the state's structure (nothing is computed)
         shape = jax.eval_shape(algorithm.init, key, data)
-    return run_sharded(algorithm, data, key, num_rounds, mesh=mesh, client_fields=client_fields(algorithm, shape),
-                       **run_kwargs)
+    return run_sharded(algorithm, data, key, num_rounds, options, mesh=mesh,
+                       client_fields=client_fields(algorithm, shape))

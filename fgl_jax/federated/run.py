@@ -35,6 +35,7 @@ import numpy as np
 from fgl_jax.federated.ahead import placement, signature, start as start_compiling
 from fgl_jax.federated.algorithm import FederatedAlgorithm, Hooks, x64_scope
 from fgl_jax.federated.lowering import unrolled_threefry
+from fgl_jax.federated.options import CONFIG_ONLY, RunOptions, resolve as resolve_options
 
 unrolled_threefry()  # before any program of the engine is traced: same bits, cheaper to compile and run
 
@@ -107,19 +108,39 @@ class RunResult:
         return out
 
 
-def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
-    """Jitted (state, tracker, data, key, start) -> (state, tracker, metrics [length])."""
+def round_step(round_fn: Callable, state: PyTree, tracker: Tracker, data: Any, run_key: jax.Array,
+               r: jax.Array) -> tuple[PyTree, Tracker, dict]:
+    """The one round body every engine path runs (`make_scan`, `make_chunk`, the sweep's member).
+
+    Round r (0-based, traced int32) is `round_fn(state, data, fold_in(run_key, r))`; the
+    best-validation tracker sees its metrics. Returns (state, tracker, metrics of round r). The
+    non-finite / loss-guard check runs on the host over a chunk's metrics (`bad_round`), where it can
+    name the round and stop the writers, not here.
+    """
+    state, metrics = round_fn(state, data, jax.random.fold_in(run_key, r))
+    return state, tracker.update(r, metrics), metrics
+
+
+def scan_rounds(round_fn: Callable, state: PyTree, tracker: Tracker, data: Any, run_key: jax.Array,
+                rounds: jax.Array) -> tuple[PyTree, Tracker, dict]:
+    """`round_step` over rounds [R] (int32) as one `lax.scan`: (state, tracker, metrics [R, ...])."""
 
     def body(carry, r):
-        state, tracker, data, key = carry
-        state, metrics = algorithm.round(state, data, jax.random.fold_in(key, r))
-        return (state, tracker.update(r, metrics), data, key), metrics
+        state, tracker, metrics = round_step(round_fn, *carry, data, run_key, r)
+        return (state, tracker), metrics
+
+    (state, tracker), metrics = jax.lax.scan(body, (state, tracker), rounds)
+    return state, tracker, metrics
+
+
+def make_scan(algorithm: FederatedAlgorithm, length: int) -> Callable:
+    """Jitted (state, tracker, data, key, start) -> (state, tracker, metrics [length]): rounds
+    start .. start+length-1 with round keys fold_in(key, r) (`round_step`); `run` passes
+    split(seed key)[1] as key. For timing the compiled round loop without the engine's host work."""
 
     @jax.jit
     def scan(state, tracker, data, key, start):
-        rounds = start + jnp.arange(length, dtype=jnp.int32)
-        (state, tracker, _, _), metrics = jax.lax.scan(body, (state, tracker, data, key), rounds)
-        return state, tracker, metrics
+        return scan_rounds(algorithm.round, state, tracker, data, key, start + jnp.arange(length, dtype=jnp.int32))
 
     return scan
 
@@ -152,10 +173,8 @@ def make_chunk(algorithm: FederatedAlgorithm, length: int, phase: Optional[int] 
 
         def body(i, carry):
             state, tracker, buf = carry
-            r = start + i
-            state, metrics = round_fn(state, data, jax.random.fold_in(run_key, r))
-            buf = jax.tree.map(lambda b, m: b.at[i].set(m), buf, metrics)
-            return state, tracker.update(r, metrics), buf
+            state, tracker, metrics = round_step(round_fn, state, tracker, data, run_key, start + i)
+            return state, tracker, jax.tree.map(lambda b, m: b.at[i].set(m), buf, metrics)
 
         return jax.lax.fori_loop(0, jnp.minimum(n, length), body, (state, tracker, buf))
 
@@ -407,14 +426,13 @@ class _Progress:
             self.bar.close()
 
 
-def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: int, *,
-        chunk: Optional[int] = None, progress: bool = False, out_dir: Optional[os.PathLike] = None,
-        resume: bool = False, checkpoint_every_chunk: bool = True, state: Optional[PyTree] = None,
-        hooks: Optional[Hooks] = None, on_nonfinite: str = "raise", loss_guard: float = 0.0,
-        on_restored: Optional[Callable[[int], None]] = None, checkpoint_every: Any = "30s",
-        per_round: Optional[dict] = None, program_context: Optional[str] = None,
-        checkpoint_meta: Optional[dict] = None) -> RunResult:
+def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: int,
+        options: Optional[RunOptions] = None, **changes: Any) -> RunResult:
     """Run `num_rounds` rounds; metrics history, best-val selection, optional checkpoints and hooks.
+
+    options: a `RunOptions` (default: all rounds in one program call, nothing written); keyword
+    `changes` are applied to it, so `run(alg, data, key, 50, chunk=10, out_dir="runs/x")` works as
+    before. What the options do here:
 
     chunk: rounds per call of the compiled program (default: all rounds at once, or ~20 chunks
     when out_dir/progress ask for intermediate reports; with `hooks.every`, at most `every`). One
@@ -424,7 +442,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     (`fgl_jax.rundir.prepare`). checkpoint_every: when to checkpoint between chunks: "30s" (at
     most one save per 30 seconds, the default), an int N (after the chunk that completes N rounds
     since the last save) or "chunk"; the last round is always saved. Saves are asynchronous
-    (written while the next chunk runs). checkpoint_every_chunk=False: no checkpoints at all.
+    (written while the next chunk runs). checkpoints=False: no checkpoints at all.
     resume: continue from the newest intact checkpoint in out_dir
     (none: start at round 1 and drop old rows); metrics rows after it are dropped, so the
     final numbers and files equal an uninterrupted run's. on_restored(rounds_done) is called once
@@ -440,20 +458,21 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     the on-disk compiled-program cache as well (`compiled_scan`); None = compile in this process.
     checkpoint_meta: JSON fields recorded in every checkpoint's manifest (`fgl_jax.experiment`
     records the resolved config and its digest, which a resume checks).
+    overwrite, resume_with_changes, devices, tensorboard: refused (`fgl_jax.run_config` acts on them).
     """
-    from fgl_jax.federated.checkpoint import parse_every
+    opts = resolve_options(options, changes, "run")
+    given = [f for f in CONFIG_ONLY if getattr(opts, f) != getattr(_DEFAULTS, f)]
+    if given:
+        raise ValueError(f"run: option(s) {', '.join(given)} need a config and its run directory: "
+                         "use fgl_jax.run_config")
     if num_rounds <= 0:
         raise ValueError(f"num_rounds must be positive, got {num_rounds}")
-    if on_nonfinite not in ("raise", "stop"):
-        raise ValueError(f"on_nonfinite must be 'raise' or 'stop', got {on_nonfinite!r}")
-    if loss_guard < 0:
-        raise ValueError(f"loss_guard must be >= 0 (0 = off), got {loss_guard}")
-    policy = parse_every(checkpoint_every) if checkpoint_every_chunk else None
     check_phases(algorithm)
     with x64_scope(algorithm):
-        return _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
-                    state, hooks or Hooks(), on_nonfinite, loss_guard, on_restored, per_round or {},
-                    program_context, checkpoint_meta)
+        return _run(algorithm, data, key, num_rounds, opts)
+
+
+_DEFAULTS = RunOptions()
 
 
 def _rows_to_history(rows: list[dict]) -> tuple[dict, list]:
@@ -481,16 +500,26 @@ def _guard_round(metrics: dict, first_loss: Optional[float], guard: float) -> Op
                "diverged; lower the learning rate (or raise loss_guard, 0 = off)")
 
 
-def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, policy,
-         state, hooks: Hooks, on_nonfinite: str, loss_guard: float, on_restored, per_round: dict,
-         program_context: Optional[str] = None, checkpoint_meta: Optional[dict] = None) -> RunResult:
+def bad_round(metrics: dict, first_loss: Optional[float], loss_guard: float = 0.0) -> Optional[tuple[int, str]]:
+    """The host half of the round body's guard, for a chunk's metrics (`run`) or a sweep member's
+    (`sweep`): (index, message) of the first round that is non-finite, overflowed a secure
+    aggregate (`first_bad_round`) or passed the loss guard (`_guard_round`); None when all are sane."""
+    found = [b for b in (first_bad_round(metrics, first_loss), _guard_round(metrics, first_loss, loss_guard))
+             if b is not None]
+    return min(found, default=None)
+
+
+def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: int, opts: RunOptions) -> RunResult:
     from fgl_jax import rundir
+    from fgl_jax.federated.checkpoint import parse_every
+    chunk, progress, out_dir, resume, state = opts.chunk, opts.progress, opts.out_dir, opts.resume, opts.state
+    hooks, on_nonfinite, loss_guard, on_restored = opts.hooks or Hooks(), opts.on_nonfinite, opts.loss_guard, opts.on_restored
+    per_round, program_context, checkpoint_meta = opts.per_round or {}, opts.program_context, opts.checkpoint_meta
+    policy = parse_every(opts.checkpoint_every) if opts.checkpoints else None
     if chunk is None:
         chunk = num_rounds if (out_dir is None and not progress) else max(1, math.ceil(num_rounds / 20))
         if hooks.every:
             chunk = min(chunk, hooks.every)
-    if chunk <= 0:
-        raise ValueError(f"chunk must be positive, got {chunk}")
     compile_s = 0.0
     # the program's length depends on (chunk, num_rounds) only, not on where a resume starts: a resumed
     # run calls the very program the uninterrupted one did
@@ -567,8 +596,7 @@ def _run(algorithm, data, key, num_rounds, chunk, progress, out_dir, resume, pol
             metrics.update({k: np.asarray(v)[r:r + n] for k, v in per_round.items()})
             if first_loss is None and "train_loss" in metrics:
                 first_loss = float(np.mean(metrics["train_loss"][0]))
-            bad = min([b for b in (first_bad_round(metrics, first_loss), _guard_round(metrics, first_loss, loss_guard))
-                       if b is not None], default=None)
+            bad = bad_round(metrics, first_loss, loss_guard)
             keep = n if bad is None else bad[0]
             for k, v in metrics.items():
                 history.setdefault(k, []).extend(v[:keep].tolist())

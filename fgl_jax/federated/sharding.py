@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +36,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from fgl_jax.batch import ClientBatch
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, with_round, x64_scope
+
+if TYPE_CHECKING:
+    from fgl_jax.federated.options import RunOptions
 
 PyTree = Any
 CLIENT_AXIS = "clients"
@@ -189,16 +192,19 @@ def constrain(algorithm: FederatedAlgorithm, shardings: PyTree) -> FederatedAlgo
     return with_round(algorithm, wrap)
 
 
-def run_sharded(algorithm: FederatedAlgorithm, data: FedData, key: jax.Array, num_rounds: int, *,
-                mesh: Optional[Mesh] = None, client_fields: Sequence[str] = DEFAULT_CLIENT_FIELDS, **run_kwargs):
+def run_sharded(algorithm: FederatedAlgorithm, data: FedData, key: jax.Array, num_rounds: int,
+                options: Optional[RunOptions] = None, *, mesh: Optional[Mesh] = None,
+                client_fields: Sequence[str] = DEFAULT_CLIENT_FIELDS, **changes):
     """`fgl_jax.federated.run` with the client axis sharded over `mesh` (default: all devices).
 
     Pads the clients to a multiple of the device count, initialises the state exactly as `run`
     does (key split identically), shards data and state, and runs. Same numbers as
-    `run(algorithm, data, key, num_rounds)` up to float summation order. run_kwargs go to `run`
-    (chunk, progress, out_dir, resume, ...).
+    `run(algorithm, data, key, num_rounds)` up to float summation order. options / changes: the
+    run's `RunOptions` (chunk, progress, out_dir, resume, ...), as for `run`.
     """
+    from fgl_jax.federated.options import resolve
     from fgl_jax.federated.run import run
+    opts = resolve(options, changes, "run_sharded")
     mesh = mesh or client_mesh()
     data, _ = pad_fed_data(data, mesh.size)
     init_key, _ = jax.random.split(key)
@@ -207,4 +213,4 @@ def run_sharded(algorithm: FederatedAlgorithm, data: FedData, key: jax.Array, nu
         state = jax.device_get(state)
         data_s, state_s = shard(data, state, mesh, client_fields)
     shardings = state_shardings(state, mesh, client_fields)
-    return run(constrain(algorithm, shardings), data_s, key, num_rounds, state=state_s, **run_kwargs)
+    return run(constrain(algorithm, shardings), data_s, key, num_rounds, opts, state=state_s)

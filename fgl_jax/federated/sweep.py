@@ -1,6 +1,7 @@
 """Vectorised sweeps: many seeds / hyperparameter values as ONE compiled program.
 
-`run_sweep` vmaps `init` and the `lax.scan` over rounds across S members. Members differ in
+`sweep` (public as `fgl_jax.sweep`; `run_sweep` is its earlier name) vmaps `init` and the `lax.scan`
+over rounds across S members. Members differ in
 their PRNG key and in traced hyperparameters stored in `state.hp` (e.g. lr, prox_mu): values
 that do not change any shape. A shape-changing parameter (hidden size, clients) cannot be
 vmapped; `check_sweepable` refuses it with a clear message.
@@ -16,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
-from fgl_jax.federated.run import Tracker, _guard_round, best_by_validation, first_bad_round
+from fgl_jax.federated.run import Tracker, bad_round, best_by_validation, scan_rounds
 
 SHAPE_CHANGING = ("hidden", "num_layers", "clients", "local_steps", "rounds", "model", "dataset",
                   "partition", "algorithm", "heads")
@@ -42,10 +43,14 @@ def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
                              f"are {sorted(hp_keys)}")
 
 
-def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
-              hparams: Optional[Mapping[str, Sequence[float]]] = None, mode: str = "auto",
-              loss_guard: float = 0.0, mesh=None) -> SweepResult:
+def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
+          hparams: Optional[Mapping[str, Sequence[float]]] = None, *, mode: str = "auto",
+          loss_guard: float = 0.0, mesh=None) -> SweepResult:
     """Run S = len(seeds) members; hparams maps a name in state.hp to S values.
+
+    Every member runs the one round body of `fgl_jax.run` (`fgl_jax.federated.run.scan_rounds`),
+    with its own key and traced values; the result holds every member's history [S, rounds] and
+    its best-validation round.
 
     mesh: a 1-D device mesh (`fgl_jax.federated.devices.choose_mesh`): the members are split over
     its devices (vmap mode; the member axis is padded to a multiple of the device count with
@@ -63,6 +68,9 @@ def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], nu
     """
     with x64_scope(algorithm):
         return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh)
+
+
+run_sweep = sweep  # the name earlier releases exported; the engine's own callers still use it
 
 
 def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0, mesh=None) -> SweepResult:
@@ -95,13 +103,8 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
             check_sweepable(list(hp_values), list(state.hp))
             state = state.replace(hp={**state.hp, **{k: jnp.asarray(v, jnp.float32) for k, v in hp_values.items()}})
 
-        def body(carry, r):
-            st, tr = carry
-            st, m = algorithm.round(st, data, jax.random.fold_in(run_key, r))
-            return (st, tr.update(r, m)), m
-
-        (state, tracker), metrics = jax.lax.scan(body, (state, Tracker.empty(algorithm.select)),
-                                                 jnp.arange(num_rounds, dtype=jnp.int32))
+        _, tracker, metrics = scan_rounds(algorithm.round, state, Tracker.empty(algorithm.select), data, run_key,
+                                          jnp.arange(num_rounds, dtype=jnp.int32))
         return tracker, metrics
 
     hp_arrays = {k: jnp.asarray(v, jnp.float32) for k, v in hparams.items()}
@@ -131,8 +134,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         # a diverged member is reported on its finite rounds (its later rounds become NaN), the others stand
         mine = {k: v[i] for k, v in history.items()}
         first = float(np.mean(mine["train_loss"][0])) if "train_loss" in mine else None
-        bad = min([b for b in (first_bad_round(mine, first), _guard_round(mine, first, loss_guard)) if b is not None],
-                  default=None)
+        bad = bad_round(mine, first, loss_guard)
         diverged.append(None if bad is None else f"round {bad[0] + 1}: {bad[1]}")
         if bad is not None:
             for k in history:
@@ -188,7 +190,7 @@ class GridResult:
 
 
 def traced_hparams(program) -> list[str]:
-    """Names in the program's `state.hp` (what run_sweep can vectorise), from shapes only."""
+    """Names in the program's `state.hp` (what `sweep` can vectorise), from shapes only."""
     with x64_scope(program.algorithm):
         state = jax.eval_shape(program.algorithm.init, jax.random.key(0), program.data)
     return sorted(getattr(state, "hp", {}) or {})
@@ -196,12 +198,12 @@ def traced_hparams(program) -> list[str]:
 
 def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapping[str, Sequence[Any]],
              mode: str = "auto", log=print, devices: Optional[int] = None) -> GridResult:
-    """Run every (seed, grid point): traced hyperparameters vectorised with `run_sweep`, the rest
+    """Run every (seed, grid point): traced hyperparameters vectorised with `sweep`, the rest
     (shape- or program-changing options) as separate programs, one per value, with a message.
 
     build(options) -> Program (a system's `build_program`); options: the base options; grid:
     name -> values, where a name is a `state.hp` entry or an option of the system. devices: the
-    members of each program are split over this many local devices (None/0 = all; see run_sweep).
+    members of each program are split over this many local devices (None/0 = all; see `sweep`).
     """
     import itertools
     from fgl_jax.federated.devices import choose_mesh
@@ -244,7 +246,7 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             # a run reports: members go through the engine one by one (compiled once, see run.compiled_scan)
             res = _run_members_with_hooks(program, members, vector, guard)
         else:
-            res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
+            res = sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
                             mode=mode, loss_guard=guard, mesh=mesh)
         compile_s += res.compile_seconds
         run_s += res.run_seconds
@@ -303,7 +305,7 @@ def resource_columns(per_round: dict, rounds: int) -> dict:
 
 def _run_members_with_hooks(program, members: list, vector: list, loss_guard: float = 0.0) -> SweepResult:
     """Each member (seed, traced values) through `fgl_jax.federated.run` with the program's hooks; the
-    traced values are set in `state.hp` after init, exactly as run_sweep sets them."""
+    traced values are set in `state.hp` after init, exactly as `sweep` sets them."""
     from fgl_jax.federated.run import run
     results = []
     for m in members:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl_jax import execute, load_official_split, records, schema
+from fgl_jax import engine, load_official_split, records, schema
 from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, paper, prepare_clients, program
 
 HERE = Path(__file__).resolve().parent
@@ -130,7 +130,7 @@ def fgljax(work: Path, src: str, data_dir: str, seeds, splits, variants) -> None
                 t0 = time.time()
                 rows = []
                 for seed in seeds:
-                    r = execute(prog, seed, system="fedhgn")
+                    r = engine.execute(prog, seed, system="fedhgn")
                     rows.append({"seed": seed, "test": float(r.best["best_test"]), "best_round": int(r.best["best_round"])})
                 res.write_text(json.dumps({"config": schema.to_dict(cfg), "runs": rows, "seconds": time.time() - t0}))
                 print(f"fgljax {where} {split} {method} {vname}: {[round(100 * r['test'], 2) for r in rows]}", flush=True)

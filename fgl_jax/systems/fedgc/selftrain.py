@@ -9,6 +9,15 @@ nodes), so it is taken once over the distinct nodes (`shared_rows`) and each cli
 rows; the weight gradient is then one sparse contraction over the distinct nodes instead of one
 per client copy. The loss and the selection accuracy read only the training and selection nodes'
 logits, so each propagation sums only the edges into the rows the next step reads (`target_edges`).
+
+Host-side preparation, not a run of the engine (docs/architecture.md, "One round body"): this
+federated loop runs while FedGC's Program is built (`data.prepare`), because its output, φ_st and the
+pseudo-labels, is an input of the condensation that makes the Program's data. It keeps the round with
+the best selection accuracy's *parameters* (`best_p` in its scan), which the engine's tracker, keeping
+metrics only, does not carry (a model copy in the tracker would sit in every run's state and
+checkpoints), and its result is shared between cells through the prepared-data cache. Going through
+`fgl_jax.run` would cost a second Program per cell with its own run directory and a parameter tracker
+for this one loop.
 """
 from __future__ import annotations
 
