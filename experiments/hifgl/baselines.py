@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: the checkout's root on the pat
 
 import numpy as np
 
-from fgl_jax import graph_information_gain, load, make_fed_data, run_sweep, schema, table
+from fgl_jax import graph_information_gain, load, make_fed_data, sweep, schema, table
 from fgl_jax.systems.baseline import RunConfig, algorithm_from_config, prepare
 
 from experiments import harness
@@ -137,7 +137,7 @@ def measure_row(cell: Cell) -> dict:
             _PREPARED.clear()  # a new dataset: drop the previous one's
         _PREPARED[key] = prepare(cfg, load(cfg.dataset, data_dir=cfg.data_dir))
     prep = _PREPARED[key]
-    sw = run_sweep(algorithm_from_config(cfg, prep.graph), prep.data, list(cell.seeds), cfg.rounds)
+    sw = sweep(algorithm_from_config(cfg, prep.graph), prep.data, list(cell.seeds), cfg.rounds)
     accs = sw.best["best_test"]
     return {"dataset": cfg.dataset, "framework": cfg.algorithm, "model": cfg.model, "mean": float(accs.mean()),
             "std": float(accs.std()), "runs": accs.tolist(), "best_round": sw.best["best_round"].tolist(),
@@ -155,7 +155,7 @@ def measure_sensitivity(cell: Cell) -> dict:
     prep = prepare(cfg, g)
     data = with_cross_edges(prep.graph, prep.partition.assignment, cfg.clients) if transform == "cross" \
         else prep.data
-    sw = run_sweep(algorithm_from_config(cfg, prep.graph), data, list(cell.seeds), cfg.rounds)
+    sw = sweep(algorithm_from_config(cfg, prep.graph), data, list(cell.seeds), cfg.rounds)
     acc = sw.best["best_test"]
     return {"dataset": cfg.dataset, "variant": label, "framework": cfg.algorithm, "model": cfg.model,
             "mean": float(acc.mean()), "std": float(acc.std()), "runs": acc.tolist()}

@@ -10,7 +10,7 @@
 
 Every cell is a `Cell` (experiments/harness.py) holding a `HiFGLConfig` with the paper's defaults (split, silos, T, p, optimiser: see
 `config.py`); seeds vary the model key only, on a fixed split and partition (spec 5.2.9). Seeds of
-one cell run as one `run_sweep` (member i = `run` with key(seed i)); the reported accuracy is the
+one cell run as one `sweep` (member i = `run` with key(seed i)); the reported accuracy is the
 pooled test accuracy at the best pooled validation round. Each cell writes one record
 (records/<run>/hifgl/..., records/<run>/table6/...); the tables are rendered from the records.
 
@@ -124,23 +124,23 @@ def cells(quick: bool = False) -> dict[str, list[HiFGLConfig]]:
 
 def sweep(cfg: HiFGLConfig, seeds: Sequence[int]):
     """The config over `seeds` as one compiled program (member i = run_config with seed i)."""
-    from fgl_jax import run_sweep
+    from fgl_jax import sweep
     from fgl_jax.systems.hifgl import build
     program = build(cfg)
-    return run_sweep(program.algorithm, program.data, list(seeds), program.num_rounds)
+    return sweep(program.algorithm, program.data, list(seeds), program.num_rounds)
 
 
 def fedavg_sweep(cfg: HiFGLConfig, seeds: Sequence[int]):
     """The FedAvg baseline on HiFGL's split and silos (cross-silo edges dropped, spec 5.2.12), with the
     cell's backbone and optimiser: one full-batch local step per round, weighted FedAvg."""
-    from fgl_jax import FedConfig, baseline, build_client_batch, make_fed_data, make_model, run_sweep
+    from fgl_jax import FedConfig, baseline, build_client_batch, make_fed_data, make_model, sweep
     from fgl_jax.systems.hifgl import prepare
     prep = prepare(cfg)
     g = prep.graph
     data = make_fed_data(build_client_batch(g, prep.partition.assignment, cfg.clients))
     model = make_model(cfg.model, g.num_features, g.num_classes, hidden=cfg.hidden, num_layers=cfg.num_layers)
     alg = baseline(model, FedConfig("fedavg", local_steps=1, optim=cfg.optim))
-    return run_sweep(alg, data, list(seeds), cfg.rounds)
+    return sweep(alg, data, list(seeds), cfg.rounds)
 
 
 def _ms(sw, seeds, rounds) -> float:
