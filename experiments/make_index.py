@@ -36,7 +36,7 @@ def _bench(path: Path):
 
 
 def _cells(system: str, cells) -> list[dict]:
-    """The metrics of a system's committed full-run cells (records under RES/<system>/records/full), in
+    """The metrics of a system's committed full-run cells (records in RES/<system>/records/*_full.jsonl), in
     the cells' order; [] when the system has no records there."""
     from experiments import harness
     recs = harness.load(RES / system, quick=False)
