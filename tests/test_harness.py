@@ -117,3 +117,21 @@ def test_committed_hifgl_records_are_valid_and_hold_every_full_cell():
     # one number checked by hand against the committed table (hifgl.md, Table 3, Cora GCN: 0.8755 ± 0.0118)
     m = recs["hifgl/table3/cora-gcn"]["metrics"]
     assert (round(m["mean"], 4), round(m["std"], 4), m["paper"]) == (0.8755, 0.0118, 0.8555)
+
+
+def test_committed_fedhgl_records_hold_every_full_cell_and_render_the_committed_tables(tmp_path):
+    """FedHGL's committed results are records of exactly the reproduction's cells, and results(_quick).md
+    are their rendering (the tables hold no number the records do not)."""
+    import shutil
+    from experiments.fedhgl import paper
+    folder = harness.RESULTS / "fedhgl"
+    recs = harness.load(folder, quick=False)
+    assert sorted(recs) == sorted(c.id for c in paper.cells(paper.Plan.make(False)))
+    # one number checked by hand against the paper's Table III and the committed table (coraca K=3 FedHGL)
+    m = recs["fedhgl/main/coraca/k3/fedhgl"]["metrics"]
+    assert (round(m["mean"], 4), round(m["std"], 4), m["paper"], len(m["runs"])) == (0.5904, 0.0113, 0.5831, 5)
+    assert recs["fedhgl/main/facebook/k3/fedhgl"]["seeds"] == [0, 1, 2]      # the run used 3 Facebook seeds
+    shutil.copytree(folder / "records", tmp_path / "records")
+    for quick in (False, True):
+        made = paper.render_records(tmp_path, paper.Plan.make(quick), quick)
+        assert made.read_text() == (folder / made.name).read_text(), made.name

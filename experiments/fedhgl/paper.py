@@ -17,25 +17,39 @@ offline. Figure 3: FedHGL w/ HC with LDP at K = 6, RR for binary (CoraCA, Cora),
 (DBLP4k, Facebook) features, per-node perturbation reused across unsafe uploads; Laplace ε is a
 traced hyperparameter (X^{(N)}(ε) = X_clean + G/ε), so all ε of one run are one program.
 
-    from fgl_jax.systems.fedhgl import paper
-    paper.reproduce(pathlib.Path("experiments/results/fedhgl"), quick=True)
+On the one harness (experiments/harness.py): a cell is one row of Tables III / V at one K on one
+dataset (its runs are its seeds), one Global row per hypergraph, or one dataset's Figure 3 sweep
+(all ε of a run together: Laplace ε is one program); each writes one record, a line of
+records/fedhgl_<full|quick>.jsonl, and results(_quick).md is rendered from the records only.
+
+    fgl-jax reproduce fedhgl [--quick] [--data-dir D] [--out D]
+    python experiments/fedhgl/paper.py [--quick] [--runs 5] [--datasets coraca,cora] [--ks 3,6,9]
+        [--parts main,sweep] [--swap-val-test] [--noise-first-hop] [--render] [--write-configs DIR]
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import json
+import functools
+import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
+
+if __package__ in (None, ""):  # run as a script: the checkout's root on the path (fgl_jax, experiments)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
 
-from fgl_jax import report
+from fgl_jax import report, schema
 from fgl_jax.data.hypergraph import Hypergraph, load_hypergraph
 from fgl_jax.experiment import execute
 from fgl_jax.federated.sweep import run_sweep
 from fgl_jax.systems.fedhgl.config import TRAIN_RATIO, FedHGLConfig
 from fgl_jax.systems.fedhgl.program import build
+
+from experiments import harness
+from experiments.harness import Cell
 
 HYPER = ("coraca", "dblp4k", "imdb4k")
 SIMPLE = ("cora", "citeseer", "facebook")
@@ -159,7 +173,6 @@ def config_cells() -> list[tuple[str, FedHGLConfig, list[str]]]:
 
 def write_configs(folder: Path) -> list[Path]:
     """Write `config_cells()` as YAML files (`system: fedhgl` first, comments above)."""
-    from fgl_jax import schema
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -172,8 +185,106 @@ def write_configs(folder: Path) -> list[Path]:
 
 
 # ------------------------------------------------------------------------------------------------
-# running cells through the engine
+# the harness's cells
 # ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Which cells a reproduction runs and under which protocol changes (the paper's by default).
+
+    runs: seeds 0..runs-1 per cell (runs_facebook for Facebook); changes: FedHGLConfig fields every
+    cell gets (val / test ratios, noise propagation, rounds; Global: 3 × rounds); table: the first
+    part of the cell ids, i.e. the record file (a protocol variant gets its own)."""
+
+    datasets: tuple = HYPER + SIMPLE
+    ks: tuple = KS
+    runs: int = RUNS
+    runs_facebook: int = RUNS
+    parts: tuple = ("main", "sweep")
+    sweep: Mapping[str, tuple] = dataclasses.field(
+        default_factory=lambda: {n: tuple(PAPER_FIG3[n][1]) for n in ("coraca", "dblp4k", "cora", "facebook")})
+    changes: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    table: str = "fedhgl"
+
+    @staticmethod
+    def make(quick: bool = False, *, runs: int = RUNS, runs_facebook: Optional[int] = None,
+             datasets: Sequence[str] = HYPER + SIMPLE, ks: Sequence[int] = KS, parts: Sequence[str] = ("main", "sweep"),
+             rounds: int = 200, sweep_datasets: Sequence[str] = ("coraca", "dblp4k", "cora", "facebook"),
+             swap_val_test: bool = False, noise_first_hop: bool = False) -> "Plan":
+        """The paper's plan, or `quick` (CoraCA + Cora, K = 3, one run, a 3-point CoraCA sweep);
+        swap_val_test: the authors' 40 % / 20 % val / test; noise_first_hop: the authors' noise ablation."""
+        val, test = SWAP_VAL_TEST if swap_val_test else (0.2, 0.4)
+        changes = {"val_ratio": val, "test_ratio": test,
+                   "noise_propagation": "first_hop" if noise_first_hop else "paper"}
+        if rounds != 200:
+            changes["rounds"] = rounds
+        table = "fedhgl" + ("_swapvaltest" if swap_val_test else "") + ("_noisefirsthop" if noise_first_hop else "")
+        if quick:
+            return Plan(QUICK["datasets"], QUICK["ks"], QUICK["runs"], QUICK["runs"], tuple(parts),
+                        {n: tuple(v) for n, v in QUICK["sweep"].items()}, changes, table)
+        return Plan(tuple(datasets), tuple(ks), runs, runs if runs_facebook is None else runs_facebook, tuple(parts),
+                    {n: tuple(PAPER_FIG3[n][1]) for n in sweep_datasets if n}, changes, table)
+
+    def seeds(self, dataset: str) -> tuple[int, ...]:
+        return tuple(range(self.runs_facebook if dataset == "facebook" else self.runs))
+
+    def global_changes(self) -> dict:
+        out = {k: v for k, v in self.changes.items() if k != "rounds"}
+        if "rounds" in self.changes:
+            out["rounds"] = 3 * self.changes["rounds"]
+        return out
+
+
+ROW_TAG = {"HGNN (local)": "hgnn_local", "HGNN w/ HC": "hgnn_hc", "FedHGL": "fedhgl", "FedHGL w/ HC": "fedhgl_hc"}
+
+
+def main_cells(plan: Plan) -> list[Cell]:
+    """Tables III / V: one cell per (dataset, K, row), its runs = its seeds; then one Global cell
+    per hypergraph. The first row's cell also measures Tables II / IV (|E*|, |v*|)."""
+    if "main" not in plan.parts:
+        return []
+    out = []
+    for ds in plan.datasets:
+        for k in plan.ks:
+            for row, cfg in table_cells(ds, k, **plan.changes):
+                p = PAPER.get(row, {}).get(ds, {}).get(k)
+                out.append(Cell(f"{plan.table}/main/{ds}/k{k}/{ROW_TAG[row]}", cfg, plan.seeds(ds),
+                                {"paper": p[0], "paper_std": p[1]} if p else {}, title=f"{ds} K={k} {row}"))
+        if ds in HYPER:
+            p = PAPER_GLOBAL.get(ds)
+            out.append(Cell(f"{plan.table}/global/{ds}", cell(ds, "Global", 1, **plan.global_changes()),
+                            plan.seeds(ds), {"paper": p[0], "paper_std": p[1]} if p else {}, title=f"{ds} Global"))
+    return out
+
+
+def sweep_cells(plan: Plan) -> list[Cell]:
+    """Figure 3: one cell per dataset holding every ε (and the noise-free FedHGL w/ HC line)."""
+    if "sweep" not in plan.parts:
+        return []
+    out = []
+    for ds in plan.datasets:
+        if ds not in plan.sweep:
+            continue
+        eps = [float(e) for e in plan.sweep[ds]]
+        base = fig3_cells(ds, eps[:1], **plan.changes)[0]
+        config = {**schema.to_dict(base), "eps": list(plan.sweep[ds])}
+        mech, points, hc = PAPER_FIG3[ds]
+        out.append(Cell(f"{plan.table}/figure3/{ds}", config, plan.seeds(ds),
+                        {"paper_points": {str(e): a for e, a in points.items()}, "paper_hc_line": hc},
+                        title=f"Figure 3 {ds} ({mech})"))
+    return out
+
+
+def cells(plan: Plan) -> list[Cell]:
+    """Every cell of the plan, dataset by dataset (its rows, Global, then its sweep: one dataset loaded at a time)."""
+    both = main_cells(plan) + sweep_cells(plan)
+    return sorted(both, key=lambda c: plan.datasets.index(c.id.split("/")[2]))
+
+
+@functools.lru_cache(maxsize=2)
+def _hypergraph(dataset: str, data_dir: Optional[str]) -> Hypergraph:
+    return load_hypergraph(dataset, data_dir)
+
+
 def run_cell(cfg: FedHGLConfig, hg: Hypergraph):
     """One run through the engine (key jax.random.key(cfg.seed)); the RunResult (best_test = the paper's number)."""
     return execute(build(cfg, hypergraph=hg), cfg.seed, system="fedhgl")
@@ -188,53 +299,50 @@ def fmt(m, s):
     return "–" if m != m else f"{m:.4f} ({s:.4f})"
 
 
-def run_main(hg: Hypergraph, name: str, ks, runs: int, changes: dict, res: dict, log: Callable) -> None:
-    cell_res = res.setdefault("main", {}).setdefault(name, {})
-    stats = res.setdefault("stats", {}).setdefault(name, {})
-    for k in ks:
-        rows = table_cells(name, k, **changes)
-        accs = {row: [] for row, _ in rows}
-        st = []
-        for run in range(runs):
-            for i, (row, cfg) in enumerate(table_cells(name, k, seed=run, **changes)):
-                r = run_cell(cfg, hg)
-                if i == 0:
-                    st.append(r.summary["describe"]["split_stats"])
-                accs[row].append(r.best["best_test"])
-                log(f"{name} K={k} run={run} {row}: test {r.best['best_test']:.4f} (global model "
-                    f"{r.extras['global_test_acc']:.4f}), prop {r.summary['describe']['propagation_seconds']:.1f}s "
-                    f"train {r.timings['wall_seconds']:.1f}s")
-        for row in accs:
-            cell_res.setdefault(row, {})[str(k)] = {"runs": accs[row], "mean": ms(accs[row])[0], "std": ms(accs[row])[1]}
-        stats[str(k)] = {"cross_edges": ms([s["cross_edges"] for s in st])[0],
-                         "unsafe_nodes": ms([s["unsafe_nodes"] for s in st])[0],
-                         "uploads_per_hop": ms([s["uploads_per_hop"] for s in st])[0],
-                         "upload_floats_per_hop": ms([s["upload_floats_per_hop"] for s in st])[0]}
+def _summary(accs: list) -> dict:
+    return {"runs": accs, "mean": ms(accs)[0], "std": ms(accs)[1]}
 
 
-def run_global(hg: Hypergraph, name: str, runs: int, changes: dict, res: dict, log: Callable) -> None:
-    accs = []
-    for run in range(runs):
-        r = run_cell(cell(name, "Global", 1, run, **changes), hg)
-        accs.append(r.best["best_test"])
-        log(f"{name} Global run={run}: test {accs[-1]:.4f}")
-    res.setdefault("global", {})[name] = {"runs": accs, "mean": ms(accs)[0], "std": ms(accs)[1]}
+def measure(data_dir: Optional[str] = None, log: Callable = print) -> Callable[[Cell], dict]:
+    """cell -> metrics for every kind of FedHGL cell: a row (runs, mean, std; the first row of a table
+    also split_stats and hyperedges), a Global row, or a Figure 3 sweep."""
+    def run(c: Cell) -> dict:
+        if "/figure3/" in c.id:
+            return _measure_sweep(c, data_dir, log)
+        cfg = c.config
+        hg = _hypergraph(cfg.dataset, data_dir)
+        accs, st = [], []
+        for seed in c.seeds:
+            r = run_cell(dataclasses.replace(cfg, seed=seed), hg)
+            accs.append(r.best["best_test"])
+            st.append(r.summary["describe"]["split_stats"])
+            log(f"{c.title} run={seed}: test {accs[-1]:.4f} (global model {r.extras['global_test_acc']:.4f}), "
+                f"prop {r.summary['describe']['propagation_seconds']:.1f}s train {r.timings['wall_seconds']:.1f}s")
+        out = _summary(accs)
+        if "/main/" in c.id and c.id.endswith("/" + ROW_TAG[(ROWS_HYPER if cfg.dataset in HYPER else ROWS_SIMPLE)[0]]):
+            out["hyperedges"] = hg.num_edges
+            out["split_stats"] = {key: ms([s[key] for s in st])[0] for key in
+                                  ("cross_edges", "unsafe_nodes", "uploads_per_hop", "upload_floats_per_hop")}
+        return out
+    return run
 
 
-def run_fig3(hg: Hypergraph, name: str, eps_list, runs: int, changes: dict, res: dict, log: Callable) -> None:
+def _measure_sweep(c: Cell, data_dir: Optional[str], log: Callable) -> dict:
     """Figure 3. Laplace datasets: ε is a traced hyperparameter (X^{(N)}(ε) = X_clean + G/ε, HC is
     linear), so all ε of one run are one program through `fgl_jax.federated.run_sweep`. RR datasets:
     one propagation + training per ε (RR is not linear in ε)."""
+    name, eps_list = c.config["dataset"], list(c.config["eps"])
+    changes = {k: c.config[k] for k in ("val_ratio", "test_ratio", "noise_propagation", "rounds")}
+    hg = _hypergraph(name, data_dir)
     mech = PAPER_FIG3[name][0]
-    out_d = res.setdefault("sweep", {}).setdefault(name, {"mechanism": mech, "points": {}})
     accs = {e: [] for e in eps_list}
     clean = []
-    for run in range(runs):
+    for run in c.seeds:
         r = run_cell(cell(name, "FedHGL w/ HC", FIG3_CLIENTS, run, **changes), hg)
         clean.append(r.best["best_test"])
-        cells = fig3_cells(name, eps_list, run, **changes)
-        if mech == "laplace" and cells[0].noise_propagation == "paper":
-            cfg = dataclasses.replace(cells[0], traced_eps=True)
+        cfgs = fig3_cells(name, eps_list, run, **changes)
+        if mech == "laplace" and cfgs[0].noise_propagation == "paper":
+            cfg = dataclasses.replace(cfgs[0], traced_eps=True)
             prog = build(cfg, hypergraph=hg)
             sw = run_sweep(prog.algorithm, prog.data, [cfg.seed] * len(eps_list), cfg.rounds,
                            {"eps": [float(e) for e in eps_list]})
@@ -243,12 +351,33 @@ def run_fig3(hg: Hypergraph, name: str, eps_list, runs: int, changes: dict, res:
             log(f"{name} sweep K={FIG3_CLIENTS} run={run} (vectorised over ε, compile {sw.compile_seconds:.1f}s run "
                 f"{sw.run_seconds:.1f}s): " + ", ".join(f"{e}: {accs[e][-1]:.4f}" for e in eps_list))
             continue
-        for e, cfg in zip(eps_list, cells):
+        for e, cfg in zip(eps_list, cfgs):
             accs[e].append(run_cell(cfg, hg).best["best_test"])
             log(f"{name} sweep K={FIG3_CLIENTS} run={run} eps={e}: test {accs[e][-1]:.4f}")
-    for e in eps_list:
-        out_d["points"][str(e)] = {"runs": accs[e], "mean": ms(accs[e])[0], "std": ms(accs[e])[1]}
-    out_d["no_noise"] = {"runs": clean, "mean": ms(clean)[0], "std": ms(clean)[1]}
+    return {"mechanism": mech, "points": {str(e): _summary(accs[e]) for e in eps_list}, "no_noise": _summary(clean)}
+
+
+def results_of(recs: Mapping[str, dict], plan: Plan) -> dict:
+    """The plan's records as the nested results the tables are drawn from: hyperedges / main / stats /
+    global / sweep, dataset -> ... (a cell of the plan without a record is an error naming it)."""
+    res: dict = {"hyperedges": {}}
+    for c in main_cells(plan):
+        m = harness.metrics_of(recs, [c])[0]
+        ds = c.config.dataset
+        summary = {"runs": m["runs"], "mean": m["mean"], "std": m["std"]}
+        if "/global/" in c.id:
+            res.setdefault("global", {})[ds] = summary
+            continue
+        k = c.id.split("/")[-2][1:]
+        row = next(r for r, t in ROW_TAG.items() if c.id.endswith("/" + t))
+        res.setdefault("main", {}).setdefault(ds, {}).setdefault(row, {})[k] = summary
+        if "split_stats" in m:
+            res["hyperedges"][ds] = m["hyperedges"]
+            res.setdefault("stats", {}).setdefault(ds, {})[k] = m["split_stats"]
+    for c in sweep_cells(plan):
+        m = harness.metrics_of(recs, [c])[0]
+        res.setdefault("sweep", {})[c.config["dataset"]] = {k: m[k] for k in ("mechanism", "points", "no_noise")}
+    return res
 
 
 # ------------------------------------------------------------------------------------------------
@@ -350,22 +479,13 @@ def paper_payload() -> dict:
                      for n, v in PAPER_FIG3.items()}}
 
 
-def combine(out: Path, stems: Sequence[str], out_stem: str = "results", ks=KS) -> Path:
-    """Merge the result JSONs of several invocations (same schema) in `out` into one results file."""
-    t0 = time.perf_counter()
-    res, parts = {}, []
-    for st in stems:
-        d = json.loads((Path(out) / f"{st}.json").read_text())
-        for key, val in d["results"].items():
-            if isinstance(val, dict):
-                for name, v in val.items():
-                    res.setdefault(key, {})[name] = v
-            else:
-                res[key] = val
-        parts.append({"stem": st, **d["provenance"]})
-    payload = {"results": res, "paper": paper_payload(), "provenance": report.provenance(t0, {"combined_from": parts})}
-    report.write_results(Path(out), out_stem, render(res, ks), payload)
-    return Path(out) / f"{out_stem}.md"
+def results_payload(out: Path = harness.RESULTS / "fedhgl", quick: bool = False) -> Optional[dict]:
+    """{"results": ..., "paper": ...} of the paper-protocol records in `out` (what the results pages
+    draw), or None when there are none."""
+    recs = harness.load(out, quick, "fedhgl/")
+    if not recs:
+        return None
+    return {"results": results_of(recs, Plan.make(quick)), "paper": paper_payload()}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -374,62 +494,69 @@ def combine(out: Path, stems: Sequence[str], out_stem: str = "results", ks=KS) -
 QUICK = {"datasets": ("coraca", "cora"), "ks": (3,), "runs": 1, "sweep": {"coraca": (0.5, 1, 2)}}
 
 
-def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, *, runs: int = RUNS,
-              runs_facebook: Optional[int] = None, datasets: Sequence[str] = HYPER + SIMPLE, ks: Sequence[int] = KS,
-              parts: Sequence[str] = ("main", "sweep"), rounds: int = 200,
-              sweep_datasets: Sequence[str] = ("coraca", "dblp4k", "cora", "facebook"),
-              swap_val_test: bool = False, noise_first_hop: bool = False, stem: Optional[str] = None,
+def stem(plan: Plan, quick: bool) -> str:
+    return "results" + plan.table[len("fedhgl"):] + ("_quick" if quick else "")
+
+
+def render_records(out: Path, plan: Plan, quick: bool = False) -> Path:
+    """out/results(_quick).md from the plan's records in `out`."""
+    recs = harness.load(out, quick, plan.table + "/")
+    res = results_of(recs, plan)
+    used = [recs[c.id] for c in cells(plan)]
+    return harness.write_table(out, stem(plan, quick), render(res, plan.ks), used)
+
+
+def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, *, plan: Optional[Plan] = None,
               log: Optional[Callable[[str], None]] = None) -> Path:
-    """Run the paper's cells through the engine and write `out`/<stem>.md and .json (rewritten after
-    every dataset). quick: CoraCA + Cora, K = 3, one run, a 3-point CoraCA sweep (stem results_quick).
-    swap_val_test: the authors' 40 % / 20 % val / test; noise_first_hop: the authors' noise ablation."""
+    """Run the plan's cells (default: the paper's, or `quick`) through the engine, one record each in
+    out/records/<table>_<full|quick>.jsonl (written as each cell finishes), then out/results(_quick).md."""
     out = Path(out)
-    t0 = time.perf_counter()
-    val, test = SWAP_VAL_TEST if swap_val_test else (0.2, 0.4)
-    changes = {"val_ratio": val, "test_ratio": test, "noise_propagation": "first_hop" if noise_first_hop else "paper"}
-    if rounds != 200:
-        changes["rounds"] = rounds
-    if quick:
-        datasets, ks, runs, runs_fb = QUICK["datasets"], QUICK["ks"], QUICK["runs"], QUICK["runs"]
-        sweep = {n: list(v) for n, v in QUICK["sweep"].items()}
-        name = "results_quick"
-    else:
-        runs_fb = runs if runs_facebook is None else runs_facebook
-        sweep = {n: list(PAPER_FIG3[n][1]) for n in sweep_datasets if n}
-        name = "results"
-    if swap_val_test:
-        name = "results_quick_swapvaltest" if quick else "results_swapvaltest"
-    if noise_first_hop and not stem:
-        name += "_noisefirsthop"
-    name = stem or name
-    global_changes = {k: v for k, v in changes.items() if k != "rounds"}
-    if rounds != 200:
-        global_changes["rounds"] = 3 * rounds
-    config = {"val_ratio": val, "test_ratio": test, "noise_propagation": changes["noise_propagation"],
-              "datasets": list(datasets), "ks": list(ks), "runs": runs, "runs_facebook": runs_fb, "rounds": rounds,
-              "global_rounds": 3 * rounds, "parts": list(parts), "sweep": sweep,
-              "defaults": dataclasses.asdict(FedHGLConfig())}
-    res: dict = {"hyperedges": {}}
+    plan = plan or Plan.make(quick)
     if log is None:
+        t0 = time.perf_counter()
+
         def log(msg):
             print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", flush=True)
+    harness.run_cells(cells(plan), measure(data_dir, log), out, quick, log=log)
+    path = render_records(out, plan, quick)
+    log(f"done; wrote {path}")
+    return path
 
-    def save():
-        payload = {"results": res, "paper": paper_payload(), "provenance": report.provenance(t0, config)}
-        report.write_results(out, name, render(res, ks), payload)
 
-    for ds in datasets:
-        hg = load_hypergraph(ds, data_dir)
-        res["hyperedges"][ds] = hg.num_edges
-        r = runs_fb if ds == "facebook" else runs
-        if "main" in parts:
-            run_main(hg, ds, ks, r, changes, res, log)
-            if ds in HYPER:
-                run_global(hg, ds, r, global_changes, res, log)
-            save()
-        if "sweep" in parts and ds in sweep:
-            run_fig3(hg, ds, sweep[ds], r, changes, res, log)
-            save()
-    save()
-    log(f"done; wrote {out / (name + '.md')}")
-    return out / f"{name}.md"
+def main(argv=None) -> int:
+    """Flags map 1:1 to `Plan.make`'s keyword arguments; a flag not given keeps its default there."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="CoraCA + Cora, K=3, 1 run, 3-point sweep (a few minutes)")
+    ap.add_argument("--data-dir", default=None, help="directory holding the datasets (else $FGL_JAX_DATA)")
+    ap.add_argument("--out", default=str(harness.RESULTS / "fedhgl"), help="folder of the records and tables")
+    ap.add_argument("--runs", type=int, help="runs per cell (seed = run index)")
+    ap.add_argument("--runs-facebook", type=int, help="runs per Facebook cell (default: --runs)")
+    ap.add_argument("--datasets", help="comma-separated datasets of Tables III / V")
+    ap.add_argument("--ks", help="comma-separated client counts K")
+    ap.add_argument("--parts", help="comma-separated parts: main (tables), sweep (Figure 3)")
+    ap.add_argument("--rounds", type=int, help="federated rounds T (Global: 3 T)")
+    ap.add_argument("--sweep-datasets", help="comma-separated datasets of Figure 3")
+    ap.add_argument("--swap-val-test", action="store_true",
+                    help="authors' code compat: select on 40 %% and test on 20 %% (records fedhgl_swapvaltest_*)")
+    ap.add_argument("--noise-first-hop", action="store_true",
+                    help="ablation: LDP noise reaches only the first hop, as in the authors' code (spec §9)")
+    ap.add_argument("--render", action="store_true", help="only re-render the table from the records in --out")
+    ap.add_argument("--write-configs", metavar="DIR", help="write every paper cell as a YAML config into DIR and stop")
+    a = ap.parse_args(argv)
+    if a.write_configs:
+        print(f"wrote {len(write_configs(Path(a.write_configs)))} configs into {a.write_configs}")
+        return 0
+    lists = {"datasets": str, "ks": int, "parts": str, "sweep_datasets": str}
+    kw = {k: ([t(x) for x in getattr(a, k).split(",") if x] if k in lists and (t := lists[k]) else getattr(a, k))
+          for k in ("runs", "runs_facebook", "datasets", "ks", "parts", "rounds", "sweep_datasets")
+          if getattr(a, k) is not None}
+    plan = Plan.make(a.quick, swap_val_test=a.swap_val_test, noise_first_hop=a.noise_first_hop, **kw)
+    if a.render:
+        print(f"wrote {render_records(Path(a.out), plan, a.quick)}")
+    else:
+        reproduce(Path(a.out), a.quick, a.data_dir, plan=plan)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
