@@ -41,12 +41,8 @@ if __package__ in (None, ""):  # run as a script: the checkout's root on the pat
 
 import numpy as np
 
-from fgl_jax import report, schema
-from fgl_jax.data.hypergraph import Hypergraph, load_hypergraph
-from fgl_jax.experiment import execute
-from fgl_jax.federated.sweep import run_sweep
-from fgl_jax.systems.fedhgl.config import TRAIN_RATIO, FedHGLConfig
-from fgl_jax.systems.fedhgl.program import build
+from fgl_jax import Hypergraph, execute, load_hypergraph, run_sweep, schema, table
+from fgl_jax.systems.fedhgl import TRAIN_RATIO, FedHGLConfig, build
 
 from experiments import harness
 from experiments.harness import Cell
@@ -420,7 +416,7 @@ def render(res: dict, ks) -> str:
                     p = PAPER.get(row, {}).get(n, {}).get(k)
                     line[col] = f"{fmt(o['mean'], o['std']) if o else '–'} / {fmt(*p) if p else '–'}"
             body.append(line)
-        lines += [f"## {title}", "", report.table(body, cols), ""]
+        lines += [f"## {title}", "", table(body, cols), ""]
     if res.get("stats"):
         cols = ["dataset", "hyperedges (cleaned) / paper"] + [c for k in ks for c in
                                                               (f"K={k} \\|E*\\| ours / paper", f"K={k} \\|v*\\| ours / paper")]
@@ -434,7 +430,7 @@ def render(res: dict, ks) -> str:
                 line[f"K={k} \\|v*\\| ours / paper"] = f"{s['unsafe_nodes']:.0f} / {p[1]}" if s else "–"
             body.append(line)
         lines += ["## Tables II / IV: cross-client hyperedges |E*| and unsafe nodes |v*| (mean over runs) vs paper", "",
-                  report.table(body, cols), ""]
+                  table(body, cols), ""]
     gaps = []
     for row, per_ds in PAPER.items():
         for n, per_k in per_ds.items():
@@ -468,7 +464,7 @@ def render(res: dict, ks) -> str:
                 pv = paper.get(float(e), paper.get(int(float(e)), None) if float(e).is_integer() else None)
                 body.append({"ε": e, "ours": fmt(v["mean"], v["std"]), "paper": pv if pv is not None else "–"})
             lines += [f"**{n}** ({d['mechanism']}): no-noise HC ours {fmt(d['no_noise']['mean'], d['no_noise']['std'])}, "
-                      f"paper line {PAPER_FIG3[n][2]:.4f}", "", report.table(body, ["ε", "ours", "paper"], floatfmt=("g", ".4f", ".4f")), ""]
+                      f"paper line {PAPER_FIG3[n][2]:.4f}", "", table(body, ["ε", "ours", "paper"], floatfmt=("g", ".4f", ".4f")), ""]
     return "\n".join(lines)
 
 
