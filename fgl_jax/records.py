@@ -262,12 +262,16 @@ def read_lines(path: Path | str) -> list[dict[str, Any]]:
     """The records of the collection `path` (one JSON record per line, blank lines skipped), validated,
     in file order; RecordError naming the file, the line and the field when one is not a record, and
     when two lines hold one id."""
-    path = Path(path)
+    return [rec for _, rec in _numbered(Path(path))]
+
+
+def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    # (line number, record) of a collection: read_all's messages name the line too
     try:
         text = path.read_text()
     except OSError as err:
         raise RecordError(f"{path}: cannot be read ({err.strerror or err})") from None
-    out: list[dict[str, Any]] = []
+    out: list[tuple[int, dict[str, Any]]] = []
     line_of: dict[str, int] = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -281,7 +285,7 @@ def read_lines(path: Path | str) -> list[dict[str, Any]]:
         if rec["id"] in line_of:
             raise _fail(source, "id", f"{rec['id']!r} is also the id of line {line_of[rec['id']]}")
         line_of[rec["id"]] = n
-        out.append(rec)
+        out.append((n, rec))
     return out
 
 
@@ -319,10 +323,3 @@ def read_all(paths: Iterable[Path | str]) -> dict[str, dict[str, Any]]:
                 raise RecordError(f"{at}: field 'id': {rec['id']!r} is also the id of {where[rec['id']]}")
             out[rec["id"]], where[rec["id"]] = rec, at
     return out
-
-
-def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    # (line number, record) of a collection, for messages that name the line
-    recs = read_lines(path)
-    lines = [n for n, line in enumerate(path.read_text().splitlines(), 1) if line.strip()]
-    return list(zip(lines, recs))

@@ -270,6 +270,17 @@ def sweep_cells(plan: Plan) -> list[Cell]:
     return out
 
 
+def _row(c: Cell) -> str:
+    """The Table III / V row of a main cell ("Global" for the Global cell)."""
+    return next(r for r, m in ROW_METHOD.items() if m == c.config.method)
+
+
+def _first_row(c: Cell) -> bool:
+    """Whether `c` is its table's first row at its (dataset, K): the cell that carries |E*|, |v*|."""
+    ds = c.config.dataset
+    return "/main/" in c.id and _row(c) == (ROWS_HYPER if ds in HYPER else ROWS_SIMPLE)[0]
+
+
 def cells(plan: Plan) -> list[Cell]:
     """Every cell of the plan, dataset by dataset (its rows, Global, then its sweep: one dataset loaded at a time)."""
     both = main_cells(plan) + sweep_cells(plan)
@@ -315,7 +326,7 @@ def measure(data_dir: Optional[str] = None, log: Callable = print) -> Callable[[
             log(f"{c.title} run={seed}: test {accs[-1]:.4f} (global model {r.extras['global_test_acc']:.4f}), "
                 f"prop {r.summary['describe']['propagation_seconds']:.1f}s train {r.timings['wall_seconds']:.1f}s")
         out = _summary(accs)
-        if "/main/" in c.id and c.id.endswith("/" + ROW_TAG[(ROWS_HYPER if cfg.dataset in HYPER else ROWS_SIMPLE)[0]]):
+        if _first_row(c):  # Tables II / IV: the split's statistics, measured once per (dataset, K)
             out["hyperedges"] = hg.num_edges
             out["split_stats"] = {key: ms([s[key] for s in st])[0] for key in
                                   ("cross_edges", "unsafe_nodes", "uploads_per_hop", "upload_floats_per_hop")}
@@ -364,10 +375,9 @@ def results_of(recs: Mapping[str, dict], plan: Plan) -> dict:
         if "/global/" in c.id:
             res.setdefault("global", {})[ds] = summary
             continue
-        k = c.id.split("/")[-2][1:]
-        row = next(r for r, t in ROW_TAG.items() if c.id.endswith("/" + t))
-        res.setdefault("main", {}).setdefault(ds, {}).setdefault(row, {})[k] = summary
-        if "split_stats" in m:
+        k = str(c.config.clients)
+        res.setdefault("main", {}).setdefault(ds, {}).setdefault(_row(c), {})[k] = summary
+        if _first_row(c):
             res["hyperedges"][ds] = m["hyperedges"]
             res.setdefault("stats", {}).setdefault(ds, {})[k] = m["split_stats"]
     for c in sweep_cells(plan):
