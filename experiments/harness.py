@@ -10,8 +10,9 @@ A system's reproduction (`experiments/<system>/paper.py`) is
 `fgl_jax.records`): the cell id, the resolved config, the seeds, the metrics (the paper's value
 beside them) and the provenance (command, commit, versions, machine). The tables, the results pages
 and the README systems table (`experiments/make_index.py`) are all rendered from those records, so
-a number is written once. Records live in `<out>/records/<run>/<cell id>.json`, run = "full" or
-"quick" (`--quick`), a cell id's "/" being folders.
+a number is written once. A table's records live in one file, `<out>/records/<table>_<run>.jsonl`
+(one record per line, `records.write_lines`), table = the cell id's first "/"-part and run = "full" or
+"quick" (`--quick`); rerunning some cells replaces their lines and keeps the others.
 
     fgl-jax reproduce <system> [--quick] [--out DIR]     # runs experiments/<system>/paper.py
 """
@@ -49,8 +50,19 @@ def run_name(quick: bool) -> str:
     return "quick" if quick else "full"
 
 
-def records_dir(out: Path | str, quick: bool) -> Path:
-    return Path(out) / "records" / run_name(quick)
+def records_dir(out: Path | str) -> Path:
+    """The folder of a reproduction's record files."""
+    return Path(out) / "records"
+
+
+def table_of(cell_id: str) -> str:
+    """The table a cell belongs to: its id's first "/"-part ("hifgl/table3/cora-gcn" -> "hifgl")."""
+    return cell_id.split("/", 1)[0]
+
+
+def records_file(out: Path | str, quick: bool, table: str) -> Path:
+    """The file holding one table's records of one run: out/records/<table>_<full|quick>.jsonl."""
+    return records_dir(out) / f"{table}_{run_name(quick)}{records.COLLECTION_SUFFIX}"
 
 
 def resolved_config(config: Any) -> dict:
@@ -68,21 +80,17 @@ def record(cell: Cell, metrics: Mapping[str, Any], provenance: Mapping[str, Any]
                         title=cell.title, provenance=provenance)
 
 
-def _path(folder: Path, cell_id: str) -> Path:
-    return folder.joinpath(*cell_id.split("/")).with_suffix(".json")
-
-
 def run_cells(cells: Iterable[Cell], measure: Callable[[Cell], Mapping[str, Any]], out: Path | str, quick: bool,
               command: Optional[str | Sequence[str]] = None, log: Callable = print) -> list[dict]:
     """Measure every cell (`measure(cell)` runs it through the engine) and write its record; return
-    the records in cell order. Each record carries its own provenance, taken when its cell is done."""
-    folder = records_dir(out, quick)
+    the records in cell order. Each record carries its own provenance, taken when its cell is done, and
+    is written as soon as it is, so an interrupted run keeps the cells it finished."""
     done = []
     for cell in cells:
         t0 = time.time()
         metrics = measure(cell)
         rec = record(cell, metrics, records.provenance(command, started=t0, cwd=ROOT))
-        records.write(_path(folder, cell.id), rec)
+        records.write_lines(records_file(out, quick, table_of(cell.id)), [rec])
         log(f"{cell.id}: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
                                         for k, v in metrics.items() if isinstance(v, (int, float, str))))
         done.append(rec)
@@ -91,11 +99,11 @@ def run_cells(cells: Iterable[Cell], measure: Callable[[Cell], Mapping[str, Any]
 
 def load(out: Path | str, quick: bool, prefix: str = "") -> dict[str, dict]:
     """cell id -> record for the records of a run in `out` (those whose id starts with `prefix`);
-    {} when there are none. A malformed record is a `records.RecordError` naming the file and field."""
-    folder = records_dir(out, quick)
+    {} when there are none. A malformed record is a `records.RecordError` naming the file, line and field."""
+    folder = records_dir(out)
     if not folder.is_dir():
         return {}
-    recs = records.read_all(folder.rglob("*.json"))
+    recs = records.read_all(folder.glob(f"*_{run_name(quick)}{records.COLLECTION_SUFFIX}"))
     return {k: v for k, v in recs.items() if k.startswith(prefix)}
 
 
@@ -139,9 +147,10 @@ def converted(cell: Cell, metrics: Mapping[str, Any], original: Mapping[str, Any
 
 
 def write_converted(out: Path | str, quick: bool, recs: Iterable[dict]) -> int:
-    folder = records_dir(out, quick)
-    n = 0
+    """Write converted records into their tables' files (as `run_cells` would); return how many."""
+    by_file: dict[Path, list[dict]] = {}
     for rec in recs:
-        records.write(_path(folder, rec["id"]), rec)
-        n += 1
-    return n
+        by_file.setdefault(records_file(out, quick, table_of(rec["id"])), []).append(rec)
+    for path, group in by_file.items():
+        records.write_lines(path, group)
+    return sum(map(len, by_file.values()))

@@ -36,11 +36,17 @@ def _bench(path: Path):
 
 
 def _cells(system: str, cells) -> list[dict]:
-    """The metrics of a system's committed full-run cells (records under RES/<system>/records/full), in
+    """The metrics of a system's committed full-run cells (records in RES/<system>/records/*_full.jsonl), in
     the cells' order; [] when the system has no records there."""
     from experiments import harness
     recs = harness.load(RES / system, quick=False)
     return [recs[c.id]["metrics"] for c in cells if c.id in recs]
+
+
+def _fedhgl():
+    """FedHGL's committed full run as {"results": ..., "paper": ...} drawn from its records (None when none)."""
+    from experiments.fedhgl import paper
+    return paper.results_payload(RES / "fedhgl", quick=False)
 
 
 def _hifgl_cells():
@@ -89,7 +95,7 @@ def rows_hifgl():
 
 
 def rows_fedhgl():
-    d = _load(RES / "fedhgl" / "results.json")
+    d = _fedhgl()
     if not d:
         return []
     rows = []
@@ -462,7 +468,7 @@ def headline_fedgc():
 
 
 def headline_fedhgl():
-    d = _load(RES / "fedhgl" / "results.json")
+    d = _fedhgl()
     if not d:
         return ("", [])
     rows = []
@@ -481,7 +487,7 @@ def headline_fedhgl():
 def figure_fedhgl() -> None:
     """The paper's Figure 3 (accuracy against the LDP budget, with the noise-free HC line) and ours on the
     same axes: the paper's points from the numbers its reproduce script records, ours from the ε sweep."""
-    d = _load(RES / "fedhgl" / "results.json")
+    d = _fedhgl()
     fig3 = (d or {}).get("paper", {}).get("fig3")
     sweep = (d or {}).get("results", {}).get("sweep")
     if not fig3 or not sweep:
@@ -534,7 +540,6 @@ FILES = {
               "results_paperprot.md": "earlier 500-round runs with test-based selection (cited by results.md)",
               "results_ablation.md": "earlier 500-round ablation (cited by results.md)"},
     "fedhgl": {"results.md": "the main table, hyperedge statistics and the ε sweep",
-               "results_run3.md": "the run the main table merges", "results_run3_sweep.md": "the ε sweep run",
                "results_quick.md": "`--quick` settings (what CI runs)"},
 }
 

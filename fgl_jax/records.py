@@ -20,7 +20,13 @@ renderer or a test never fails deep inside a table with a KeyError.
 
 A provenance value that is not known is null, never invented: a record converted from an older result
 file keeps that file's own provenance under `provenance.original` and says where it came from in
-`provenance.converted_from`. Its public API is `__all__`.
+`provenance.converted_from`.
+
+A *collection* holds many records in one file, one validated record per line (`.jsonl`): a paper
+table's cells, say, as one file instead of one per cell. `write_lines()` replaces the records of the
+ids it is given and keeps the file's other lines (like `write_parts` for parts); `read_lines()` names
+the file, the line and the field when a line is malformed. `read_all()` reads both forms. Its public
+API is `__all__`.
 """
 from __future__ import annotations
 
@@ -36,9 +42,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 __all__ = ["SCHEMA", "KINDS", "PROVENANCE_KEYS", "RecordError", "provenance", "make", "validate", "write",
-           "write_parts", "read", "read_all"]
+           "write_parts", "read", "read_all", "COLLECTION_SUFFIX", "write_lines", "read_lines"]
 
 SCHEMA = "fgl_jax.record/1"
+COLLECTION_SUFFIX = ".jsonl"   # a file of records, one per line
 KINDS = ("benchmark", "reproduction", "experiment")
 # every provenance carries these keys (a value may be null when it is not known)
 PROVENANCE_KEYS = ("command", "started", "finished", "commit", "dirty", "versions", "machine")
@@ -251,13 +258,68 @@ def read(path: Path | str) -> dict[str, Any]:
     return validate(rec, str(path))
 
 
+def read_lines(path: Path | str) -> list[dict[str, Any]]:
+    """The records of the collection `path` (one JSON record per line, blank lines skipped), validated,
+    in file order; RecordError naming the file, the line and the field when one is not a record, and
+    when two lines hold one id."""
+    return [rec for _, rec in _numbered(Path(path))]
+
+
+def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    # (line number, record) of a collection: read_all's messages name the line too
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise RecordError(f"{path}: cannot be read ({err.strerror or err})") from None
+    out: list[tuple[int, dict[str, Any]]] = []
+    line_of: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        source = f"{path}, line {n}"
+        try:
+            rec = json.loads(line)
+        except ValueError as err:
+            raise RecordError(f"{source}: not JSON ({err})") from None
+        validate(rec, source)
+        if rec["id"] in line_of:
+            raise _fail(source, "id", f"{rec['id']!r} is also the id of line {line_of[rec['id']]}")
+        line_of[rec["id"]] = n
+        out.append((n, rec))
+    return out
+
+
+def write_lines(path: Path | str, recs: Iterable[Mapping[str, Any]]) -> Path:
+    """Validate `recs` and write them into the collection `path`: a record replaces the file's line of
+    the same id (in place), a new id is appended, and the file's other records are kept; return the path.
+
+    Nothing is written when one of `recs` is invalid, when two of them share an id, or when the current
+    file is not a valid collection (it is not overwritten: the error names it)."""
+    path = Path(path)
+    new: dict[str, dict[str, Any]] = {}
+    for i, rec in enumerate(recs):
+        rec = validate(dict(rec), f"{path} (new record {i})")
+        if rec["id"] in new:
+            raise _fail(f"{path} (new record {i})", "id", f"{rec['id']!r} is given twice")
+        new[rec["id"]] = rec
+    kept = {r["id"]: r for r in read_lines(path)} if path.exists() else {}
+    merged = {**kept, **new}   # an old id keeps its place, a new one goes last
+    _replace(path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in merged.values()))
+    return path
+
+
 def read_all(paths: Iterable[Path | str]) -> dict[str, dict[str, Any]]:
-    """id -> record for every file in `paths` (validated); two files with one id are an error."""
+    """id -> record for every file in `paths` (validated): a `.json` file holds one record, a `.jsonl`
+    file a collection (`read_lines`); two records with one id are an error naming both places."""
     out: dict[str, dict[str, Any]] = {}
-    where: dict[str, Path] = {}
+    where: dict[str, str] = {}
     for p in sorted(map(Path, paths)):
-        rec = read(p)
-        if rec["id"] in out:
-            raise RecordError(f"{p}: field 'id': {rec['id']!r} is also the id of {where[rec['id']]}")
-        out[rec["id"]], where[rec["id"]] = rec, p
+        if p.suffix == COLLECTION_SUFFIX:
+            found = [(r, f"{p}, line {n}") for n, r in _numbered(p)]
+        else:
+            found = [(read(p), str(p))]
+        for rec, at in found:
+            if rec["id"] in out:
+                raise RecordError(f"{at}: field 'id': {rec['id']!r} is also the id of {where[rec['id']]}")
+            out[rec["id"]], where[rec["id"]] = rec, at
     return out

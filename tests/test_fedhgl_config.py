@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from fgl_jax import registry, schema
-from fgl_jax.systems.fedhgl import FedHGLConfig, paper
+from fgl_jax.systems.fedhgl import FedHGLConfig
+
+from experiments.fedhgl import paper
 
 CONFIGS = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "fedhgl"
 

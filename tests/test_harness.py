@@ -30,16 +30,30 @@ def test_run_cells_writes_one_valid_record_per_cell(tmp_path):
 
     got = harness.run_cells(_cells(), measure, tmp_path, quick=True, command="cmd --quick", log=lambda *a: None)
     assert measured == ["t/a", "t/b"]
-    path = tmp_path / "records" / "quick" / "t" / "a.json"
-    rec = records.read(path)  # valid fgl_jax.record/1
+    # one file for the table "t" of the quick run, a line per cell in cell order
+    assert sorted(p.name for p in (tmp_path / "records").iterdir()) == ["t_quick.jsonl"]
+    lines = (tmp_path / "records" / "t_quick.jsonl").read_text().splitlines()
+    assert [json.loads(x)["id"] for x in lines] == ["t/a", "t/b"]
+    rec, b = records.read_lines(tmp_path / "records" / "t_quick.jsonl")  # valid fgl_jax.record/1 each
     assert rec == got[0]
     assert (rec["id"], rec["kind"], rec["seeds"]) == ("t/a", "reproduction", [0, 1])
     assert rec["config"] == {"dataset": "a", "hidden": [4, 8]}          # the resolved config, tuples as lists
     assert rec["metrics"] == {"mean": 0.25, "runs": [0.2, 0.3], "paper": 0.5}  # the paper's value beside ours
     assert rec["provenance"]["command"] == "cmd --quick" and rec["provenance"]["started"] is not None
-    b = records.read(tmp_path / "records" / "quick" / "t" / "b.json")
     assert (b["config"], b["seeds"], b["metrics"]) == ({"dataset": "b", "k": 3}, [2], {"mean": 0.75, "runs": [0.2, 0.3]})
-    assert not (tmp_path / "records" / "full").exists()
+
+
+def test_rerunning_some_cells_replaces_their_lines_and_keeps_the_others(tmp_path):
+    quiet = lambda *a: None
+    harness.run_cells(_cells(), lambda c: {"v": 1}, tmp_path, quick=False, command="first", log=quiet)
+    harness.run_cells([Cell("t/b", {"k": 4}), Cell("t/c", {})], lambda c: {"v": 2}, tmp_path, quick=False,
+                      command="second", log=quiet)
+    harness.run_cells([Cell("u/x", {})], lambda c: {"v": 3}, tmp_path, quick=False, log=quiet)
+    got = records.read_lines(tmp_path / "records" / "t_full.jsonl")
+    assert [(r["id"], r["metrics"]["v"], r["provenance"]["command"]) for r in got] == \
+        [("t/a", 1, "first"), ("t/b", 2, "second"), ("t/c", 2, "second")]   # t/b replaced in place
+    assert got[1]["config"] == {"k": 4}
+    assert sorted(harness.load(tmp_path, quick=False)) == ["t/a", "t/b", "t/c", "u/x"]
 
 
 def test_a_measured_value_is_never_replaced_by_the_papers():
@@ -59,10 +73,10 @@ def test_load_and_metrics_of_follow_the_cells_and_name_a_missing_one(tmp_path):
 
 
 def test_a_malformed_record_is_named(tmp_path):
-    bad = tmp_path / "records" / "full" / "t" / "a.json"
-    bad.parent.mkdir(parents=True)
-    bad.write_text(json.dumps({"schema": "fgl_jax.record/1", "id": "t/a"}))
-    with pytest.raises(records.RecordError, match=r"a\.json: field 'kind': missing"):
+    harness.run_cells(_cells(), lambda c: {"v": 1}, tmp_path, quick=False, log=lambda *a: None)
+    bad = tmp_path / "records" / "t_full.jsonl"
+    bad.write_text(bad.read_text() + json.dumps({"schema": "fgl_jax.record/1", "id": "t/c"}) + "\n")
+    with pytest.raises(records.RecordError, match=r"t_full\.jsonl, line 3: field 'kind': missing"):
         harness.load(tmp_path, quick=False)
 
 
@@ -84,7 +98,7 @@ def test_a_converted_record_keeps_its_numbers_and_original_provenance(tmp_path):
         ("python old.py", "2026-01-01 00:00:00 UTC", None, None, None)      # unknown: null, not invented
     assert prov["original"] == original and prov["converted_from"] == "old.json"
     assert harness.write_converted(tmp_path, False, [rec]) == 1
-    back = records.read(tmp_path / "records" / "full" / "t" / "a.json")
+    (back,) = records.read_lines(tmp_path / "records" / "t_full.jsonl")
     assert back["metrics"]["mean"] == 0.8755336999893188  # the float survives the JSON round trip exactly
     md = harness.write_table(tmp_path, "t", "x", [back]).read_text()
     assert "commit not recorded" in md and "converted from `old.json`" in md
@@ -103,3 +117,21 @@ def test_committed_hifgl_records_are_valid_and_hold_every_full_cell():
     # one number checked by hand against the committed table (hifgl.md, Table 3, Cora GCN: 0.8755 ± 0.0118)
     m = recs["hifgl/table3/cora-gcn"]["metrics"]
     assert (round(m["mean"], 4), round(m["std"], 4), m["paper"]) == (0.8755, 0.0118, 0.8555)
+
+
+def test_committed_fedhgl_records_hold_every_full_cell_and_render_the_committed_tables(tmp_path):
+    """FedHGL's committed results are records of exactly the reproduction's cells, and results(_quick).md
+    are their rendering (the tables hold no number the records do not)."""
+    import shutil
+    from experiments.fedhgl import paper
+    folder = harness.RESULTS / "fedhgl"
+    recs = harness.load(folder, quick=False)
+    assert sorted(recs) == sorted(c.id for c in paper.cells(paper.Plan.make(False)))
+    # one number checked by hand against the paper's Table III and the committed table (coraca K=3 FedHGL)
+    m = recs["fedhgl/main/coraca/k3/fedhgl"]["metrics"]
+    assert (round(m["mean"], 4), round(m["std"], 4), m["paper"], len(m["runs"])) == (0.5904, 0.0113, 0.5831, 5)
+    assert recs["fedhgl/main/facebook/k3/fedhgl"]["seeds"] == [0, 1, 2]      # the run used 3 Facebook seeds
+    shutil.copytree(folder / "records", tmp_path / "records")
+    for quick in (False, True):
+        made = paper.render_records(tmp_path, paper.Plan.make(quick), quick)
+        assert made.read_text() == (folder / made.name).read_text(), made.name

@@ -131,6 +131,54 @@ def test_write_parts_replaces_the_parts_run_and_keeps_the_others_with_their_prov
     assert path.read_text() == "[]"
 
 
+def test_a_collection_is_one_record_per_line_and_a_rewrite_keeps_the_other_lines(tmp_path):
+    path = tmp_path / "t_full.jsonl"
+    records.write_lines(path, [_record(id="a"), _record(id="b", metrics={"x": 1})])
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["metrics"] == {"x": 1}   # one JSON object per line
+    later = _record(id="a", metrics={"x": 2})
+    later["provenance"] = dict(later["provenance"], command="python toy.py --again")
+    records.write_lines(path, [later, _record(id="c")])
+    got = records.read_lines(path)
+    assert [r["id"] for r in got] == ["a", "b", "c"]                        # a replaced in place, c appended
+    assert got[0]["metrics"] == {"x": 2} and got[0]["provenance"]["command"] == "python toy.py --again"
+    assert got[1]["metrics"] == {"x": 1} and got[1]["provenance"]["command"] == "python toy.py"
+    assert records.read_all([path]).keys() == {"a", "b", "c"}
+
+
+def test_a_bad_collection_line_is_named_by_file_line_and_field(tmp_path):
+    path = tmp_path / "t.jsonl"
+    good = json.dumps(_record(id="a"))
+    path.write_text(good + "\n\n" + json.dumps(_record(id="b", seeds=[0, "1"])) + "\n")
+    with pytest.raises(records.RecordError, match=r"t\.jsonl, line 3: field 'seeds\[1\]': must be an integer"):
+        records.read_lines(path)
+    path.write_text(good + "\n{oops\n")
+    with pytest.raises(records.RecordError, match=r"t\.jsonl, line 2: not JSON"):
+        records.read_lines(path)
+    path.write_text(good + "\n" + good + "\n")
+    with pytest.raises(records.RecordError, match=r"t\.jsonl, line 2: field 'id': 'a' is also the id of line 1"):
+        records.read_lines(path)
+    # a file that is not a valid collection is not overwritten; nor is anything written for a bad new record
+    before = path.read_text()
+    with pytest.raises(records.RecordError, match="line 2"):
+        records.write_lines(path, [_record(id="z")])
+    ok = tmp_path / "ok.jsonl"
+    records.write_lines(ok, [_record(id="a")])
+    before = ok.read_text()
+    with pytest.raises(records.RecordError, match=r"ok\.jsonl \(new record 1\): field 'kind'"):
+        records.write_lines(ok, [_record(id="b"), _record(id="c", kind="nope")])
+    with pytest.raises(records.RecordError, match="given twice"):
+        records.write_lines(ok, [_record(id="b"), _record(id="b")])
+    assert ok.read_text() == before
+
+
+def test_one_id_in_a_collection_and_in_a_file_is_an_error_naming_both(tmp_path):
+    records.write_lines(tmp_path / "c.jsonl", [_record(id="x"), _record(id="toy")])
+    records.write(tmp_path / "d.json", _record())
+    with pytest.raises(records.RecordError, match=r"d\.json: field 'id': 'toy' is also the id of .*c\.jsonl, line 2"):
+        records.read_all([tmp_path / "c.jsonl", tmp_path / "d.json"])
+
+
 def test_the_harness_moves_the_run_description_into_the_provenance(tmp_path):
     harness = _module("fgl_jax_bench_harness", ROOT / "benchmarks" / "harness.py")
     payload = {"rows": [{"ms": 1.25}], "command": "python benchmarks/bench_toy.py --quick",

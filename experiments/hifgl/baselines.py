@@ -9,7 +9,7 @@ pooled test accuracy at the round of best pooled validation accuracy, 5 model se
 split and partition (seed 0), mean +- population std. The 5 seeds run as one vmapped program.
 
 Every row is a `Cell` (experiments/harness.py) of the baseline system's `RunConfig`; each writes
-one record (records/<run>/baselines/...), and the tables are rendered from the records.
+one record (a line of records/baselines_<run>.jsonl), and the tables are rendered from the records.
 
     fgl-jax reproduce hifgl [--quick]   (runs these rows first, then HiFGL's own)
     python experiments/hifgl/baselines.py [--quick] [--data-dir D] [--out DIR] [--render] [--write-configs]

@@ -12,7 +12,7 @@ Every cell is a `Cell` (experiments/harness.py) holding a `HiFGLConfig` with the
 `config.py`); seeds vary the model key only, on a fixed split and partition (spec 5.2.9). Seeds of
 one cell run as one `sweep` (member i = `run` with key(seed i)); the reported accuracy is the
 pooled test accuracy at the best pooled validation round. Each cell writes one record
-(records/<run>/hifgl/..., records/<run>/table6/...); the tables are rendered from the records.
+(a line of records/hifgl_<run>.jsonl or records/table6_<run>.jsonl); the tables are rendered from the records.
 
     fgl-jax reproduce hifgl [--quick] [--data-dir D] [--out D]
     python experiments/hifgl/paper.py [--quick] [--data-dir D] [--out D]

@@ -11,13 +11,10 @@ Hypergraph Structure Completion" (ICDE 2025). Spec: /work/shared/specs/fedhgl.md
     model.py        the two-linear classifier (Eq. 10)
     algorithm.py    FedAvg / local training as a FederatedAlgorithm (init, round)
     program.py      build(cfg) -> Program, registered as system "fedhgl"
-    paper.py        the paper's cells (Tables II–V, Figure 3) and reproduce()
 
-Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
-(the cells, runs and tables) is imported on first use.
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below. The
+paper's cells and tables live in the checkout's experiments/fedhgl/ (`fgl-jax reproduce fedhgl`).
 """
-from fgl_jax.systems import lazy_submodules
-
 from fgl_jax.systems.fedhgl import program  # noqa: F401  (registers the system)
 from fgl_jax.systems.fedhgl.algorithm import FedHGLState, evaluate, init_state, make_algorithm, make_round
 from fgl_jax.systems.fedhgl.clients import (HCClients, HypergraphSplit, build_basic_clients, build_hc_clients,
@@ -34,7 +31,4 @@ __all__ = ["FedHGLConfig", "METHODS", "TRAIN_RATIO", "build", "prepare", "prepar
            "resolve_mechanism", "client_splits", "make_data", "FedHGLData", "FedHGLState", "init_state", "make_round",
            "make_algorithm", "evaluate", "make_model", "HypergraphSplit", "split_hypergraph", "partition_hypergraph",
            "HCClients", "build_hc_clients", "build_basic_clients", "client_features", "hyperedge_completion",
-           "basic_propagation", "global_propagation", "server_aggregate", "paper"]
-
-
-__getattr__ = lazy_submodules(__name__, ("paper",))
+           "basic_propagation", "global_propagation", "server_aggregate"]
