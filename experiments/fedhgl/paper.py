@@ -41,7 +41,7 @@ if __package__ in (None, ""):  # run as a script: the checkout's root on the pat
 
 import numpy as np
 
-from fgl_jax import Hypergraph, execute, load_hypergraph, run_sweep, schema, table
+from fgl_jax import Hypergraph, engine, load_hypergraph, schema, sweep, table
 from fgl_jax.systems.fedhgl import TRAIN_RATIO, FedHGLConfig, build
 
 from experiments import harness
@@ -294,7 +294,7 @@ def _hypergraph(dataset: str, data_dir: Optional[str]) -> Hypergraph:
 
 def run_cell(cfg: FedHGLConfig, hg: Hypergraph):
     """One run through the engine (key jax.random.key(cfg.seed)); the RunResult (best_test = the paper's number)."""
-    return execute(build(cfg, hypergraph=hg), cfg.seed, system="fedhgl")
+    return engine.execute(build(cfg, hypergraph=hg), cfg.seed, system="fedhgl")
 
 
 def ms(v):
@@ -336,7 +336,7 @@ def measure(data_dir: Optional[str] = None, log: Callable = print) -> Callable[[
 
 def _measure_sweep(c: Cell, data_dir: Optional[str], log: Callable) -> dict:
     """Figure 3. Laplace datasets: ε is a traced hyperparameter (X^{(N)}(ε) = X_clean + G/ε, HC is
-    linear), so all ε of one run are one program through `fgl_jax.federated.run_sweep`. RR datasets:
+    linear), so all ε of one run are one program through `fgl_jax.sweep`. RR datasets:
     one propagation + training per ε (RR is not linear in ε)."""
     name, eps_list = c.config["dataset"], list(c.config["eps"])
     changes = {k: c.config[k] for k in ("val_ratio", "test_ratio", "noise_propagation", "rounds")}
@@ -351,7 +351,7 @@ def _measure_sweep(c: Cell, data_dir: Optional[str], log: Callable) -> dict:
         if mech == "laplace" and cfgs[0].noise_propagation == "paper":
             cfg = dataclasses.replace(cfgs[0], traced_eps=True)
             prog = build(cfg, hypergraph=hg)
-            sw = run_sweep(prog.algorithm, prog.data, [cfg.seed] * len(eps_list), cfg.rounds,
+            sw = sweep(prog.algorithm, prog.data, [cfg.seed] * len(eps_list), cfg.rounds,
                            {"eps": [float(e) for e in eps_list]})
             for i, e in enumerate(eps_list):
                 accs[e].append(float(sw.history["test_acc"][i, -1]))
