@@ -11,6 +11,8 @@ in one of four outcomes, read from the processes' exit codes, their stderr and t
   refusal     non-zero exit, stderr's last non-empty line a single `fgl-jax: error: ...` (or
               argparse's `fgl-jax run: error: ...`) line, and no `Traceback` anywhere in stderr
   traceback   a `Traceback` in the stderr of a process the case judges (goal: 0)
+  notice      exit 0 on an input a run may take if it says so (negative edge weights, which the
+              models do not use): a `fgl-jax: notice: ...` line names what was taken
   silent      exit 0 where a refusal was required, or exit 0 with files that differ from the
               reference (goal: 0)
 
@@ -68,7 +70,7 @@ ARGS = ["run", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--roun
 DATA_ARGS = ["run", "--clients", "3", "--rounds", "4", "--hidden", "8", "--no-progress"]
 FILES = ("metrics.jsonl", "summary.json", "config.yaml")
 TIMEOUT_S = 300
-OUTCOMES = ("identical", "refusal", "traceback", "silent", "other")
+OUTCOMES = ("identical", "refusal", "notice", "traceback", "silent", "other")
 ONE_LINE = re.compile(r"^fgl-jax( [\w-]+)?: error: ")
 KIND_WEIGHTS = {"kill": 0.55, "damage": 0.30, "disk": 0.15}    # of the cases that are not bad inputs
 # metrics.jsonl of the 24 rounds is ~17 KiB and each checkpoint file a few KiB: from 1 KiB (the first
@@ -420,11 +422,17 @@ def _csv_mixed_labels(path: Path) -> Path:
     return path
 
 
-def _data_case(name: str, make: Callable[[Path], Path], expect=("refusal",)) -> Case:
+def _data_case(name: str, make: Callable[[Path], Path], expect=("refusal",), notice: Optional[str] = None) -> Case:
+    """A bad data file; `notice`: the input is one a run may take if it says so (a line
+    `fgl-jax: notice: ...` containing that text), an accepted input that is not silent."""
     def go(c: Ctx):
         path = make(c.d / ("data" if "csv" in name.lower() else "data.npz"))
         s = c.r.run("run --dataset " + path.name, [*DATA_ARGS, "--dataset", str(path), "--out", str(c.d / "out")], c.d)
-        return [s], judge([s], None, True), {}
+        outcome = judge([s], None, True)
+        if outcome == "silent" and notice is not None and any(
+                "notice:" in line and notice in line for line in s.stderr.splitlines()):
+            outcome = "notice"
+        return [s], outcome, {}
     return Case("input", name, expect, go)
 
 
@@ -509,7 +517,9 @@ def bad_inputs() -> list[Case]:
                    lambda p: _npy_member_replaced(p, "x.npy", _npy_header((100_000_000, 100_000)))),
         _data_case("CSR x_shape=[60, 1e11]", _csr_x),
         _data_case("NaN edge weights", lambda p: _gnn_benchmark(p, lambda w: _set(w, float("nan")))),
-        _data_case("negative edge weights", lambda p: _gnn_benchmark(p, lambda w: _set(w, -1.0))),
+        # the weights are not used by the models: a run may go on, if it says how many are negative
+        _data_case("negative edge weights", lambda p: _gnn_benchmark(p, lambda w: _set(w, -1.0)),
+                   expect=("refusal", "notice"), notice="negative"),
         _data_case("mixed numeric/text CSV label column", _csv_mixed_labels),
         _flag_case("seed: 99999999999999999999 in --config", [], config=b"seed: 99999999999999999999\n"),
         _flag_case("--lr inf", ["--lr", "inf"]),
@@ -612,6 +622,7 @@ def main(argv=None) -> int:
     write_record(args.out, {
         "command": command(__file__, argv), "seed": args.seed, "cases": len(results),
         "counts": {"byte_identical_resumes": counts["identical"], "one_line_refusals": counts["refusal"],
+                   "accepted_with_notice": counts["notice"],
                    "tracebacks": counts["traceback"], "silent_acceptances": counts["silent"],
                    "other": counts["other"]},
         "correct": correct, "by_kind": by_kind, "run_args": ARGS, "reference_run_s": round(reference_s, 1),
@@ -619,6 +630,7 @@ def main(argv=None) -> int:
         "load_after": loadavg(), "machine": machine(), "results": results},
         seeds=[args.seed], title="fault injection: kills, damaged files, a full disk and bad inputs against fgl-jax run")
     print(f"{len(results)} cases: {counts['identical']} byte-identical resumes, {counts['refusal']} one-line refusals, "
+          f"{counts['notice']} accepted with a notice, "
           f"{counts['traceback']} tracebacks, {counts['silent']} silent acceptances, {counts['other']} other; "
           f"{correct}/{len(results)} as declared; {wall:.0f} s ({args.out})")
     return 0 if correct == len(results) else 1

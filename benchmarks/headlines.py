@@ -113,8 +113,9 @@ def csbm(d: dict) -> dict:
 
 def faults(d: dict) -> dict:
     c = d.get("counts") or {}
-    return {"identical / refusals / tracebacks / silent": "{} / {} / {} / {}".format(
-        c.get("byte_identical_resumes"), c.get("one_line_refusals"), c.get("tracebacks"), c.get("silent_acceptances")),
+    return {"identical / refusals / notices / tracebacks / silent": "{} / {} / {} / {} / {}".format(
+        c.get("byte_identical_resumes"), c.get("one_line_refusals"), c.get("accepted_with_notice", 0),
+        c.get("tracebacks"), c.get("silent_acceptances")),
         "as declared": f"{d.get('correct')}/{d.get('cases')}"}
 
 
