@@ -224,13 +224,13 @@ def algorithms_table(dataset: str = "cora", clients: int = 10, partition: str = 
                                     jax.random.key(0))
             sent = f"{_describe(up, params) or 'nothing'} ({_size(tree_bytes(up))})"
             got = f"{_describe(down, params) or 'nothing'} ({_size(tree_bytes(down))})"
-        hp = e.info.get("hparams")
+        hp = e.spec.hparams
         opts = []
         if hp is not None:
             for name, spec in schema.fields(hp).items():
                 mark = "\\*" if spec.traced else ""   # an escaped *, not the start of an emphasis
                 opts.append(f"`{name}` = {spec.default}{mark}")
-        rows.append(f"| `{e.name}` | {cell(e.info.get('paper', ''))} | {cell(e.help)} | {cell(sent)} | {cell(got)} "
+        rows.append(f"| `{e.name}` | {cell(e.spec.paper)} | {cell(e.help)} | {cell(sent)} | {cell(got)} "
                     f"| {cell('; '.join(opts)) or 'none of its own'} |")
     return "\n".join(rows)
 

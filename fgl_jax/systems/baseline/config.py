@@ -186,9 +186,9 @@ class BaselineFields(RunSpec):
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"lp_train_frac + lp_val_frac + lp_test_frac must be 1, got {self.lp_train_frac} + "
                              f"{self.lp_val_frac} + {self.lp_test_frac} = {total:g}")
-        tasks = registry.entry("algorithm", self.algorithm).info.get("tasks", ("node_cls",))
+        tasks = registry.algorithm(self.algorithm).tasks
         if "link_pred" not in tasks:
-            able = [e.name for e in registry.entries("algorithm") if "link_pred" in e.info.get("tasks", ())]
+            able = [e.name for e in registry.entries("algorithm") if "link_pred" in e.spec.tasks]
             raise ValueError(f"task link_pred: algorithm {self.algorithm!r} is node classification only "
                              f"(link prediction: {', '.join(able)})")
         if self.ldp != "none":
@@ -201,7 +201,7 @@ class BaselineFields(RunSpec):
 
     def hparams(self):
         """The chosen algorithm's own hyperparameters (its `hparams` dataclass), or None."""
-        cls = registry.entry("algorithm", self.algorithm).info.get("hparams")
+        cls = registry.algorithm(self.algorithm).hparams
         return None if cls is None else cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
 
     def server_hparams(self):
@@ -222,7 +222,7 @@ def _hparam_fields() -> list[tuple[str, str, dataclasses.Field, object]]:
     """(algorithm, name, field, type) of every registered algorithm's hyperparameters."""
     out = []
     for e in registry.entries("algorithm"):
-        cls = e.info.get("hparams")
+        cls = e.spec.hparams
         if cls is None:
             continue
         hints = typing.get_type_hints(cls)
