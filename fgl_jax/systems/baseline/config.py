@@ -2,6 +2,12 @@
 fields below and every registered algorithm's own hyperparameters (`fgl_jax/algorithms/*`), so a
 new algorithm's options appear here, on the command line and in YAML without an edit.
 
+In YAML (config.yaml, --config) the algorithm is one block holding its name and only the options
+it reads, keyed by field name: `algorithm: {name: fedprox, prox_mu: 0.001}` (`to_yaml_values`);
+the flat form written before the block (`algorithm: fedprox`, every algorithm's options beside it)
+still loads (`from_yaml_values`). Flags keep their names (`--prox-mu`) and are grouped per
+algorithm in --help; sweep --grid keys are the field names.
+
 split: "standard" = the dataset's own split (Planetoid public split), "random" = fractions
 train/val/test, "per_class" = FederatedScope's random Planetoid split (num_train_per_class /
 num_val), "per_client" = OpenFGL's split: each client's nodes after partitioning, class by class,
