@@ -7,8 +7,10 @@
   rewritten when the committed docs/cli.md differs;
 * a page line `<!-- include: experiments/results/hifgl/README.md -->` is replaced by that file;
 * `<!-- algorithms: registry -->` becomes the table of every registered algorithm (paper, messages
-  sized on Cora, hyperparameters and defaults), so docs/algorithms.md cannot go stale (its benchmark
-  tables are committed, rendered from the records by benchmarks/render.py and checked by a test);
+  sized on Cora, hyperparameters and defaults), and `<!-- algorithms: modules -->` one docstring block
+  per registered algorithm's module, so docs/algorithms.md cannot go stale and a new algorithm needs
+  no edit there (its benchmark tables are committed, rendered from the records by
+  benchmarks/render.py and checked by a test);
 * relative links are written for GitHub (`../experiments/results/x.md`, `docs/x.md` from the README) and
   rewritten here to the site's paths; a link to a repository file that is not on the site (source
   code) becomes a code span, so `mkdocs build --strict` checks every link that can be checked.
@@ -224,15 +226,24 @@ def algorithms_table(dataset: str = "cora", clients: int = 10, partition: str = 
                                     jax.random.key(0))
             sent = f"{_describe(up, params) or 'nothing'} ({_size(tree_bytes(up))})"
             got = f"{_describe(down, params) or 'nothing'} ({_size(tree_bytes(down))})"
-        hp = e.info.get("hparams")
+        hp = e.spec.hparams
         opts = []
         if hp is not None:
             for name, spec in schema.fields(hp).items():
                 mark = "\\*" if spec.traced else ""   # an escaped *, not the start of an emphasis
                 opts.append(f"`{name}` = {spec.default}{mark}")
-        rows.append(f"| `{e.name}` | {cell(e.info.get('paper', ''))} | {cell(e.help)} | {cell(sent)} | {cell(got)} "
+        rows.append(f"| `{e.name}` | {cell(e.spec.paper)} | {cell(e.help)} | {cell(sent)} | {cell(got)} "
                     f"| {cell('; '.join(opts)) or 'none of its own'} |")
     return "\n".join(rows)
+
+
+def algorithm_modules() -> str:
+    """One mkdocstrings block per registered algorithm's module (its docstring: what it implements
+    and where it departs from its paper and from OpenFGL), in the registry's order."""
+    from fgl_jax import registry
+    blocks = [f"::: {e.obj.__module__}\n    options:\n      members: false\n      show_root_heading: true\n"
+              f"      heading_level: 2\n" for e in registry.entries("algorithm")]
+    return "\n".join(blocks)
 
 
 def _present(page: str) -> bool:
@@ -302,6 +313,7 @@ def on_page_markdown(markdown: str, page, config, files: Files) -> str:
     markdown = re.sub(r"<!--\s*include:\s*(\S+)\s*-->", include, markdown)
     markdown = re.sub(r"<!--\s*equations:\s*(\w+)\s*-->", lambda m: equations_table(m.group(1)), markdown)
     markdown = re.sub(r"<!--\s*algorithms:\s*registry\s*-->", lambda m: algorithms_table(), markdown)
+    markdown = re.sub(r"<!--\s*algorithms:\s*modules\s*-->", lambda m: algorithm_modules(), markdown)
     if page.file.abs_src_path is None:
         return markdown
     return rewrite_links(markdown, _repo_path(page), page.file.src_uri, site_files)

@@ -20,7 +20,8 @@ import dataclasses
 import difflib
 import importlib
 import pkgutil
-from typing import Any, Callable
+import typing
+from typing import Any, Callable, Optional
 
 KINDS = ("dataset", "format", "model", "algorithm", "partition", "system")
 
@@ -35,12 +36,105 @@ PROVIDERS: dict[str, tuple[str, bool]] = {
 }
 
 
+ALGORITHM_TASKS = ("node_cls", "link_pred")
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmSpec:
+    """What an FL algorithm's registration declares (`@register("algorithm", name, **fields)`),
+    typed and checked when the module is imported: an unknown field, a wrong type or a value
+    outside its choices is one line naming the algorithm and the field.
+
+    help: one line for `--help` and docs/algorithms.md; paper: the citation.
+    hparams: the algorithm's own options, a frozen dataclass of `fgl_jax.schema.option` fields
+        (flags, the config's `algorithm:` block and its docs row come from it), or None.
+    tasks: the tasks it serves; ("node_cls", "link_pred") when it trains and evaluates only through
+        the model (docs in `fgl_jax.algorithms`).
+    features: "ell" when its code passes the client features only to the model's first layer
+        (`fgl-jax run` then hands it `ops.EllFeatures`), else None.
+    data: "full_graph" for centralised training on the whole graph (one client), else None.
+    prepare(inp: HostInput, hp) -> (batch, extra): host-side preparation run once before the
+        compiled rounds (`fgl_jax.federated.algorithm.HostInput`): numpy work on the partition,
+        or a jitted stage whose result the rounds only read (FedSage+'s NeighGen, FedDEP's
+        generator: see docs/architecture.md, "Phases and preparation").
+    pre_communication(inp, hp) -> (up_bytes, down_bytes): bytes of a one-off exchange before
+        training (summary.json's pre_training_communication).
+    dp_uncovered: what DP-FedAvg's epsilon does not cover (warned about with --dp-clip).
+
+    Phases (a round schedule that changes kind part-way) are not declared here: they are the
+    `phases` of the `FederatedAlgorithm` the factory returns (`fgl_jax.federated.algorithm.Phase`).
+    """
+
+    help: str
+    paper: str = ""
+    hparams: Optional[type] = None
+    tasks: tuple = ("node_cls",)
+    features: Optional[str] = None
+    data: Optional[str] = None
+    prepare: Optional[Callable] = None
+    pre_communication: Optional[Callable] = None
+    dp_uncovered: Optional[str] = None
+
+    _CHOICES = {"features": (None, "ell"), "data": (None, "full_graph")}
+
+    @classmethod
+    def build(cls, name: str, info: dict) -> "AlgorithmSpec":
+        """The checked spec of algorithm `name` from its registration's keywords."""
+        where = f"register: algorithm {name!r}"
+        known = [f.name for f in dataclasses.fields(cls)]
+        for k in info:
+            if k not in known:
+                close = difflib.get_close_matches(k, known, n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(f"{where}: unknown field {k!r}{hint}; an AlgorithmSpec has {', '.join(known)}")
+        if "help" not in info:
+            raise TypeError(f"{where}: field 'help' is required (one line for --help and the docs)")
+        info = dict(info)
+        if isinstance(info.get("tasks"), list):
+            info["tasks"] = tuple(info["tasks"])
+        hints = typing.get_type_hints(cls)
+        for k, v in info.items():
+            tp = hints[k]
+            optional = typing.get_origin(tp) is typing.Union
+            base = [a for a in typing.get_args(tp) if a is not type(None)][0] if optional else tp
+            base = typing.get_origin(base) or base
+            if v is None and optional:
+                continue
+            ok = callable(v) if base is Callable or base is typing.get_origin(Callable) else isinstance(v, base)
+            if not ok:
+                want = getattr(base, "__name__", str(base)) + (" or None" if optional else "")
+                raise TypeError(f"{where}: field {k!r} must be {want}, got {type(v).__name__} {v!r}")
+        spec = cls(**info)
+        for k, choices in cls._CHOICES.items():
+            if getattr(spec, k) not in choices:
+                raise ValueError(f"{where}: field {k!r} must be one of {', '.join(map(str, choices))}, "
+                                 f"got {getattr(spec, k)!r}")
+        bad = [t for t in spec.tasks if t not in ALGORITHM_TASKS]
+        if not spec.tasks or bad:
+            raise ValueError(f"{where}: field 'tasks' must name some of {', '.join(ALGORITHM_TASKS)}, got {spec.tasks!r}")
+        if spec.hparams is not None and not (dataclasses.is_dataclass(spec.hparams)
+                                             and spec.hparams.__dataclass_params__.frozen):
+            raise TypeError(f"{where}: field 'hparams' must be a frozen dataclass, got {spec.hparams!r}")
+        if not spec.help.strip():
+            raise ValueError(f"{where}: field 'help' is empty")
+        return spec
+
+    def as_info(self) -> dict:
+        """The fields as the registry entry's `info` dict (every field, defaults included)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+# kind -> the typed spec its registrations are checked against (kinds without one stay free-form)
+SPECS: dict[str, type] = {"algorithm": AlgorithmSpec}
+
+
 @dataclasses.dataclass(frozen=True)
 class Entry:
     kind: str
     name: str
     obj: Any
-    info: dict  # free-form: help, config / hparams dataclass, files, ...
+    info: dict  # the registration's keywords: help, config / hparams dataclass, files, ...
+    spec: Any = None  # the typed spec for kinds that have one (`SPECS`: an AlgorithmSpec)
 
     @property
     def help(self) -> str:
@@ -82,7 +176,8 @@ def add(kind: str, name: str, obj: Any, *, overwrite: bool = False, **info: Any)
         raise ValueError(f"register: a {kind} name must be letters, digits, '_' or '-', got {name!r}")
     if k in _ENTRIES[kind] and not overwrite:
         raise ValueError(f"register: {kind} {k!r} is already registered (pass overwrite=True to replace it)")
-    e = Entry(kind, k, obj, dict(info))
+    spec = SPECS[kind].build(k, info) if kind in SPECS else None
+    e = Entry(kind, k, obj, spec.as_info() if spec is not None else dict(info), spec)
     _ENTRIES[kind][k] = e
     return e
 
@@ -166,6 +261,11 @@ def foreign(kinds: tuple = ("model", "algorithm", "partition", "system")) -> lis
     not used while there are any (`fgl_jax.experiment.program_context`)."""
     return [e for kind in kinds for e in _ENTRIES[kind].values()
             if str(getattr(e.obj, "__module__", None) or "").split(".")[0] != "fgl_jax"]
+
+
+def algorithm(name: str) -> AlgorithmSpec:
+    """The typed spec of a registered algorithm (UnknownNameError lists the known ones)."""
+    return entry("algorithm", name).spec
 
 
 def has(kind: str, name: str) -> bool:

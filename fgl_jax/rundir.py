@@ -189,8 +189,10 @@ def prepare(out: os.PathLike, *, resume: bool, overwrite: bool) -> Path:
 def config_digest(config: dict) -> str:
     """sha256 of a resolved config without the keys a resume may change (RESUMABLE_CHANGES): what
     every checkpoint's manifest records, so a resume can check the command against the run that
-    wrote it even when config.yaml is gone."""
-    kept = {k: v for k, v in config.items() if k not in RESUMABLE_CHANGES}
+    wrote it even when config.yaml is gone. Taken of the config's normal form
+    (`fgl_jax.schema.normal_form`: one form for configs written before and after a format change)."""
+    from fgl_jax import schema
+    kept = {k: v for k, v in schema.normal_form(config).items() if k not in RESUMABLE_CHANGES}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -210,7 +212,10 @@ def check_resume_config(out: Path, saved_text: Optional[str], new: dict, allowed
         return
     from fgl_jax import schema
     source = source or str(Path(out) / "config.yaml")
-    saved = schema.read_yaml_text(saved_text, source)
+    # compared in normal form: a config.yaml written by an older fgl_jax (the baseline's flat
+    # algorithm options) configures the same run as today's nested one
+    saved = schema.normal_form(schema.read_yaml_text(saved_text, source), source)
+    new = schema.normal_form(new, "this command")
     old, now = saved.get("dataset_sha256"), new.get("dataset_sha256")
     if old and now and old != now and saved.get("dataset") == new.get("dataset"):
         # the rounds already done trained on the old file: continuing would mix two graphs
@@ -238,11 +243,14 @@ def check_recorded_config(checkpoint: Path, manifest: dict, new: dict) -> None:
         return
     from fgl_jax import schema
     try:
-        saved = schema.read_yaml_text(str(manifest.get("config", "")), f"{checkpoint}.sha256")
+        saved = schema.normal_form(schema.read_yaml_text(str(manifest.get("config", "")), f"{checkpoint}.sha256"))
     except ValueError:
         saved = {}
+    new = schema.normal_form(new, "this command")
     keys = [k for k in sorted(set(saved) | set(new)) if k not in RESUMABLE_CHANGES
             and saved.get(k, "<absent>") != new.get(k, "<absent>")]
+    if saved and not keys:
+        return  # a digest of another form (an older fgl_jax's flat config) of the same config
     what = ("; ".join(config_changes({k: saved.get(k, "<absent>") for k in keys},
                                      {k: new.get(k, "<absent>") for k in keys}))
             if keys and saved else f"config digest {digest[:12]}... recorded, {config_digest(new)[:12]}... now")

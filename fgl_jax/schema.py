@@ -261,11 +261,50 @@ def to_dict(cfg: Any) -> dict:
 # YAML
 # ------------------------------------------------------------------------------------------------
 
+# A config class may keep its YAML in another shape than its flat fields (the baseline's nested
+# `algorithm: {name: ..., <its options>}` block) by defining two classmethod/method hooks:
+#   cfg.to_yaml_values() -> dict               the mapping `dump` writes (plain YAML values)
+#   cls.from_yaml_values(values, source) -> dict   that mapping (or an older flat one) back to
+#                                                  field values, for `check` / `make`
+# Without them the YAML mapping is the fields themselves (`to_dict`).
+
+def yaml_values(cfg: Any) -> dict:
+    """The mapping `dump` writes for `cfg` (its class's `to_yaml_values`, else its fields)."""
+    hook = getattr(cfg, "to_yaml_values", None)
+    return hook() if callable(hook) else to_dict(cfg)
+
+
+def from_yaml(cls: type, values: dict, source: str) -> dict:
+    """A YAML mapping of `cls` as flat field values (its `from_yaml_values` hook, else unchanged)."""
+    hook = getattr(cls, "from_yaml_values", None)
+    return hook(values, source) if callable(hook) else values
+
+
+def normal_form(values: dict, source: str = "config") -> dict:
+    """A config mapping read from YAML (with its `system:` key) in the form its system writes today,
+    so two configs compare equal when they configure the same run: a baseline config.yaml written
+    before the nested algorithm block (every algorithm's options flat) and one written after.
+    Returned unchanged when the system is unknown or the mapping is not a valid config of it (the
+    comparison then names the differing keys as they are)."""
+    from fgl_jax import registry
+    system = values.get("system")
+    if not isinstance(system, str) or not registry.has("system", system):
+        return values
+    cls = registry.entry("system", system).info.get("config")
+    if cls is None or not callable(getattr(cls, "from_yaml_values", None)):
+        return values
+    rest = {k: v for k, v in values.items() if k != "system"}
+    try:
+        cfg = make(cls, from_yaml(cls, rest, source), source)
+    except (ValueError, TypeError, KeyError):
+        return values
+    return {"system": system, **yaml_values(cfg)}
+
 def dump(cfg: Any, system: Optional[str] = None, path: Optional[Union[str, Path]] = None,
          extra: Optional[dict] = None) -> str:
     """YAML text of a config (`system:` first when given); written to `path` when given."""
     head = {"system": system} if system else {}
-    text = yaml.safe_dump({**head, **to_dict(cfg), **(extra or {})}, sort_keys=False)
+    text = yaml.safe_dump({**head, **yaml_values(cfg), **(extra or {})}, sort_keys=False)
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
@@ -350,10 +389,17 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = 
     rules and one message shape. Returns the destinations added.
     """
     group = parser.add_argument_group(title) if title else parser
+    # a field whose metadata names a `group` gets its own section of --help (the baseline's
+    # options of each algorithm, `fgl_jax.systems.baseline.config`)
+    titled = {f.name: f.metadata["group"] for f in dataclasses.fields(cls) if f.metadata and f.metadata.get("group")}
+    sections: dict = {}
     added = []
     for name, spec in fields(cls).items():
         if name in skip:
             continue
+        where = group
+        if name in titled:
+            where = sections.get(titled[name]) or sections.setdefault(titled[name], parser.add_argument_group(titled[name]))
         kw: dict = {"dest": name, "default": None, "help": describe(spec)}
         if spec.type is bool:
             kw["action"] = argparse.BooleanOptionalAction
@@ -362,7 +408,7 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = 
                 else name.upper()
             if spec.type is tuple:
                 kw["nargs"] = "+"
-        group.add_argument(spec.flag, **kw)
+        where.add_argument(spec.flag, **kw)
         added.append(name)
     return added
 
@@ -377,7 +423,8 @@ def resolve(cls: type, config_path: Optional[Union[str, Path]] = None, flags: Op
     """defaults < YAML file < flags, checked; the one way a run's config is assembled."""
     values: dict = {}
     if config_path:
-        values.update(check(cls, read_yaml(config_path, system), f"config file {config_path}"))
+        where = f"config file {config_path}"
+        values.update(check(cls, from_yaml(cls, read_yaml(config_path, system), where), where))
     values.update(check(cls, flags or {}, "command line"))
     return make(cls, values, source=f"config file {config_path}" if config_path else "command line")
 

@@ -143,3 +143,29 @@ def test_phases_must_start_at_round_zero_in_order():
     bad = alg._replace(phases=(alg.phases[1], alg.phases[0]))
     with pytest.raises(ValueError, match="start at round 0 and in increasing order; got starts \\[5, 0\\]"):
         run(bad, jnp.float32(0.5), jax.random.key(0), 3)
+
+
+def test_generator_algorithms_declare_their_phases():
+    """FedSage+ and FedDEP change kind part-way (a generator, then FedAvg): they go through `Phase`
+    like AdaFGL, so `run` compiles each phase alone (one phase mechanism, issue 46)."""
+    from fgl_jax import registry
+    from tests.alg_helpers import toy_setup
+    _, net, common = toy_setup()
+    sage = registry.algorithm("fedsage_plus").hparams
+    for gen_rounds, starts in ((2, [0, 2]), (0, [0])):
+        alg = registry.get("algorithm", "fedsage_plus")(net, common, sage(fedsage_gen_rounds=gen_rounds))
+        assert [p.start for p in alg.phases] == starts and all(p.enter is None for p in alg.phases)
+    dep = registry.get("algorithm", "feddep")(net, common, registry.algorithm("feddep").hparams())
+    assert [p.start for p in dep.phases] == [0, 1]
+
+
+@pytest.mark.slow  # compiles FedSage+'s two phases and its one-program round
+def test_fedsage_phased_run_equals_its_one_program_round():
+    from fgl_jax.systems.baseline import RunConfig, build
+    cfg = RunConfig(dataset="csbm", algorithm="fedsage_plus", clients=3, rounds=4, hidden=8, split="keep",
+                    fedsage_gen_rounds=2, fedsage_gen_width=16, fedsage_latent=8, fedsage_num_pred=2)
+    prog = build(cfg)
+    phased = run(prog.algorithm, prog.data, jax.random.key(0), 4).history
+    single = run(prog.algorithm._replace(phases=()), prog.data, jax.random.key(0), 4).history
+    for k in ("train_loss", "val_acc", "test_acc", "val_loss"):
+        np.testing.assert_allclose(phased[k], single[k], rtol=1e-6, atol=1e-7, err_msg=k)

@@ -5,6 +5,12 @@ An algorithm module registers a factory
     @register("algorithm", "<name>", hparams=<HParams dataclass or None>, help="<one line>")
     def <name>(model, common: FedConfig, hp) -> FederatedAlgorithm
 
+The registration's keywords are the fields of `fgl_jax.registry.AlgorithmSpec` (help, paper,
+hparams, tasks, features, data, prepare, pre_communication, dp_uncovered), checked at import: an
+unknown or wrong-typed field is one line naming the algorithm and the field. In a run's
+config.yaml the algorithm's options sit in one block, `algorithm: {name: <name>, <field>: ...}`,
+keyed by the hparams field names (the flags' names: `--prox-mu` is `prox_mu`).
+
 where `model` is the flax model, `common` the hyperparameters every baseline shares (local steps,
 optimiser, client chunking) and `hp` an instance of the module's own frozen `hparams` dataclass
 (fields declared with `fgl_jax.schema.option`). `fgl-jax run --algorithm <name>` gets the module's

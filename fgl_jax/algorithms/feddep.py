@@ -24,6 +24,8 @@ Round 0 (DGen training, per client, on the impaired graph; its classifier is DGe
     and every client mends its graph: mend_i (the kept nodes; hidden nodes get 0).
 Rounds >= 1: FedAvg of the classifier  h^{l+1} = SAGE_l(h^l) + W_l e^l,  e^{l+1} = W_l e^l,
 e^0 = mend  (the generated embeddings enter every layer), on each client's own mended graph.
+The two are `Phase`s (`fgl_jax.federated.algorithm`): `run` compiles round 0 and the FedAvg rounds
+as separate programs; `round` holds both (`lax.cond`) for the engines that run one program.
 
 Greedy(g~, t) = 1/(|rows| P) sum_i sum_{p < n_i} min_k mean_h (g~_ip - t_ik)^2 (`greedy_loss`).
 
@@ -97,7 +99,7 @@ from fgl_jax.algorithms._common import aggregate, scatter_clients, stack, weight
 from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validation_nodes, impaired_batch,
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
-from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput, Phase
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.evaluation import evaluate_models
 from fgl_jax.federated.chunking import map_clients
@@ -613,14 +615,25 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         return state, metrics
 
-    def round_fn(state: FedDEPState, data: FedData, key: jax.Array):
-        if data.extra is None or "pool" not in data.extra:
-            raise ValueError("feddep needs its host preparation (FedData.extra from feddep_prepare): "
-                             "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
-        state, m = jax.lax.cond(state.round == 0, dep_round, fl_round, state, data, key)
-        m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
-        return state, m
+    def reporting(phase):
+        """`phase` as a round: the host preparation checked, the round's lr reported."""
+        def round_of_phase(state: FedDEPState, data: FedData, key: jax.Array):
+            if data.extra is None or "pool" not in data.extra:
+                raise ValueError("feddep needs its host preparation (FedData.extra from feddep_prepare): "
+                                 "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
+            state, m = phase(state, data, key)
+            m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
+            return state, m
+        return round_of_phase
 
+    generator, federated = reporting(dep_round), reporting(fl_round)
+
+    def round_fn(state: FedDEPState, data: FedData, key: jax.Array):
+        # one program (sweeps, make_scan); `run` executes the phases below as two programs instead
+        return jax.lax.cond(state.round == 0, generator, federated, state, data, key)
+
+    # round 0: the generator phase (one program); rounds >= 1: FedAvg of the classifier (another)
+    phases = (Phase(0, generator), Phase(1, federated))
     # per round (>= 1): the classifier each way; round 0's prototype exchange is `feddep_pre_bytes`
     return FederatedAlgorithm(init=init, round=round_fn, train_axis=("opt",),
-                              messages=lambda s: (s.server, s.server))
+                              messages=lambda s: (s.server, s.server), phases=phases)

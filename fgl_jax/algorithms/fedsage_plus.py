@@ -21,10 +21,12 @@ n_i generated neighbours with features g~_i. Phase 2: FedAvg of the classifier o
 
 Host preparation (`prepare`, once): the hidden nodes, missing counts, the hidden neighbours' ids, the
 neighbour table for the cross-client draws and each client's training rows, in `FedData.extra`.
-Everything after it is one jitted program: the phase is `lax.cond` on the round. The generator
-training is this algorithm's `round`, so it runs through the engine's one round body
-(`fgl_jax.federated.run.round_step`) like any round; only the client schedule below nests phase 1's
-rounds inside round 0 (docs/architecture.md says why: memory).
+After it the two phases are `Phase`s (`fgl_jax.federated.algorithm`): `run` executes NeighGen's rounds
+and the FedAvg rounds as one compiled program each (no branch over the other phase's work); `round`
+is both in one function (`lax.cond` on the round) for the engines that run a single program.
+Either way the rounds run through the engine's one round body (`fgl_jax.federated.run.round_step`);
+only the client schedule below nests phase 1's rounds inside round 0 (docs/architecture.md says why:
+memory).
 
 Phase 1 needs nothing from the other clients' models (the cross-client term reads their data, the
 classifiers are averaged only at its end), so with every client taking part each client's whole
@@ -83,7 +85,7 @@ from fgl_jax.algorithms._common import aggregate, evaluate_round, scatter_client
 from fgl_jax.algorithms._neighbour_generation import (dense_features, greedy_loss, hide_validation_nodes,
                                                       impaired_batch, padded_rows)
 from fgl_jax.batch import ClientBatch
-from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, HostInput, Phase
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, lr_scale, make_optimizer
@@ -463,19 +465,30 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         return dataclasses.replace(state, round=state.round + 1, server=server, cls_opt=co, aggregator=agg), metrics
 
-    def round_fn(state: FedSagePlusState, data: FedData, key: jax.Array):
-        if data.extra is None or "keep" not in data.extra:
-            raise ValueError("fedsage_plus needs its host preparation (FedData.extra from fedsage_prepare): "
-                             "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
-        if gen_rounds == 0:
-            state, m = phase2(state, data, key)
-        else:
-            phase1 = phase1_by_client if by_client else phase1_by_round
-            state, m = jax.lax.cond(state.round < gen_rounds, phase1, phase2, state, data, key)
-        m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
-        return state, m
+    def reporting(phase):
+        """`phase` as a round: the host preparation checked, the round's lr reported."""
+        def round_of_phase(state: FedSagePlusState, data: FedData, key: jax.Array):
+            if data.extra is None or "keep" not in data.extra:
+                raise ValueError("fedsage_plus needs its host preparation (FedData.extra from fedsage_prepare): "
+                                 "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
+            state, m = phase(state, data, key)
+            m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
+            return state, m
+        return round_of_phase
 
+    phase1 = reporting(phase1_by_client if by_client else phase1_by_round)
+    mended = reporting(phase2)
+
+    def round_fn(state: FedSagePlusState, data: FedData, key: jax.Array):
+        # one program (sweeps, make_scan); `run` executes the phases below as two programs instead
+        if gen_rounds == 0:
+            return mended(state, data, key)
+        return jax.lax.cond(state.round < gen_rounds, phase1, mended, state, data, key)
+
+    # NeighGen (rounds < gen_rounds), then FedAvg on the mended graphs: no hand-over step, the
+    # mending reads the generators' output kept in the state (mend_x, mend_n)
+    phases = ((Phase(0, phase1),) if gen_rounds > 0 else ()) + (Phase(gen_rounds, mended),)
     # the classifier each way per round; the generator phase's one-off exchange of features and
     # neighbour lists is `fedsage_pre_bytes` (registry info pre_communication)
     return FederatedAlgorithm(init=init, round=round_fn, train_axis=("cls_opt", "gen_opt"),
-                              messages=lambda s: (s.server, s.server))
+                              messages=lambda s: (s.server, s.server), phases=phases)

@@ -2,6 +2,12 @@
 fields below and every registered algorithm's own hyperparameters (`fgl_jax/algorithms/*`), so a
 new algorithm's options appear here, on the command line and in YAML without an edit.
 
+In YAML (config.yaml, --config) the algorithm is one block holding its name and only the options
+it reads, keyed by field name: `algorithm: {name: fedprox, prox_mu: 0.001}` (`to_yaml_values`);
+the flat form written before the block (`algorithm: fedprox`, every algorithm's options beside it)
+still loads (`from_yaml_values`). Flags keep their names (`--prox-mu`) and are grouped per
+algorithm in --help; sweep --grid keys are the field names.
+
 split: "standard" = the dataset's own split (Planetoid public split), "random" = fractions
 train/val/test, "per_class" = FederatedScope's random Planetoid split (num_train_per_class /
 num_val), "per_client" = OpenFGL's split: each client's nodes after partitioning, class by class,
@@ -24,7 +30,7 @@ import dataclasses
 import typing
 from typing import Optional
 
-from fgl_jax import registry
+from fgl_jax import registry, schema
 from fgl_jax.aggregators.server_opt import SERVER_OPTS
 from fgl_jax.federated.config import EVAL_MODES
 from fgl_jax.federated.metrics import AVERAGES
@@ -186,9 +192,9 @@ class BaselineFields(RunSpec):
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"lp_train_frac + lp_val_frac + lp_test_frac must be 1, got {self.lp_train_frac} + "
                              f"{self.lp_val_frac} + {self.lp_test_frac} = {total:g}")
-        tasks = registry.entry("algorithm", self.algorithm).info.get("tasks", ("node_cls",))
+        tasks = registry.algorithm(self.algorithm).tasks
         if "link_pred" not in tasks:
-            able = [e.name for e in registry.entries("algorithm") if "link_pred" in e.info.get("tasks", ())]
+            able = [e.name for e in registry.entries("algorithm") if "link_pred" in e.spec.tasks]
             raise ValueError(f"task link_pred: algorithm {self.algorithm!r} is node classification only "
                              f"(link prediction: {', '.join(able)})")
         if self.ldp != "none":
@@ -201,7 +207,7 @@ class BaselineFields(RunSpec):
 
     def hparams(self):
         """The chosen algorithm's own hyperparameters (its `hparams` dataclass), or None."""
-        cls = registry.entry("algorithm", self.algorithm).info.get("hparams")
+        cls = registry.algorithm(self.algorithm).hparams
         return None if cls is None else cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
 
     def server_hparams(self):
@@ -211,6 +217,61 @@ class BaselineFields(RunSpec):
         cls = SERVER_OPTS[self.server_opt][0]
         return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
 
+    # --- YAML: the nested algorithm block (`fgl_jax.schema`'s to/from_yaml_values hooks) ---
+
+    def algorithm_options(self) -> dict:
+        """The options this run's algorithm reads, by field name: its own hyperparameters, then
+        the server optimiser's (`server_opt`, whose options are those of fedavgm / fedadam / fedyogi)."""
+        names = [f.name for a in _block_algorithms(self.algorithm, self.server_opt)
+                 for f in dataclasses.fields(registry.algorithm(a).hparams or _NoOptions)]
+        return {n: (list(v) if isinstance(v := getattr(self, n), tuple) else v) for n in names}
+
+    def to_yaml_values(self) -> dict:
+        """config.yaml's mapping: the common options flat, and one `algorithm:` block holding the
+        chosen algorithm's name and only the options it reads (`algorithm_options`), keyed by field
+        name (the flag without `--`, '-' as '_': `--prox-mu` is `prox_mu`)."""
+        hp = set(_hparam_names())
+        out = {}
+        for name, value in schema.to_dict(self).items():
+            if name == "algorithm":
+                out["algorithm"] = {"name": value, **self.algorithm_options()}
+            elif name not in hp:
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_yaml_values(cls, values: dict, source: str) -> dict:
+        """A YAML mapping as flat field values: the nested block `algorithm: {name: fedprox,
+        prox_mu: 0.001}` is unpacked (a key that is not an option of that algorithm, or of the
+        server optimiser, is refused in one line); the flat form every config.yaml had before the
+        block (`algorithm: fedprox` and every algorithm's options beside it) passes unchanged."""
+        block = values.get("algorithm")
+        if not isinstance(block, dict):
+            return values
+        block = {str(k).replace("-", "_"): v for k, v in block.items()}
+        if "name" not in block:
+            raise ValueError(f"{source}: the algorithm block needs a name (algorithm: {{name: fedavg, ...}})")
+        name = block.pop("name")
+        if not isinstance(name, str) or not registry.has("algorithm", name):
+            known = registry.names("algorithm")
+            raise ValueError(f"{source}: algorithm.name must be one of {', '.join(known)}; got {name!r}")
+        flat_hp = sorted(set(values) & set(_hparam_names()))
+        if flat_hp:
+            raise ValueError(f"{source}: {', '.join(flat_hp)} {'belongs' if len(flat_hp) == 1 else 'belong'} inside the algorithm block (algorithm: "
+                             f"{{name: {name}, {flat_hp[0]}: ...}}), not beside it")
+        server_opt = values.get("server_opt", "none")
+        allowed = [f.name for a in _block_algorithms(registry.key(name), server_opt if server_opt in SERVER_OPTS
+                                                      else "none")
+                   for f in dataclasses.fields(registry.algorithm(a).hparams or _NoOptions)]
+        for k in block:
+            if k not in allowed:
+                other = next((a for a, n, _f, _t in _hparam_fields() if n == k), None)
+                why = f"an option of algorithm {other!r}" if other else "no option"
+                raise ValueError(f"{source}: algorithm.{k} is {why}, not of {name!r} (its options: "
+                                 f"{', '.join(allowed) or 'none'})")
+        rest = {k: v for k, v in values.items() if k != "algorithm"}
+        return {**rest, "algorithm": name, **block}
+
     def replace(self, **changes) -> "RunConfig":
         return dataclasses.replace(self, **changes)
 
@@ -218,11 +279,27 @@ class BaselineFields(RunSpec):
         return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class _NoOptions:
+    """The hyperparameters of an algorithm without any."""
+
+
+def _block_algorithms(algorithm: str, server_opt: str) -> tuple[str, ...]:
+    """The algorithms whose options a run reads: its own, and the one that is FedAvg with its
+    server optimiser (`--server-opt adam` reads fedadam's adam_* options)."""
+    server = SERVER_OPTS[server_opt][1] if server_opt != "none" else None
+    return (algorithm,) if server in (None, algorithm) else (algorithm, server)
+
+
+def _hparam_names() -> list[str]:
+    return [name for _a, name, _f, _t in _hparam_fields()]
+
+
 def _hparam_fields() -> list[tuple[str, str, dataclasses.Field, object]]:
     """(algorithm, name, field, type) of every registered algorithm's hyperparameters."""
     out = []
     for e in registry.entries("algorithm"):
-        cls = e.info.get("hparams")
+        cls = e.spec.hparams
         if cls is None:
             continue
         hints = typing.get_type_hints(cls)
@@ -240,7 +317,9 @@ def _compose() -> type:
         if name in seen:
             raise TypeError(f"algorithms {seen[name]!r} and {algo!r} both define hyperparameter {name!r}")
         seen[name] = algo
-        extra.append((name, tp, dataclasses.field(default=f.default, metadata=f.metadata)))
+        # flags grouped per algorithm in --help (`schema.add_flags` reads `group`)
+        group = f"{algo} options (--algorithm {algo}; {registry.algorithm(algo).help})"
+        extra.append((name, tp, dataclasses.field(default=f.default, metadata={**f.metadata, "group": group})))
     cls = dataclasses.make_dataclass("RunConfig", extra, bases=(BaselineFields,), frozen=True)
     cls.__module__ = __name__
     cls.__doc__ = BaselineFields.__doc__ + "\n\n    Algorithm options: " + ", ".join(

@@ -94,7 +94,7 @@ def first_layer_layout(batch, cfg: RunConfig, graph: Graph):
     """The batch as the algorithm's jitted code reads it: EllFeatures (the faster first layer,
     `fgl_jax.batch.with_ell_features`) for algorithms registered with `features="ell"` (their
     features only go through `ops.feature_matmul`), else unchanged (SparseFeatures or dense)."""
-    if registry.entry("algorithm", cfg.algorithm).info.get("features") != "ell":
+    if registry.algorithm(cfg.algorithm).features != "ell":
         return batch
     return with_ell_features(batch, graph.num_features)
 
@@ -117,7 +117,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     graph = split_graph(perturb_structure(graph, cfg), cfg)
     if cfg.split not in PER_CLIENT:
         graph = perturb_labels(graph, cfg)
-    full = registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph"
+    full = registry.algorithm(cfg.algorithm).data == "full_graph"
     if full and cfg.split not in PER_CLIENT:
         batch = full_graph_batch(graph)
         return Prepared(graph, None, make_fed_data(first_layer_layout(batch, cfg, graph),
@@ -132,13 +132,13 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     batch = build_client_batch(graph, part.assignment, cfg.clients)
     glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
     extra, pre = None, None
-    info = registry.entry("algorithm", cfg.algorithm).info
+    spec = registry.algorithm(cfg.algorithm)
     inp = HostInput(graph, np.asarray(part.assignment), batch, cfg.partition_seed)
-    if info.get("pre_communication") is not None:  # bytes of a one-off exchange before training
-        up, down = info["pre_communication"](inp, cfg.hparams())
+    if spec.pre_communication is not None:  # bytes of a one-off exchange before training
+        up, down = spec.pre_communication(inp, cfg.hparams())
         pre = {"up_bytes": int(up), "down_bytes": int(down)}
-    if info.get("prepare") is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
-        batch, extra = info["prepare"](inp, cfg.hparams())
+    if spec.prepare is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
+        batch, extra = spec.prepare(inp, cfg.hparams())
     batch = first_layer_layout(batch, cfg, graph)
     return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre)
 
@@ -147,7 +147,7 @@ def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
     """Link prediction's host preparation: partition the nodes, then split each client's edges
     (`fgl_jax.batch.link_client_batch`); Global holds the whole graph as one client, so with one
     client every algorithm sees the centralised split pair for pair."""
-    full = registry.entry("algorithm", cfg.algorithm).info.get("data") == "full_graph"
+    full = registry.algorithm(cfg.algorithm).data == "full_graph"
     # training negatives are drawn on the host either way: "fixed" trains on them, "resample" only
     # reports the train_* metrics on them (its loss draws new ones every step)
     link = dict(train=cfg.lp_train_frac, val=cfg.lp_val_frac, test=cfg.lp_test_frac, seed=cfg.split_seed,
@@ -226,7 +226,7 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
-    uncovered = registry.entry("algorithm", cfg.algorithm).info.get("dp_uncovered")
+    uncovered = registry.algorithm(cfg.algorithm).dp_uncovered
     if cfg.dp_clip > 0 and uncovered:  # DP-FedAvg clips and noises what the aggregator sees, nothing else
         describe["dp_uncovered"] = uncovered
         print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
