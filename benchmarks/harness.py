@@ -14,7 +14,6 @@ import dataclasses
 import importlib.metadata
 import json
 import os
-import platform
 import resource
 import shlex
 import statistics
@@ -47,18 +46,6 @@ def loadavg() -> Optional[list[float]]:
         return None
 
 
-def _cpu_model() -> str:
-    # platform.processor() is often just "x86_64" on Linux; /proc/cpuinfo names the actual model
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _version(dist: str) -> Optional[str]:
     # package metadata, not `import`: asking for a version should not load the package
     try:
@@ -75,8 +62,8 @@ def machine() -> dict[str, Any]:
     Initialises jax's default backend (for `devices`): call it where the script may use jax anyway,
     not in a parent process before it starts the workers it measures.
     """
-    from fgl_jax import environment
-    return {**environment(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "jaxlib": _version("jaxlib"),
+    from fgl_jax import environment, records
+    return {**environment(), "cpu": records.cpu_model(), "cpu_count": os.cpu_count(), "jaxlib": _version("jaxlib"),
             "loadavg": loadavg()}
 
 

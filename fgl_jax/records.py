@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-__all__ = ["SCHEMA", "KINDS", "PROVENANCE_KEYS", "RecordError", "provenance", "make", "validate", "write",
+__all__ = ["SCHEMA", "KINDS", "PROVENANCE_KEYS", "RecordError", "cpu_model", "provenance", "make", "validate", "write",
            "write_parts", "read", "read_all", "COLLECTION_SUFFIX", "write_lines", "read_lines"]
 
 SCHEMA = "fgl_jax.record/1"
@@ -81,7 +81,8 @@ def _checkout(cwd: Optional[Path] = None) -> tuple[Optional[str], Optional[bool]
     return commit, (bool(status) if status is not None else None)
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """This machine's CPU model name."""
     # platform.processor() is often only "x86_64" on Linux; /proc/cpuinfo names the model
     try:
         with open("/proc/cpuinfo") as fh:
@@ -132,7 +133,7 @@ def provenance(command: Optional[str | Sequence[str]] = None, started: Optional[
     commit, dirty = _checkout(Path(cwd) if cwd is not None else None)
     return {"command": command, "started": None if started is None else _utc(started), "finished": _utc(),
             "commit": commit, "dirty": dirty, "versions": _versions(),
-            "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "loadavg": _loadavg(),
+            "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "loadavg": _loadavg(),
                         "platform": platform.platform()},
             **extra}
 
