@@ -267,6 +267,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     other options as separate programs (with a message)."""
     import contextlib
     from fgl_jax import rundir
+    if args.tensorboard:  # a missing writer fails before --out is made or locked
+        from fgl_jax.tensorboard import check_available
+        check_available(args.tensorboard)
     args.out = _out_dir(args.out)
     with (rundir.RunLock(args.out) if args.out else contextlib.nullcontext()):  # one writer per --out
         return _sweep(args)

@@ -84,6 +84,7 @@ def test_read_magnn_errors(tmp_path, data_dir, monkeypatch):
     monkeypatch.delenv("FGL_JAX_DATA", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "nothing").mkdir()  # a data directory without the files (a missing one is refused earlier)
     with pytest.raises(DatasetNotFoundError, match="adjM.npz"):
         read_magnn("imdb", tmp_path / "nothing")
     dst = tmp_path / "hetero" / "imdb_magnn"

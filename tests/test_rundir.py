@@ -409,6 +409,8 @@ def _first_save_then(d: Path, action) -> threading.Thread:
 SIGINT = ["--rounds", "30", "--chunk", "2"]
 
 
+# slow: on a loaded machine the run can finish before the signal lands (seen at load 15: exit 0, not 130)
+@pytest.mark.slow
 def test_sigint_prints_the_resume_command_which_gives_the_uninterrupted_summary(tmp_path, capsys):
     ref = tmp_path / "ref"
     experiment.run_config(_cfg(rounds=30, chunk=2), out=str(ref))
