@@ -23,10 +23,7 @@ through its own documented `__all__`. Everything else (`fgl_jax.federated.run`, 
 layout that may move; notebooks, benchmarks and experiments import only public names
 (tests/test_public_api.py checks this).
 """
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
 
 __version__ = "0.1.0"
 
@@ -116,22 +113,23 @@ _MOVED = {"run_sweep": ("fgl_jax.federated.sweep", "sweep", "fgl_jax.sweep"),
              for n in ("execute", "run_sharded", "make_scan", "make_chunk", "Tracker")}}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _MOVED:
         module, attr, now = _MOVED[name]
         import warnings
         warnings.warn(f"fgl_jax.{name} is now {now} (issue 46: run, sweep and run_config are the entry points)",
                       DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(module), attr)  # not cached: each use warns
+        return getattr(_importlib.import_module(module), attr)  # not cached: each use warns
     if name in _MODULES:
-        value = importlib.import_module(_MODULES[name])
+        value = _importlib.import_module(_MODULES[name])
     elif name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), _RENAMED.get(name, name))
+        value = getattr(_importlib.import_module(_EXPORTS[name]), _RENAMED.get(name, name))
     else:
         raise AttributeError(f"module 'fgl_jax' has no attribute {name!r}")
     globals()[name] = value
     return value
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+def __dir__() -> list:
+    # the public names and the package's own dunders; not its private helpers
+    return sorted({n for n in globals() if n.startswith('__')} | set(__all__))

@@ -165,11 +165,10 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
         node_ids=_dev(ids), client_mask=_dev(np.ones((c,), bool)))
 
 
-# FedAvg-GCN on Cora (10 Louvain clients, H = 64): SparseFeatures 21.0 -> EllFeatures 14.9 CPU ms per
-# round with these settings, compile 2.75 -> 4.02 s CPU (benchmarks/results/round_speed.json, sections
-# fedavg and floor/fedavg, from benchmarks/bench_round_speed.py --only fedavg,floor_fedavg). The settings were chosen by a one-off
-# scan, not committed (load ~17): 3 groups compiled faster for a slower round, 8 terms slower for
-# about the same round.
+# The ELL layout trades a longer compile for a faster round (FedAvg-GCN on Cora, 10 Louvain clients:
+# benchmarks/results/round_speed.json, sections fedavg and floor/fedavg, from
+# benchmarks/bench_round_speed.py --only fedavg,floor_fedavg). Fewer groups compile faster for a
+# slower round; more terms per iteration gave about the same round.
 ELL_MAX_GROUPS = 4
 ELL_UNROLL = 4
 

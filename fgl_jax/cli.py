@@ -605,11 +605,11 @@ _PROCESS = [False]  # True when `entry` runs the command as its own process (not
 
 def _collector_after_imports() -> None:
     """In the program's own process (`entry`, which turned the cyclic garbage collector off while
-    the modules are imported: its collections took 0.26-0.31 s of a 1.1 s import at load 10, for
-    objects that live until the process exits): the objects there are now (~0.2 M, a few MB of them
-    import-time cycles) leave the collector's view for good (`gc.freeze`), and it is turned back
-    on. Its full collections during the run then scan only what the run creates; one took
-    0.3-0.5 s, holding the GIL, while the chunk program was traced. The numbers are unchanged.
+    the modules are imported: its collections there are a large part of the import, for objects
+    that live until the process exits): the objects there are now (import-time cycles among them)
+    leave the collector's view for good (`gc.freeze`), and it is turned back on. Its full
+    collections during the run then scan only what the run creates, instead of holding the GIL
+    over every module while the chunk program is traced. The metrics are unchanged.
     Called from Python (`main`: a notebook, the tests), the caller's collector is left alone."""
     if _PROCESS[0]:
         import gc
@@ -618,22 +618,16 @@ def _collector_after_imports() -> None:
 
 
 def entry() -> None:
-    """The `fgl-jax` program: `main`, then the process ends without the interpreter's teardown.
+    """The `fgl-jax` program: `main`, then a normal interpreter exit with its exit code.
 
-    Tearing down jax, XLA's client and thousands of modules took ~0.4 s of CPU after the last
-    output was written (a tenth of a warm FedAvg command). What the teardown would still do is
-    done first: standard streams and logging flushed, threads that are not daemons joined (an
-    asynchronous checkpoint is committed before `main` returns anyway). A multi-process run
-    (jax.distributed, whose shutdown is registered at exit) exits the normal way."""
+    The exit is the normal one (`sys.exit`), so `atexit` handlers run (a user's, jax.distributed's
+    shutdown, logging's); only a failed or interrupted command bounds its wait for threads of the
+    checkpoint library, whose unfinished save is uncommitted and ignored by a resume."""
     _PROCESS[0] = True
     import gc
     gc.disable()  # until the imports are done (`_collector_after_imports`)
     code = main()
-    import os
     import threading
-    devices = sys.modules.get("fgl_jax.federated.devices")
-    if devices is not None and devices.DISTRIBUTED[0]:
-        sys.exit(code)
     for t in threading.enumerate():
         if t is not threading.main_thread() and not t.daemon:
             # a failed or interrupted command does not wait long: what a thread of the checkpoint
@@ -646,7 +640,15 @@ def entry() -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(0 if code is None else code if isinstance(code, int) else 1)  # as sys.exit would
+    code = 0 if code is None else code if isinstance(code, int) else 1
+    if any(t.is_alive() and not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
+        # a failed command whose checkpoint thread still writes after the bounded wait: run the
+        # exit handlers, then leave without waiting for that thread (sys.exit would wait forever)
+        import atexit
+        import os
+        atexit._run_exitfuncs()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def feature_matmul(x, w: Array, num_nodes: int) -> Array:
 
 # X W with a hand-written VJP for the weight gradient X^T dZ: autodiff's transpose is a scatter-add
 # over the entries in row order into [F, H]; walking them in column order (`SparseFeatures.order`)
-# makes it a sorted segment sum, which XLA:CPU (jax 0.10.2) runs ~1.8x faster (Cora, 10 clients,
+# makes it a sorted segment sum, which XLA:CPU (jax 0.10.2) runs faster (Cora, 10 clients:
 # benchmarks/bench_round_speed.py). The stable order keeps each column's entries in the order the
 # scatter visits them, so the sums are the same floats.
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5,))

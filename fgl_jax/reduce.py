@@ -20,8 +20,8 @@ def client_mean(tree: PyTree) -> PyTree:
     XLA's other reduce paths may sum in another order.
 
     Model-sized leaves are summed client by client in a loop: XLA:CPU (jax 0.10.2) turns a reduce
-    over the leading axis of a [10, 3703, 64] array into a YNNPACK fusion that took ~70 ms where the
-    loop takes ~3 ms (a third of a SCAFFOLD round on CiteSeer). Small leaves keep `mean(0)`.
+    over the leading axis of a [10, 3703, 64] array into a YNNPACK fusion that is many times slower
+    than the loop (SCAFFOLD on CiteSeer: benchmarks/bench_round_speed.py). Small leaves keep `mean(0)`.
     """
     def one(x):
         n = x.shape[0]

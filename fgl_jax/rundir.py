@@ -1,14 +1,17 @@
 """A run's output directory: one run per directory, files that are whole or absent.
 
     config.yaml    the resolved config; never rewritten before a resume restored its checkpoint
-    metrics.jsonl  one JSON row per round; rewritten whole (temporary file + rename) after each chunk
+    metrics.jsonl  one JSON row per round; written whole (temporary file + rename) at the start
+                   and on a resume (cut to the checkpoint's round), then appended after each chunk
     summary.json   results only (deterministic: an interrupted and resumed run writes the same bytes)
     timings.json   build / compile / run seconds of the latest invocation
     checkpoints/   see `fgl_jax.federated.checkpoint`
     .fgl-jax.lock  held (`fcntl.flock`) by the process writing the run, with its pid; left in place
 
-Every write goes to a temporary name in the same directory and is renamed into place, so a kill
-leaves either the old file or the new one, never half of one. `resolve_out` turns `--out` into
+Every write but metrics.jsonl's appends goes to a temporary name in the same directory and is
+renamed into place, so a kill leaves either the old file or the new one, never half of one; a kill
+during an append leaves at most a last line without its newline, which `read_rows` drops (a resume
+then cuts the file to the checkpoint's rounds anyway). `resolve_out` turns `--out` into
 one absolute path, once, at the entry (the checkpoint library needs absolute paths, and a
 relative one would change meaning with the working directory); `RunLock` keeps a second process
 out of a directory in use; `prepare` refuses a directory holding another run and, with
@@ -38,11 +41,31 @@ _RUN_TEMPORARY = re.compile(r"\.(%s)\..+\.tmp" % "|".join(re.escape(f) for f in 
 _CHECKPOINT_ENTRY = re.compile(r"round_\d+(\.sha256|\.orbax-checkpoint-tmp.*)?|\.round_\d+\.sha256\..+\.tmp")
 
 
+def _umask() -> int:
+    """The process's umask. Linux states it in /proc/self/status; elsewhere os.umask can only be
+    read by setting it, so it is set and restored at once (another thread creating a file in that
+    instant would get 022)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: os.PathLike, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    """Write `text` to `path` through a temporary file in the same directory and a rename.
+
+    The file gets the mode a plain `open(path, "w")` would (0666 less the umask), not mkstemp's
+    private 0600, so run files are readable by whoever the user's umask lets read them."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -57,13 +80,30 @@ def write_rows(path: os.PathLike, rows: Iterable[dict]) -> None:
     write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
+def append_rows(path: os.PathLike, rows: Iterable[dict]) -> None:
+    """Append `rows` to a metrics.jsonl (linear in the run's length, where rewriting the whole file
+    after each chunk was quadratic), flushed to disk before returning."""
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    if not text:
+        return
+    with open(path, "a") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def read_rows(path: os.PathLike) -> list[dict]:
-    """The rows of a metrics.jsonl; a broken line is an error naming the file and the line."""
+    """The rows of a metrics.jsonl; a broken line is an error naming the file and the line, except
+    a last line without its newline, which an append cut by a kill leaves: it is dropped."""
     path = Path(path)
     if not path.exists():
         return []
     rows = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
+    text = path.read_text()
+    lines = text.splitlines()
+    if lines and not text.endswith("\n"):
+        lines = lines[:-1]  # a torn append: the row was never completely written
+    for i, line in enumerate(lines, 1):
         try:
             row = json.loads(line)
             int(row["round"])

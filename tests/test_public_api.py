@@ -54,6 +54,15 @@ def test_flat_api_unknown_name_is_an_attribute_error():
         importlib.import_module("fgl_jax.systems.hifgl").no_such_name  # noqa: B018
 
 
+def test_package_namespace_holds_no_helper_names():
+    """Issue 50 item 4: `fgl_jax` exported `Any`, `annotations` and `importlib` (its own imports);
+    dir() and the module's attributes show only the public names (and dunders)."""
+    leaked = {"Any", "annotations", "importlib"}
+    assert not leaked & set(dir(fgl_jax)), sorted(leaked & set(dir(fgl_jax)))
+    assert not leaked & set(vars(fgl_jax)), sorted(leaked & set(vars(fgl_jax)))
+    assert set(fgl_jax.__all__) <= set(dir(fgl_jax))
+
+
 def test_flat_names_are_the_defining_objects():
     # the lazy table points at the right module: the flat name is the very object of the submodule
     from fgl_jax.data.planetoid import load_planetoid

@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -445,3 +446,44 @@ def test_sigint_to_the_command_process(tmp_path):
     r = _run_cli(shlex.split(err[0].split("resume with: fgl-jax ", 1)[1]))
     assert r.returncode == 0, r.stderr[-2000:]
     assert (d / "summary.json").read_bytes() == (ref / "summary.json").read_bytes()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_run_files_respect_the_umask(tmp_path, umask):
+    """Issue 50 item 6: run files were written 0600 (mkstemp's mode) whatever the umask."""
+    from fgl_jax.rundir import write_atomic
+    old = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "summary.json", "{}")
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")  # what open(path, "w") gives under the same umask
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "summary.json").stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((tmp_path / "summary.json").stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+
+
+def test_metrics_rows_are_appended_per_chunk_not_rewritten(tmp_path, monkeypatch, reference):
+    """Issue 50 item 6: metrics.jsonl was rewritten whole after every chunk (quadratic in the run's
+    length). Now it is written once at the start and appended per chunk; the bytes are unchanged."""
+    whole, appended = [], []
+    real_write, real_append = rundir.write_atomic, rundir.append_rows
+    monkeypatch.setattr(rundir, "write_atomic",
+                        lambda p, text: (whole.append(Path(p).name), real_write(p, text))[1])
+    monkeypatch.setattr(rundir, "append_rows",
+                        lambda p, rows: (appended.append(len(list(rows))), real_append(p, rows))[1])
+    # re-bind the append inside the engine's module namespace too (it calls rundir.append_rows)
+    d = tmp_path / "run"
+    experiment.run_config(_cfg(), out=str(d))
+    assert whole.count("metrics.jsonl") == 1  # the start (an empty file), nothing per chunk
+    assert appended == [3, 3, 3, 3]  # 12 rounds in chunks of 3
+    assert _files(d) == reference
+
+
+def test_a_torn_last_metrics_line_is_dropped_but_a_broken_middle_line_is_an_error(tmp_path):
+    p = tmp_path / "metrics.jsonl"
+    p.write_text('{"round": 1}\n{"round": 2}\n{"rou')  # a kill during an append
+    assert [r["round"] for r in rundir.read_rows(p)] == [1, 2]
+    p.write_text('{"round": 1}\n{"rou\n{"round": 3}\n')
+    with pytest.raises(ValueError, match="line 2"):
+        rundir.read_rows(p)

@@ -108,3 +108,27 @@ def evaluate_round(model, common, data: FedData, *, server: PyTree = None, train
                              server, trained)
     return evaluate_models(model, data, mode, server=server, local=local, chunk=common.client_chunk,
                            average=common.eval_average)
+
+
+def prepared_phase(phase, name: str, extra_key: str, prepare: str, optim) -> Any:
+    """`phase` as a round of an algorithm with host preparation: the preparation is checked
+    (`data.extra[extra_key]` exists) and the round's learning rate is reported as `lr`.
+
+    Args:
+      phase: (state, data, key) -> (state, metrics), one phase of the algorithm's round.
+      name: the algorithm's registry name (for the error message).
+      extra_key: a key its preparation writes into `FedData.extra`.
+      prepare: the preparation function's name (for the error message).
+      optim: the run's `OptimConfig` (its lr schedule).
+
+    Returns:
+      (state, data, key) -> (state, metrics) with `metrics["lr"]` the round's learning rate.
+    """
+    def round_of_phase(state, data: FedData, key: jax.Array):
+        if data.extra is None or extra_key not in data.extra:
+            raise ValueError(f"{name} needs its host preparation (FedData.extra from {prepare}): "
+                             "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
+        state, m = phase(state, data, key)
+        m["lr"] = state.hp["lr"] * lr_scale(optim, state.round - 1)
+        return state, m
+    return round_of_phase

@@ -95,7 +95,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from fgl_jax.algorithms._common import aggregate, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, prepared_phase, scatter_clients, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (greedy_loss, hide_validation_nodes, impaired_batch,
                                                       padded_rows, smooth_l1)
 from fgl_jax.batch import ClientBatch
@@ -616,15 +616,7 @@ def feddep(model, common: FedConfig, hp: FedDEPHParams) -> FederatedAlgorithm:
         return state, metrics
 
     def reporting(phase):
-        """`phase` as a round: the host preparation checked, the round's lr reported."""
-        def round_of_phase(state: FedDEPState, data: FedData, key: jax.Array):
-            if data.extra is None or "pool" not in data.extra:
-                raise ValueError("feddep needs its host preparation (FedData.extra from feddep_prepare): "
-                                 "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
-            state, m = phase(state, data, key)
-            m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
-            return state, m
-        return round_of_phase
+        return prepared_phase(phase, "feddep", "pool", "feddep_prepare", common.optim)
 
     generator, federated = reporting(dep_round), reporting(fl_round)
 

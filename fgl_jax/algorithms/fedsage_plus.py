@@ -81,7 +81,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fgl_jax.algorithms._common import aggregate, evaluate_round, scatter_clients, stack, weighted_loss
+from fgl_jax.algorithms._common import aggregate, evaluate_round, prepared_phase, scatter_clients, stack, weighted_loss
 from fgl_jax.algorithms._neighbour_generation import (dense_features, greedy_loss, hide_validation_nodes,
                                                       impaired_batch, padded_rows)
 from fgl_jax.batch import ClientBatch
@@ -466,15 +466,7 @@ def fedsage_plus(model, common: FedConfig, hp: FedSagePlusHParams) -> FederatedA
         return dataclasses.replace(state, round=state.round + 1, server=server, cls_opt=co, aggregator=agg), metrics
 
     def reporting(phase):
-        """`phase` as a round: the host preparation checked, the round's lr reported."""
-        def round_of_phase(state: FedSagePlusState, data: FedData, key: jax.Array):
-            if data.extra is None or "keep" not in data.extra:
-                raise ValueError("fedsage_plus needs its host preparation (FedData.extra from fedsage_prepare): "
-                                 "build the run through fgl_jax.systems.baseline (fgl-jax run / build)")
-            state, m = phase(state, data, key)
-            m["lr"] = state.hp["lr"] * lr_scale(common.optim, state.round - 1)
-            return state, m
-        return round_of_phase
+        return prepared_phase(phase, "fedsage_plus", "keep", "fedsage_prepare", common.optim)
 
     phase1 = reporting(phase1_by_client if by_client else phase1_by_round)
     mended = reporting(phase2)

@@ -98,7 +98,7 @@ def _write_error(path: Path, e: BaseException) -> Exception:
 
 
 def preload(after: Optional[threading.Event] = None) -> None:
-    """Import orbax in a background thread (its import costs ~0.3 s of Python): a run calls this
+    """Import orbax in a background thread (its import is a noticeable part of a short run): a run calls this
     before its rounds, so the import overlaps the compiled program's XLA compilation or the
     rounds (both release the GIL) instead of delaying the first save. after: an event to wait for
     first (the engine's: the chunk program is lowered), so the import does not take the GIL from

@@ -3,9 +3,8 @@ never a number they compute.
 
 The Threefry hash (every `jax.random` call: dropout masks, key splits, parameter init) is lowered on
 CPU by jax as a rolled five-iteration loop whose rotation amounts are loop-carried. XLA:CPU compiles
-that loop's body slowly and runs it slowly: one vmapped Bernoulli mask of 10 x 304 x 64 cost 0.68 s
-of compile CPU and 1.1 ms per call rolled, 0.07 s and 0.26 ms unrolled (the lowering jax itself uses
-on GPU); FedAvg-GCN's chunk program on Cora compiles ~0.8 s of CPU faster. Both lowerings compute
+that loop's body slowly and runs it slowly; the unrolled loop (the lowering jax itself uses on GPU)
+compiles and runs a dropout mask several times faster (benchmarks/bench_round_speed.py). Both lowerings compute
 the same 32-bit integer hash, so every random bit, and every metric, is unchanged
 (tests/test_lowering.py compares them bit for bit).
 """

@@ -556,7 +556,7 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
         if policy is not None:
             saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"),
                                      meta=checkpoint_meta)
-            # orbax's import (~0.3 s of Python) in a thread now, while this thread waits for the chunk
+            # orbax's import (Python, holding the GIL) in a thread now, while this thread waits for the chunk
             # program (compiled ahead, or loaded), not during the rounds, whose host steps between
             # chunks it would hold the GIL against; once the chunk program compiled ahead is lowered,
             # so the import overlaps its XLA compilation (no GIL) rather than its tracing
@@ -610,7 +610,7 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                     row["eval"] = evaluation
                 rows.append(row)
             if log_path is not None:
-                rundir.write_rows(log_path, rows)
+                rundir.append_rows(log_path, rows[len(rows) - keep:])
             if evaluation is not None:
                 evaluations.append({"round": r + n, **evaluation})
             if bad is not None:

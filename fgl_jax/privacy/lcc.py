@@ -339,9 +339,8 @@ def _random_u64(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """Uniform uint64 words of ``shape``: Threefry-2x32 counter-mode bits from XLA's own generator.
 
     ``lax.rng_bit_generator`` with ``RNG_THREE_FRY`` is the Threefry-2x32 algorithm jax.random uses, run as
-    one XLA:CPU kernel: on the 2-core dev machine it drew the 2 x 9,104 x 64 words of a CiteSeer layer's masks
-    in ~2 ms where jax.random's Threefry, built from elementwise HLO, took ~6.5 ms
-    (benchmarks/bench_round_speed.py). Its 128-bit key is the two halves of ``split(key)``, so distinct jax
+    one XLA:CPU kernel, faster than jax.random's Threefry built from elementwise HLO
+    (benchmarks/bench_round_speed.py, HiFGL on CiteSeer). Its 128-bit key is the two halves of ``split(key)``, so distinct jax
     keys give distinct streams. (Not ``jax.random.bits(..., uint64)``: random bits are a primitive lowered by
     re-tracing Python code at *lowering* time, which fails on uint64 inside an outer jit traced without x64;
     this op is lowered as it is.)

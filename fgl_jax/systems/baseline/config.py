@@ -170,7 +170,7 @@ class BaselineFields(RunSpec):
         if self.task == "link_pred":
             self._check_link_pred()
         # one pass over the hyperparameter fields (names are unique across algorithms: `_compose`);
-        # looking each default up again cost ~0.3 s of every command's start-up
+        # looking each default up again was a noticeable part of every command's start-up
         if self.server_opt != "none" and self.algorithm in SERVER_OPT_ALGORITHMS:
             raise ValueError(f"server_opt={self.server_opt!r}: algorithm {self.algorithm!r} already applies its own "
                              "server optimiser; use algorithm fedavg with server_opt")

@@ -166,7 +166,7 @@ def analytic_gaussian_sigma(eps: float, delta: float, sensitivity: float) -> flo
 
     def priv_loss(s):
         a, b = sensitivity / (2 * s), eps * s / sensitivity
-        from scipy.stats import norm  # here, not at import: scipy.stats costs ~0.5 s of every command's start-up
+        from scipy.stats import norm  # here, not at import: scipy.stats is a noticeable part of every command's start-up
         return norm.cdf(a - b) - math.exp(eps) * norm.cdf(-a - b)
 
     lo, hi = 1e-6, 1.0

@@ -103,7 +103,7 @@ def build_trees(es: EdgeSet, keep: np.ndarray, num_features: int, kind: str = "t
     kind="tree" (Lumos) or "star" (ablation w/o VN: centre = copy of v linked to each u_i; n+1 nodes).
     bins="recipients" (spec A3 default: B(u) = min(max(1, |R(u)|), d), one bin per recipient
     R(u) = {w : u in N_w}) or "workload" (paper-literal B(u) = min(max(1, wl(u)), d); recipients
-    share bins round-robin). Vectorised NumPy; ~1 s for Facebook.
+    share bins round-robin). Vectorised NumPy.
     """
     if kind not in KINDS:
         raise ValueError(f"build_trees: kind must be one of {KINDS}, got {kind!r}")
