@@ -68,7 +68,7 @@ _EXPORTS = {
     # a user's own graph: paths in load(), what kind a name or path is, the checks and their notices,
     # and a new file format (registry kind "format")
     "data_kind": "fgl_jax.data", "DataNotice": "fgl_jax.data", "build_graph": "fgl_jax.data",
-    "register_format": "fgl_jax.data",
+    "register_format": "fgl_jax.data", "save_graph": "fgl_jax.data",
     "path_sha256": "fgl_jax.data", "DataFormatError": "fgl_jax.data",
     "from_edge_index": "fgl_jax.data", "from_scipy": "fgl_jax.data", "from_networkx": "fgl_jax.data",
     "from_jraph": "fgl_jax.data", "from_pyg": "fgl_jax.data", "from_dgl": "fgl_jax.data",

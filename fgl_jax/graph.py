@@ -10,6 +10,8 @@ without self-loops unless the source data has them. Features are either a dense
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 from typing import Optional, Union
 
 import jraph
@@ -79,6 +81,48 @@ class Graph(LabelledNodes):
     val_mask: np.ndarray
     test_mask: np.ndarray
     meta: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def save(self, path: Union[str, os.PathLike]) -> Path:
+        """Write this graph as a plain-layout ``.npz`` (`fgl_jax.data.npz`) that ``--dataset PATH``
+        reads back as the same graph: the same edges in the same order, features, labels, masks,
+        class count and class names (``meta["class_names"]``).
+
+        Args:
+          path: the file to write (``.npz`` is appended when missing).
+
+        Returns:
+          The path written.
+
+        Raises:
+          GraphError: the edges are not symmetric or repeat (what a loader would change on
+            reading the file back), naming the count.
+        """
+        path = Path(path)
+        if path.suffix != ".npz":
+            path = path.with_name(path.name + ".npz")
+        n = self.num_nodes
+        s, r = np.asarray(self.senders, np.int64), np.asarray(self.receivers, np.int64)
+        code = s * n + r
+        if len(np.unique(code)) != len(code):
+            raise GraphError(f"Graph {self.name!r}: {len(code) - len(np.unique(code))} duplicate edges; save writes "
+                             "graphs as the loaders build them (fgl_jax.build_graph)")
+        if not np.array_equal(np.sort(code), np.sort(r * n + s)):
+            raise GraphError(f"Graph {self.name!r}: the edges are not symmetric; save writes undirected graphs as "
+                             "the loaders build them (fgl_jax.build_graph)")
+        arrays: dict = {"edge_index": np.stack([s, r]), "y": np.asarray(self.y), "num_classes": np.int64(self.num_classes),
+                        "train_mask": np.asarray(self.train_mask, bool), "val_mask": np.asarray(self.val_mask, bool),
+                        "test_mask": np.asarray(self.test_mask, bool)}
+        if sp.issparse(self.x):
+            x = sp.csr_matrix(self.x)
+            arrays.update(x_data=x.data, x_indices=x.indices, x_indptr=x.indptr, x_shape=np.asarray(x.shape))
+        else:
+            arrays["x"] = np.asarray(self.x)
+        names = (self.meta or {}).get("class_names")
+        if names is not None:
+            arrays["class_names"] = np.asarray([str(c) for c in names], dtype=str)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, **arrays)
+        return path
 
     def __post_init__(self):
         self._check_nodes(GraphError, "Graph")

@@ -20,7 +20,7 @@ from .registry import (Source, UnknownDatasetError, add_view, data_kind, dataset
 from .checks import DataNotice, build_graph
 from .files import (DataPathNotFoundError, detect_format, is_path, load_path, path_sha256, path_suffixes,
                     register_format, resolve_path)
-from .npz import load_npz
+from .npz import load_npz, save_graph
 from .tables import load_csv_graph, load_hetero_tables, load_incidence
 from .ogb import load_ogb_node
 from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_pyg, from_scipy
@@ -32,7 +32,7 @@ from . import processing  # noqa: F401 (robustness perturbations: processing.per
 __all__ = [
     "load", "load_graph", "register", "list_datasets", "dataset_names", "data_kind", "source", "Source", "add_view",
     "register_format", "path_suffixes",
-    "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "load_csv_graph", "load_ogb_node",
+    "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "save_graph", "load_csv_graph", "load_ogb_node",
     "load_incidence", "load_hetero_tables", "build_graph", "stratified_split", "resolve_path",
     "DataNotice", "DataPathNotFoundError",
     "from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl",

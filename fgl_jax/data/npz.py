@@ -31,6 +31,7 @@ else is skipped with a notice. These files have no split: the default stratified
     y                 int [N], optional (-1 = unlabelled)
     train_mask, val_mask, test_mask                   bool [N], optional (none -> default split)
     num_classes       int scalar, optional (default max(y) + 1)
+    class_names       str [K], optional (a Unicode array, not pickled: into graph.meta["class_names"])
 
 Both go through `fgl_jax.data.checks.build_graph` (symmetrised, self-loops / duplicates
 removed, labels and masks checked).
@@ -52,7 +53,7 @@ from .files import register_format
 from .paths import DataFormatError, PathLike
 from .safe_pickle import UnsafePickleError, safe_load_npy_object
 
-__all__ = ["load_npz", "npz_layout", "GNN_BENCHMARK_KEYS", "PLAIN_KEYS"]
+__all__ = ["load_npz", "save_graph", "npz_layout", "GNN_BENCHMARK_KEYS", "PLAIN_KEYS"]
 
 GNN_BENCHMARK_KEYS = ("adj_data", "adj_indices", "adj_indptr", "adj_shape")
 PLAIN_KEYS = ("edge_index", "x")
@@ -238,6 +239,10 @@ def load_npz(path: PathLike, name: Optional[str] = None, **options: Any) -> Grap
                                       "x_indptr/x_shape (CSR)")
             y = _get(z, "y", path) if "y" in z.files else None
             masks = {m: _get(z, m, path) for m in ("train_mask", "val_mask", "test_mask") if m in z.files}
+            if "class_names" in z.files:
+                names = _optional_names(z, path, "class_names", notes)
+                if names is not None:
+                    meta["class_names"] = names
             k = None
             if "num_classes" in z.files:
                 kk = _get(z, "num_classes", path)
@@ -261,3 +266,23 @@ def load_npz(path: PathLike, name: Optional[str] = None, **options: Any) -> Grap
         g = build_graph(senders, receivers, x, y, name=name, source=str(path), meta=meta, **masks, **options)
     g.meta["notices"][:0] = notes  # the skipped name arrays come first: they were read first
     return g
+
+
+
+def save_graph(graph: Graph, path: PathLike) -> Path:
+    """Write `graph` as a plain-layout ``.npz`` that `load_npz` (and ``--dataset PATH``) reads back
+    as the same graph: equal edges in the same order, features, labels, masks, class count and
+    class names.
+
+    Args:
+      graph: a `Graph` (from a loader, a converter or `build_graph`: symmetric, no duplicate edges).
+      path: the file to write (``.npz`` is appended when missing).
+
+    Returns:
+      The path written.
+
+    Raises:
+      GraphError: the graph is not symmetric or holds duplicate edges (what the loader would change
+        on reading it back), naming the count.
+    """
+    return graph.save(path)
