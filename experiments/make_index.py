@@ -49,6 +49,12 @@ def _fedhgl():
     return paper.results_payload(RES / "fedhgl", quick=False)
 
 
+def _fedhgn():
+    """FedHGN's committed full run as {"results": ..., "paper": ...} drawn from its records (None when none)."""
+    from experiments.fedhgn import paper
+    return paper.results_payload(RES / "fedhgn", quick=False)
+
+
 def _hifgl_cells():
     """(baseline rows, Table 3 rows, Table 5 rows) of HiFGL's committed full run."""
     from experiments.hifgl import baselines, paper
@@ -111,7 +117,7 @@ def rows_fedhgl():
 
 
 def rows_fedhgn():
-    d = _load(RES / "fedhgn" / "results.json")
+    d = _fedhgn()
     if not d:
         return []
     rows = []
@@ -394,7 +400,7 @@ def _fedhgn_reason(ds: str, split: str, k: str, paper: float) -> str:
 
 
 def headline_fedhgn():
-    d = _load(RES / "fedhgn" / "results.json")
+    d = _fedhgn()
     if not d:
         return ("", [])
     rows = []
@@ -585,8 +591,12 @@ def system_page(system: str) -> tuple[str, list[dict]]:
     rest = sorted(p.name for p in folder.glob("*.md") if p.name not in FILES[system] and p.name != "README.md")
     if rest:
         L.append("- runs that results.md merges or cites: " + ", ".join(f"[{n}]({n})" for n in rest))
-    L += ["", "Each `.md` table is rendered from records/ (`fgl_jax.record/1`: the cell, its resolved config, "
-          "seeds, metrics and provenance)." if on_records else "Each `.md` table has a `.json` beside it with the "
+    # on records, tables of separate diagnostic scripts may still keep their own .json (FedHGN's official-split runs)
+    beside = sorted(f"`{p.stem}.md`" for p in folder.glob("*.json") if (folder / f"{p.stem}.md").exists())
+    L += ["", ("Each `.md` table is rendered from records/ (`fgl_jax.record/1`: the cell, its resolved config, "
+               "seeds, metrics and provenance)" + (f", except {', '.join(beside)}: a `.json` beside each holds its "
+                                                  "numbers, the command, config, versions and machine." if beside else ".")
+               ) if on_records else "Each `.md` table has a `.json` beside it with the "
           "same numbers, the command, config, versions and machine.", ""]
     return "\n".join(L), rows
 

@@ -70,9 +70,9 @@ def test_registered_with_its_config():
 def test_yaml_cells_resolve_and_match_the_paper():
     """Every file of experiments/configs/fedhgn is a valid config (no unknown keys) that equals
     its paper cell; a few cells checked against the paper's settings by hand."""
-    from fgl_jax.systems.fedhgn.paper import cells
+    from experiments.fedhgn.paper import config_cells
     files = sorted(CONFIGS.glob("*.yaml"))
-    by_name = {name: cfg for name, _, cfg in cells()}
+    by_name = {name: cfg for name, _, cfg in config_cells()}
     assert {f.stem for f in files} == set(by_name)
     for f in files:
         cfg = schema.resolve(FedHGNConfig, f, system="fedhgn")

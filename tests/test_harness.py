@@ -135,3 +135,62 @@ def test_committed_fedhgl_records_hold_every_full_cell_and_render_the_committed_
     for quick in (False, True):
         made = paper.render_records(tmp_path, paper.Plan.make(quick), quick)
         assert made.read_text() == (folder / made.name).read_text(), made.name
+
+
+def test_committed_fedhgn_records_hold_every_full_cell_and_render_the_committed_tables(tmp_path):
+    """FedHGN's committed results are records of exactly the reproduction's cells, with their own
+    seeds, and results(_quick).md are their rendering (gap notes included)."""
+    import shutil
+    from experiments.fedhgn import paper
+    folder = harness.RESULTS / "fedhgn"
+    recs = harness.load(folder, quick=False)
+    assert sorted(recs) == sorted(c.id for c in paper.cells(paper.Plan.make(False)))
+    # numbers checked by hand against the committed table before the move (results.md, 2026-11-22)
+    m = recs["fedhgn/main/aifb/RE/k3/fedhgn"]["metrics"]
+    assert (round(m["mean"], 2), round(m["std"], 2), m["paper"], recs["fedhgn/main/aifb/RE/k3/fedhgn"]["seeds"]) == \
+        (75.00, 2.51, 81.87, [1000, 2000, 3000, 4000, 5000])
+    m = recs["fedhgn/ablation/k10/fedavg"]          # Table 4's FedAvg at K=10 came from a 3-seed run
+    assert (round(m["metrics"]["mean"], 2), m["seeds"]) == (65.64, [1000, 2000, 3000])
+    assert round(recs["fedhgn/floor/aifb/RE/k3"]["metrics"]["majority"], 2) == 40.38
+    assert recs["fedhgn/sweep_lambda/RE/lambda50"]["metrics"]["diverged_seeds"] == 2
+    prov = recs["fedhgn/main/aifb/RE/k3/fedhgn"]["provenance"]
+    assert prov["converted_from"] == "results_aifb.json" and "--stem results_aifb" in prov["original"]["command"]
+    # the gap notes the page printed are kept on their cells, and the renderer draws the same ones
+    res = paper.results_of(recs, paper.Plan.make(False))
+    kept = {paper._key(c)[1]: recs[c.id]["metrics"].get("gap_note") for c in paper.main_cells(paper.Plan.make(False))
+            if "/main/" in c.id}
+    assert {k: v for k, v in kept.items() if v} == paper.gap_notes(res, folder) and len(paper.gap_notes(res, folder)) == 17
+    for name in ("records", "results_official_split.json", "results_official_es.json",
+                 "results_official_init_RE3.json", "official_code.md"):
+        (shutil.copytree if name == "records" else shutil.copy)(folder / name, tmp_path / name)
+    for quick in (False, True):
+        made = paper.render_records(tmp_path, paper.Plan.make(quick), quick)
+        assert made.read_text() == (folder / made.name).read_text(), made.name
+
+
+def test_fedhgn_cells_equal_to_an_earlier_one_reuse_its_runs(monkeypatch):
+    """The ablation's FedAvg / FedHGN rows and the sweeps' default points are the main table's configs:
+    measured once per process, not once per table."""
+    from experiments.fedhgn import paper
+    runs = []
+    monkeypatch.setattr(paper, "run_cell", lambda cfg, seeds: runs.append((cfg, seeds)) or {
+        "mean": float(len(runs)), "std": 0.0, "per_seed": [0.0] * len(seeds), "rounds_run": [], "wall_s": 0.0})
+    plan = paper.Plan.make(False, parts=("main", "sweeps"), datasets=("aifb",), ks=(3,), methods=("fedhgn",),
+                           seeds=2, b_grid=(5, 20), lambda_grid=(0.5,), sweep_splits=("RE",))
+    run = paper.measure(log=lambda *a: None)
+    got = {c.id: run(c)["mean"] for c in paper.cells(plan) if "/floor/" not in c.id}
+    main = got["fedhgn/main/aifb/RE/k3/fedhgn"]
+    assert got["fedhgn/sweep_B/RE/B20"] == got["fedhgn/sweep_lambda/RE/lambda0.5"] == main
+    assert got["fedhgn/round1/RE/skip/lambda0.5"] == main
+    assert got["fedhgn/sweep_B/RE/B5"] != main and got["fedhgn/round1/RE/zeros/lambda0.5"] != main
+    # main RE + RET, B=5, then zeros / code_quirk at 0.5 and 5 and skip at 5: each distinct config run once
+    from fgl_jax import schema
+    assert len(runs) == len({(json.dumps(schema.to_dict(c), sort_keys=True), s) for c, s in runs}) == 8
+    assert all(s == (1000, 2000) for _, s in runs)
+
+
+def test_fgl_jax_reproduce_runs_fedhgn_from_the_checkouts_experiments():
+    """`fgl-jax reproduce fedhgn` uses experiments/fedhgn/paper.py (the harness), not a package module."""
+    from fgl_jax import cli, registry
+    assert cli.paper_module(registry.entry("system", "fedhgn")) == "experiments.fedhgn.paper"
+    assert cli.paper_module(registry.entry("system", "fedhgl")) == "experiments.fedhgl.paper"

@@ -241,7 +241,7 @@ def test_planted_bad_use_is_caught(source):
     "import fgl_jax as fj\nfj.run_config\nfj.__version__\nfj.RunConfig.some_field",
     "from fgl_jax import run, sweep, RunOptions, engine\nengine.make_scan\nengine.Tracker.empty()",
     "import fgl_jax.systems.hifgl as H\nH.forward",
-    "from fgl_jax.systems.fedhgn import paper\npaper.SEEDS",
+    "from fgl_jax.systems.fedhgn import build, FedHGNConfig\nFedHGNConfig.dataset",
     "from fgl_jax import schema\nschema.dump",
     "import numpy as np\nnp.linalg.norm",
 ])

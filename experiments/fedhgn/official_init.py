@@ -36,9 +36,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
 from fgl_jax import load_official_split, run, safe_load  # noqa: E402
-from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, paper, program  # noqa: E402
-
-PAPER = paper.PAPER
+from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, program  # noqa: E402
+from experiments.fedhgn.paper import PAPER  # noqa: E402
 
 GROUPS = {"all": {"V", "dec", "beta", "emb"}, "none": set(), "emb": {"emb"}, "beta": {"beta"}, "V,dec": {"V", "dec"}}
 

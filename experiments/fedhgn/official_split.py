@@ -25,10 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
 from fgl_jax import engine, load_official_split, schema  # noqa: E402
 from fgl_jax import run as run_rounds  # noqa: E402
-from fgl_jax.systems.fedhgn import (FedHGNConfig, early_stop, fedhgn, hetero_fed_data, majority_accuracy, paper,  # noqa: E402
+from fgl_jax.systems.fedhgn import (FedHGNConfig, early_stop, fedhgn, hetero_fed_data, majority_accuracy,  # noqa: E402
                                     program)
-
-PAPER, SEEDS = paper.PAPER, paper.SEEDS
+from experiments.fedhgn.paper import PAPER, SEEDS  # noqa: E402
 
 OUT = RESULTS / "fedhgn"
 FILES = {"RE": "random-edges", "RET": "random-etypes"}

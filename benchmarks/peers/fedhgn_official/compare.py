@@ -29,7 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from fgl_jax import engine, load_official_split, records, schema
-from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, paper, prepare_clients, program
+from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, prepare_clients, program
+
+from experiments.fedhgn.paper import PAPER, SEEDS   # run as a module from the checkout's root (see above)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -159,7 +161,7 @@ def table(work: Path, seeds, cmd: str, t0: float, config: dict) -> None:
     rec = {"paper": {}, "official": {}, "fgljax": {}}
     for split, method in CELLS:
         key = f"{split}/{method}"
-        rec["paper"][key] = paper.PAPER[("aifb", split, method)][3]
+        rec["paper"][key] = PAPER[("aifb", split, method)][3]
         for where in SPLITS:
             accs = []
             for s in seeds:
@@ -260,7 +262,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     t0 = time.time()
     work, venv_py = Path(a.work), str(Path(a.venv) / "bin" / "python")
-    seeds = list(paper.SEEDS) + [1000 * i for i in range(6, 41)]
+    seeds = list(SEEDS) + [1000 * i for i in range(6, 41)]
     seeds = seeds[:a.seeds]
     splits = [s for s in a.splits.split(",") if s]
     steps = a.steps.split(",")

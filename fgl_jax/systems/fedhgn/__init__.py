@@ -6,15 +6,12 @@
     data.py       client graphs -> HeteroFedData (host side, once)
     algorithm.py  fedhgn(cfg): FederatedAlgorithm (Algorithm 1: SWD, CA, server pool / averaging)
     program.py    build(cfg) -> Program (registered), early stopping as Hooks
-    paper.py      the paper's cells and reproduce()
 
     fgl-jax fedhgn --dataset aifb --split RE --clients 3
 
-Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
-(the cells, PAPER numbers, SEEDS, reproduce) is imported on first use.
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below. The
+paper's cells and tables live in the checkout's experiments/fedhgn/ (`fgl-jax reproduce fedhgn`).
 """
-from fgl_jax.systems import lazy_submodules
-
 from fgl_jax.systems.fedhgn.algorithm import (FedHGNState, alignment_loss, fedhgn, server_aggregate,
                                               server_average_coeffs, server_pool)
 from fgl_jax.systems.fedhgn.config import METHODS, FedHGNConfig
@@ -27,7 +24,4 @@ from fgl_jax.systems.fedhgn.rgcn import build_hetero_blocks
 __all__ = ["FedHGNConfig", "METHODS", "FedHGNState", "HeteroFedData", "FlatBlocks", "alignment_loss", "server_pool",
            "server_aggregate", "server_average_coeffs", "fedhgn", "make_fed_data", "hetero_fed_data",
            "prepare_clients", "client_data", "majority_accuracy", "flatten_blocks", "flat_logits", "early_stop",
-           "early_stopping_hooks", "program", "build", "build_hetero_blocks", "paper"]
-
-
-__getattr__ = lazy_submodules(__name__, ("paper",))
+           "early_stopping_hooks", "program", "build", "build_hetero_blocks"]
