@@ -61,10 +61,13 @@ def test_edge_endpoint_outside_nodes_refused():
     ([0, 7, 9, 1], 7, r"field y has 2 label\(s\) outside \[0, 7\), e.g. node 1 has label 7"),
     ([0, 0.5, 1, 1], None, r"field y has 1 non-integer label\(s\), e.g. node 1 has label 0.5"),
     ([0, -2, 1, 1], None, r"negative label\(s\) other than -1"),
-    (["a", "b", "a", "b"], None, r"must hold integer class ids"),
+    (np.array(["a", 1, "a", 2], dtype=object), None, r"mixes class names and other values \(node 0: 'a', node 1: 1\)"),
+    (np.array([b"x", True, False, True], dtype=object), None, r"mixes class names"),
     ([0, 1, 1], None, r"field y has shape \(3,\), expected \(4,\)"),
 ])
 def test_bad_labels_refused_with_count_and_example(y, k, pattern):
+    # class names (strings) are labels since issue 50 (test_class_names_are_labels); mixing them with
+    # numbers is refused
     with pytest.raises(DataFormatError, match=pattern):
         quiet_build(*BOTH, X4, np.asarray(y), num_classes=k, source="mine.npz")
 
@@ -129,3 +132,10 @@ def test_stratified_split_counts_and_seed():
     assert (tr == tr2).all()
     with pytest.raises(ValueError, match="train \\+ val \\+ test <= 1"):
         stratified_split(y, 4, 0.6, 0.3, 0.3)
+
+
+def test_class_names_are_labels():
+    """Issue 50 item 3: class names (strings) are accepted by build_graph (so by every converter and
+    file), numbered in sorted name order; "" marks an unlabelled node."""
+    g = quiet_build(*BOTH, X4, np.asarray(["cat", "dog", "", "cat"]), source="mine")
+    assert g.y.tolist() == [0, 1, -1, 0] and g.meta["class_names"] == ["cat", "dog"] and g.num_classes == 2

@@ -51,7 +51,8 @@ def test_each_builtin_format_recognises_its_layout(tmp_path, files, arg, fmt, ta
 
 def test_the_builtin_formats_are_registry_entries_with_their_kind():
     files = {e.name: e.info["data"] for e in registry.entries("format") if e.info["sniff"] is None}
-    assert files == {"npz": "graph", "csv": "graph", "ogb": "graph", "hypergraph": "hypergraph", "hetero": "hetero"}
+    assert files == {"npz": "graph", "csv": "graph", "ogb": "graph", "hypergraph": "hypergraph", "hetero": "hetero",
+                     "graphml": "graph", "gml": "graph", "edgelist": "graph"}
     objects = {e.name for e in registry.entries("format") if e.info["sniff"] is not None}
     assert objects == {"scipy", "networkx", "jraph", "pyg", "dgl"}
 
@@ -78,7 +79,7 @@ def test_a_graph_object_of_another_library_loads_through_its_format():
 @pytest.mark.parametrize("files, message", [
     (("d/a.npz", "d/b.npz"), "directory in no known layout (it holds a.npz, b.npz)"),
     (("d/notes.md",), "directory in no known layout (it holds notes.md)"),
-    (("graph.gml",), "unrecognised graph file"),
+    (("graph.dot",), "unrecognised graph file"),
 ])
 def test_an_unknown_layout_is_one_line_listing_the_registered_formats(tmp_path, files, message):
     _touch(tmp_path, *files)

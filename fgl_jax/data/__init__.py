@@ -24,6 +24,7 @@ from .npz import load_npz, save_graph
 from .tables import load_csv_graph, load_hetero_tables, load_incidence
 from .ogb import load_ogb_node
 from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_pyg, from_scipy
+from .nxfiles import load_edgelist, load_gml, load_graphml
 from .safe_pickle import UnsafePickleError, safe_load
 from .splits import openfgl_fractions, per_class_split, per_client_split, random_split, stratified_split
 from .synthetic import csbm, edge_homophily
@@ -32,10 +33,11 @@ from . import processing  # noqa: F401 (robustness perturbations: processing.per
 __all__ = [
     "load", "load_graph", "register", "list_datasets", "dataset_names", "data_kind", "source", "Source", "add_view",
     "register_format", "path_suffixes",
-    "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "save_graph", "load_csv_graph", "load_ogb_node",
+    "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "load_csv_graph", "load_ogb_node",
     "load_incidence", "load_hetero_tables", "build_graph", "stratified_split", "resolve_path",
     "DataNotice", "DataPathNotFoundError",
     "from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl",
+    "load_graphml", "load_gml", "load_edgelist", "save_graph",
     "load_planetoid", "read_planetoid", "load_facebook", "load_lastfm_asia",
     "csbm", "edge_homophily", "random_split", "per_class_split", "per_client_split", "openfgl_fractions",
     "safe_load", "resolve_data_dir", "sha256_file", "verify_files",

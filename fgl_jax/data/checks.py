@@ -103,6 +103,53 @@ def _features(x: ArrayLike, source: str) -> Union[np.ndarray, sp.csr_matrix]:
     return np.ascontiguousarray(a, np.float32)
 
 
+def class_name_labels(y: Optional[ArrayLike], source: str, meta: dict) -> Optional[ArrayLike]:
+    """Labels given as class names (strings) -> class ids numbered in sorted name order, the names
+    kept in ``meta["class_names"]`` (the CSV loader's convention, for every converter and file).
+
+    Args:
+      y: [N] labels: numbers (returned unchanged), or strings where "" / None mark unlabelled nodes.
+      source: how an error is prefixed (a path or a converter's name).
+      meta: the graph's meta dict; "class_names" is set when y holds names.
+
+    Returns:
+      y unchanged when it is numeric or None, else an int64 [N] array (-1 = unlabelled).
+
+    Raises:
+      DataFormatError: names and numbers mixed in one label array (naming the first of each).
+    """
+    if y is None:
+        return None
+    a = np.asarray(y, dtype=object) if not isinstance(y, np.ndarray) else y
+    if a.dtype.kind not in "USO" or a.ndim != 1:
+        return y
+    vals = list(a.tolist())
+    is_name = [isinstance(v, (str, bytes)) and v not in ("", b"") for v in vals]
+    blank = [v is None or v in ("", b"") or (isinstance(v, float) and v != v) for v in vals]
+    if not any(is_name):
+        if a.dtype.kind == "O" and all(b or isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                                       for v, b in zip(vals, blank)):
+            return np.array([np.nan if b else float(v) for v, b in zip(vals, blank)])
+        return y
+    mixed = [i for i, (nm, b) in enumerate(zip(is_name, blank)) if not nm and not b]
+    if mixed:
+        i, j = mixed[0], is_name.index(True)
+        raise DataFormatError(f"{source}: field y mixes class names and other values (node {j}: {vals[j]!r}, "
+                              f"node {i}: {vals[i]!r}); labels are either class ids 0..C-1 or class names")
+    text = [v.decode() if isinstance(v, bytes) else v for v in vals]
+    names = sorted({v for v, nm in zip(text, is_name) if nm})
+    given = meta.get("class_names")
+    if given is not None:
+        unknown = sorted(set(names) - set(map(str, given)))
+        if unknown:
+            raise DataFormatError(f"{source}: field y names class {unknown[0]!r}, which is not among the given "
+                                  f"class names ({len(given)})")
+        names = [str(c) for c in given]
+    meta["class_names"] = names
+    pos = {v: i for i, v in enumerate(names)}
+    return np.array([pos[v] if nm else -1 for v, nm in zip(text, is_name)], np.int64)
+
+
 def check_labels(y: Optional[ArrayLike], n: int, num_classes: Optional[int], source: str,
                  notes: list[str]) -> tuple[np.ndarray, int]:
     """y int32 [N] (-1 = unlabelled) and num_classes, refusing non-integer or out-of-range labels."""
@@ -307,6 +354,8 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
     if n == 0:
         raise DataFormatError(f"{source}: the graph has no nodes (x has 0 rows)")
     s, r = _edges(senders, receivers, n, source, on_directed, keep_self_loops, notes)
+    meta = dict(meta or {})
+    y = class_name_labels(y, source, meta)
     labels, k = check_labels(y, n, num_classes, source, notes)
     masks = check_masks((train_mask, val_mask, test_mask), labels, source, notes)
     if masks is None:
@@ -331,6 +380,6 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
         if missing.size:
             _notify(notes, source, f"{missing.size} class(es) have labelled nodes but no training node, e.g. "
                                    f"class {int(missing[0])}")
-    info = dict(meta or {})
+    info = meta
     info.update(notices=notes, split=split_info)
     return Graph(name, s, r, feats, labels, k, masks[0], masks[1], masks[2], meta=info)
