@@ -60,3 +60,22 @@ def test_a_graphml_file_runs_from_the_cli(tmp_path):
     assert main(["run", "--dataset", str(path), "--clients", "2", "--rounds", "2", "--hidden", "8",
                  "--no-progress", "--out", str(tmp_path / "run")]) == 0
     assert (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_notices_name_the_users_node_ids(tmp_path):
+    """Issue 50 item 3: a notice about a node names the user's id, not only a row number."""
+    d = tmp_path / "g"
+    d.mkdir()
+    (d / "nodes.csv").write_text("id,label,f0\nalice,cat,1\nbob,dog,0\ncarol,cat,1\ndave,dog,0\n")
+    (d / "edges.csv").write_text("src,dst\nalice,bob\nbob,carol\nalice,alice\n")
+    with pytest.warns(DataNotice) as caught:
+        g = fj.load(str(d))
+    text = " | ".join(str(w.message) for w in caught)
+    assert "isolated node(s) (no edge), e.g. node 'dave' (row 3)" in text
+    assert "self-loop(s) removed (e.g. node 'alice' (row 0))" in text
+    assert g.meta["nodes"] == ["alice", "bob", "carol", "dave"]
+    path = tmp_path / "k.edgelist"
+    path.write_text("x y\nz z\ny w\n")
+    with pytest.warns(DataNotice) as caught:
+        fj.load(str(path))
+    assert "self-loop(s) removed (e.g. node 'z'" in " | ".join(str(w.message) for w in caught)

@@ -278,8 +278,17 @@ def check_masks(masks: Sequence[Optional[ArrayLike]], y: np.ndarray, source: str
     return out[0], out[1], out[2]
 
 
+def node_label(i: int, ids: Optional[Sequence] = None) -> str:
+    """How a message names node i: its row, and the user's own id when the source had ids
+    (``graph.meta["nodes"]``: a CSV id column, networkx node keys)."""
+    i = int(i)
+    if ids is not None and 0 <= i < len(ids) and str(ids[i]) != str(i):
+        return f"node {ids[i]!r} (row {i})"
+    return f"node {i}"
+
+
 def _edges(senders: ArrayLike, receivers: ArrayLike, n: int, source: str, on_directed: str,
-           keep_self_loops: bool, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+           keep_self_loops: bool, notes: list[str], ids: Optional[Sequence] = None) -> tuple[np.ndarray, np.ndarray]:
     s = _as_int_ids(senders, source, "edge sources").ravel()
     r = _as_int_ids(receivers, source, "edge targets").ravel()
     if s.shape != r.shape:
@@ -293,7 +302,7 @@ def _edges(senders: ArrayLike, receivers: ArrayLike, n: int, source: str, on_dir
                                   f"outside [0, {n}) (the features have {n} rows)")
     loops = s == r
     if loops.any() and not keep_self_loops:
-        _notify(notes, source, f"{int(loops.sum())} self-loop(s) removed (e.g. node {int(s[loops][0])})")
+        _notify(notes, source, f"{int(loops.sum())} self-loop(s) removed (e.g. {node_label(s[loops][0], ids)})")
         s, r = s[~loops], r[~loops]
     key = s * n + r
     uniq = np.unique(key)
@@ -353,7 +362,8 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
     n = feats.shape[0]
     if n == 0:
         raise DataFormatError(f"{source}: the graph has no nodes (x has 0 rows)")
-    s, r = _edges(senders, receivers, n, source, on_directed, keep_self_loops, notes)
+    ids = (meta or {}).get("nodes")
+    s, r = _edges(senders, receivers, n, source, on_directed, keep_self_loops, notes, ids)
     meta = dict(meta or {})
     y = class_name_labels(y, source, meta)
     labels, k = check_labels(y, n, num_classes, source, notes)
@@ -372,7 +382,7 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
     deg = np.bincount(r, minlength=n)
     iso = np.flatnonzero(deg == 0)
     if iso.size:
-        _notify(notes, source, f"{iso.size} isolated node(s) (no edge), e.g. node {int(iso[0])}")
+        _notify(notes, source, f"{iso.size} isolated node(s) (no edge), e.g. {node_label(iso[0], ids)}")
     if (labels >= 0).any() and masks[0].any():
         present = np.bincount(labels[labels >= 0], minlength=k) > 0
         in_train = np.bincount(labels[masks[0]], minlength=k) > 0

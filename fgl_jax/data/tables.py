@@ -264,6 +264,8 @@ def load_csv_graph(path: PathLike, name: Optional[str] = None, **options: Any) -
     notes: list[str] = []
     _edge_weights(epath, *parsed, notes)
     meta: dict = {"path": str(folder), "format": "csv"}
+    if "id" in table.columns:
+        meta["nodes"] = list(table.ids)  # the user's ids, in graph order: notices name them
     y = _labels(table, meta)
     g = build_graph(s, r, table.x, y, name=_name(folder, name), source=str(folder), meta=meta,
                     **_split_masks(table), **options)
