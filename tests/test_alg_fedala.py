@@ -100,3 +100,8 @@ def test_fedala_options_flags_and_block():
         schema.make(RunConfig, {"algorithm": "fedala", "fedala_sample": 0})
     with pytest.raises(ValueError, match="option of algorithm 'fedala'"):
         schema.make(RunConfig, {"algorithm": "fedavg", "fedala_eta": 0.5})
+
+
+def test_fedala_cli_run_and_resume_with_client_sampling(tmp_path):
+    # the per-client phase (never trained / learn W from ones / W learnt) must survive the checkpoint
+    cli_run_and_resume(tmp_path, "fedala", "--clients-per-round", "2", "--fedala-init-steps", "3")
