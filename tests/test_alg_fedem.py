@@ -93,6 +93,17 @@ def test_two_rounds_match_a_numpy_rederivation():
     np.testing.assert_allclose(float(metrics["test_acc"]), correct / total, atol=1e-6)
 
 
+def test_responsibilities_match_numpy():
+    from fgl_jax.algorithms.fedem import responsibilities
+    rng = np.random.default_rng(0)
+    losses, pi = rng.exponential(2.0, (3, 7)), rng.dirichlet(np.ones(3))
+    want = pi[:, None] * np.exp(-losses)
+    want /= want.sum(0, keepdims=True)                   # Bayes' rule per node, no log-space tricks
+    got = np.asarray(responsibilities(np.float32(losses), np.float32(pi)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got.sum(0), 1.0, rtol=1e-6)
+
+
 def test_fedem_cli_run_and_resume_with_client_sampling(tmp_path):
     cli_run_and_resume(tmp_path, "fedem", "--fedem-components", "2", "--clients-per-round", "2")
 

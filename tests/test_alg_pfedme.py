@@ -93,7 +93,7 @@ def test_large_lambda_with_beta_one_approaches_fedavg():
     # gap = max |w_pfedme - w_fedavg| / max |w_fedavg - w^0| after 2 rounds (2 local steps, SGD lr 0.3);
     # the O(1/lambda) bias shrinks 10x per decade until float32 cancellation in lambda (w - theta)
     gaps = {lam: _gap_to_fedavg(lam) for lam in (10.0, 100.0, 1000.0)}
-    assert gaps[1000.0] < 5e-3, gaps
+    assert gaps[1000.0] < 1e-3, gaps   # measured: 4.6e-2, 4.7e-3, 4.7e-4 (1e4: 2.2e-4, the float32 floor)
     assert gaps[100.0] < 0.3 * gaps[10.0] and gaps[1000.0] < 0.3 * gaps[100.0], gaps
 
 
