@@ -102,6 +102,7 @@ def test_fedala_options_flags_and_block():
         schema.make(RunConfig, {"algorithm": "fedavg", "fedala_eta": 0.5})
 
 
+@pytest.mark.slow   # integration: three whole runs compiled (FedEM's CLI resume test stays in the default suite)
 def test_fedala_cli_run_and_resume_with_client_sampling(tmp_path):
     # the per-client phase (never trained / learn W from ones / W learnt) must survive the checkpoint
     cli_run_and_resume(tmp_path, "fedala", "--clients-per-round", "2", "--fedala-init-steps", "3")
