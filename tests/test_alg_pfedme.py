@@ -97,6 +97,21 @@ def test_large_lambda_with_beta_one_approaches_fedavg():
     assert gaps[100.0] < 0.3 * gaps[10.0] and gaps[1000.0] < 0.3 * gaps[100.0], gaps
 
 
+def test_global_eval_mode_reports_the_server_model():
+    import dataclasses
+
+    from fgl_jax.federated.evaluation import evaluate
+    data, model, common = toy_setup()
+    common = dataclasses.replace(common, eval_mode="global_model_on_local_data")
+    alg = _pfedme(model, common)
+    state, m = jax.jit(alg.round)(alg.init(jax.random.key(0), data), data, jax.random.key(1))
+    ref, personal = (evaluate(model, state.server, data.eval, per_client=False),
+                     evaluate(model, state.personal, data.eval, per_client=True))
+    for k in ("val_acc", "test_acc", "val_loss"):
+        assert float(m[k]) == pytest.approx(float(ref[k]), abs=1e-6)
+    assert float(m["val_loss"]) != pytest.approx(float(personal["val_loss"]), abs=1e-6)   # not the personal models
+
+
 def test_pfedme_options_flags_and_block():
     cfg = schema.make(RunConfig, {"algorithm": "pfedme", "pfedme_lambda": 5.0, "pfedme_inner_steps": 2})
     assert cfg.hparams().pfedme_lambda == 5.0 and cfg.hparams().pfedme_inner_steps == 2
