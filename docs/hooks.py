@@ -5,12 +5,14 @@
   tables, their figures), `notebooks/...` the notebooks with their stored outputs (mkdocs-jupyter);
 * `cli.md` is generated from the CLI parser, i.e. from each system's config class (fgl_jax.schema), and
   rewritten when the committed docs/cli.md differs;
-* a page line `<!-- include: experiments/results/hifgl/README.md -->` is replaced by that file;
-* `<!-- algorithms: registry -->` becomes the table of every registered algorithm (paper, messages
-  sized on Cora, hyperparameters and defaults), and `<!-- algorithms: modules -->` one docstring block
-  per registered algorithm's module, so docs/algorithms.md cannot go stale and a new algorithm needs
-  no edit there (its benchmark tables are committed, rendered from the records by
-  benchmarks/render.py and checked by a test);
+* generated sections are written into the markdown, so GitHub shows them too: a block
+  `<!-- include: experiments/results/hifgl/README.md -->` ... `<!-- /include: ... -->` holds that file
+  (links rewritten for the page), `<!-- equations: fedgc -->` ... the code's equation references, and
+  `<!-- algorithms: registry -->` ... the table of every registered algorithm (paper, messages sized on
+  Cora, hyperparameters and defaults). `python docs/hooks.py --write` regenerates them in place;
+  `--check` lists stale pages. The site build regenerates a stale page, writes it back and warns, so
+  CI's strict build fails until the regenerated page is committed. `<!-- algorithms: modules -->`
+  (one docstring block per algorithm module, mkdocstrings) is expanded on the site only;
 * relative links are written for GitHub (`../experiments/results/x.md`, `docs/x.md` from the README) and
   rewritten here to the site's paths; a link to a repository file that is not on the site (source
   code) becomes a code span, so `mkdocs build --strict` checks every link that can be checked.
@@ -301,19 +303,80 @@ def _repo_path(page) -> str:
     return src.relative_to(ROOT).as_posix()
 
 
+# an opening marker, then (once generated) the section and its closing marker
+BLOCK = re.compile(r"<!--\s*(include|equations|algorithms):\s*(\S+)\s*-->\n"
+                   r"(?:(?:(?!<!--\s*(?:include|equations|algorithms):).)*?<!--\s*/\1:\s*\2\s*-->\n?)?", re.S)
+GENERATED = {"algorithms": {"registry"}}  # besides every include and equations block
+
+
+def _relink(text: str, src_repo_path: str, page_repo_path: str) -> str:
+    """Relative links of a file at `src_repo_path`, rewritten for the page at `page_repo_path` (both
+    repository paths: what GitHub resolves)."""
+    src_dir, page_dir = posixpath.dirname(src_repo_path), posixpath.dirname(page_repo_path)
+
+    def one(m: re.Match) -> str:
+        label, target = m.group(1), m.group(2)
+        if re.match(r"^[a-z]+:|^#|^/", target):
+            return m.group(0)
+        path, _, anchor = target.partition("#")
+        repo = posixpath.normpath(posixpath.join(src_dir, path))
+        return f"{label}({posixpath.relpath(repo, page_dir or '.')}{'#' + anchor if anchor else ''})"
+
+    return LINK.sub(one, text)
+
+
+def generate(text: str, page_repo_path: str) -> str:
+    """`text` (a page at `page_repo_path`) with every generated section filled in afresh."""
+    def fill(m: re.Match) -> str:
+        kind, arg = m.group(1), m.group(2)
+        if kind == "include":
+            body = (ROOT / arg).read_text()
+            body = re.sub(r"^# .*\n", "", body, count=1)  # the page has its own title
+            body = _relink(body, arg, page_repo_path).strip("\n")
+        elif kind == "equations":
+            body = equations_table(arg)
+        elif arg in GENERATED.get(kind, ()):
+            body = algorithms_table()
+        else:
+            return m.group(0)  # expanded on the site only (algorithms: modules)
+        return f"<!-- {kind}: {arg} -->\n{body}\n<!-- /{kind}: {arg} -->\n"
+
+    return BLOCK.sub(fill, text)
+
+
 def on_page_markdown(markdown: str, page, config, files: Files) -> str:
     site_files = {f.src_uri for f in files}
-
-    def include(m: re.Match) -> str:
-        path = m.group(1).strip()
-        text = (ROOT / path).read_text()
-        text = re.sub(r"^# .*\n", "", text, count=1)  # the page has its own title
-        return rewrite_links(text, path, page.file.src_uri, site_files)
-
-    markdown = re.sub(r"<!--\s*include:\s*(\S+)\s*-->", include, markdown)
-    markdown = re.sub(r"<!--\s*equations:\s*(\w+)\s*-->", lambda m: equations_table(m.group(1)), markdown)
-    markdown = re.sub(r"<!--\s*algorithms:\s*registry\s*-->", lambda m: algorithms_table(), markdown)
-    markdown = re.sub(r"<!--\s*algorithms:\s*modules\s*-->", lambda m: algorithm_modules(), markdown)
     if page.file.abs_src_path is None:
         return markdown
-    return rewrite_links(markdown, _repo_path(page), page.file.src_uri, site_files)
+    repo_path = _repo_path(page)
+    if repo_path.startswith("docs/") and BLOCK.search(markdown):
+        fresh = generate(markdown, repo_path)
+        if fresh != markdown:
+            Path(page.file.abs_src_path).write_text(fresh)
+            log.warning(f"{repo_path}: its generated sections were stale and have been rewritten: commit it "
+                        "(python docs/hooks.py --write)")
+        markdown = fresh
+    markdown = re.sub(r"<!--\s*algorithms:\s*modules\s*-->", lambda m: algorithm_modules(), markdown)
+    return rewrite_links(markdown, repo_path, page.file.src_uri, site_files)
+
+
+def _pages() -> list[Path]:
+    return sorted(p for p in (ROOT / "docs").rglob("*.md") if BLOCK.search(p.read_text()))
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 2 or sys.argv[1] not in ("--write", "--check"):
+        sys.exit("usage: python docs/hooks.py --write | --check")
+    stale = []
+    for path in _pages():
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text()
+        fresh = generate(text, rel)
+        if fresh != text:
+            stale.append(rel)
+            if sys.argv[1] == "--write":
+                path.write_text(fresh)
+    verb = "rewritten" if sys.argv[1] == "--write" else "stale"
+    print(f"{len(stale)} page(s) {verb}" + (": " + ", ".join(stale) if stale else ""))
+    sys.exit(1 if stale and sys.argv[1] == "--check" else 0)
