@@ -282,6 +282,16 @@ def _lumos_config(config: Mapping[str, Any], **changes) -> LumosConfig:
                        source="lumos cell config")
 
 
+def lumos_configs(cell: Cell) -> list[LumosConfig]:
+    """The seed-0 LumosConfig(s) a Lumos cell runs: its config, or one per eps of a sweep cell;
+    [] for a baseline or workload cell."""
+    if isinstance(cell.config, LumosConfig):
+        return [cell.config]
+    if isinstance(cell.config.get("epsilon"), list):
+        return [_lumos_config(cell.config, epsilon=float(e)) for e in cell.config["epsilon"]]
+    return []
+
+
 def accounting_at(acc: dict, eps: float) -> dict:
     """`ldp_accounting` for another eps of a sweep (the realised budget is linear in eps)."""
     return {**acc, "eps": float(eps), "eps_recipient_max": float(eps * acc["eps_recipient_max_over_eps"]),
@@ -307,12 +317,13 @@ def measure(data_dir: Optional[str] = None) -> Callable[[Cell], dict]:
         if c.id.startswith(f"{TABLE}/workload/"):
             cfg = c.config
             return measure_workload(loaded(cfg["dataset"])[0], cfg["mcmc_iters"], cfg["mcmc_long_iters"])
-        if isinstance(c.config, LumosConfig):
-            return measure_lumos(c.config, c.seeds, [c.config.epsilon])[0]
-        if "method" in c.config:
+        cfgs = lumos_configs(c)
+        if not cfgs:
             return measure_baseline(c.config, c.seeds, loaded)
-        points = measure_lumos(_lumos_config(c.config, epsilon=c.config["epsilon"][0]), c.seeds, c.config["epsilon"])
-        return {"points": {str(float(e)): p for e, p in zip(c.config["epsilon"], points)}}
+        points = measure_lumos(cfgs[0], c.seeds, [cfg.epsilon for cfg in cfgs])
+        if isinstance(c.config, LumosConfig):
+            return points[0]
+        return {"points": {str(cfg.epsilon): p for cfg, p in zip(cfgs, points)}}
     return run
 
 
