@@ -51,8 +51,7 @@ if __package__ in (None, ""):  # run as a script: the checkout's root on the pat
 
 import numpy as np
 
-from fgl_jax import schema, sweep, table
-from fgl_jax.schema import option
+from fgl_jax import option, schema, sweep, table
 from fgl_jax.systems.lumos import (EdgeSet, LumosConfig, exact_min_max, greedy_init, load_features, max_workload,
                                    mcmc_trim, prepare_config, prepared_program, split, train_central, workload_stats,
                                    workloads)
