@@ -143,7 +143,7 @@ def test_committed_lumos_records_hold_every_full_cell_and_render_the_committed_t
     import shutil
     from experiments.lumos import paper
     folder = harness.RESULTS / "lumos"
-    recs = harness.load(folder, quick=False)
+    recs = harness.load(folder, quick=False, prefix="lumos/")
     # the committed full run: --epochs 100 --seeds 3 --aux-seeds 2 --facebook-aux-seeds 1 --no-gat-on
     # --facebook-gat-seeds 1 --facebook-gat-tasks node (its command, kept under provenance.original)
     opts = paper.Options(rounds=100, seeds=3, aux_seeds=2, facebook_aux_seeds=1, no_gat_on=(), facebook_gat_seeds=1,
@@ -164,4 +164,25 @@ def test_committed_lumos_records_hold_every_full_cell_and_render_the_committed_t
     shutil.copytree(folder / "records", tmp_path / "records")
     for quick in (False, True):
         made = paper.render_records(tmp_path, quick)
+        assert made.read_text() == (folder / made.name).read_text(), made.name
+
+
+def test_committed_lumos_studies_are_records_that_render_the_committed_pages(tmp_path):
+    """The noise study and the eps = inf diagnostic (experiments/lumos/) are records too; their pages are
+    rendered from them."""
+    import shutil
+    from experiments.lumos import diagnostics, noise_study
+    folder = harness.RESULTS / "lumos"
+    study = harness.load(folder, quick=False, prefix="noise_study/")
+    assert len(study) == 14 and set(study) <= {c.id for c in noise_study.cells()}
+    # by hand from the committed noise_study.md: link eps2 0.4597 at best epoch 69; node central_gcn 0.8823
+    assert round(study["noise_study/link/eps2"]["metrics"]["best"]["best_test"], 4) == 0.4597
+    assert study["noise_study/link/eps2"]["metrics"]["best"]["best_round"] == 69
+    assert round(study["noise_study/node/central_gcn"]["metrics"]["best"]["best_test"], 4) == 0.8823
+    diag = harness.load(folder, quick=False, prefix="diagnostics/")
+    assert sorted(diag) == ["diagnostics/link", "diagnostics/node"]
+    assert diag["diagnostics/node"]["config"]["epsilon"] == "inf"      # eps = inf, kept as JSON text
+    shutil.copytree(folder / "records", tmp_path / "records")
+    for module in (noise_study, diagnostics):
+        made = module.render_records(tmp_path)
         assert made.read_text() == (folder / made.name).read_text(), made.name
