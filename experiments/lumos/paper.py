@@ -1,7 +1,7 @@
 """Lumos (Pan et al., ICDE'23) §VIII: the paper's cells as data on the one harness (experiments/harness.py).
 
     fgl-jax reproduce lumos [--quick] [--data-dir D] [--out D]
-    python experiments/lumos/paper.py [--quick] [--render] [--datasets lastfm_asia facebook] [--rounds 300]
+    python experiments/lumos/paper.py [--quick] [--resume] [--render] [--datasets lastfm_asia facebook] [--rounds 300]
         [--seeds 3] [--aux-seeds 1] [--facebook-rounds 100] ...     (the time-budget flags: `Options`)
 
 Relative gaps (Figs. 3-4), workload trimming (Fig. 7), the eps sweep (Fig. 5), ablations (Fig. 6) and
@@ -750,17 +750,21 @@ def results_payload(out: Path = harness.RESULTS / "lumos", quick: bool = False) 
 
 
 def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, options: Optional[Options] = None,
-              log: Optional[Callable[[str], None]] = None) -> Path:
+              resume: bool = False, log: Optional[Callable[[str], None]] = None) -> Path:
     """Run the paper's cells (`cells`; quick: LastFM only, 40 epochs, GCN, 2 seeds, short chain) through
     the engine, one record each in out/records/lumos_<full|quick>.jsonl (written as each cell finishes),
-    then out/results(_quick).md from the records."""
+    then out/results(_quick).md from the records. resume: skip the cells that already have a record."""
     out = Path(out)
     if data_dir:
         os.environ["FGL_JAX_DATA"] = data_dir   # the Lumos programs load their data through the config
     if log is None:
         def log(msg):
             print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-    harness.run_cells(cells(quick, options or Options()), measure(data_dir), out, quick, log=log)
+    todo = cells(quick, options or Options())
+    if resume:
+        done = harness.load(out, quick, f"{TABLE}/")
+        todo = [c for c in todo if c.id not in done]
+    harness.run_cells(todo, measure(data_dir), out, quick, log=log)
     path = render_records(out, quick)
     log(f"wrote {path}")
     return path
@@ -771,14 +775,20 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="LastFM only, 40 epochs, GCN, 2 seeds (a few minutes)")
     ap.add_argument("--data-dir", default=None, help="directory holding the datasets (else $FGL_JAX_DATA)")
     ap.add_argument("--out", default=str(harness.RESULTS / "lumos"), help="folder of the records and tables")
-    ap.add_argument("--render", action="store_true", help="only re-render the tables from the records in --out")
+    ap.add_argument("--resume", action="store_true", help="skip the cells that already have a record in --out")
+    ap.add_argument("--render", "--render-only", action="store_true",
+                    help="only re-render the tables from the records in --out")
     schema.add_flags(ap, Options, title="what the full reproduction runs")
     args = ap.parse_args(argv)
-    if args.render:
-        print(f"wrote {render_records(Path(args.out), args.quick)}")
-        return 0
-    opts = schema.make(Options, schema.given_flags(args, Options), source="command line")
-    reproduce(Path(args.out), quick=args.quick, data_dir=args.data_dir, options=opts)
+    try:
+        if args.render:
+            print(f"wrote {render_records(Path(args.out), args.quick)}")
+            return 0
+        opts = schema.make(Options, schema.given_flags(args, Options), source="command line")
+        reproduce(Path(args.out), quick=args.quick, data_dir=args.data_dir, options=opts, resume=args.resume)
+    except ValueError as e:     # bad flags or no records: one line, no stack trace
+        print(f"experiments/lumos/paper.py: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
