@@ -54,7 +54,8 @@ def render(recs: dict) -> str:
 def render_records(out: Path = OUT) -> Path:
     recs = harness.load(out, False, f"{TABLE}/")
     if not recs:
-        raise ValueError(f"no diagnostics records under {harness.records_dir(out)}: run experiments/lumos/diagnostics.py")
+        raise ValueError(f"no diagnostics records under {harness.records_dir(out)}: "
+                         "run experiments/lumos/diagnostics.py")
     return harness.write_table(out, TABLE, render(recs), list(recs.values()))
 
 
@@ -72,4 +73,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ValueError as e:     # no records / a bad config value: one line, no stack trace
+        sys.exit(f"{Path(__file__).name}: {e}")

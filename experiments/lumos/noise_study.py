@@ -40,7 +40,6 @@ import dataclasses
 import functools
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -209,7 +208,8 @@ def render(recs: Mapping[str, dict]) -> str:
 def render_records(out: Path = OUT) -> Path:
     recs = harness.load(out, False, f"{TABLE}/")
     if not recs:
-        raise ValueError(f"no noise-study records under {harness.records_dir(out)}: run experiments/lumos/noise_study.py")
+        raise ValueError(f"no noise-study records under {harness.records_dir(out)}: "
+                         "run experiments/lumos/noise_study.py")
     return harness.write_table(out, TABLE, render(recs), list(recs.values()))
 
 
@@ -235,4 +235,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ValueError as e:     # no records / a bad config value: one line, no stack trace
+        sys.exit(f"{Path(__file__).name}: {e}")
