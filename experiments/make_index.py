@@ -55,6 +55,12 @@ def _fedhgn():
     return paper.results_payload(RES / "fedhgn", quick=False)
 
 
+def _lumos():
+    """Lumos's committed full run as {"runs", "workload", "settings", "paper"} drawn from its records (None when none)."""
+    from experiments.lumos import paper
+    return paper.results_payload(RES / "lumos", quick=False)
+
+
 def _hifgl_cells():
     """(baseline rows, Table 3 rows, Table 5 rows) of HiFGL's committed full run."""
     from experiments.hifgl import baselines, paper
@@ -140,7 +146,7 @@ def rows_fedhgn():
 
 def rows_lumos():
     """Lumos reports relative gaps (%); compare ours (same definition) with the paper's."""
-    d = _load(RES / "lumos" / "results.json")
+    d = _lumos()
     if not d:
         return []
     runs = d["runs"]
@@ -351,7 +357,7 @@ def headline_hifgl():
 
 
 def headline_lumos():
-    d = _load(RES / "lumos" / "results.json")
+    d = _lumos()
     if not d:
         return ("", [])
     runs, rows = d["runs"], []

@@ -194,3 +194,54 @@ def test_fgl_jax_reproduce_runs_fedhgn_from_the_checkouts_experiments():
     from fgl_jax import cli, registry
     assert cli.paper_module(registry.entry("system", "fedhgn")) == "experiments.fedhgn.paper"
     assert cli.paper_module(registry.entry("system", "fedhgl")) == "experiments.fedhgl.paper"
+
+
+def test_committed_lumos_records_hold_every_full_cell_and_render_the_committed_tables(tmp_path):
+    """Lumos's committed results are records of exactly the cells of the options the full run used, and
+    results(_quick).md are their rendering (the tables hold no number the records do not)."""
+    import shutil
+    from experiments.lumos import paper
+    folder = harness.RESULTS / "lumos"
+    recs = harness.load(folder, quick=False, prefix="lumos/")
+    # the committed full run: --epochs 100 --seeds 3 --aux-seeds 2 --facebook-aux-seeds 1 --no-gat-on
+    # --facebook-gat-seeds 1 --facebook-gat-tasks node (its command, kept under provenance.original)
+    opts = paper.Options(rounds=100, seeds=3, aux_seeds=2, facebook_aux_seeds=1, no_gat_on=(), facebook_gat_seeds=1,
+                         facebook_gat_tasks=("node",))
+    cells = paper.cells(False, opts)
+    assert sorted(recs) == sorted(c.id for c in cells)
+    for c in cells:
+        assert recs[c.id]["seeds"] == list(c.seeds), c.id
+    assert "--facebook-gat-tasks node" in recs["lumos/FB/node/gat/lumos"]["provenance"]["original"]["command"]
+    # numbers checked by hand against the committed tables before the move (results.md: FB node GCN Lumos
+    # 0.5393 ± 0.0308, paper gap vs central -16.29; LastFM node GCN eps = 0.5: 0.2075; Fig. 7 Facebook: 39)
+    m = recs["lumos/FB/node/gcn/lumos"]["metrics"]
+    assert (round(m["test"], 4), round(m["std"], 4), len(m["values"]), m["paper_vs_central"]) == (0.5393, 0.0308, 3,
+                                                                                                  -16.29)
+    assert round(recs["lumos/LFM/node/gcn/eps"]["metrics"]["points"]["0.5"]["test"], 4) == 0.2075
+    assert recs["lumos/workload/facebook"]["metrics"]["mcmc_long_max"] == 39
+    assert "gap_note" in recs["lumos/FB/link/gcn/nott"]["metrics"]
+    shutil.copytree(folder / "records", tmp_path / "records")
+    for quick in (False, True):
+        made = paper.render_records(tmp_path, quick)
+        assert made.read_text() == (folder / made.name).read_text(), made.name
+
+
+def test_committed_lumos_studies_are_records_that_render_the_committed_pages(tmp_path):
+    """The noise study and the eps = inf diagnostic (experiments/lumos/) are records too; their pages are
+    rendered from them."""
+    import shutil
+    from experiments.lumos import diagnostics, noise_study
+    folder = harness.RESULTS / "lumos"
+    study = harness.load(folder, quick=False, prefix="noise_study/")
+    assert len(study) == 14 and set(study) <= {c.id for c in noise_study.cells()}
+    # by hand from the committed noise_study.md: link eps2 0.4597 at best epoch 69; node central_gcn 0.8823
+    assert round(study["noise_study/link/eps2"]["metrics"]["best"]["best_test"], 4) == 0.4597
+    assert study["noise_study/link/eps2"]["metrics"]["best"]["best_round"] == 69
+    assert round(study["noise_study/node/central_gcn"]["metrics"]["best"]["best_test"], 4) == 0.8823
+    diag = harness.load(folder, quick=False, prefix="diagnostics/")
+    assert sorted(diag) == ["diagnostics/link", "diagnostics/node"]
+    assert diag["diagnostics/node"]["config"]["epsilon"] == "inf"      # eps = inf, kept as JSON text
+    shutil.copytree(folder / "records", tmp_path / "records")
+    for module in (noise_study, diagnostics):
+        made = module.render_records(tmp_path)
+        assert made.read_text() == (folder / made.name).read_text(), made.name

@@ -1,11 +1,13 @@
 """experiments/configs/lumos/*.yaml: every file loads with the schema (no unknown keys) and is the
 paper cell it is named after (values checked against the paper's settings and against paper.cells)."""
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from experiments.lumos import paper
 from fgl_jax import schema
-from fgl_jax.systems.lumos import LumosConfig, paper
+from fgl_jax.systems.lumos import LumosConfig
 
 DIR = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "lumos"
 FILES = sorted(DIR.glob("*.yaml"))
@@ -45,23 +47,41 @@ def test_named_cells():
 
 
 def test_files_are_the_reproduction_cells():
-    cells = {c.key: c.configs[0] for c in paper.cells(False, paper.Options(no_gat_on=())) if c.method == "lumos"}
+    runs = {cfg for c in paper.cells(False, paper.Options(no_gat_on=())) for cfg in paper.lumos_configs(c)}
     files = {schema.resolve(LumosConfig, p, system="lumos") for p in FILES}
-    assert files <= set(cells.values())
+    assert files <= runs
 
 
-def test_paper_cells_share_programs_only_across_seed_and_eps():
-    """A program label groups runs that differ only in the run seed and the traced eps (what run_sweep varies)."""
-    import dataclasses
-    quick = paper.cells(True)
-    assert len(quick) == 32 and all(len(c.configs) == 2 for c in quick)          # --quick: LastFM, GCN, 2 seeds
-    assert {r.rounds for c in quick for r in c.configs} == {40}
-    groups: dict = {}
-    for c in quick:
-        for r in c.configs:
-            assert r.data_seed == 0 and r.dataset == "lastfm_asia" and r.mcmc_iters == 2000
-            if c.method == "lumos":
-                groups.setdefault(c.program, set()).add(dataclasses.replace(r, seed=0, epsilon=1.0))
-    assert all(len(v) == 1 for v in groups.values())
-    eps = [r.epsilon for c in quick if c.program == "LFM/node/gcn/eps" for r in c.configs]
-    assert sorted(set(eps)) == [0.5, 1.0, 2.0, 4.0]                               # Fig. 5's budgets
+def test_quick_cells():
+    """--quick: LastFM, GCN, 40 epochs, 2 seeds, the short chain; a sweep cell is the main cell's config at
+    Fig. 5's budgets (one program), a baseline the main cell's config with its method."""
+    quick = {paper.key_of(c.id): c for c in paper.cells(True)}
+    assert len(quick) == 21 and quick["workload/lastfm_asia"].config["mcmc_long_iters"] == 2000
+    runs = {k: c for k, c in quick.items() if not k.startswith("workload/")}
+    assert all(c.seeds == (0, 1) for c in runs.values())
+    for c in runs.values():
+        for cfg in paper.lumos_configs(c) or [paper._lumos_config(c.config)]:
+            assert (cfg.rounds, cfg.data_seed, cfg.seed, cfg.dataset, cfg.mcmc_iters, cfg.model) == \
+                (40, 0, 0, "lastfm_asia", 2000, "gcn")
+    for task in ("node", "link"):
+        main, mmse = quick[f"LFM/{task}/gcn/lumos"].config, quick[f"LFM/{task}/gcn/lumos_mmse"].config
+        assert mmse == dataclasses.replace(main, denoise="mmse")
+        sweep = paper.lumos_configs(quick[f"LFM/{task}/gcn/eps"])
+        assert [c.epsilon for c in sweep] == [0.5, 1.0, 2.0, 4.0]                 # Fig. 5's budgets
+        assert {dataclasses.replace(c, epsilon=2.0) for c in sweep} == {main}
+        assert {dataclasses.replace(c, epsilon=2.0) for c in paper.lumos_configs(quick[f"LFM/{task}/gcn/mmse_eps"])} \
+            == {mmse}
+        for base, method in (("gcn/central", "central"), ("mlp/central", "mlp"), ("gcn/naive", "naive")):
+            c = quick[f"LFM/{task}/{base}"]
+            assert c.config["method"] == method and paper.lumos_configs(c) == []
+            assert paper._lumos_config(c.config) == main
+        assert quick[f"LFM/{task}/gcn/novn"].config == dataclasses.replace(main, tree="star")
+        assert quick[f"LFM/{task}/gcn/nott"].config == dataclasses.replace(main, trim="none")
+
+
+def test_facebook_gap_notes_sit_on_the_cells_they_explain():
+    full = {paper.key_of(c.id): c for c in paper.cells(False, paper.Options(no_gat_on=()))}
+    noted = sorted(k for k, c in full.items() if "gap_note" in c.paper)
+    assert noted == sorted(f"FB/{t}/gcn/{w}" for t in ("node", "link") for w in ("lumos", "eps", "novn", "nott"))
+    assert "MMSE" in full["FB/node/gcn/lumos"].paper["gap_note"]
+    assert full["LFM/node/gcn/lumos"].paper == {"paper_vs_central": -14.73, "paper_vs_naive": 52.85}

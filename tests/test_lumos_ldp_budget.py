@@ -127,7 +127,7 @@ def test_run_summary_reports_the_realised_budget():
 
 
 def test_results_state_the_budget_they_used():
-    from fgl_jax.systems.lumos import paper
+    from experiments.lumos import paper
     old = {"LFM/node/gcn/lumos": {"test": 0.2, "info": {"epsilon": 2.0}}}
     assert "predate the per-recipient default" in paper.budget_note(old)
     acc = {"budget": "per-recipient", "eps_recipient_max_over_eps": 1.0, "eps_recipient_mean_over_eps": 0.9}

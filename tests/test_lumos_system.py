@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import norm
 
 from fgl_jax.systems.lumos import workload as W
-from fgl_jax.systems.lumos.baselines import analytic_gaussian_sigma, rr_adjacency, rr_labels
+from experiments.lumos.baselines import analytic_gaussian_sigma, rr_adjacency, rr_labels
 from fgl_jax.federated import run
 from fgl_jax.systems.lumos import LumosConfig, lumos_algorithm, prepare
 from fgl_jax.systems.lumos.data import message_counts, minmax_scale

@@ -248,12 +248,6 @@ def ldp_accounting(meta: TreeMeta, d: int, eps: float, budget: str) -> dict:
             "recipients_over_eps": int(np.sum(rel > 1.0 + 1e-9))}
 
 
-def accounting_at(acc: dict, eps: float) -> dict:
-    """`ldp_accounting` for another eps of a sweep (the realised budget is linear in eps)."""
-    return {**acc, "eps": float(eps), "eps_recipient_max": float(eps * acc["eps_recipient_max_over_eps"]),
-            "eps_recipient_mean": float(eps * acc["eps_recipient_mean_over_eps"])}
-
-
 def message_counts(es: wlmod.EdgeSet, keep: np.ndarray, task: str) -> dict:
     """Device-to-device messages per device per epoch (spec A12): forward leaf embeddings
     (one per kept half-edge, sent by the tree's owner to the leaf's device), plus in the link task
