@@ -180,3 +180,62 @@ def onebit_ldp(key: Array, x: Array, num_bins: Array, src: Array, recipient_bin:
                    jnp.asarray(recipient_bin, jnp.int32), jnp.float32(eps), d=int(x.shape[1]),
                    budget=budget, rescale=bool(rescale), a=float(a), b=float(b),
                    prior_var=None if prior_var is None else float(prior_var))
+
+
+# ---------------------------------------------------------------------------------------------
+# The encoder of the authors' public code (issue 49), an opt-in variant, NOT the printed mechanism
+
+def authors_code_encode(key: Array, x: Array, src: Array, eps: Array, d: int) -> Array:
+    """The per-pair encoder of the Lumos authors' public code (``tree_constructor.py``, ``encode``),
+    as that code would run with ``d`` read as the feature dimension (as published it fails at
+    ``n, d = x.size()`` on a 1-D feature vector):
+
+        alpha, beta = max(x_u), min(x_u)            (the sender's own feature range)
+        e_m = exp(exp(eps / m_u))                    (m_u = recipients of u: a double exponential)
+        p   = (x_u - alpha) / (beta - alpha);  Pr[t = 1] = (p (e_m - 1) + 1) / (e_m + 1)
+        x'  = d (beta - alpha) / (2 m_u) * (e_m + 1) / (e_m - 1) * (2t - 1) + (alpha + beta) / 2
+
+    drawn afresh for every (sender, recipient) pair, all d coordinates to every recipient (no bins).
+    A sender whose features are all equal (alpha = beta, where the code divides by zero) sends them
+    unchanged. Computed with tanh(c / 2) = (e^c - 1) / (e^c + 1), c = exp(eps / m_u), so a large
+    budget does not overflow.
+
+    Its privacy (`authors_code_epsilon`): each coordinate is a randomised response with ratio e_m,
+    i.e. exp(eps / m_u)-LDP, and a recipient sees all d of them: d * exp(eps / m_u) per recipient,
+    not eps; and the two output values reveal alpha + beta and beta - alpha, the sender's feature
+    minimum and maximum, exactly. Its mean is alpha + (d / m_u)(x - alpha) - ..., unbiased only when
+    m_u = d.
+
+    Args:
+      key: PRNG key of the draw.
+      x: float `[N, d]` features (any range: the code uses each vector's own min and max).
+      src: int `[P]` the sender of each (sender, recipient) pair.
+      eps: scalar budget (traced; > 0).
+      d: the feature dimension (static).
+
+    Returns:
+      float `[P, d]`: what each recipient receives.
+    """
+    n = x.shape[0]
+    m = jnp.maximum(jnp.bincount(src, length=n), 1).astype(jnp.float32)[src]          # [P]
+    xs = x[src]                                                                         # [P, d]
+    alpha, beta = xs.max(axis=1, keepdims=True), xs.min(axis=1, keepdims=True)          # [P, 1]
+    span = beta - alpha
+    flat = span == 0
+    p = jnp.where(flat, 0.5, (xs - alpha) / jnp.where(flat, 1.0, span))
+    c = jnp.minimum(jnp.exp(jnp.asarray(eps, jnp.float32) / m), 80.0)[:, None]          # ln e_m, [P, 1]
+    th = jnp.tanh(c / 2)                                                                # (e_m-1)/(e_m+1)
+    prob = p * th + (1 - th) / 2
+    t = jax.random.bernoulli(key, prob).astype(x.dtype)
+    out = d * span / (2 * m[:, None]) / th * (2 * t - 1) + (alpha + beta) / 2
+    return jnp.where(flat, xs, out)
+
+
+def authors_code_epsilon(eps: float, src, n: int, d: int) -> np.ndarray:
+    """The budget each (sender, recipient) pair realises under `authors_code_encode`: d coordinates,
+    each exp(eps / m_u)-LDP, composed: d * exp(eps / m_u) (float `[P]`; inf where it overflows).
+    The exact leak of the sender's feature minimum and maximum comes on top and has no epsilon."""
+    src = np.asarray(src)
+    m = np.maximum(np.bincount(src, minlength=n), 1).astype(np.float64)[src]
+    with np.errstate(over="ignore"):
+        return d * np.exp(eps / m)

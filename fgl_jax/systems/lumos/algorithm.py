@@ -42,8 +42,11 @@ def ldp_table(ldp: LdpInputs, key: jax.Array, eps: jax.Array) -> jax.Array:
     d = ldp.x.shape[1]
     eps = jnp.asarray(eps, jnp.float32)
     safe = jnp.where(jnp.isfinite(eps), eps, 1.0)    # keep the unused branch finite
-    rec, _ = onebit._onebit(key, ldp.x, ldp.num_bins, ldp.pair_src, ldp.recipient_bin, safe, d=d,
-                            budget=ldp.budget, rescale=ldp.rescale, a=0.0, b=1.0, prior_var=ldp.prior_var)
+    if ldp.encoder == "authors-code":
+        rec = onebit.authors_code_encode(key, ldp.x, ldp.pair_src, safe, d)
+    else:
+        rec, _ = onebit._onebit(key, ldp.x, ldp.num_bins, ldp.pair_src, ldp.recipient_bin, safe, d=d,
+                                budget=ldp.budget, rescale=ldp.rescale, a=0.0, b=1.0, prior_var=ldp.prior_var)
     nbr = jnp.where(jnp.isfinite(eps), rec, ldp.x[ldp.pair_src])
     return jnp.concatenate([ldp.x, nbr, jnp.zeros((1, d), ldp.x.dtype)])
 

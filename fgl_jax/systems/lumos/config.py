@@ -73,6 +73,10 @@ class LumosConfig(RunSpec):
     rescale: bool = option(False, "rescale recovered features by d/|bin| (unbiased, spec A5)")
     denoise: str = option("none", "receiver-side decoding of LDP features: paper-literal Eq. 27, or MMSE "
                                   "shrinkage (beyond the paper, still eps-LDP)", choices=("none", "mmse"))
+    encoder: str = option("paper", "LDP feature encoder: the printed one-bit mechanism (Eqs. 26-27, bins), or "
+                                   "the authors' public code's (every coordinate to every recipient at budget "
+                                   "exp(eps/m) each: d*exp(eps/m) per recipient, reported in the summary; not eps-LDP)",
+                          choices=("paper", "authors-code"))
 
     def __post_init__(self):
         # the same checks (and conversions, e.g. epsilon "inf" -> float) as YAML and flags get
@@ -80,6 +84,9 @@ class LumosConfig(RunSpec):
                             type(self).__name__)
         for k, v in vals.items():
             object.__setattr__(self, k, v)
+        if self.encoder == "authors-code" and (self.rescale or self.denoise != "none"):
+            raise ValueError("encoder=authors-code sends every coordinate without bins: rescale and denoise do "
+                             "not apply to it (use the default encoder=paper)")
 
     @property
     def split_seed(self) -> int:

@@ -74,6 +74,7 @@ class LdpInputs:
     budget: str = flax.struct.field(pytree_node=False, default="per-recipient")
     rescale: bool = flax.struct.field(pytree_node=False, default=False)
     prior_var: Optional[float] = flax.struct.field(pytree_node=False, default=None)
+    encoder: str = flax.struct.field(pytree_node=False, default="paper")
 
 
 def minmax_scale(x) -> np.ndarray:
@@ -193,13 +194,17 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
     if encode == "program":
         ldp = LdpInputs(jnp.asarray(x), jnp.asarray(meta.pair_src, jnp.int32), jnp.asarray(meta.recipient_bin, jnp.int32),
                         jnp.asarray(np.minimum(meta.num_bins, x.shape[1]), jnp.int32), cfg.budget, cfg.rescale,
-                        prior_var)
+                        prior_var, cfg.encoder)
         table = None
         info["eps_coord_mean"] = float(np.mean(onebit.coordinate_budget(cfg.epsilon, meta.num_bins, x.shape[1],
                                                                         cfg.budget)))
     elif math.isinf(cfg.epsilon):
         nbr_x = jnp.asarray(x)[jnp.asarray(meta.pair_src, jnp.int32)]
         info["eps_coord_mean"] = float("inf")
+    elif cfg.encoder == "authors-code":
+        nbr_x = onebit.authors_code_encode(key, jnp.asarray(x), jnp.asarray(meta.pair_src, jnp.int32), cfg.epsilon,
+                                           x.shape[1])
+        info["eps_coord_mean"] = float(np.mean(onebit.authors_code_epsilon(cfg.epsilon, meta.pair_src, x.shape[0], 1)))
     else:
         nbr_x, eps_coord = onebit.onebit_ldp(key, x, meta.num_bins, meta.pair_src, meta.recipient_bin, cfg.epsilon,
                                              0.0, 1.0, budget=cfg.budget, rescale=cfg.rescale, prior_var=prior_var)
@@ -208,7 +213,7 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
         table = jnp.concatenate([jnp.asarray(x), nbr_x, jnp.zeros((1, x.shape[1]), jnp.float32)])
         table.block_until_ready()
     info["ldp_seconds"] = time.perf_counter() - t2
-    info["ldp_accounting"] = ldp_accounting(meta, x.shape[1], cfg.epsilon, cfg.budget)
+    info["ldp_accounting"] = ldp_accounting(meta, x.shape[1], cfg.epsilon, cfg.budget, cfg.encoder)
     info["prepare_seconds"] = time.perf_counter() - t0
     info["tree_nodes"] = meta.num_real_nodes
     info["tree_nodes_padded"] = trees.num_nodes
@@ -234,10 +239,21 @@ def prepare(graph: Graph, cfg: LumosConfig, edge_split: Optional[EdgeSplit] = No
     return Prepared(data, meta, es, keep, info)
 
 
-def ldp_accounting(meta: TreeMeta, d: int, eps: float, budget: str) -> dict:
+def ldp_accounting(meta: TreeMeta, d: int, eps: float, budget: str, encoder: str = "paper") -> dict:
     """The budget each recipient of a device's features realises (onebit.recipient_epsilon), over
     all (sender, recipient) pairs: max and mean, also relative to eps (eps-free: the realised budget
-    is linear in eps, so the ratios hold for every eps of a sweep). Empty pair set: zeros."""
+    is linear in eps, so the ratios hold for every eps of a sweep). Empty pair set: zeros.
+    encoder="authors-code": onebit.authors_code_epsilon, d * exp(eps / m_u) per pair (not linear in
+    eps), and the exact leak of each sender's feature minimum and maximum stated beside it."""
+    if encoder == "authors-code":
+        real = onebit.authors_code_epsilon(eps, meta.pair_src, len(meta.num_bins), d)
+        if real.size == 0:
+            real = np.zeros(1)
+        return {"encoder": encoder, "pairs": int(len(meta.pair_src)), "eps": float(eps),
+                "eps_recipient_max": float(real.max()), "eps_recipient_mean": float(real.mean()),
+                "eps_recipient_max_over_eps": float(real.max() / eps), "eps_recipient_mean_over_eps":
+                float(real.mean() / eps), "recipients_over_eps": int(np.sum(real > eps * (1 + 1e-9))),
+                "also_revealed": "each recipient's view gives the sender's feature minimum and maximum exactly"}
     num_bins = np.minimum(meta.num_bins, d)
     rel = onebit.recipient_epsilon(1.0, num_bins, meta.pair_src, meta.recipient_bin, d, budget)
     if rel.size == 0:
