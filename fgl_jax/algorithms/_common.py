@@ -23,10 +23,10 @@ def init_params(model, key: jax.Array, data: FedData) -> PyTree:
 
 def model_variant(model, common, name: str):
     """The run's model rebuilt as registered model `name` (same in_dim, hidden, classes, layers,
-    dropout): from `common.model` (a ModelSpec) when the run set it, else from the model's fields."""
+    dropout, norm): from `common.model` (a ModelSpec) when the run set it, else from the model's fields."""
     from fgl_jax.nn import ModelSpec
     spec = common.model or ModelSpec(type(model).__name__.lower(), model.in_dim, model.num_classes,
-                                     model.hidden, model.num_layers, model.dropout)
+                                     model.hidden, model.num_layers, model.dropout, getattr(model, "norm", "none"))
     return spec.build(name=name)
 
 

@@ -63,6 +63,9 @@ class BaselineFields(RunSpec):
     hidden: int = option(64, "hidden width of the model", low=1)
     num_layers: int = option(2, "number of GNN layers", low=1)
     dropout: float = option(0.0, "dropout rate between layers", low=0, high=1, high_open=True)
+    norm: str = option("none", "normalisation after each hidden layer: none, batch (each feature over the "
+                       "client's nodes, the batch's statistics in training and evaluation), layer (each node "
+                       "over its features); FedBN keeps its parameters local", choices=("none", "batch", "layer"))
     clients: int = option(5, "number of clients", low=1)
     partition: str = option("random", "how nodes are split over clients",
                             choices=lambda: registry.names("partition"))

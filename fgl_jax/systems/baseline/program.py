@@ -166,7 +166,7 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     reported round is selected by val_auc)."""
     link = cfg.task == "link_pred"
     spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if link else graph.num_classes, hidden=cfg.hidden,
-                     num_layers=cfg.num_layers, dropout=cfg.dropout)
+                     num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
     model = spec.build()
     if link:
         model = LinkModel(model, decoder=cfg.lp_decoder, hidden=cfg.hidden, dropout=cfg.dropout,
