@@ -107,3 +107,22 @@ def test_apfl_options():
 
 def test_apfl_cli_run_and_resume_with_sampling(tmp_path):
     cli_run_and_resume(tmp_path, "apfl", "--clients-per-round", "2")
+
+
+def test_apfl_sweep_vectorises_alpha_lr_and_matches_single_runs(tmp_path):
+    import json
+
+    from fgl_jax.cli import main
+    base = ["--algorithm", "apfl", "--dataset", "csbm", "--split", "keep", "--clients", "3", "--hidden", "8",
+            "--rounds", "3"]
+    out = tmp_path / "sweep"
+    assert main(["sweep", *base, "--grid", "apfl_alpha_lr=0,0.5", "--out", str(out)]) == 0
+    payload = json.loads((out / "sweep.json").read_text())
+    assert payload["vector_axes"] == ["apfl_alpha_lr"] and payload["programs"] == 1
+    for lr in (0.0, 0.5):
+        single = tmp_path / f"single{lr}"
+        assert main(["run", *base, "--apfl-alpha-lr", str(lr), "--no-progress", "--out", str(single)]) == 0
+        best = json.loads((single / "summary.json").read_text())["best"]
+        row = next(r for r in payload["rows"] if r["apfl_alpha_lr"] == lr)
+        assert row["best_test"] == pytest.approx(best["best_test"], abs=1e-6)
+        assert row["best_round"] == best["best_round"]
