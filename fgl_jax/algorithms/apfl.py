@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.algorithms._common import (aggregate, init_params, round_start, scatter_clients, stack, take_clients,
-                                        tree_dot, weighted_loss)
+                                        weighted_loss)
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import make_optimizer, node_loss_fn

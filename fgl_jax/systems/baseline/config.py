@@ -89,7 +89,8 @@ class BaselineFields(RunSpec):
     num_val: int = option(500, "validation nodes (split per_class)", low=0)
     split_seed: int = option(0, "seed of the random split")
     eval_mode: str = option("auto", "which model is evaluated on which graph (OpenFGL's modes; auto = "
-                            "global model on local data, own models for local/fedper)", choices=EVAL_MODES)
+                            "global model on local data, each client's own model for the personalised "
+                            "algorithms: local, fedper, ditto, fedbn with --norm, fedrep, apfl)", choices=EVAL_MODES)
     eval_average: str = option("pooled", "pooled: metrics of all clients' nodes together; client_nodes: "
                                "OpenFGL's per-client metrics averaged by client node count", choices=AVERAGES)
     partition_seed: int = option(0, "seed of the partition")
