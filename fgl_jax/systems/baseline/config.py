@@ -16,8 +16,8 @@ dataset (20/40/40 on Cora, CiteSeer, PubMed, ...), "keep" = whatever masks the l
 
 eval_mode: OpenFGL's evaluation modes (global or local model, on local subgraphs or the whole
 graph); "auto" = the global model on local data, or each client's own model for personalised
-algorithms (local, fedper). eval_average: "pooled" counts over clients, or "client_nodes" =
-OpenFGL's mean of per-client metrics weighted by the client's node count.
+algorithms (local, fedper, ditto, fedbn, fedrep, apfl). eval_average: "pooled" counts over clients,
+or "client_nodes" = OpenFGL's mean of per-client metrics weighted by the client's node count.
 
 task: "node_cls" (default) or "link_pred": each client's edges split into train/val/test
 (lp_*_frac) with sampled non-edges, a GNN encoder and a pair decoder (lp_decoder), reported by

@@ -199,8 +199,8 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
     if cfg.ldp != "none" and not isinstance(state, BaselineState):
-        raise ValueError(f"ldp is implemented in the FedAvg family's round (fedavg, fedprox, fedper, fedavgm, "
-                         f"fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
+        raise ValueError(f"ldp is implemented in the FedAvg family's round (fedavg, fedprox, fedper, fedbn, "
+                         f"fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
 
 
 def per_round_columns(cfg: RunConfig, algorithm, data) -> dict:
