@@ -112,7 +112,9 @@ SLOW = pytest.mark.slow
 @pytest.mark.parametrize("algorithm,field", [pytest.param("scaffold", "c_client", marks=SLOW), pytest.param("moon", "prev", marks=SLOW),
                                              pytest.param("fedproto", "personal", marks=SLOW),
                                              pytest.param("fedper", "personal", marks=SLOW),
-                                             pytest.param("feddc", "drift", marks=SLOW)])
+                                             pytest.param("feddc", "drift", marks=SLOW),
+                                             pytest.param("fedrep", "personal", marks=SLOW),
+                                             pytest.param("apfl", "alpha", marks=SLOW)])
 def test_unsampled_clients_keep_their_state(algorithm, field):
     data, net, common = toy_setup(n=150, clients=5)
     hp = registry.entry("algorithm", algorithm).info.get("hparams")
@@ -138,6 +140,7 @@ def test_unsampled_clients_keep_their_state(algorithm, field):
 
 @pytest.mark.parametrize("algorithm,up,down", [
     ("fedavg", GCN, GCN), ("fedprox", GCN, GCN), ("fedper", FIRST, FIRST), ("local", 0, 0), ("global", 0, 0),
+    ("fedbn", GCN, GCN), ("fedrep", FIRST, FIRST), ("apfl", GCN, GCN),
     ("scaffold", 2 * GCN, 2 * GCN), ("moon", GCN, GCN), ("feddc", 2 * GCN, 2 * GCN),
     ("fedproto", K * H * 4 + K * 4, K * H * 4 + K * 1), ("fedtgp", K * H * 4 + K * 4, K * H * 4 + K * 1)])
 def test_message_bytes_equal_a_hand_count(algorithm, up, down):

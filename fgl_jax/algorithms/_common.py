@@ -23,10 +23,10 @@ def init_params(model, key: jax.Array, data: FedData) -> PyTree:
 
 def model_variant(model, common, name: str):
     """The run's model rebuilt as registered model `name` (same in_dim, hidden, classes, layers,
-    dropout): from `common.model` (a ModelSpec) when the run set it, else from the model's fields."""
+    dropout, norm): from `common.model` (a ModelSpec) when the run set it, else from the model's fields."""
     from fgl_jax.nn import ModelSpec
     spec = common.model or ModelSpec(type(model).__name__.lower(), model.in_dim, model.num_classes,
-                                     model.hidden, model.num_layers, model.dropout)
+                                     model.hidden, model.num_layers, model.dropout, getattr(model, "norm", "none"))
     return spec.build(name=name)
 
 
@@ -73,7 +73,8 @@ def scatter_clients(full: PyTree, index: jax.Array, part: PyTree) -> PyTree:
     more dummy training clients and no client without training nodes, where every dummy points
     at the first dummy slot; the dummies (zero weight, masked in evaluation) then keep their own
     rows instead."""
-    if index.shape[0] == jax.tree.leaves(full)[0].shape[0]:
+    leaves = jax.tree.leaves(full)
+    if not leaves or index.shape[0] == leaves[0].shape[0]:   # (an empty tree: nothing to scatter)
         return part
     return jax.tree.map(lambda f, p: f.at[index].set(p), full, part)
 
@@ -81,7 +82,8 @@ def scatter_clients(full: PyTree, index: jax.Array, part: PyTree) -> PyTree:
 def take_clients(full: PyTree, index: jax.Array) -> PyTree:
     """Rows `index` (a `FedData.train_index`: ascending, distinct) of full [C, ...] -> [C_t, ...];
     `full` itself when C_t == C (then index is arange(C))."""
-    if index.shape[0] == jax.tree.leaves(full)[0].shape[0]:
+    leaves = jax.tree.leaves(full)
+    if not leaves or index.shape[0] == leaves[0].shape[0]:   # (an empty tree: nothing to take)
         return full
     return jax.tree.map(lambda a: a[index], full)
 

@@ -32,7 +32,31 @@ def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int
         return evaluate_links(model, params, batch, per_client, chunk, average=average)
     one = lambda p, b: client_counts(model.apply(p, b, train=False), b.y, b)
     counts = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
-    return summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
+    res = summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
+    if per_client:   # each client's own model: how its accuracy spreads over the clients
+        res.update(client_spread(counts, batch.client_mask))
+    return res
+
+
+SPREAD_KEYS = ("test_acc_clients_mean", "test_acc_clients_worst10", "test_acc_clients_sd")
+
+
+def client_spread(counts: dict, client_mask: jax.Array) -> dict:
+    """The per-client test accuracy's distribution over the real clients with test nodes (counts:
+    `client_counts` stacked over clients [C, ...]; client_mask bool [C]), as scalars (`SPREAD_KEYS`):
+    the unweighted mean over clients, the mean of the worst 10 % (the ceil(n / 10) lowest, at
+    least one) and the population standard deviation. Personalised FL reports these beside the
+    pooled test_acc (Ditto's fairness: a good mean can hide clients left behind)."""
+    total = counts["total"][:, 2]
+    acc = counts["tp"][:, 2].sum(-1) / jnp.maximum(total, 1.0)                 # [C]
+    valid = client_mask & (total > 0)
+    n = jnp.maximum(valid.sum(), 1).astype(jnp.float32)
+    mean = jnp.where(valid, acc, 0.0).sum() / n
+    sd = jnp.sqrt(jnp.where(valid, (acc - mean) ** 2, 0.0).sum() / n)
+    k = jnp.maximum(jnp.ceil(0.1 * n), 1.0)
+    low = jnp.sort(jnp.where(valid, acc, jnp.inf))                             # the valid ones first
+    worst = jnp.where(jnp.arange(low.shape[0]) < k, low, 0.0).sum() / k
+    return dict(zip(SPREAD_KEYS, (mean, worst, sd)))
 
 
 def resolve_eval_mode(mode: str, algorithm: str) -> str:

@@ -8,6 +8,7 @@ client ("personal"), and in FedProx's proximal term:
     FedAvg  : everything shared, weighted by training nodes (McMahan et al.)
     FedProx : FedAvg + (mu/2)||w - w_global||^2 in the local objective (Li et al.)
     FedPer  : all but the last layer shared (Arivazhagan et al.)
+    FedBN   : all but the normalisation layers shared (Li et al.; `fgl_jax.nn.layers.normalise`)
     Global  : FedAvg on a one-client batch holding the whole graph == centralised training
 
 The server step is the run's aggregator (`fgl_jax.federated.config.server_aggregator`): the clients
@@ -29,6 +30,7 @@ from fgl_jax.federated.client import local_train, lr_scale, make_optimizer, node
 from fgl_jax.federated.config import AGGREGATE_KEY, FedConfig, server_aggregator
 from fgl_jax.federated.evaluation import evaluate_models, resolve_eval_mode
 from fgl_jax.federated.link import is_link
+from fgl_jax.nn.layers import NORM_PREFIX
 from fgl_jax.privacy.dp import clipped_node_grad
 
 PyTree = Any
@@ -54,6 +56,11 @@ def layer_index(path) -> int:
     return -1
 
 
+def is_norm(path) -> bool:
+    """Whether a parameter belongs to a normalisation layer (`fgl_jax.nn.layers.normalise`'s names)."""
+    return any(str(getattr(e, "key", e)).startswith(NORM_PREFIX) for e in path)
+
+
 def personal_mask(params: PyTree, algorithm: str, num_layers: int, personal_layers: int) -> PyTree:
     """Bool pytree: True where a parameter stays with the client."""
     if algorithm == "local":
@@ -61,6 +68,8 @@ def personal_mask(params: PyTree, algorithm: str, num_layers: int, personal_laye
     if algorithm == "fedper":
         first_personal = num_layers - personal_layers
         return jax.tree_util.tree_map_with_path(lambda p, _: layer_index(p) >= first_personal, params)
+    if algorithm == "fedbn":
+        return jax.tree_util.tree_map_with_path(lambda p, _: is_norm(p), params)
     return jax.tree.map(lambda _: False, params)
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from fgl_jax.federated.ahead import placement, signature, start as start_compiling
 from fgl_jax.federated.algorithm import FederatedAlgorithm, Hooks, x64_scope
+from fgl_jax.federated.evaluation import SPREAD_KEYS
 from fgl_jax.federated.lowering import unrolled_threefry
 from fgl_jax.federated.options import CONFIG_ONLY, RunOptions, resolve as resolve_options
 
@@ -688,6 +689,7 @@ def _finish(state, history, evaluations, tracker, compile_s, t_run, hooks: Hooks
     best = hooks.select(hist, evaluations) if hooks.select is not None else _best_dict(tracker)
     if hooks.select is None and diverged and tracker.keys[0] in hist and len(hist[tracker.keys[0]]):
         best = best_by_validation(hist, tracker.keys)  # the tracker saw the non-finite rounds too
+    best = {**best, **spread_at(hist, best.get("best_round"))}
     res = RunResult(state, hist, best, compile_s, t_run, evaluations, {}, diverged)
     if hooks.finalize is not None:
         res.extras = dict(hooks.finalize(res) or {})
@@ -700,6 +702,15 @@ def best_by_validation(history: dict, keys: tuple = ("val_acc", "test_acc")) -> 
     i = int(np.argmax(val))
     return {"best_val": float(val[i]), "best_test": float(np.asarray(history[keys[1]], np.float32)[i]),
             "best_round": i + 1, **_selected_by(keys)}
+
+
+def spread_at(history: dict, best_round) -> dict:
+    """The per-client test accuracy's spread (`fgl_jax.federated.evaluation.SPREAD_KEYS`: mean, worst
+    10 %, sd over clients) at the reported round, as best_<key>, when the run's evaluation has it
+    (each client's own model: personalised algorithms); {} otherwise."""
+    if not isinstance(best_round, int) or best_round < 1 or any(k not in history for k in SPREAD_KEYS):
+        return {}
+    return {f"best_{k}": float(np.asarray(history[k], np.float32)[best_round - 1]) for k in SPREAD_KEYS}
 
 
 def _selected_by(keys: tuple) -> dict:

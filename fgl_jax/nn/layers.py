@@ -98,3 +98,40 @@ def gat_layer(module: nn.Module, i: int, z: Array, senders: Array, receivers: Ar
     out = jax.ops.segment_sum(z[senders] * alpha[..., None], receivers, num_segments=num_nodes)  # [N, K, W]
     out = out.reshape(num_nodes, heads * width) if concat else out.mean(axis=1)
     return out + _bias(module, i, out.shape[-1]) if use_bias else out
+
+
+NORMS = ("none", "batch", "layer")
+NORM_PREFIX = "norm_"  # the normalisation parameters are norm_scale_{i}, norm_bias_{i} (FedBN keeps them local)
+
+
+def normalise(module: nn.Module, i: int, h: Array, kind: str, node_mask: Array, eps: float = 1e-5) -> Array:
+    """Normalisation `kind` of hidden layer i's output h [N, W] -> [N, W], with a learnt per-feature
+    scale `norm_scale_{i}` (ones) and shift `norm_bias_{i}` (zeros); kind "none" returns h as is and
+    creates no parameter (so a model without normalisation keeps its parameter tree and init keys).
+
+    "batch": each feature standardised by its mean and (biased) variance over the client's real
+    nodes (node_mask: bool [N]; padded nodes neither enter the statistics nor matter after). The
+    statistics are those of the batch in training and in evaluation alike. Why no running
+    statistics: training here is full-batch and transductive, so the evaluation pass sees the very
+    node set the training pass normalised over; running averages would only converge (with a lag)
+    to these statistics, and would be mutable model state threaded through every algorithm's
+    vmapped, scanned local training and its checkpoints. The statistics are each client's own
+    data, so under FedBN they are local by construction, as the paper's running statistics are.
+    "layer": each node's features standardised over its W features (Ba et al.).
+    """
+    if kind == "none":
+        return h
+    if kind == "batch":
+        m = node_mask.astype(h.dtype)[:, None]
+        count = jnp.maximum(m.sum(), 1.0)
+        mean = (h * m).sum(0) / count
+        var = (((h - mean) ** 2) * m).sum(0) / count
+    elif kind == "layer":
+        mean = h.mean(-1, keepdims=True)
+        var = ((h - mean) ** 2).mean(-1, keepdims=True)
+    else:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {kind!r}")
+    width = h.shape[-1]
+    scale = module.param(f"{NORM_PREFIX}scale_{i}", nn.initializers.ones, (width,), jnp.float32)
+    shift = module.param(f"{NORM_PREFIX}bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
+    return (h - mean) * jax.lax.rsqrt(var + eps) * scale + shift

@@ -74,7 +74,8 @@ def apply_with_embedding(model: nn.Module, params, batch, train: bool = False, r
 
 def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.Array:
     """The layer skeleton GCN, SAGE and MLP share: dropout before every layer but the first, then
-    `layer(i, h, width, in_dim, n)` (linear map + propagation), a bias `bias_i`, ReLU between layers.
+    `layer(i, h, width, in_dim, n)` (linear map + propagation), a bias `bias_i`, then between layers
+    the module's normalisation `module.norm` (`layers.normalise`) and a ReLU.
 
     Called from inside the module's compact `__call__`, so parameter names stay `layer_i`/`bias_i`.
     """
@@ -89,7 +90,7 @@ def _relu_stack(module: nn.Module, batch, train: bool, layer: Callable) -> jax.A
         h = layer(i, h, width, module.in_dim if i == 0 else module.hidden, n)
         h = h + module.param(f"bias_{i}", nn.initializers.zeros, (width,), jnp.float32)
         if not last:
-            h = nn.relu(h)
+            h = nn.relu(layers.normalise(module, i, h, module.norm, batch.node_mask))
     return h
 
 
@@ -106,6 +107,7 @@ class GCN(nn.Module):
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     aggregate: Optional[Callable] = None
     self_loop: bool = True
     # True: the input features already are the first layer's neighbour aggregate (FedGCN's
@@ -140,6 +142,7 @@ class SAGE(nn.Module):
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     aggregate: Optional[Callable] = None
 
     @nn.compact
@@ -168,6 +171,7 @@ class GAT(nn.Module):
     heads: int = 8
     out_heads: int = 1
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     negative_slope: float = 0.2
 
     @nn.compact
@@ -187,7 +191,7 @@ class GAT(nn.Module):
             z = InputDense(k * width, in_dim, use_bias=False, name=f"layer_{i}")(h, n)
             h = layers.gat_layer(self, i, z, s, r, m, n, heads=k, concat=not last,
                                  negative_slope=self.negative_slope)
-            h = h if last else nn.elu(h)
+            h = h if last else nn.elu(layers.normalise(self, i, h, self.norm, batch.node_mask))
         return h
 
 
@@ -220,6 +224,7 @@ class MLP(nn.Module):
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
@@ -245,6 +250,7 @@ class APPNP(nn.Module):
     num_classes: int
     num_layers: int = 2   # MLP depth before propagation
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     K: int = 10           # propagation steps
     alpha: float = 0.1    # teleport probability
 
@@ -306,6 +312,7 @@ class ChebNet(nn.Module):
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     K: int = 2  # Chebyshev order (number of terms T_0..T_{K-1}, PyG convention)
 
     def __post_init__(self):
@@ -352,6 +359,7 @@ class GCondCheby(nn.Module):
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     self_loops: bool = True
 
     @nn.compact
@@ -389,6 +397,7 @@ class SumGCN(nn.Module):
     num_classes: int
     num_layers: int = 2
     dropout: float = 0.0
+    norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     aggregate: Optional[Callable] = None
 
     @nn.compact
@@ -413,6 +422,7 @@ class ModelSpec(NamedTuple):
     hidden: int = 64
     num_layers: int = 2
     dropout: float = 0.0
+    norm: str = "none"
 
     def build(self, **overrides) -> nn.Module:
         """make_model of this spec, fields replaced by `overrides` (e.g. name="mlp")."""
@@ -420,8 +430,11 @@ class ModelSpec(NamedTuple):
 
 
 def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 2,
-               dropout: float = 0.0, **kwargs) -> nn.Module:
-    """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb")."""
+               dropout: float = 0.0, norm: str = "none", **kwargs) -> nn.Module:
+    """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb").
+
+    norm: the normalisation after each hidden layer (`layers.normalise`: none, batch, layer); a
+    model without hidden layers to normalise (sgc) takes only "none"."""
     key = name.lower()
     if not registry.has("model", key):
         raise ValueError(f"unknown model {name!r}; choose one of {registry.names('model')}")
@@ -431,5 +444,13 @@ def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_l
             raise ValueError(f"model {name!r}: {field} must be positive, got {value}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"model {name!r}: dropout must be in [0, 1), got {dropout}")
-    return registry.get("model", key)(in_dim=in_dim, hidden=hidden, num_classes=num_classes, num_layers=num_layers,
-                       dropout=dropout, **kwargs)
+    if norm not in layers.NORMS:
+        raise ValueError(f"model {name!r}: norm must be one of {', '.join(layers.NORMS)}, got {norm!r}")
+    cls = registry.get("model", key)
+    if norm != "none":
+        if "norm" not in getattr(cls, "__dataclass_fields__", {}):
+            raise ValueError(f"model {name!r}: norm={norm!r} is not available (the model has no hidden layer "
+                             "output to normalise); use norm none")
+        kwargs["norm"] = norm
+    return cls(in_dim=in_dim, hidden=hidden, num_classes=num_classes, num_layers=num_layers,
+               dropout=dropout, **kwargs)

@@ -16,8 +16,8 @@ dataset (20/40/40 on Cora, CiteSeer, PubMed, ...), "keep" = whatever masks the l
 
 eval_mode: OpenFGL's evaluation modes (global or local model, on local subgraphs or the whole
 graph); "auto" = the global model on local data, or each client's own model for personalised
-algorithms (local, fedper). eval_average: "pooled" counts over clients, or "client_nodes" =
-OpenFGL's mean of per-client metrics weighted by the client's node count.
+algorithms (local, fedper, ditto, fedbn, fedrep, apfl). eval_average: "pooled" counts over clients,
+or "client_nodes" = OpenFGL's mean of per-client metrics weighted by the client's node count.
 
 task: "node_cls" (default) or "link_pred": each client's edges split into train/val/test
 (lp_*_frac) with sampled non-edges, a GNN encoder and a pair decoder (lp_decoder), reported by
@@ -63,6 +63,9 @@ class BaselineFields(RunSpec):
     hidden: int = option(64, "hidden width of the model", low=1)
     num_layers: int = option(2, "number of GNN layers", low=1)
     dropout: float = option(0.0, "dropout rate between layers", low=0, high=1, high_open=True)
+    norm: str = option("none", "normalisation after each hidden layer: none, batch (each feature over the "
+                       "client's nodes, the batch's statistics in training and evaluation), layer (each node "
+                       "over its features); FedBN keeps its parameters local", choices=("none", "batch", "layer"))
     clients: int = option(5, "number of clients", low=1)
     partition: str = option("random", "how nodes are split over clients",
                             choices=lambda: registry.names("partition"))
@@ -86,7 +89,8 @@ class BaselineFields(RunSpec):
     num_val: int = option(500, "validation nodes (split per_class)", low=0)
     split_seed: int = option(0, "seed of the random split")
     eval_mode: str = option("auto", "which model is evaluated on which graph (OpenFGL's modes; auto = "
-                            "global model on local data, own models for local/fedper)", choices=EVAL_MODES)
+                            "global model on local data, each client's own model for the personalised "
+                            "algorithms: local, fedper, ditto, fedbn with --norm, fedrep, apfl)", choices=EVAL_MODES)
     eval_average: str = option("pooled", "pooled: metrics of all clients' nodes together; client_nodes: "
                                "OpenFGL's per-client metrics averaged by client node count", choices=AVERAGES)
     partition_seed: int = option(0, "seed of the partition")

@@ -166,7 +166,7 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     reported round is selected by val_auc)."""
     link = cfg.task == "link_pred"
     spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if link else graph.num_classes, hidden=cfg.hidden,
-                     num_layers=cfg.num_layers, dropout=cfg.dropout)
+                     num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
     model = spec.build()
     if link:
         model = LinkModel(model, decoder=cfg.lp_decoder, hidden=cfg.hidden, dropout=cfg.dropout,
@@ -199,8 +199,8 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
     if cfg.ldp != "none" and not isinstance(state, BaselineState):
-        raise ValueError(f"ldp is implemented in the FedAvg family's round (fedavg, fedprox, fedper, fedavgm, "
-                         f"fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
+        raise ValueError(f"ldp is implemented in the FedAvg family's round (fedavg, fedprox, fedper, fedbn, "
+                         f"fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
 
 
 def per_round_columns(cfg: RunConfig, algorithm, data) -> dict:

@@ -1,0 +1,136 @@
+"""APFL (Deng, Kamani & Mahdavi, 2020, "Adaptive Personalized Federated Learning").
+
+Each client k keeps a local model v_k and a mixing weight alpha_k in [0, 1] beside the global
+model w; its personalised model is  alpha_k v_k + (1 - alpha_k) w. In a round every training
+client, starting from the round's global model, takes `local_steps` steps, each from the current
+(w, v_k, alpha_k) at once:
+
+    w       <- w - step(grad F_k(w))                                      (FedAvg's local training)
+    v_k     <- v_k - step(grad_v F_k(mix)),        mix = alpha_k v_k + (1 - alpha_k) w
+    alpha_k <- clip(alpha_k - apfl_alpha_lr * <grad F_k(mix), v_k - w>, 0, 1)
+
+(grad_v F_k(mix) = alpha_k grad F_k(mix); <grad F_k(mix), v_k - w> = dF_k(mix)/dalpha_k, summed
+over every parameter.) `step` is the run's optimiser (its own state for w and for v_k); alpha_k
+takes plain gradient steps. The trained w are aggregated through the run's aggregator (DP-FedAvg,
+--server-opt and client sampling apply); v_k and alpha_k never leave the client.
+
+Reported metrics (eval_mode auto): each client's personalised model alpha_k v_k + (1 - alpha_k) w
+with the new global w, on its own subgraph (the global model with a global_model_* mode);
+`train_loss` is the personalised models' first-step loss, `global_train_loss` that of w's local
+training, `alpha_mean` the training clients' mean alpha. With alpha fixed at 0 (apfl_alpha 0,
+apfl_alpha_lr 0) w trains exactly as FedAvg's model and is what is evaluated.
+Differences from the paper: its Algorithm 1 uses SGD for w and v (`--optimizer sgd` here) and
+updates w and v one after the other within a step, both from the step's starting point as here.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+
+from fgl_jax.algorithms._common import (aggregate, init_params, round_start, scatter_clients, stack, take_clients,
+                                        weighted_loss)
+from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
+from fgl_jax.federated.chunking import map_clients
+from fgl_jax.federated.client import make_optimizer, node_loss_fn
+from fgl_jax.federated.config import FedConfig, server_aggregator
+from fgl_jax.federated.evaluation import evaluate_models
+from fgl_jax.registry import register
+from fgl_jax.schema import option
+
+PyTree = Any
+MIX_KEY = 1  # fold_in of a step's key for the personalised model's dropout (w's step uses the key itself, as FedAvg)
+
+
+@dataclasses.dataclass(frozen=True)
+class APFLHParams:
+    apfl_alpha: float = option(0.25, "APFL: every client's initial mixing weight alpha of its personalised model "
+                                     "alpha v + (1 - alpha) w", low=0, high=1)
+    apfl_alpha_lr: float = option(0.1, "APFL: step size of each client's gradient step on alpha, every local step "
+                                       "(0 = alpha stays at apfl_alpha)", low=0, traced=True)
+
+
+@flax.struct.dataclass
+class APFLState:
+    round: jax.Array   # int32 scalar: rounds done
+    server: PyTree     # the global model w
+    personal: PyTree   # every client's local model v_k [C, ...]
+    alpha: jax.Array   # float32 [C]: every client's mixing weight
+    opt: PyTree        # optimiser states of w's local training [C_t, ...]
+    popt: PyTree       # optimiser states of the local models v_k [C_t, ...]
+    hp: dict           # traced: lr, apfl_alpha_lr
+    aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
+
+
+def mix(alpha: jax.Array, v: PyTree, w: PyTree) -> PyTree:
+    """alpha v + (1 - alpha) w, leaf by leaf (alpha a scalar)."""
+    return jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, v, w)
+
+
+@register("algorithm", "apfl", tasks=("node_cls", "link_pred"), features="ell", hparams=APFLHParams,
+          paper="Deng, Kamani, Mahdavi, 2020, arXiv:2003.13461",
+          help="APFL: FedAvg's global model w + local models v mixed as alpha v + (1-alpha) w, alpha learnt per client")
+def apfl(model, common: FedConfig, hp: APFLHParams) -> FederatedAlgorithm:
+    optimizer = make_optimizer(common.optim, lr=1.0)
+    aggregator = server_aggregator(common)
+    loss_fn = node_loss_fn(model)
+    mode = "local_model_on_local_data" if common.eval_mode == "auto" else common.eval_mode
+
+    def init(key: jax.Array, data: FedData) -> APFLState:
+        params = init_params(model, key, data)
+        c, ct = data.eval.num_clients, data.train.num_clients
+        return APFLState(round=jnp.zeros((), jnp.int32), server=params, personal=stack(params, c),
+                         alpha=jnp.full((c,), hp.apfl_alpha, jnp.float32),
+                         opt=stack(optimizer.init(params), ct), popt=stack(optimizer.init(params), ct),
+                         hp={"lr": jnp.float32(common.optim.lr), "apfl_alpha_lr": jnp.float32(hp.apfl_alpha_lr)},
+                         aggregator=aggregator.init(params))
+
+    def client(w, v, alpha, ow, ov, batch, key, scale, alpha_lr):
+        """`local_steps` APFL steps on one client -> (w, v, alpha, ow, ov, w's loss, mix's loss), losses at step 1."""
+        mixed_loss = lambda v_, a_, w_, k: loss_fn(mix(a_, v_, w_), batch, jax.random.fold_in(k, MIX_KEY))
+
+        def step(carry, k):
+            w, v, a, ow, ov = carry
+            lw, gw = jax.value_and_grad(loss_fn)(w, batch, k)
+            lm, (gv, ga) = jax.value_and_grad(mixed_loss, argnums=(0, 1))(v, a, w, k)
+            uw, ow = optimizer.update(gw, ow, w)
+            uv, ov = optimizer.update(gv, ov, v)
+            w = optax.apply_updates(w, jax.tree.map(lambda u: u * scale, uw))
+            v = optax.apply_updates(v, jax.tree.map(lambda u: u * scale, uv))
+            a = jnp.clip(a - alpha_lr * ga, 0.0, 1.0)
+            return (w, v, a, ow, ov), (lw, lm)
+
+        (w, v, alpha, ow, ov), (lw, lm) = jax.lax.scan(step, (w, v, alpha, ow, ov),
+                                                       jax.random.split(key, common.local_steps))
+        return w, v, alpha, ow, ov, lw[0], lm[0]
+
+    def round_fn(state: APFLState, data: FedData, key: jax.Array):
+        ct = data.train.num_clients
+        start, opt, scale = round_start(optimizer, common, state, data)   # start: w^t on every client
+        mine = take_clients(state.personal, data.train_index)
+        alpha = take_clients(state.alpha, data.train_index)
+        popt = jax.vmap(optimizer.init)(mine) if common.reset_optimizer else state.popt
+        keys = jax.random.split(key, ct)
+        run = lambda w, v, a, ow, ov, b, k: client(w, v, a, ow, ov, b, k, scale, state.hp["apfl_alpha_lr"])
+        new, mine, alpha, opt, popt, glosses, losses = map_clients(run, common.client_chunk)(
+            start, mine, alpha, opt, popt, data.train, keys)
+        server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
+        everyone = scatter_clients(state.personal, data.train_index, mine)
+        alphas = scatter_clients(state.alpha, data.train_index, alpha)
+        personalised = jax.vmap(mix, in_axes=(0, 0, None))(alphas, everyone, server)
+        metrics = evaluate_models(model, data, mode, server=server, local=personalised, chunk=common.client_chunk,
+                                  average=common.eval_average)
+        metrics["train_loss"] = weighted_loss(losses, data.train_weight)
+        metrics["global_train_loss"] = weighted_loss(glosses, data.train_weight)
+        metrics["alpha_mean"] = alpha.mean()
+        metrics["lr"] = scale
+        return APFLState(round=state.round + 1, server=server, personal=everyone, alpha=alphas, opt=opt, popt=popt,
+                         hp=state.hp, aggregator=agg), metrics
+
+    # a client downloads the global model and uploads its trained copy; v_k and alpha_k stay on the client
+    return FederatedAlgorithm(init=init, round=round_fn, train_axis=("opt", "popt"),
+                              messages=lambda s: (s.server, s.server))
