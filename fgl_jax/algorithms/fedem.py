@@ -39,6 +39,7 @@ from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.metrics import client_counts, summarise
+from fgl_jax.federated.evaluation import client_spread
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -129,6 +130,7 @@ def fedem(model, common: FedConfig, hp: FedEMHParams) -> FederatedAlgorithm:
         counts = map_clients(one, common.client_chunk)(pi_all, data.eval)
         metrics = summarise(counts, data.eval.client_mask, common.eval_average,
                             data.eval.node_mask.sum(-1).astype(jnp.float32))
+        metrics.update(client_spread(counts, data.eval.client_mask))   # each client's own mixture
         metrics["train_loss"] = (losses * data.train_weight).sum() / jnp.maximum(data.train_weight.sum(), 1e-12)
         metrics["lr"] = scale
         return FedEMState(round=state.round + 1, server=server, pi=pi_all, opt=opt, hp=state.hp,
