@@ -23,6 +23,7 @@ from fgl_jax.federated import communication
 from fgl_jax.federated.link import SELECT as LINK_SELECT
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
+from fgl_jax.privacy import dp as dp_privacy
 from fgl_jax.privacy.secure_sum import check_threshold, dropped_count, majority, protocol_bytes
 from fgl_jax.graph import Graph
 from fgl_jax.nn import ModelSpec
@@ -256,6 +257,17 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
+    if cfg.dp_clip > 0 or cfg.secure_agg:
+        num_train = int(prepared.data.train.num_clients)
+        m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
+        if cfg.dp_clip > 0:  # epsilon after cfg.rounds (metrics.jsonl's dp_epsilon has it after every round)
+            describe["privacy"] = {**dp_privacy.describe(cfg.dp_noise, m, num_train, cfg.rounds, cfg.dp_delta,
+                                                         cfg.dp_sampling), "clip": cfg.dp_clip}
+        if cfg.secure_agg:
+            describe["secure_aggregation"] = {"clients_per_round": m,
+                                              "threshold": cfg.secure_agg_threshold or majority(m),
+                                              "dropped_per_round": dropped_count(m, cfg.secure_agg_dropout),
+                                              "frac_bits": cfg.secure_agg_frac_bits, "field": "GF(2^31 - 1)"}
     uncovered = registry.algorithm(cfg.algorithm).dp_uncovered
     if cfg.dp_clip > 0 and uncovered:  # DP-FedAvg clips and noises what the aggregator sees, nothing else
         describe["dp_uncovered"] = uncovered
