@@ -191,6 +191,13 @@ def secure_sum(x: jax.Array, dropped: jax.Array, key: jax.Array, threshold: int,
     check_threshold(c, threshold)
     if not isinstance(dropped, jax.core.Tracer):
         check_threshold(c, threshold, int(np.asarray(dropped).sum()))
+    with F.x64():  # one program (eagerly, every field op would be its own dispatch)
+        return _secure_sum_jit(F._as_i64(x), dropped, key, threshold=threshold, p=p, self_mask=self_mask)
+
+
+def _secure_sum_impl(x: jax.Array, dropped: jax.Array, key: jax.Array, threshold: int, p: int,
+                     self_mask: bool) -> tuple[jax.Array, jax.Array]:
+    c, _ = x.shape
     k_seed, k_pair, k_own = jax.random.split(key, 3)
     pair, own = draw_seeds(k_seed, c, p)
     with F.x64():
@@ -201,6 +208,9 @@ def secure_sum(x: jax.Array, dropped: jax.Array, key: jax.Array, threshold: int,
         y = mask_inputs(x, pair, own if self_mask else None, p)
         out = unmask_sum(y, dropped, pair_shares, own_shares, p)
     return out, (c - dropped.sum()) >= threshold
+
+
+_secure_sum_jit = jax.jit(_secure_sum_impl, static_argnames=("threshold", "p", "self_mask"))
 
 
 def protocol_bytes(clients: int, dim: int, dropped: int, self_mask: bool = True) -> dict:
