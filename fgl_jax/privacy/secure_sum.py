@@ -139,18 +139,23 @@ def _signed_mask_sum(seeds: jax.Array, signs: jax.Array, size: int, p: int) -> j
 
 def mask_inputs(x: jax.Array, pair: jax.Array, own: Optional[jax.Array], p: int = F.MERSENNE_31) -> jax.Array:
     """Every client's masked vector y_i = x_i + PRG(b_i) + sum_{j>i} PRG(s_ij) - sum_{j<i} PRG(s_ij):
-    x int64 [C, D], pair [C, C, W], own [C, W] or None (no self-mask) -> int64 [C, D]."""
+    x int64 [C, D], pair [C, C, W], own [C, W] or None (no self-mask) -> int64 [C, D].
+
+    Pair by pair: PRG(s_ij) is expanded once and added to row i, subtracted from row j (the same
+    rows as each client expanding its own C - 1 masks, at half the PRG draws)."""
     c, d = x.shape
+    ii, jj = np.triu_indices(c, 1)
     with F.x64():
-        idx = jnp.arange(c)
-        signs = jnp.sign(idx[None, :] - idx[:, None]).astype(jnp.int32)          # [i, j]: +1 for j > i
+        def step(y, ij):
+            i, j = ij
+            m = prg(pair[i, j], d, p)
+            y = y.at[i].set(F.add(y[i], m, p))
+            return y.at[j].set(F.sub(y[j], m, p)), None
 
-        def client(args):
-            xi, seeds, sgn, b = args
-            y = F.add(xi, _signed_mask_sum(seeds, sgn, d, p), p)
-            return y if b is None else F.add(y, prg(b, d, p), p)
-
-        return jax.lax.map(client, (x, pair, signs, own))
+        y, _ = jax.lax.scan(step, F._as_i64(x), (jnp.asarray(ii), jnp.asarray(jj)))
+        if own is not None:
+            y = F.add(y, jax.lax.map(lambda b: prg(b, d, p), own), p)
+        return y
 
 
 def unmask_sum(y: jax.Array, dropped: jax.Array, pair_shares: jax.Array, own_shares: Optional[jax.Array],
