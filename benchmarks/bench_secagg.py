@@ -25,13 +25,13 @@ CORA_GCN_DIM = 1433 * 64 + 64 + 64 * 7 + 7
 
 
 def byte_table(dim: int) -> list[dict]:
-    from fgl_jax.privacy.secure_sum import FIELD_BYTES, dropped_count, protocol_bytes
+    from fgl_jax import secure_sum
     rows = []
     for c in (5, 10, 50, 100):
         for dropout in (0.0, 0.1, 0.3):
-            n_d = dropped_count(c, dropout)
-            b = protocol_bytes(c, dim, n_d)
-            plain = dim * FIELD_BYTES
+            n_d = secure_sum.dropped_count(c, dropout)
+            b = secure_sum.protocol_bytes(c, dim, n_d)
+            plain = dim * secure_sum.FIELD_BYTES
             rows.append({"clients": c, "dropout": dropout, "dropped": n_d, "client_up_bytes": b["client_up"],
                          "plain_client_up_bytes": plain, "client_overhead": b["client_up"] / plain,
                          "server_in_bytes": b["server_in"], "server_out_bytes": b["server_out"]})

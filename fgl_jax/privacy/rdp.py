@@ -24,6 +24,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+__all__ = ["ORDERS", "subsampled_gaussian_rdp", "epsilon_from_rdp", "epsilons"]
+
 ORDERS: tuple[int, ...] = tuple(range(2, 65)) + (128, 256, 512, 1024)
 
 

@@ -35,6 +35,10 @@ import numpy as np
 from fgl_jax.privacy import field as F
 from fgl_jax.privacy import lcc
 
+__all__ = ["SEED_WORDS", "FIELD_BYTES", "check_threshold", "shamir_share", "lagrange_at_zero", "shamir_reconstruct",
+           "prg", "draw_seeds", "mask_inputs", "unmask_sum", "secure_sum", "protocol_bytes", "plaintext_sum",
+           "majority", "dropped_count"]
+
 SEED_WORDS = 2          # field elements per PRG seed (2 x 31 bits)
 FIELD_BYTES = 4         # one element of GF(p), p < 2^31, on the wire (uint32)
 
