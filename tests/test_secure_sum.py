@@ -109,10 +109,11 @@ def test_secure_mean_equals_the_weighted_mean_up_to_rounding():
     ups = jax.tree.map(lambda a: a[None] + jnp.asarray(rng.normal(scale=0.5, size=(c,) + a.shape), jnp.float32), params)
     weights = jnp.asarray(rng.integers(1, 50, c), jnp.float32)
     bound = c * 2.0 ** -(f + 1) + 1e-6
-    for mask in (None, jnp.array([1, 0, 1, 1, 0], bool)):
-        sec = aggregators.secure_mean("weights", threshold=3, frac_bits=f)
-        got = jax.jit(lambda u, m: sec.aggregate(sec.init(params), u, weights, jax.random.key(0), params=params,
-                                                 mask=m)[0])(ups, mask)
+    sec = aggregators.secure_mean("weights", threshold=3, frac_bits=f)
+    # (mask, params): all clients around the server model; a mask; uploads that are changes (SCAFFOLD's)
+    for mask, base in ((None, params), (jnp.array([1, 0, 1, 1, 0], bool), params), (None, None)):
+        got = jax.jit(lambda u, m, b: sec.aggregate((), u, weights, jax.random.key(0), params=b,
+                                                    mask=m)[0])(ups, mask, base)
         w = np.asarray(weights) * (1 if mask is None else np.asarray(mask))
         for k in params:
             ref = np.tensordot(w / w.sum(), np.asarray(ups[k], np.float64), axes=1)

@@ -36,8 +36,8 @@ from fgl_jax.privacy import field as F
 from fgl_jax.privacy import lcc
 
 __all__ = ["SEED_WORDS", "FIELD_BYTES", "check_threshold", "shamir_share", "lagrange_at_zero", "shamir_reconstruct",
-           "prg", "draw_seeds", "mask_inputs", "unmask_sum", "secure_sum", "protocol_bytes", "plaintext_sum",
-           "majority", "dropped_count"]
+           "prg", "draw_seeds", "mask_inputs", "unmask_sum", "secure_sum", "protocol_bytes", "majority",
+           "dropped_count"]
 
 SEED_WORDS = 2          # field elements per PRG seed (2 x 31 bits)
 FIELD_BYTES = 4         # one element of GF(p), p < 2^31, on the wire (uint32)
@@ -242,13 +242,6 @@ def protocol_bytes(clients: int, dim: int, dropped: int, self_mask: bool = True)
     client_up = setup + dim * e + unmask
     return {"client_up": client_up, "dropped_up": setup, "server_in": n_u * client_up + n_d * setup,
             "server_out": c * setup}
-
-
-def plaintext_sum(x: Any, dropped: Any, p: int = F.MERSENNE_31) -> np.ndarray:
-    """NumPy reference: sum of the non-dropped rows of x [C, D] (field elements) mod p, int64 [D]."""
-    x = np.asarray(x, np.int64)
-    keep = ~np.asarray(dropped, bool)
-    return np.asarray([sum(int(v) for v in col) % p for col in x[keep].T], np.int64) if x.size else np.zeros(0)
 
 
 def majority(clients: int) -> int:
