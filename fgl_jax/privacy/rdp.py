@@ -53,7 +53,8 @@ def subsampled_gaussian_rdp(q: float, noise_multiplier: float, orders: Sequence[
             out.append(a / (2 * noise_multiplier ** 2))
         else:
             k = np.arange(a + 1, dtype=np.float64)
-            log_binom = np.array([math.lgamma(a + 1) - math.lgamma(i + 1) - math.lgamma(a - i + 1) for i in range(a + 1)])
+            log_binom = np.array([math.lgamma(a + 1) - math.lgamma(i + 1) - math.lgamma(a - i + 1)
+                                  for i in range(a + 1)])
             terms = log_binom + (a - k) * math.log1p(-q) + k * math.log(q) + (k * k - k) / (2 * noise_multiplier ** 2)
             out.append(_logsumexp(terms) / (a - 1))
     return np.asarray(out, np.float64)

@@ -171,7 +171,8 @@ class BaselineFields(RunSpec):
         if self.dp_noise > 0 and self.dp_clip <= 0:
             raise ValueError(f"dp_noise={self.dp_noise} needs a clipping norm: set dp_clip > 0")
         if not self.secure_agg:
-            for name, default in (("secure_agg_threshold", 0), ("secure_agg_dropout", 0.0), ("secure_agg_frac_bits", 20)):
+            for name, default in (("secure_agg_threshold", 0), ("secure_agg_dropout", 0.0),
+                                  ("secure_agg_frac_bits", 20)):
                 if getattr(self, name) != default:
                     raise ValueError(f"{name}={getattr(self, name)!r} is an option of secure_agg, which is off")
         for name, methods in PARTITION_OPTIONS.items():
