@@ -102,6 +102,7 @@ _RENAMED = {"register_dataset": "register", "dp_epsilons": "epsilons", "enable_c
 # where it has one)
 _MODULES = {"schema": "fgl_jax.schema", "aggregators": "fgl_jax.aggregators", "field": "fgl_jax.privacy.field",
             "lcc": "fgl_jax.privacy.lcc", "onebit": "fgl_jax.privacy.onebit", "records": "fgl_jax.records",
+            "secure_sum": "fgl_jax.privacy.secure_sum", "rdp": "fgl_jax.privacy.rdp",
             "engine": "fgl_jax.engine"}
 
 __all__ = sorted({*_EXPORTS, *_MODULES})

@@ -5,15 +5,17 @@
     new_params, state = agg.aggregate(state, client_models, weights, key, params=params)
 
 One module per mechanism: `base` (the interface, `chain`), `mean` (weighted / uniform mean),
-`dp` (DP-FedAvg's clipping and noise), `server_opt` (FedAvgM / FedAdam / FedYogi's server step).
-A robust mean or a secure sum is one more module holding one "reduce" aggregator.
+`dp` (DP-FedAvg's clipping and noise), `server_opt` (FedAvgM / FedAdam / FedYogi's server step),
+`secure` (the mean through pairwise-mask secure aggregation). A robust mean is one more module
+holding one "reduce" aggregator.
 """
 from fgl_jax.aggregators.base import KINDS, Aggregator, chain, stateless
 from fgl_jax.aggregators.dp import clip, dp_fedavg, gaussian_noise, private_mean
 from fgl_jax.aggregators.mean import mean, weighted_mean
+from fgl_jax.aggregators.secure import secure_mean
 from fgl_jax.aggregators.server_opt import (SERVER_OPTS, FedAdamHParams, FedAvgMHParams, FedYogiHParams, adam,
                                             momentum, server_optimizer, transformation, yogi)
 
 __all__ = ["KINDS", "Aggregator", "chain", "stateless", "clip", "dp_fedavg", "gaussian_noise", "private_mean", "mean",
-           "weighted_mean", "SERVER_OPTS", "FedAdamHParams", "FedAvgMHParams", "FedYogiHParams", "adam", "momentum",
+           "weighted_mean", "secure_mean", "SERVER_OPTS", "FedAdamHParams", "FedAvgMHParams", "FedYogiHParams", "adam", "momentum",
            "server_optimizer", "transformation", "yogi"]

@@ -56,9 +56,10 @@ def gaussian_noise(noise_multiplier: float, clip_norm: float) -> Aggregator:
     return stateless(fn, "server")
 
 
-def dp_fedavg(clip_norm: float, noise_multiplier: float) -> Aggregator:
-    """DP-FedAvg's server step (see the module docstring); noise_multiplier 0 = clipping only."""
-    stages = [clip(clip_norm), mean("uniform")]
+def dp_fedavg(clip_norm: float, noise_multiplier: float, reduce: Optional[Aggregator] = None) -> Aggregator:
+    """DP-FedAvg's server step (see the module docstring); noise_multiplier 0 = clipping only.
+    reduce: the uniform mean to use (default `mean("uniform")`; e.g. `secure_mean("uniform")`)."""
+    stages = [clip(clip_norm), mean("uniform") if reduce is None else reduce]
     if noise_multiplier > 0:
         stages.append(gaussian_noise(noise_multiplier, clip_norm))
     return chain(*stages)

@@ -2,7 +2,8 @@
 
 `server_aggregator(cfg)` is the one place where the run's options become the server step of every
 algorithm (`fgl_jax.aggregators`): DP-FedAvg's clip + uniform mean + noise when dp_clip > 0, else
-the weighted mean, then the server optimiser (`server_opt`, or an algorithm's own such as FedAdam's).
+the weighted mean (either mean through secure aggregation with secure_agg), then the server
+optimiser (`server_opt`, or an algorithm's own such as FedAdam's).
 """
 from __future__ import annotations
 
@@ -27,6 +28,22 @@ PERSONALISED = ("local", "fedper")
 # global model on each client's subgraph, or each client's model for personalised algorithms.
 EVAL_MODES = ("auto", "global_model_on_local_data", "global_model_on_global_data",
               "local_model_on_local_data", "local_model_on_global_data")
+
+
+@dataclasses.dataclass(frozen=True)
+class SecureAgg:
+    """Secure aggregation's options (`fgl_jax.aggregators.secure_mean`): Shamir threshold (0: a
+    majority of the round's clients), the fraction of each round's clients that drop out after the
+    setup, the fixed-point fractional bits, and whether clients add a self-mask."""
+
+    threshold: int = 0
+    dropout: float = 0.0
+    frac_bits: int = 20
+    self_mask: bool = True
+
+    def mean(self, weighting: str = "weights") -> aggregators.Aggregator:
+        return aggregators.secure_mean(weighting, self.threshold or None, self.dropout, self.frac_bits,
+                                       self.self_mask)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +75,8 @@ class FedConfig:
     aggregator: Optional[Any] = None
     # the run's model as data (fgl_jax.nn.ModelSpec), for algorithms that build a variant of it
     model: Optional[Any] = None
+    # secure aggregation (`fgl_jax.aggregators.secure_mean`): a SecureAgg, or None (the plain mean)
+    secure_agg: Optional["SecureAgg"] = None
 
     def __post_init__(self):
         V.one_of("FedConfig", "algorithm", self.algorithm, ALGORITHMS)
@@ -84,6 +103,14 @@ class FedConfig:
             if self.dp_clip > 0:
                 raise ValueError("FedConfig: aggregator and dp_clip both replace the mean; chain the DP stages "
                                  "(aggregators.clip, gaussian_noise) around your own reduction instead")
+        if self.secure_agg is not None:
+            if not isinstance(self.secure_agg, SecureAgg):
+                raise ValueError(f"FedConfig: secure_agg must be a SecureAgg, got {type(self.secure_agg).__name__}")
+            if self.aggregator is not None:
+                raise ValueError("FedConfig: aggregator and secure_agg both replace the mean; use "
+                                 "aggregators.secure_mean inside your own chain instead")
+            if self.algorithm == "local":
+                raise ValueError("FedConfig: secure_agg has nothing to aggregate with algorithm 'local'")
         if self.server_opt is not None:
             aggregators.transformation(self.server_opt)  # a TypeError names a wrong object now
             if self.algorithm == "local":
@@ -103,9 +130,10 @@ def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientT
     if cfg.aggregator is not None:
         stages = [cfg.aggregator]
     elif cfg.dp_clip > 0:
-        stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise)]
+        reduce = cfg.secure_agg.mean("uniform") if cfg.secure_agg is not None else None
+        stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise, reduce)]
     else:
-        stages = [aggregators.mean()]
+        stages = [cfg.secure_agg.mean() if cfg.secure_agg is not None else aggregators.mean()]
     if server_optimizer is None and cfg.server_opt is not None:
         server_optimizer = aggregators.transformation(cfg.server_opt)
     if server_optimizer is not None:

@@ -1,5 +1,7 @@
-"""Privacy primitives: prime-field arithmetic (:mod:`.field`) and Lagrange coded computing (:mod:`.lcc`)."""
-from fgl_jax.privacy import field, lcc
+"""Privacy primitives: prime-field arithmetic (:mod:`.field`), Lagrange coded computing (:mod:`.lcc`),
+pairwise-mask secure aggregation (:mod:`.secure_sum`), the RDP accountant of the subsampled Gaussian
+(:mod:`.rdp`), DP-FedAvg's clipping and accounting (:mod:`.dp`)."""
+from fgl_jax.privacy import field, lcc, rdp, secure_sum
 from fgl_jax.privacy.field import (
     MAX_MODULUS,
     MERSENNE_31,
@@ -30,6 +32,8 @@ from fgl_jax.privacy.lcc import (
 __all__ = [
     "field",
     "lcc",
+    "rdp",
+    "secure_sum",
     "MAX_MODULUS",
     "MERSENNE_31",
     "Field",

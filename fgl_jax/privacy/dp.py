@@ -49,16 +49,37 @@ def clip_updates(updates: PyTree, clip: float) -> tuple[PyTree, jax.Array]:
     return jax.tree.map(lambda x: x * factor.reshape((-1,) + (1,) * (x.ndim - 1)).astype(x.dtype), updates), norms
 
 
+LIBRARY_ACCOUNTANT = "dp-accounting RDP"
+OWN_ACCOUNTANT = "fgl_jax.privacy.rdp (integer orders)"
+
+
+def accountant_name(sampling: str = "poisson") -> str:
+    """Which accountant `epsilons` uses: Google's dp-accounting when it is installed, else (Poisson
+    sampling only) fgl_jax's own RDP of the subsampled Gaussian (`fgl_jax.privacy.rdp`)."""
+    try:
+        import dp_accounting  # noqa: F401
+        return LIBRARY_ACCOUNTANT
+    except ImportError:
+        return OWN_ACCOUNTANT if sampling == "poisson" else LIBRARY_ACCOUNTANT
+
+
+def describe(noise_multiplier: float, sampled: int, population: int, rounds: int, delta: float,
+             sampling: str = "poisson") -> dict:
+    """summary.json's statement of a DP-FedAvg run's privacy: the mechanism, its sampling rate and
+    noise, and epsilon at delta after `rounds` rounds (under which neighbouring relation)."""
+    eps = epsilons(noise_multiplier, sampled, population, rounds, delta, sampling)
+    mech = ("Poisson-subsampled Gaussian, add/remove one client" if sampling == "poisson" else
+            "Gaussian on a fixed-size sample without replacement, replace one client")
+    return {"level": "client", "mechanism": mech, "noise_multiplier": float(noise_multiplier),
+            "sampling": sampling, "sampling_rate": sampled / population, "clients_per_round": int(sampled),
+            "population": int(population), "rounds": int(rounds), "delta": float(delta),
+            "epsilon": float(eps[-1]) if rounds > 0 else 0.0, "accountant": accountant_name(sampling)}
+
+
 def epsilons(noise_multiplier: float, sampled: int, population: int, rounds: int, delta: float,
              sampling: str = "poisson", orders: Optional[Sequence[float]] = None) -> np.ndarray:
     """epsilon [rounds] at `delta` after rounds 1..rounds of DP-FedAvg with `sampled` of
     `population` clients per round (see the module docstring for `sampling`); inf when z = 0."""
-    try:
-        import dp_accounting
-        from dp_accounting import rdp
-    except ImportError:  # optional: it pins attrs<24, which would downgrade a researcher's environment
-        raise ImportError("DP-FedAvg's privacy accountant needs the `dp-accounting` package: "
-                          "pip install 'fgl_jax[dp]' (or pip install dp-accounting)") from None
     if sampling not in SAMPLING:
         raise ValueError(f"dp sampling must be one of {SAMPLING}, got {sampling!r}")
     if not 1 <= sampled <= population:
@@ -66,6 +87,15 @@ def epsilons(noise_multiplier: float, sampled: int, population: int, rounds: int
     if noise_multiplier <= 0:
         return np.full(rounds, np.inf)
     q = sampled / population
+    if accountant_name(sampling) == OWN_ACCOUNTANT:  # dp-accounting absent: fgl_jax's own RDP (integer orders)
+        from fgl_jax.privacy import rdp as own
+        return own.epsilons(noise_multiplier, q, rounds, delta, orders)
+    try:
+        import dp_accounting
+        from dp_accounting import rdp
+    except ImportError:  # optional: it pins attrs<24, which would downgrade a researcher's environment
+        raise ImportError("DP-FedAvg's accountant for dp_sampling without_replacement needs the "
+                          "`dp-accounting` package: pip install 'fgl_jax[dp]' (or pip install dp-accounting)") from None
     if sampling == "poisson":
         gauss = dp_accounting.GaussianDpEvent(noise_multiplier)
         event = gauss if q == 1.0 else dp_accounting.PoissonSampledDpEvent(q, gauss)

@@ -119,6 +119,14 @@ class BaselineFields(RunSpec):
     dp_sampling: str = option("poisson", "how the accountant models the client sample: poisson (q = m/N, the "
                               "customary approximation) or without_replacement (exact, replace-one)",
                               choices=("poisson", "without_replacement"))
+    secure_agg: bool = option(False, "aggregate through pairwise-mask secure aggregation over GF(p) (Bonawitz "
+                              "et al.; exact fixed-point sum, drop-outs recovered from Shamir shares)")
+    secure_agg_threshold: int = option(0, "secure aggregation: Shamir threshold t, the fewest survivors that can "
+                                       "unmask a round (0 = a majority of the round's clients)", low=0)
+    secure_agg_dropout: float = option(0.0, "secure aggregation: fraction of each round's clients that drop out "
+                                       "after the setup (drawn each round)", low=0, high=1, high_open=True)
+    secure_agg_frac_bits: int = option(20, "secure aggregation: fractional bits of the fixed-point encoding",
+                                       low=1, high=29)
     server_opt: str = option("none", "server optimiser on the aggregate of any algorithm (Reddi et al.): momentum "
                              "(FedAvgM's server_lr, server_momentum), adam (FedAdam's adam_*), yogi (FedYogi's "
                              "yogi_*); none = the aggregate itself", choices=("none", *SERVER_OPTS))
@@ -166,6 +174,11 @@ class BaselineFields(RunSpec):
             raise ValueError("give client_fraction or clients_per_round, not both")
         if self.dp_noise > 0 and self.dp_clip <= 0:
             raise ValueError(f"dp_noise={self.dp_noise} needs a clipping norm: set dp_clip > 0")
+        if not self.secure_agg:
+            for name, default in (("secure_agg_threshold", 0), ("secure_agg_dropout", 0.0),
+                                  ("secure_agg_frac_bits", 20)):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name}={getattr(self, name)!r} is an option of secure_agg, which is off")
         for name, methods in PARTITION_OPTIONS.items():
             default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
             if self.partition not in methods and getattr(self, name) != default:

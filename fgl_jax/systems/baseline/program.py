@@ -16,12 +16,15 @@ import numpy as np
 
 from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
+from fgl_jax.federated.config import SecureAgg
 from fgl_jax.federated.algorithm import HostInput
 from fgl_jax.federated.fedavg_family import BaselineState
 from fgl_jax.federated import communication
 from fgl_jax.federated.link import SELECT as LINK_SELECT
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
+from fgl_jax.privacy import dp as dp_privacy
+from fgl_jax.privacy.secure_sum import check_threshold, dropped_count, majority, protocol_bytes
 from fgl_jax.graph import Graph
 from fgl_jax.nn import ModelSpec
 from fgl_jax.nn.link import LinkModel
@@ -180,21 +183,34 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
-                       dp_noise=cfg.dp_noise, ldp=ldp, server_opt=cfg.server_hparams(), model=spec)
+                       dp_noise=cfg.dp_noise, ldp=ldp, server_opt=cfg.server_hparams(), model=spec,
+                       secure_agg=secure_agg_options(cfg))
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
+def secure_agg_options(cfg: RunConfig) -> Optional[SecureAgg]:
+    """FedConfig's secure aggregation from the run's secure_agg_* options (None when off)."""
+    if not cfg.secure_agg:
+        return None
+    return SecureAgg(threshold=cfg.secure_agg_threshold, dropout=cfg.secure_agg_dropout,
+                     frac_bits=cfg.secure_agg_frac_bits)
+
+
 def check_privacy(cfg: RunConfig, algorithm, data) -> None:
     """DP-FedAvg and the server optimiser are aggregators (`fgl_jax.aggregators`): refuse them for an
     algorithm that has no server aggregate (its state has no `aggregator` field: local, fedgta,
     fedproto, fedtgp). The local DP lives in the FedAvg family's round: refuse it elsewhere."""
-    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.server_opt == "none":
+    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.server_opt == "none" and not cfg.secure_agg:
         return
+    if cfg.secure_agg:  # the round's clients must be able to unmask it (one line, before any tracing)
+        m = participants(int(data.train.num_clients), cfg.client_fraction, cfg.clients_per_round)
+        check_threshold(m, cfg.secure_agg_threshold or majority(m), dropped_count(m, cfg.secure_agg_dropout))
     state = jax.eval_shape(algorithm.init, jax.eval_shape(jax.random.key, 0), data)  # traced, never compiled
-    for name, on in (("dp_clip", cfg.dp_clip > 0), ("server_opt", cfg.server_opt != "none")):
+    for name, on in (("dp_clip", cfg.dp_clip > 0), ("server_opt", cfg.server_opt != "none"),
+                     ("secure_agg", cfg.secure_agg)):
         if on and not hasattr(state, "aggregator"):
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
@@ -210,7 +226,22 @@ def per_round_columns(cfg: RunConfig, algorithm, data) -> dict:
     cols = communication.per_round_columns(algorithm, data, m, cfg.rounds)
     if cfg.dp_clip > 0:
         cols["dp_epsilon"] = epsilons(cfg.dp_noise, m, num_train, cfg.rounds, cfg.dp_delta, cfg.dp_sampling)
+    if cfg.secure_agg:
+        cols.update(secure_agg_columns(cfg, algorithm, data, m))
     return cols
+
+
+def secure_agg_columns(cfg: RunConfig, algorithm, data, m: int) -> dict:
+    """Secure aggregation's bytes per round (`fgl_jax.privacy.secure_sum.protocol_bytes`) for the
+    server model's D parameters and the round's m clients: secagg_client_up_bytes (one surviving
+    client's upload), comm_secagg_up_bytes (what the server receives) and comm_secagg_down_bytes
+    (the shares it relays), int64 [rounds]."""
+    state = jax.eval_shape(algorithm.init, jax.eval_shape(jax.random.key, 0), data)
+    dim = sum(int(np.prod(x.shape, dtype=np.int64)) for x in jax.tree.leaves(state.server))
+    b = protocol_bytes(m, dim, dropped_count(m, cfg.secure_agg_dropout))
+    col = lambda v: np.full(cfg.rounds, v, np.int64)
+    return {"secagg_client_up_bytes": col(b["client_up"]), "comm_secagg_up_bytes": col(b["server_in"]),
+            "comm_secagg_down_bytes": col(b["server_out"])}
 
 
 @registry.register("system", "baseline", config=RunConfig, command="run",
@@ -226,6 +257,17 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
+    if cfg.dp_clip > 0 or cfg.secure_agg:
+        num_train = int(prepared.data.train.num_clients)
+        m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
+        if cfg.dp_clip > 0:  # epsilon after cfg.rounds (metrics.jsonl's dp_epsilon has it after every round)
+            describe["privacy"] = {**dp_privacy.describe(cfg.dp_noise, m, num_train, cfg.rounds, cfg.dp_delta,
+                                                         cfg.dp_sampling), "clip": cfg.dp_clip}
+        if cfg.secure_agg:
+            describe["secure_aggregation"] = {"clients_per_round": m,
+                                              "threshold": cfg.secure_agg_threshold or majority(m),
+                                              "dropped_per_round": dropped_count(m, cfg.secure_agg_dropout),
+                                              "frac_bits": cfg.secure_agg_frac_bits, "field": "GF(2^31 - 1)"}
     uncovered = registry.algorithm(cfg.algorithm).dp_uncovered
     if cfg.dp_clip > 0 and uncovered:  # DP-FedAvg clips and noises what the aggregator sees, nothing else
         describe["dp_uncovered"] = uncovered
