@@ -65,7 +65,15 @@ class FederatedAlgorithm(NamedTuple):
 
 def with_round(algorithm: FederatedAlgorithm, wrap: Callable[[Callable], Callable]) -> FederatedAlgorithm:
     """`algorithm` with `wrap(round)` as its round and as each phase's round (a wrapper such as
-    partial participation or a sharding constraint must reach every program the engine runs)."""
+    partial participation or a sharding constraint must reach every program the engine runs).
+
+    Args:
+        algorithm: the algorithm to wrap.
+        wrap: maps a round function `round(state, data, key) -> (state, metrics)` to another.
+
+    Returns:
+        The algorithm with its round and every phase's round wrapped.
+    """
     return algorithm._replace(round=wrap(algorithm.round),
                               phases=tuple(p._replace(round=wrap(p.round)) for p in algorithm.phases))
 
@@ -117,7 +125,15 @@ class Program(NamedTuple):
 
 
 def x64_scope(algorithm: FederatedAlgorithm):
-    """Context in which to trace, compile and run `algorithm`."""
+    """Context in which to trace, compile and run `algorithm`.
+
+    Args:
+        algorithm: the algorithm; its `needs_x64` decides.
+
+    Returns:
+        `jax.enable_x64(True)` when the algorithm needs 64-bit integers (HiFGL's field arithmetic),
+        else a null context.
+    """
     import contextlib
     return jax.enable_x64(True) if algorithm.needs_x64 else contextlib.nullcontext()
 
@@ -172,9 +188,23 @@ class HostInput(NamedTuple):
 
 
 def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None, extra: Optional[dict] = None) -> FedData:
-    """Split a ClientBatch into its evaluation view and its trainable clients (host side, once);
-    glob: the whole graph as a one-client batch, kept for evaluation on global data; extra: an
-    algorithm's prepared arrays (`FedData.extra`)."""
+    """Split a ClientBatch into its evaluation view and its trainable clients (host side, once).
+
+    A client is trainable when it holds a training node (a training edge, for link prediction).
+
+    Args:
+        batch: the C clients, `[C, N]` arrays.
+        glob: the whole graph as a one-client batch `[1, ...]`, kept for evaluation on global data;
+            None when no evaluation mode needs it.
+        extra: an algorithm's prepared arrays (`FedData.extra`), or None.
+
+    Returns:
+        A `FedData`: eval = `batch`; train the C_t trainable clients `[C_t, ...]`; train_index
+        int32 `[C_t]`; train_weight float32 `[C_t]` (their training-node or training-edge counts).
+
+    Raises:
+        ValueError: no client holds a training node (or edge).
+    """
     if batch.pairs is None:
         counts = np.asarray(batch.train_mask).sum(axis=1) * np.asarray(batch.client_mask)
     else:  # link prediction: a client's training examples are its training edges
