@@ -459,6 +459,24 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     checkpoint_meta: JSON fields recorded in every checkpoint's manifest (`fgl_jax.experiment`
     records the resolved config and its digest, which a resume checks).
     overwrite, resume_with_changes, devices, tensorboard: refused (`fgl_jax.run_config` acts on them).
+
+    Args:
+        algorithm: the `FederatedAlgorithm` (its init, round, evaluation and phases).
+        data: the algorithm's data, usually a `FedData` with `[C, ...]` client arrays.
+        key: the run's PRNG key (`jax.random.key(seed)`).
+        num_rounds: the rounds to run, > 0.
+        options: a `RunOptions`, as above; None: the defaults.
+        **changes: `RunOptions` fields to change.
+
+    Returns:
+        The `RunResult`: the final state, the per-round metrics history and the best-validation
+        round's metrics.
+
+    Raises:
+        ValueError: `num_rounds` <= 0, or an option that needs `run_config` (overwrite,
+            resume_with_changes, devices, tensorboard).
+        TypeError: `options` is not a `RunOptions`, or an unknown option in `changes`.
+        NonFiniteError: with on_nonfinite="raise", a round whose metrics are not finite.
     """
     opts = resolve_options(options, changes, "run")
     given = [f for f in CONFIG_ONLY if getattr(opts, f) != getattr(_DEFAULTS, f)]
