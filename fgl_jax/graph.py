@@ -186,7 +186,17 @@ class Graph(LabelledNodes):
 
 def symmetrize(senders: np.ndarray, receivers: np.ndarray, num_nodes: int,
                keep_self_loops: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Unique directed edges with both directions of every pair, sorted by (receiver, sender)."""
+    """Unique directed edges with both directions of every pair, sorted by (receiver, sender).
+
+    Args:
+        senders: int `[E]` edge sources.
+        receivers: int `[E]` edge targets.
+        num_nodes: N; the ids must be in 0..N-1.
+        keep_self_loops: keep u -> u edges (default: dropped).
+
+    Returns:
+        `(senders, receivers)`, int32 `[E']` each, duplicates merged.
+    """
     s = np.concatenate([senders, receivers]).astype(np.int64)
     r = np.concatenate([receivers, senders]).astype(np.int64)
     if not keep_self_loops:

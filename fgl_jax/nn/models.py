@@ -421,7 +421,23 @@ class ModelSpec(NamedTuple):
 
 def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 2,
                dropout: float = 0.0, **kwargs) -> nn.Module:
-    """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb")."""
+    """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb").
+
+    Args:
+        name: a registered model name (case-insensitive).
+        in_dim: F, the input feature width, > 0.
+        num_classes: K, the output width, > 0.
+        hidden: H, the hidden width, > 0.
+        num_layers: the number of layers, > 0.
+        dropout: the dropout rate in [0, 1).
+        **kwargs: model-specific options (e.g. GAT's heads), passed to its constructor.
+
+    Returns:
+        The flax module; applied to one client's batch it gives logits `[N, K]`.
+
+    Raises:
+        ValueError: an unknown name, a non-positive size, or a dropout outside [0, 1).
+    """
     key = name.lower()
     if not registry.has("model", key):
         raise ValueError(f"unknown model {name!r}; choose one of {registry.names('model')}")
