@@ -18,7 +18,16 @@ def random_partition(graph: Graph, num_clients: int, seed: int = 0) -> Partition
     drawn with `np.random.default_rng(seed)`, so sizes are floor(N/K) or ceil(N/K) (differ by at
     most 1). Edges play no role.
 
-    Returns a Partition with assignment int32 [N].
+    Args:
+        graph: the graph (N nodes).
+        num_clients: K, at most N.
+        seed: the permutation's seed, a non-negative integer.
+
+    Returns:
+        A Partition with assignment int32 `[N]`.
+
+    Raises:
+        PartitionError: a bad num_clients or seed.
     """
     k = check_num_clients(num_clients, graph)
     seed = check_seed(seed)
