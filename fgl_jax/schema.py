@@ -59,6 +59,25 @@ def option(default: Any, help: str, *, choices: Union[Sequence[Any], Callable[[]
     `--field-name`. traced: the value lives in the algorithm state (`state.hp`), so a sweep over it
     runs as one compiled program. allow_inf: a float option for which inf means something (e.g. an
     LDP budget of inf = no noise); every other float must be finite.
+
+    Args:
+        default: the field's default (immutable: a tuple, not a list).
+        help: the help text, at least two words (CLI --help, docs, error messages).
+        choices: as above.
+        low: as above.
+        high: as above.
+        low_open: as above.
+        high_open: as above.
+        flag: as above.
+        traced: as above.
+        allow_inf: as above.
+
+    Returns:
+        A `dataclasses.field` carrying the metadata; use it as a config dataclass's field default.
+
+    Raises:
+        ValueError: a help text shorter than two words.
+        TypeError: a mutable default (list, dict, set).
     """
     if not help or len(help.split()) < 2:
         raise ValueError(f"option {default!r}: every option needs a help text of at least two words")

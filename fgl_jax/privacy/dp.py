@@ -52,7 +52,24 @@ def clip_updates(updates: PyTree, clip: float) -> tuple[PyTree, jax.Array]:
 def epsilons(noise_multiplier: float, sampled: int, population: int, rounds: int, delta: float,
              sampling: str = "poisson", orders: Optional[Sequence[float]] = None) -> np.ndarray:
     """epsilon [rounds] at `delta` after rounds 1..rounds of DP-FedAvg with `sampled` of
-    `population` clients per round (see the module docstring for `sampling`); inf when z = 0."""
+    `population` clients per round (see the module docstring for `sampling`); inf when z = 0.
+
+    Args:
+        noise_multiplier: z, the Gaussian noise's multiplier of the clipping norm.
+        sampled: m, the clients per round, in 1..population.
+        population: the clients that can be sampled.
+        rounds: T, the rounds to account.
+        delta: the delta of (epsilon, delta)-DP.
+        sampling: "poisson" or "without_replacement".
+        orders: the RDP orders to minimise over; None: the accountant's defaults.
+
+    Returns:
+        float64 `[rounds]`: epsilon after each round 1..T (all inf when z = 0).
+
+    Raises:
+        ImportError: the optional `dp-accounting` package is not installed.
+        ValueError: an unknown sampling, or sampled outside 1..population.
+    """
     try:
         import dp_accounting
         from dp_accounting import rdp
