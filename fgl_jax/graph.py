@@ -61,14 +61,20 @@ class LabelledNodes:
 
 @dataclasses.dataclass(frozen=True)
 class Graph(LabelledNodes):
-    """A node-classification graph on the host.
+    """A node-classification graph on the host (N nodes, E directed edges, F features, K classes).
 
-    senders, receivers: int32 [E] directed edges (u -> v means v aggregates from u).
-    x: [N, F] float32 dense array or CSR matrix.
-    y: int32 [N]; -1 marks a node without a label (e.g. CiteSeer's 15 featureless nodes).
-    train_mask, val_mask, test_mask: bool [N].
-    meta: where the graph came from and what was done to it (for a user's file: "path", "format",
-      "notices", "split"); not part of equality, dropped by `subgraph`.
+    Attributes:
+        name: the dataset's name.
+        senders: int32 `[E]`, edge sources (u -> v means v aggregates from u).
+        receivers: int32 `[E]`, edge targets.
+        x: float32 `[N, F]`, a dense array or a CSR matrix.
+        y: int32 `[N]`; -1 marks a node without a label (e.g. CiteSeer's 15 featureless nodes).
+        num_classes: K.
+        train_mask: bool `[N]`.
+        val_mask: bool `[N]`.
+        test_mask: bool `[N]`.
+        meta: where the graph came from and what was done to it (for a user's file: "path", "format",
+            "notices", "split"); not part of equality, dropped by `subgraph`.
     """
 
     name: str

@@ -18,12 +18,17 @@ Array = jax.Array
 
 @flax.struct.dataclass
 class SparseFeatures:
-    """A sparse feature matrix in COO form, padded: row/col int32 [nnz], val float32 [nnz].
+    """A sparse feature matrix in COO form, padded (nnz entries, with a leading client axis in a batch).
 
     Padded entries have val = 0 (row/col may point anywhere valid), so they add nothing.
     `num_rows` lives in the graph (node count), not here, to keep the pytree static-free.
-    order: optional int32 [nnz], the entries' positions sorted by column (stable; `column_order`):
-    with it, the weight gradient of `feature_matmul` is a sorted segment sum (see there).
+
+    Attributes:
+        row: int32 `[nnz]`, the entries' rows (nodes).
+        col: int32 `[nnz]`, the entries' columns (features).
+        val: float32 `[nnz]`, the values.
+        order: optional int32 `[nnz]`, the entries' positions sorted by column (stable; `column_order`):
+            with it, the weight gradient of `feature_matmul` is a sorted segment sum (see there).
     """
 
     row: Array

@@ -40,6 +40,20 @@ class Phase(NamedTuple):
 
 
 class FederatedAlgorithm(NamedTuple):
+    """A federated algorithm as pure functions the engine compiles: init, one round, and how to read it.
+
+    Attributes:
+        init: `init(key, data) -> state`, the initial state (a pytree; client arrays `[C, ...]`).
+        round: `round(state, data, key) -> (state, metrics)`, one federated round (traced once).
+        needs_x64: the round does exact int64 arithmetic (HiFGL's finite field): traced with x64 on.
+        train_axis: the state fields whose leading axis is the training clients `[C_t, ...]`
+            (gathered for the sample under partial participation).
+        messages: `messages(state) -> (upload, download)`, one client's messages as pytrees (only
+            shapes and dtypes count), or None (no communication accounting).
+        select: (validation metric, test metric) of the best-validation selection.
+        phases: () or the `Phase`s `run` executes as one compiled program each.
+    """
+
     init: Callable[[jax.Array, Any], PyTree]
     round: Callable[[PyTree, Any, jax.Array], tuple[PyTree, dict]]
     # True when the round does exact int64 arithmetic (HiFGL's finite field): the program is then

@@ -72,12 +72,22 @@ class Tracker:
 
 @dataclasses.dataclass
 class RunResult:
-    """What every run returns, whatever the system.
+    """What every run returns, whatever the system (C clients).
 
-    history: metric -> np.ndarray [rounds_run] (per-client metrics [rounds_run, C]); best: the
-    reported round (`best_val`, `best_test`, `best_round` 1-based, plus whatever a `select` hook
-    adds); evaluations: rows returned by `Hooks.on_chunk` (each with its `round`); extras: what
-    `Hooks.finalize` returned (post-training evaluation, attacks, ...).
+    Attributes:
+        state: the algorithm's final state (a pytree).
+        history: metric -> np.ndarray `[rounds_run]` (per-client metrics `[rounds_run, C]`).
+        best: the reported round: "best_val", "best_test", "best_round" (1-based), plus whatever a
+            `select` hook adds.
+        compile_seconds: the time spent compiling.
+        run_seconds: the time spent running the rounds.
+        evaluations: rows returned by `Hooks.on_chunk` (each with its "round").
+        extras: what `Hooks.finalize` returned (post-training evaluation, attacks, ...).
+        diverged: True when the run stopped at a non-finite round (on_nonfinite="stop"); the history
+            ends before it.
+        checkpoint_seconds: the time the loop waited for checkpoints (saves are asynchronous).
+        summary: what summary.json holds (set by `run_config`).
+        timings: what timings.json holds (set by `run_config`).
     """
 
     state: PyTree

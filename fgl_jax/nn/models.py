@@ -404,8 +404,19 @@ class SumGCN(nn.Module):
 
 
 class ModelSpec(NamedTuple):
-    """The model a run was configured with, as data (for algorithms that build a variant of it,
-    e.g. FedPub's masked GCN or a generator of FedSage+): `spec.build()` == the run's model."""
+    """The model a run was configured with, as data.
+
+    For algorithms that build a variant of it (e.g. FedPub's masked GCN or a generator of FedSage+):
+    `spec.build()` == the run's model.
+
+    Attributes:
+        name: the model's registered name ("gcn", "sage", ...).
+        in_dim: F, the input feature width.
+        num_classes: K, the output width.
+        hidden: H, the hidden width.
+        num_layers: the number of layers.
+        dropout: the dropout rate.
+    """
 
     name: str
     in_dim: int

@@ -34,10 +34,11 @@ class PartitionError(GraphError):
 class Partition:
     """An assignment of every node of a graph to exactly one of `num_clients` clients.
 
-    assignment: int32 [N], client id in [0, num_clients) of each node (read-only copy).
-    num_clients: K.
-    method: name of the partitioner that produced it ("random", "louvain", "dirichlet", ...).
-    seed: the seed it was produced with (provenance; same graph + method + seed = same assignment).
+    Attributes:
+        assignment: int32 `[N]`, client id in [0, num_clients) of each node (read-only copy).
+        num_clients: K.
+        method: name of the partitioner that produced it ("random", "louvain", "dirichlet", ...).
+        seed: the seed it was produced with (provenance; same graph + method + seed = same assignment).
     """
 
     assignment: np.ndarray
