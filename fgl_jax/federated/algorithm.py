@@ -26,12 +26,13 @@ class Phase(NamedTuple):
     personalised training): the engine (`fgl_jax.federated.run.run`) runs each phase as its own
     compiled program, so a phase's rounds carry no branch over the others' work.
 
-    start: first round (0-based) of the phase; the phase lasts until the next phase's start.
-    round(state, data, key) -> (state, metrics): the phase's round; every phase keeps the
-        algorithm's state structure and returns the same metric names.
-    enter(state, data, key) -> state, or None: the hand-over, applied inside the phase's program
-        before its first round (only when a chunk starts at `start`, so a resume in the middle of
-        the phase does not repeat it); key = the key of round `start`.
+    Attributes:
+        start: first round (0-based) of the phase; the phase lasts until the next phase's start.
+        round: `round(state, data, key) -> (state, metrics)`, the phase's round; every phase keeps
+            the algorithm's state structure and returns the same metric names.
+        enter: `enter(state, data, key) -> state`, or None: the hand-over, applied inside the
+            phase's program before its first round (only when a chunk starts at `start`, so a resume
+            in the middle of the phase does not repeat it); key = the key of round `start`.
     """
 
     start: int
@@ -95,19 +96,22 @@ def with_round(algorithm: FederatedAlgorithm, wrap: Callable[[Callable], Callabl
 class Hooks(NamedTuple):
     """What a system adds to the engine's loop (all optional, all host side, between chunks).
 
-    every: chunk boundaries fall on multiples of `every` rounds, so `on_chunk` sees those states.
-    on_chunk(rounds_done, state, history) -> dict | None: an evaluation at that round (called at
-        multiples of `every` and after the last round, or after every chunk without `every`; history
-        holds rounds 1..rounds_done; e.g. FedGC trains a GCN on G'); the dict is stored in `RunResult.evaluations` and in that round's
-        `metrics.jsonl` row under "eval".
-    stop(history) -> int | None: stop after this many rounds (early stopping); history and
-        metrics.jsonl are cut there. The state is the one at the end of the chunk.
-    select(history, evaluations) -> dict: the reported round (`best_val`, `best_test`,
-        `best_round` 1-based, ...), replacing the in-scan best-validation tracker.
-    finalize(result) -> dict: extra results after the last round (stored in `RunResult.extras`).
-    save_state() -> dict[str, array]: host state the hooks keep across chunks (e.g. FedGC's G' at the
-        best evaluation round), written beside each checkpoint; load_state(dict) gets it back on
-        resume, so a resumed run's select/finalize see what the uninterrupted run's saw.
+    Attributes:
+        every: chunk boundaries fall on multiples of `every` rounds, so `on_chunk` sees those states.
+        on_chunk: `on_chunk(rounds_done, state, history) -> dict | None`, an evaluation at that round
+            (called at multiples of `every` and after the last round, or after every chunk without
+            `every`; history holds rounds 1..rounds_done; e.g. FedGC trains a GCN on G'); the dict
+            is stored in `RunResult.evaluations` and in that round's `metrics.jsonl` row under "eval".
+        stop: `stop(history) -> int | None`, stop after this many rounds (early stopping); history
+            and metrics.jsonl are cut there. The state is the one at the end of the chunk.
+        select: `select(history, evaluations) -> dict`, the reported round (`best_val`,
+            `best_test`, `best_round` 1-based, ...), replacing the in-scan best-validation tracker.
+        finalize: `finalize(result) -> dict`, extra results after the last round (stored in
+            `RunResult.extras`).
+        save_state: `save_state() -> dict[str, array]`, host state the hooks keep across chunks
+            (e.g. FedGC's G' at the best evaluation round), written beside each checkpoint.
+        load_state: `load_state(dict)` gets that state back on resume, so a resumed run's
+            select/finalize see what the uninterrupted run's saw.
     """
 
     every: Optional[int] = None
@@ -121,10 +125,19 @@ class Hooks(NamedTuple):
 
 class Program(NamedTuple):
     """A ready-to-run experiment of any system: what `run` (checkpoints, resume, progress, hooks)
-    and `run_sweep` (seeds x traced hyperparameters in `state.hp`) need.
+    and `sweep` (seeds x traced hyperparameters in `state.hp`) need.
 
     Every registered system's build function maps its config (one frozen dataclass) to a Program,
     so one YAML file describes a run, a sweep and a replay alike.
+
+    Attributes:
+        algorithm: the `FederatedAlgorithm`.
+        data: its data (usually a `FedData`, client arrays `[C, ...]`).
+        num_rounds: the rounds to run.
+        describe: what the run is, for logs and result files (dataset, clients, method, ...).
+        hooks: the system's `Hooks`.
+        per_round: host-computed per-round values added to every metrics.jsonl row and the history
+            (communication bytes, the DP accountant's epsilon): name -> array `[num_rounds]`.
     """
 
     algorithm: FederatedAlgorithm
@@ -190,9 +203,12 @@ class HostInput(NamedTuple):
         def prepare_fn(inp: HostInput, hp) -> tuple[ClientBatch, dict]: ...
 
     returning the (possibly changed, e.g. features replaced) client batch and `FedData.extra`.
-    graph: the whole graph after the split (rows of `batch.node_ids` index it); assignment: int [N]
-    client of every node (-1: none); batch: the padded client batch, host arrays [C, ...]; seed:
-    the run's partition seed (preparation is deterministic given the config).
+
+    Attributes:
+        graph: the whole graph after the split (rows of `batch.node_ids` index it).
+        assignment: int `[N]`, the client of every node (-1: none).
+        batch: the padded client batch, host arrays `[C, ...]`.
+        seed: the run's partition seed (preparation is deterministic given the config).
     """
 
     graph: Any
