@@ -5,6 +5,9 @@ Irregular per-client subgraphs are turned, once on the host, into dense arrays o
 Padding is inert: padded edges have edge_mask 0, padded nodes node_mask 0 and no label
 mask, padded feature entries value 0 (tests/test_batch.py proves a padded client gives the
 same outputs and gradients as the unpadded one).
+
+Shapes: C clients, N padded nodes and E padded edges per client, F features, nnz padded non-zero feature
+entries, P padded node pairs (link prediction).
 """
 from __future__ import annotations
 
@@ -61,8 +64,7 @@ class LinkPairs:
 class ClientBatch:
     """Stacked client graphs, padded to common sizes, on a leading client axis.
 
-    The client axis C is absent in one client's slice. Shapes: C clients, N padded nodes per client, E padded edges per client, F features, nnz padded
-    non-zero feature entries per client.
+    The client axis C is absent in one client's slice (shapes: the module docstring).
 
     Attributes:
         graph: jraph.GraphsTuple: senders/receivers int32 `[C, E]`, n_node/n_edge int32 `[C, 1]` (the true

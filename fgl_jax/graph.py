@@ -6,6 +6,8 @@ without self-loops unless the source data has them. Features are either a dense
 `np.ndarray [N, F]` or a `scipy.sparse.csr_matrix [N, F]` (bag-of-words stays sparse).
 
 `ClientBatch` (in `fgl_jax.batch`) is the device-side, padded, client-stacked view.
+
+Shapes: N nodes, E directed edges, F features, K classes.
 """
 from __future__ import annotations
 

@@ -20,6 +20,8 @@ aggregator of kind "reduce": what every algorithm calls once per round. Every st
 weights, params and mask, and its own key (`fold_in(key, stage index)`), so a stage after the
 reduction still knows the number of clients (DP's noise scale) and the server model (the
 optimiser's pseudo-gradient params - mean).
+
+Shapes: C clients; `[C, ...]` a leaf with a leading client axis, `[...]` one model's leaf.
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ uniform mean, Gaussian noise on the mean.
 releases  mean_i clip(Delta_i, C) + N(0, (z C / m)^2 I)  over the m clients of the round, with
 Delta_i = upload_i - params (a client's update). Its privacy per round is what
 `fgl_jax.privacy.dp.epsilons` accounts (one Gaussian mechanism of multiplier z per round).
+
+Shapes: C (or m) clients; `[C, ...]` a leaf with a leading client axis.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The mean over the client axis: FedAvg's weighted mean, or the uniform mean (DP-FedAvg's)."""
+"""The mean over the client axis: FedAvg's weighted mean, or the uniform mean (DP-FedAvg's).
+
+Shapes: C clients; `[C, ...]` a leaf with a leading client axis.
+"""
 from __future__ import annotations
 
 from typing import Any, Optional

@@ -31,6 +31,8 @@ What it does, in order (each problem named by `source`, field and an example val
 Notices are Python warnings of category `DataNotice` (a UserWarning), one line each, so
 ``warnings.simplefilter("error", DataNotice)`` turns them into errors and tests can expect them.
 They are also kept, in order, in ``graph.meta["notices"]``.
+
+Shapes: N nodes, E edges, F features.
 """
 from __future__ import annotations
 

@@ -17,6 +17,8 @@ masks, and with the default stratified 60/20/20 split (seed 0) when it has none.
 PyTorch Geometric and DGL are not dependencies of fgl_jax: `from_pyg` and `from_dgl` read their
 objects through attributes only (tensors become NumPy via ``.detach().cpu().numpy()``), and
 say which package they expect when given something else.
+
+Shapes: N nodes, E edges, F features.
 """
 from __future__ import annotations
 

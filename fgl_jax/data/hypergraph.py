@@ -19,6 +19,8 @@ as sets are merged, and hyperedges with fewer than two nodes are dropped — exc
 `from_graph_kHop` keeps (this reproduces the paper's Table IV counts; `graph_to_hypergraph`). Features are
 L1-row-normalised (DHG) and, for the binary datasets, then binarised (>0 -> 1).
 `feature_kind` ("binary" / "numeric") tells FedHGL which LDP mechanism applies.
+
+Shapes: N nodes, M hyperedges, nnz (node, hyperedge) incidence pairs, F features, K classes.
 """
 from __future__ import annotations
 

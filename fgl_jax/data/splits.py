@@ -3,6 +3,8 @@
 The graph-level functions return a copy of the graph with new masks and leave everything else alone.
 Nodes with label -1 (no label) are never placed in any mask. The same seed always gives the
 same masks (`numpy.random.default_rng(seed)`, consumed in a fixed order).
+
+Shapes: N nodes.
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@
 `metrics` is a flat dict of scalars; every algorithm reports at least `train_loss`, `val_acc`
 and `test_acc` (pooled over clients, evaluated after the round's aggregation), so the
 generic `run` can do best-validation model selection and NaN detection for any of them.
+
+Shapes: C clients, C_t the clients holding training nodes, N padded nodes per client.
 """
 from __future__ import annotations
 

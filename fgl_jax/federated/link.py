@@ -19,6 +19,8 @@ Metrics per split (train, val, test): `{split}_auc` (ROC-AUC), `{split}_ap` (ave
 together; the global model gives every client comparable scores) or OpenFGL's per-client metrics
 averaged by client node count (`average="client_nodes"`). The engine selects the reported round
 by `val_auc` (`FederatedAlgorithm.select`).
+
+Shapes: C clients, P padded node pairs per client.
 """
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Metrics over clients: pooled accuracy and validation loss, macro precision/recall/F1 and binary
-ROC-AUC/AP (pooled or OpenFGL's node-weighted client average), and HiFGL's graph information gain."""
+ROC-AUC/AP (pooled or OpenFGL's node-weighted client average), and HiFGL's graph information gain.
+
+Shapes: N nodes, K classes, M scored entries (node pairs).
+"""
 from __future__ import annotations
 
 from typing import Optional

@@ -13,6 +13,8 @@ An algorithm with `phases` (`fgl_jax.federated.algorithm.Phase`) gets one such p
 chunks end at phase starts, and the program of a phase applies the phase's hand-over when a chunk
 starts at its first round (a resume inside a phase skips it; checkpoints hold the one state
 structure all phases share).
+
+Shapes: C clients; `[rounds]` one value per round run.
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ over rounds across S members. Members differ in
 their PRNG key and in traced hyperparameters stored in `state.hp` (e.g. lr, prox_mu): values
 that do not change any shape. A shape-changing parameter (hidden size, clients) cannot be
 vmapped; `check_sweepable` refuses it with a clear message.
+
+Shapes: S members (len(seeds)); `[S, rounds]` one value per member and round.
 """
 from __future__ import annotations
 

@@ -17,6 +17,8 @@ node labels, so every algorithm that uses them needs no link-prediction copy.
 
 Parameters live under `encoder` (layers `layer_i`, as the node models: FedPer keeps the encoder's
 last layers local) and `dec_hidden` / `dec_out` (names without a layer number: always shared).
+
+Shapes: N nodes, D embedding width, P scored node pairs.
 """
 from __future__ import annotations
 

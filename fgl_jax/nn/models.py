@@ -7,6 +7,8 @@ logits [N, num_classes]. Layers are named `layer_0 .. layer_{L-1}` so that perso
 
 The first layer multiplies the raw features through `ops.feature_matmul`, so bag-of-words
 features stay sparse; every later layer works on dense hidden states.
+
+Shapes: N nodes, F input features, H hidden width, K classes.
 """
 from __future__ import annotations
 

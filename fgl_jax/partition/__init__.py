@@ -4,6 +4,8 @@ label-Dirichlet over nodes or over communities, and their statistics.
 Every partitioner is a pure function `(graph, num_clients, ..., seed) -> Partition`; the
 Partition gives client node sets (`client_nodes`) and cross-client edges (`cross_edges(graph)`).
 `make_partition(graph, "louvain", 10, seed=0)` dispatches by name (for configs and the CLI).
+
+Shapes: N nodes, K clients (in the partition modules K counts clients).
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 A partition of a graph with N nodes into K clients is stored as one int32 vector
 `assignment [N]` (client id of every node). Storing the assignment rather than K node lists makes
 "disjoint" hold by construction; `validate` checks the rest (length N, ids in [0, K), no empty client).
+
+Shapes: N nodes, K clients.
 """
 from __future__ import annotations
 

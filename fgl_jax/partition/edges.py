@@ -7,6 +7,8 @@ pairs that are not edges of the full graph (and not self-pairs), as many as the 
 keeps one such set for the whole run), disjoint from the evaluation negatives. On a graph too
 dense or too small to hold that many non-edges (a small client's subgraph), every non-edge is
 used: a split then has fewer negatives than positives, never an error.
+
+Shapes: N nodes, E directed edges, M undirected pairs, k pairs of one part.
 """
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ seg = floor(n / (K+2)) items:
 RE: client graph = edge-induced subgraph (isolated nodes and empty types dropped).
 RET: client graph = edge-type subgraph, compacted. If there are exactly K+1 types, client i
 gets [type i, last type] (the official special case). Fewer than K+1 types is an error.
+
+Shapes: K clients, R canonical edge types.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Equal-size random node split (FederatedScope-GNN's random splitter without overlap).
 
 HiFGL (spec §4) splits each Planetoid graph this way into 5 silos of near-equal node count.
+
+Shapes: N nodes, K clients.
 """
 from __future__ import annotations
 

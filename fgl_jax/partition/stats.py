@@ -12,6 +12,8 @@ Conventions (spec hifgl.md §3, §4, §5.2 item 15):
   distribution (over its labelled nodes) and the whole graph's; 0 = the global mix, 1 = disjoint.
   `partition_report` condenses all of it into a few numbers (what summary.json and
   `fgl-jax inspect --partition` show).
+
+Shapes: N nodes, K clients.
 """
 from __future__ import annotations
 

@@ -21,6 +21,8 @@ accountant, orders of its default list) and reported as epsilon at a given delta
       the clipped sum by up to 2C, so the Gaussian's multiplier relative to that sensitivity is z / 2.
       Rigorous for this mechanism, and larger.
 With m = N (everyone, every round) both are the Gaussian mechanism composed T times.
+
+Shapes: `[rounds]` one value per round.
 """
 from __future__ import annotations
 
