@@ -47,7 +47,7 @@ class RunOptions:
             round is always saved.
         checkpoints: False = write no checkpoints at all.
         on_nonfinite: "raise" (NonFiniteError naming the round) or "stop" (end there, `diverged`).
-        loss_guard: > 0 treats a round whose train_loss exceeds loss_guard x the first round's as
+        loss_guard: when positive, a round whose train_loss exceeds loss_guard x the first round's counts as
             diverged; 0 = off.
         devices: run_config only: None/0 = every local device, N = the first N.
         tensorboard: run_config only: also write TensorBoard event files into this directory.

@@ -88,7 +88,7 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
         hparams: name in ``state.hp`` -> S values (one per member); None: every member uses the
             algorithm's own values. Names that change shapes or the program are refused.
         mode: "auto", "vmap" or "sequential" (above).
-        loss_guard: > 0 treats a round whose train_loss exceeds loss_guard x the first as diverged.
+        loss_guard: when positive, a round whose train_loss exceeds loss_guard x the first counts as diverged.
         mesh: a 1-D device mesh over which the members are split, or None.
 
     Returns:
