@@ -291,6 +291,7 @@ def link_client_batch(graph: Graph, assignment: np.ndarray, num_clients: int, tr
 
     Raises:
         GraphError: a bad `assignment` shape or a client without nodes.
+        ValueError: a fraction outside [0, 1], or fractions not summing to 1.
     """
     from fgl_jax.partition.edges import random_edge_split
     subs, nodes = client_graphs(graph, assignment, num_clients)

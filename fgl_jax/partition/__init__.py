@@ -39,7 +39,8 @@ def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, *
         The `Partition`, assignment int32 `[N]` (built-in partitioners' results are cached).
 
     Raises:
-        PartitionError: an unknown method, or options the partitioner refuses.
+        PartitionError: an unknown method, or option values the partitioner refuses.
+        TypeError: an option the partitioner does not take.
     """
     if not registry.has("partition", method):
         raise PartitionError(f"unknown partition method {method!r}; choose one of {registry.names('partition')}")
