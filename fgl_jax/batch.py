@@ -5,6 +5,9 @@ Irregular per-client subgraphs are turned, once on the host, into dense arrays o
 Padding is inert: padded edges have edge_mask 0, padded nodes node_mask 0 and no label
 mask, padded feature entries value 0 (tests/test_batch.py proves a padded client gives the
 same outputs and gradients as the unpadded one).
+
+Shapes: C clients, N padded nodes and E padded edges per client, F features, nnz padded non-zero feature
+entries, P padded node pairs (link prediction).
 """
 from __future__ import annotations
 
@@ -39,6 +42,14 @@ class LinkPairs:
     False: a sampled non-edge); train_mask, val_mask, test_mask: bool [C, P] (padded pairs: all
     False, so they count nowhere). Val/test positives are absent from the client's message-passing
     edges (`ClientBatch.graph`).
+
+    Attributes:
+        src: int32 `[C, P]`, the first node's row in the client's graph (P pairs, padded).
+        dst: int32 `[C, P]`, the second node's row.
+        label: bool `[C, P]`, True for an edge, False for a sampled non-edge.
+        train_mask: bool `[C, P]`, the training pairs.
+        val_mask: bool `[C, P]`, the validation pairs.
+        test_mask: bool `[C, P]`, the test pairs.
     """
 
     src: Array
@@ -51,16 +62,24 @@ class LinkPairs:
 
 @flax.struct.dataclass
 class ClientBatch:
-    """Stacked client graphs. With a leading client axis C (or none, for one client's slice).
+    """Stacked client graphs, padded to common sizes, on a leading client axis.
 
-    graph: jraph.GraphsTuple, senders/receivers [C, E], n_node/n_edge [C, 1] (true counts).
-    features: dense [C, N, F] float32, SparseFeatures with row/col/val [C, nnz], or EllFeatures
-        (`with_ell_features`; only `ops.feature_matmul` reads it).
-    y: int32 [C, N] (0 where unlabelled or padded; masks say what counts).
-    node_mask, train_mask, val_mask, test_mask: bool [C, N]; edge_mask: bool [C, E].
-    node_ids: int32 [C, N] id of each row in the source graph, -1 for padding.
-    client_mask: bool [C]: False for padded (dummy) clients.
-    pairs: LinkPairs [C, P] for link prediction (`link_client_batch`), else None.
+    The client axis C is absent in one client's slice (shapes: the module docstring).
+
+    Attributes:
+        graph: jraph.GraphsTuple: senders/receivers int32 `[C, E]`, n_node/n_edge int32 `[C, 1]` (the true
+            counts); nodes, edges and globals None.
+        features: dense float32 `[C, N, F]`, SparseFeatures with row/col/val `[C, nnz]`, or EllFeatures
+            (`with_ell_features`; only `ops.feature_matmul` reads it).
+        y: int32 `[C, N]`, the labels (0 where unlabelled or padded; the masks say what counts).
+        node_mask: bool `[C, N]`, the real (not padded) nodes.
+        edge_mask: bool `[C, E]`, the real edges.
+        train_mask: bool `[C, N]`, labelled training nodes (likewise val_mask, test_mask).
+        val_mask: bool `[C, N]`.
+        test_mask: bool `[C, N]`.
+        node_ids: int32 `[C, N]`, each row's id in the source graph, -1 for padding.
+        client_mask: bool `[C]`, False for padded (dummy) clients.
+        pairs: `LinkPairs` with `[C, P]` arrays for link prediction (`link_client_batch`), else None.
     """
 
     graph: jraph.GraphsTuple
@@ -103,8 +122,22 @@ def stack_graphs(graphs: Sequence[Graph], node_ids: Optional[Sequence[np.ndarray
                  num_nnz: Optional[int] = None) -> ClientBatch:
     """Pad each graph to a common node/edge/nnz count and stack them on a client axis.
 
-    sparse: keep features as SparseFeatures (default: whenever the input features are CSR).
-    num_nodes/num_edges/num_nnz: force a padded size (e.g. to share shapes between batches).
+    Args:
+        graphs: the C client graphs; they must share the feature width F and each have a node.
+        node_ids: per client, int `[n_c]` ids of its nodes in the source graph (default: 0..n_c-1).
+        node_multiple: N is the largest node count rounded up to a multiple of this.
+        edge_multiple: E (and nnz) is the largest edge (non-zero) count rounded up to a multiple of this.
+        sparse: keep features as SparseFeatures (default None: whenever the input features are CSR).
+        num_nodes: force N (e.g. to share shapes between batches); None: computed.
+        num_edges: force E; None: computed.
+        num_nnz: force nnz of sparse features; None: computed.
+
+    Returns:
+        A `ClientBatch` with `[C, N]` / `[C, E]` arrays on the default device.
+
+    Raises:
+        GraphError: no graphs, a graph without nodes, differing feature widths, or a forced size smaller
+            than a client graph.
     """
     if len(graphs) == 0:
         raise GraphError("stack_graphs: no client graphs given")
@@ -180,7 +213,17 @@ def with_ell_features(batch: ClientBatch, num_features: int, max_groups: int = E
     gather-then-segment-sum. Same products up to float summation order. Dense features, or a
     batch already in EllFeatures, are returned unchanged. Code that reads `features.row/col/val`
     (feature masking, dense conversion) needs SparseFeatures: the algorithms that opt in are
-    registered with `features="ell"` (fgl_jax.systems.baseline.prepare converts for them)."""
+    registered with `features="ell"` (fgl_jax.systems.baseline.prepare converts for them).
+
+    Args:
+        batch: a `ClientBatch` (its features SparseFeatures with `[C, nnz]` arrays, else unchanged).
+        num_features: F, the feature width.
+        max_groups: the most column groups the ELL layout uses.
+        unroll: the loop unroll of the ELL product.
+
+    Returns:
+        The batch with EllFeatures, or `batch` itself when its features are not SparseFeatures.
+    """
     f = batch.features
     if not isinstance(f, SparseFeatures):
         return batch
@@ -199,7 +242,21 @@ def client_graphs(graph: Graph, assignment: np.ndarray, num_clients: int) -> tup
 
 
 def build_client_batch(graph: Graph, assignment: np.ndarray, num_clients: int, **kwargs) -> ClientBatch:
-    """Partitioned graph -> padded ClientBatch (cross-client edges dropped, as in FedAvg-style FGL)."""
+    """Partitioned graph -> padded ClientBatch (cross-client edges dropped, as in FedAvg-style FGL).
+
+    Args:
+        graph: the whole graph.
+        assignment: int `[num_nodes]`, each node's client in 0..num_clients-1.
+        num_clients: C.
+        **kwargs: passed to `stack_graphs` (node_multiple, edge_multiple, sparse, num_nodes, ...).
+
+    Returns:
+        A `ClientBatch` of C clients, each its induced subgraph.
+
+    Raises:
+        GraphError: `assignment` is not of shape `[num_nodes]`, a client has no nodes, or `stack_graphs`
+            refuses the sizes.
+    """
     subs, nodes = client_graphs(graph, assignment, num_clients)
     return stack_graphs(subs, nodes, **kwargs)
 
@@ -216,6 +273,25 @@ def link_client_batch(graph: Graph, assignment: np.ndarray, num_clients: int, tr
     positives (both directions), so no evaluated edge is seen by the encoder. Pairs are padded to
     a common P (a multiple of `pair_multiple`). Client c of `num_clients` = 1 (all nodes) is the
     centralised split of the whole graph, pair for pair.
+
+    Args:
+        graph: the whole graph.
+        assignment: int `[num_nodes]`, each node's client.
+        num_clients: C.
+        train: the fraction of each client's undirected edges used for training.
+        val: the fraction for validation.
+        test: the fraction for testing.
+        seed: the split seed (client k uses (seed, k)).
+        train_negatives: also sample fixed training non-edges (as many as training edges).
+        pair_multiple: P is rounded up to a multiple of this.
+        **kwargs: passed to `stack_graphs`.
+
+    Returns:
+        A `ClientBatch` whose `pairs` is a `LinkPairs` of `[C, P]` arrays.
+
+    Raises:
+        GraphError: a bad `assignment` shape or a client without nodes.
+        ValueError: a fraction outside [0, 1], or fractions not summing to 1.
     """
     from fgl_jax.partition.edges import random_edge_split
     subs, nodes = client_graphs(graph, assignment, num_clients)
@@ -251,7 +327,15 @@ def link_client_batch(graph: Graph, assignment: np.ndarray, num_clients: int, tr
 
 
 def full_graph_batch(graph: Graph, **kwargs) -> ClientBatch:
-    """The whole graph as a batch of one client (centralised / Global training)."""
+    """The whole graph as a batch of one client (centralised / Global training).
+
+    Args:
+        graph: the graph.
+        **kwargs: passed to `stack_graphs`.
+
+    Returns:
+        A `ClientBatch` with C = 1.
+    """
     return stack_graphs([graph], [np.arange(graph.num_nodes)], **kwargs)
 
 
@@ -267,7 +351,14 @@ def unstack(batch: ClientBatch, i: int) -> ClientBatch:
 
 
 def padding_ratio(batch: ClientBatch) -> float:
-    """Padded node slots / real node slots (1.0 = no waste)."""
+    """Padded node slots / real node slots (1.0 = no waste).
+
+    Args:
+        batch: a `ClientBatch`.
+
+    Returns:
+        `C * N / (real nodes)`, a float >= 1.
+    """
     real = float(np.asarray(batch.node_mask).sum())
     return float(batch.node_mask.size) / max(real, 1.0)
 
@@ -284,6 +375,24 @@ def stack_partition(graph: Graph, assignment: np.ndarray, num_clients: int,
     build_client_batch takes an induced subgraph per client, O(C (N + E)); with 20,000 clients
     on a 200k-node graph that is minutes, this is a few sorts. `clients` selects (and orders)
     a subset of client ids (one size bucket); default all of 0..num_clients-1.
+
+    Args:
+        graph: the whole graph.
+        assignment: int `[num_nodes]`, each node's client (nodes outside 0..num_clients-1 are dropped).
+        num_clients: the number of client ids.
+        clients: the client ids to stack, in this order (default None: all of them).
+        node_multiple: N is rounded up to a multiple of this.
+        edge_multiple: E (and nnz) is rounded up to a multiple of this.
+        num_nodes: force N; None: computed.
+        num_edges: force E; None: computed.
+        num_nnz: force nnz; None: computed.
+
+    Returns:
+        A `ClientBatch` with C = len(clients) clients.
+
+    Raises:
+        GraphError: a bad `assignment` shape, no clients selected, client ids out of range, a selected
+            client without nodes, or a forced size too small.
     """
     assignment = np.asarray(assignment)
     if assignment.shape != (graph.num_nodes,):
@@ -406,7 +515,16 @@ def build_bucketed_batches(graph: Graph, assignment: np.ndarray, num_clients: in
 
 
 def padding_report(batches: Sequence[ClientBatch]) -> dict:
-    """Padded / real node and edge slots over one or several batches (1.0 = no waste)."""
+    """Padded / real node and edge slots over one or several batches (1.0 = no waste).
+
+    Args:
+        batches: one or several `ClientBatch`es (e.g. one per size bucket).
+
+    Returns:
+        A dict: "buckets", "real_nodes", "node_slots", "node_padding_ratio", "real_edges", "edge_slots",
+        "edge_padding_ratio", and "per_bucket" (per batch: "clients", "padded_nodes",
+        "node_padding_ratio").
+    """
     real_n = sum(float(np.asarray(b.node_mask).sum()) for b in batches)
     slots_n = sum(float(b.node_mask.size) for b in batches)
     real_e = sum(float(np.asarray(b.edge_mask).sum()) for b in batches)

@@ -59,7 +59,18 @@ def enable(directory: Optional[os.PathLike] = None, max_bytes: int = MAX_BYTES) 
 
     JAX decides whether to use its persistent cache at the first compilation of the process, so
     call this before any jitted work (the CLI does it first thing); called later, the cache is
-    re-initialised through jax's internal `reset_cache`."""
+    re-initialised through jax's internal `reset_cache`.
+
+    Args:
+        directory: the cache root (subdirectories jax/, prep/, exec/); None: `default_root()`
+            ($FGL_JAX_CACHE_DIR, else $XDG_CACHE_HOME/fgl_jax or ~/.cache/fgl_jax).
+        max_bytes: the compilation cache is pruned (least recently used first) to this size at
+            start-up; the compiled-program cache to a quarter of it.
+
+    Returns:
+        The cache root, or None when caching is off (a warning is printed when the directory
+        cannot be created).
+    """
     path = Path(directory).expanduser() if directory is not None else default_root()
     if path is None:
         return None

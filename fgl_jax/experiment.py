@@ -52,11 +52,35 @@ def system_of(cfg: Any) -> registry.Entry:
 
 
 def config_class(system: str) -> type:
+    """The config dataclass of a registered system (its one schema).
+
+    Args:
+        system: a system name, e.g. "baseline", "hifgl", "fedgc".
+
+    Returns:
+        The config class, e.g. `RunConfig` for "baseline".
+
+    Raises:
+        UnknownNameError: no system of that name (the message lists the known ones).
+    """
     return registry.entry("system", system).info["config"]
 
 
 def default_config(system: str, **changes: Any):
-    """The system's config with its paper defaults, `changes` checked and applied."""
+    """The system's config with its paper defaults, `changes` checked and applied.
+
+    Args:
+        system: a system name, e.g. "baseline", "hifgl".
+        **changes: field=value overrides (e.g. ``dataset="cora", clients=10``), checked against
+            the system's schema.
+
+    Returns:
+        An instance of `config_class(system)`.
+
+    Raises:
+        UnknownNameError: no system of that name.
+        ValueError: an unknown field or a value outside its range (one line naming both).
+    """
     return schema.make(config_class(system), changes, source=f"{system} config")
 
 
@@ -95,12 +119,27 @@ def resolve_dataset(cfg: Any, warn: bool = True) -> Any:
 
 
 def build(cfg: Any):
-    """The config's `Program` (host preparation done once)."""
+    """The config's `Program` (host preparation done once).
+
+    Args:
+        cfg: a system's config (e.g. from `default_config`).
+
+    Returns:
+        The system's `Program`: algorithm, data, rounds and hooks, ready for `fgl_jax.engine.execute`.
+
+    Raises:
+        ValueError: `cfg` is not the config of a registered system, or the system refuses it.
+    """
     return system_of(cfg).obj(cfg)
 
 
 def environment() -> dict:
-    """Versions and machine, recorded beside every result."""
+    """Versions and machine, recorded beside every result.
+
+    Returns:
+        A dict: "python", "jax", "flax", "optax", "numpy" versions, "platform", "processor" and
+        "devices" (list of str).
+    """
     import flax
     import jax
     import optax
@@ -328,7 +367,21 @@ def run_config(cfg: Any, options: Optional[RunOptions] = None, **changes: Any):
     comes from the config (`cfg.chunk`, `cfg.loss_guard`), when it has one.
     A dataset path is recorded absolute with its sha256 (`resolve_dataset`) in config.yaml.
     checkpoint_every: "30s" (default; at most one save per 30 s plus the last round), a number of
-    rounds, or "chunk". tensorboard: a directory for TensorBoard event files (`execute`)."""
+    rounds, or "chunk". tensorboard: a directory for TensorBoard event files (`execute`).
+
+    Args:
+        cfg: a system's config (`default_config`, `schema.load`, ...).
+        options: a `RunOptions`; None: the defaults.
+        **changes: `RunOptions` fields to change (``out`` is ``out_dir``).
+
+    Returns:
+        The `RunResult`, with ``summary`` (as summary.json) and ``timings`` (as timings.json) set.
+
+    Raises:
+        ValueError: `cfg` is not a registered system's config; an unusable run directory (not empty
+            without overwrite/resume, in use, a resume whose config or dataset changed).
+        TypeError: `options` is not a `RunOptions`, or an unknown option in `changes`.
+    """
     from fgl_jax.cache import CompileCounter
     from fgl_jax.federated.options import resolve
     opts = resolve(options, changes, "run_config")

@@ -6,6 +6,8 @@ without self-loops unless the source data has them. Features are either a dense
 `np.ndarray [N, F]` or a `scipy.sparse.csr_matrix [N, F]` (bag-of-words stays sparse).
 
 `ClientBatch` (in `fgl_jax.batch`) is the device-side, padded, client-stacked view.
+
+Shapes: N nodes, E directed edges, F features, K classes.
 """
 from __future__ import annotations
 
@@ -61,14 +63,20 @@ class LabelledNodes:
 
 @dataclasses.dataclass(frozen=True)
 class Graph(LabelledNodes):
-    """A node-classification graph on the host.
+    """A node-classification graph on the host (N nodes, E directed edges, F features, K classes).
 
-    senders, receivers: int32 [E] directed edges (u -> v means v aggregates from u).
-    x: [N, F] float32 dense array or CSR matrix.
-    y: int32 [N]; -1 marks a node without a label (e.g. CiteSeer's 15 featureless nodes).
-    train_mask, val_mask, test_mask: bool [N].
-    meta: where the graph came from and what was done to it (for a user's file: "path", "format",
-      "notices", "split"); not part of equality, dropped by `subgraph`.
+    Attributes:
+        name: the dataset's name.
+        senders: int32 `[E]`, edge sources (u -> v means v aggregates from u).
+        receivers: int32 `[E]`, edge targets.
+        x: float32 `[N, F]`, a dense array or a CSR matrix.
+        y: int32 `[N]`; -1 marks a node without a label (e.g. CiteSeer's 15 featureless nodes).
+        num_classes: K.
+        train_mask: bool `[N]`.
+        val_mask: bool `[N]`.
+        test_mask: bool `[N]`.
+        meta: where the graph came from and what was done to it (for a user's file: "path", "format",
+            "notices", "split"); not part of equality, dropped by `subgraph`.
     """
 
     name: str
@@ -186,7 +194,17 @@ class Graph(LabelledNodes):
 
 def symmetrize(senders: np.ndarray, receivers: np.ndarray, num_nodes: int,
                keep_self_loops: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Unique directed edges with both directions of every pair, sorted by (receiver, sender)."""
+    """Unique directed edges with both directions of every pair, sorted by (receiver, sender).
+
+    Args:
+        senders: int `[E]` edge sources.
+        receivers: int `[E]` edge targets.
+        num_nodes: N; the ids must be in 0..N-1.
+        keep_self_loops: keep u -> u edges (default: dropped).
+
+    Returns:
+        `(senders, receivers)`, int32 `[E']` each, duplicates merged.
+    """
     s = np.concatenate([senders, receivers]).astype(np.int64)
     r = np.concatenate([receivers, senders]).astype(np.int64)
     if not keep_self_loops:

@@ -114,7 +114,22 @@ def inspect_dataset(dataset: Any, data_dir: Optional[str] = None, partition: Opt
                     clients: int = 10, seed: int = 0, options: Optional[dict] = None) -> list[str]:
     """Lines describing `dataset` (a name, a path, or a loaded Graph / Hypergraph / HeteroGraph);
     with `partition`, also what that partitioner (with keyword `options`) gives with `clients`
-    clients (plain graphs)."""
+    clients (plain graphs).
+
+    Args:
+        dataset: a dataset name, a path, or a loaded Graph / Hypergraph / HeteroGraph.
+        data_dir: the data directory to look in first, for a name or path.
+        partition: a partitioner's name (e.g. "louvain"), or None for the dataset alone.
+        clients: the number of clients of the partition.
+        seed: the partition's seed.
+        options: the partitioner's keywords (e.g. ``{"packing": "whole"}``), or None.
+
+    Returns:
+        The lines, without newlines (what `fgl-jax inspect` prints).
+
+    Raises:
+        ValueError: `partition` for a dataset that is not a plain graph.
+    """
     from fgl_jax.data import load
     from fgl_jax.data.hypergraph import Hypergraph
     obj = dataset if not isinstance(dataset, str) else load(dataset, data_dir=data_dir)

@@ -18,12 +18,17 @@ Array = jax.Array
 
 @flax.struct.dataclass
 class SparseFeatures:
-    """A sparse feature matrix in COO form, padded: row/col int32 [nnz], val float32 [nnz].
+    """A sparse feature matrix in COO form, padded (nnz entries, with a leading client axis in a batch).
 
     Padded entries have val = 0 (row/col may point anywhere valid), so they add nothing.
     `num_rows` lives in the graph (node count), not here, to keep the pytree static-free.
-    order: optional int32 [nnz], the entries' positions sorted by column (stable; `column_order`):
-    with it, the weight gradient of `feature_matmul` is a sorted segment sum (see there).
+
+    Attributes:
+        row: int32 `[nnz]`, the entries' rows (nodes).
+        col: int32 `[nnz]`, the entries' columns (features).
+        val: float32 `[nnz]`, the values.
+        order: optional int32 `[nnz]`, the entries' positions sorted by column (stable; `column_order`):
+            with it, the weight gradient of `feature_matmul` is a sorted segment sum (see there).
     """
 
     row: Array
@@ -46,6 +51,14 @@ def feature_matmul(x, w: Array, num_nodes: int) -> Array:
     bag-of-words features (~1 % density) it is several times cheaper than a dense matmul
     (see benchmarks/bench_sparse_first_layer.py), and its transpose (the weight gradient)
     is a scatter-add, which XLA handles without materialising X^T.
+
+    Args:
+        x: the features: dense `[N, F]`, `SparseFeatures` (`[nnz]` arrays) or `EllFeatures`.
+        w: float `[F, H]`.
+        num_nodes: N (static), the rows of the result.
+
+    Returns:
+        float `[N, H]`.
     """
     if isinstance(x, EllFeatures):
         return ell_matmul(w, x)
@@ -275,6 +288,19 @@ def gcn_propagate(h: Array, senders: Array, receivers: Array, edge_mask: Array, 
     aggregate: a neighbour-sum function (see `neighbour_sum`); when given, the propagation is
     factored as d^-1/2 * aggregate(d^-1/2 h) [+ d^-1 h], so only the neighbour sum goes through it.
     self_loop=False: D^-1/2 A D^-1/2 h with degrees floored at 1 (HiFGL's Eq. 2/3 literally).
+
+    Args:
+        h: float `[N, H]`, the node states.
+        senders: int32 `[E]` edge sources.
+        receivers: int32 `[E]` edge targets (an edge u -> v carries h_u to v).
+        edge_mask: bool `[E]`, the real edges (padded ones count nowhere).
+        num_nodes: N (static).
+        aggregate: a neighbour-sum function, or None for the plain segment sum.
+        self_loop: add the self-loop (A + I), as above.
+        layer: the layer index, passed to `aggregate`.
+
+    Returns:
+        float `[N, H]`, the propagated states.
     """
     if aggregate is not None or not self_loop:
         deg = in_degree(receivers, edge_mask, num_nodes)

@@ -82,7 +82,11 @@ def _checkout(cwd: Optional[Path] = None) -> tuple[Optional[str], Optional[bool]
 
 
 def cpu_model() -> str:
-    """This machine's CPU model name."""
+    """This machine's CPU model name.
+
+    Returns:
+        /proc/cpuinfo's "model name", else `platform.processor()` or `platform.machine()`.
+    """
     # platform.processor() is often only "x86_64" on Linux; /proc/cpuinfo names the model
     try:
         with open("/proc/cpuinfo") as fh:
@@ -115,13 +119,23 @@ def provenance(command: Optional[str | Sequence[str]] = None, started: Optional[
                cwd: Optional[Path | str] = None, **extra: Any) -> dict[str, Any]:
     """Where a result comes from, taken now (call it when the result is complete).
 
-    command: the command line that reproduces the result (a string, or argv to be shell-quoted);
-        default `python` + this process's argv.
-    started: time.time() when the measurement began (None: not known).
-    cwd: a folder inside the checkout whose commit is recorded (default: the package's own).
-    extra: further keys (e.g. `original` for a converted record); they must not shadow the standard ones.
     The machine's load average is the one at the time of the call: on a shared machine it says how
     loaded the machine was when the run ended.
+
+    Args:
+        command: the command line that reproduces the result (a string, or argv to be shell-quoted);
+            default `python` + this process's argv.
+        started: time.time() when the measurement began (None: not known).
+        cwd: a folder inside the checkout whose commit is recorded (default: the package's own).
+        **extra: further keys (e.g. `original` for a converted record); they must not shadow the
+            standard ones.
+
+    Returns:
+        The provenance dict: "command", "started", "finished", "commit", "dirty", "versions",
+        "machine", and the `extra` keys.
+
+    Raises:
+        ValueError: an `extra` key that would replace a standard one.
     """
     clash = set(extra) & {*PROVENANCE_KEYS}
     if clash:
@@ -144,7 +158,23 @@ _provenance_now = provenance   # `make` takes a `provenance` argument that hides
 def make(id: str, metrics: Mapping[str, Any], *, kind: str = "benchmark", config: Optional[Mapping] = None,
          seeds: Iterable[int] = (), title: Optional[str] = None,
          provenance: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    """A record dict (validated). `provenance` defaults to `provenance()` taken now."""
+    """A record dict (validated). `provenance` defaults to `provenance()` taken now.
+
+    Args:
+        id: the record's id (by convention the file's stem).
+        metrics: the measured numbers, non-empty (numpy / jax values become JSON types).
+        kind: "benchmark", "reproduction" or "experiment".
+        config: the resolved settings the numbers depend on.
+        seeds: the seeds behind the numbers.
+        title: one line for tables, or None.
+        provenance: the provenance dict; None: `provenance()` now.
+
+    Returns:
+        The record dict.
+
+    Raises:
+        RecordError: the record does not fit the schema (naming the field).
+    """
     from fgl_jax.experiment import _jsonable  # numpy / jax scalars and arrays to JSON types
     prov = provenance if provenance is not None else _provenance_now()
     rec = {"schema": SCHEMA, "id": id, "kind": kind}
@@ -160,7 +190,18 @@ def _fail(source: str, field: str, problem: str) -> RecordError:
 
 
 def validate(rec: Any, source: str = "record") -> dict[str, Any]:
-    """Check `rec` against the schema; return it, or raise RecordError naming `source` and the field."""
+    """Check `rec` against the schema; return it, or raise RecordError naming `source` and the field.
+
+    Args:
+        rec: the candidate record (a parsed JSON value).
+        source: where it came from, for the message (a file, a file and line).
+
+    Returns:
+        `rec` itself.
+
+    Raises:
+        RecordError: one line naming `source`, the field and what is wrong.
+    """
     if not isinstance(rec, dict):
         raise RecordError(f"{source}: a record is a JSON object, not {type(rec).__name__}")
     if rec.get("schema") != SCHEMA:
@@ -209,8 +250,18 @@ def _replace(path: Path, text: str) -> None:
 def write(path: Path | str, rec: Mapping[str, Any], markdown: Optional[str] = None) -> Path:
     """Validate `rec` and write it as indented JSON to `path`, replacing the current record there.
 
-    markdown: a table (and notes) for people, written beside it as `<stem>.md` with a closing line
-    naming the command, the commit and the date from the record's provenance.
+    Args:
+        path: the record's file (`.json`).
+        rec: the record.
+        markdown: a table (and notes) for people, written beside it as `<stem>.md` with a closing line
+            naming the command, the commit and the date from the record's provenance; None: no `.md`.
+
+    Returns:
+        `path`.
+
+    Raises:
+        RecordError: `rec` does not fit the schema.
+        ValueError: a NaN or infinite number in it (JSON has none).
     """
     path = Path(path)
     validate(dict(rec), str(path))
@@ -232,6 +283,18 @@ def write_parts(path: Path | str, rec: Mapping[str, Any], key: str) -> Path:
     run's provenance under its own `provenance` key, replaces the part of the same name in the file,
     and the file's other parts (with their own provenance) are kept, so the file stays the current
     result of every part. A file that is not a valid record is an error, not overwritten.
+
+    Args:
+        path: the record's file.
+        rec: the new record; `rec["metrics"][key]` maps part name -> part (a dict).
+        key: the metrics key holding the parts.
+
+    Returns:
+        `path`.
+
+    Raises:
+        RecordError: `metrics[key]` is not an object, `rec` is invalid, or the file at `path` is not
+            a valid record.
     """
     path = Path(path)
     new = dict(rec)
@@ -246,7 +309,18 @@ def write_parts(path: Path | str, rec: Mapping[str, Any], key: str) -> Path:
 
 
 def read(path: Path | str) -> dict[str, Any]:
-    """The record in `path`, validated; RecordError (naming the file and field) when it is not one."""
+    """The record in `path`, validated.
+
+    Args:
+        path: a record file (`.json`).
+
+    Returns:
+        The record dict.
+
+    Raises:
+        RecordError: naming the file and the field, when the file cannot be read, is not JSON or is
+            not a record.
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -262,7 +336,17 @@ def read(path: Path | str) -> dict[str, Any]:
 def read_lines(path: Path | str) -> list[dict[str, Any]]:
     """The records of the collection `path` (one JSON record per line, blank lines skipped), validated,
     in file order; RecordError naming the file, the line and the field when one is not a record, and
-    when two lines hold one id."""
+    when two lines hold one id.
+
+    Args:
+        path: the collection file (`.jsonl`).
+
+    Returns:
+        The records, in file order.
+
+    Raises:
+        RecordError: naming the file, the line and the field.
+    """
     return [rec for _, rec in _numbered(Path(path))]
 
 
@@ -295,7 +379,20 @@ def write_lines(path: Path | str, recs: Iterable[Mapping[str, Any]]) -> Path:
     the same id (in place), a new id is appended, and the file's other records are kept; return the path.
 
     Nothing is written when one of `recs` is invalid, when two of them share an id, or when the current
-    file is not a valid collection (it is not overwritten: the error names it)."""
+    file is not a valid collection (it is not overwritten: the error names it).
+
+    Args:
+        path: the collection file (`.jsonl`).
+        recs: the records to write.
+
+    Returns:
+        `path`.
+
+    Raises:
+        RecordError: an invalid record, an id given twice, or a current file that is not a valid
+            collection.
+        ValueError: a NaN or infinite number in a record (JSON has none).
+    """
     path = Path(path)
     new: dict[str, dict[str, Any]] = {}
     for i, rec in enumerate(recs):
@@ -311,7 +408,17 @@ def write_lines(path: Path | str, recs: Iterable[Mapping[str, Any]]) -> Path:
 
 def read_all(paths: Iterable[Path | str]) -> dict[str, dict[str, Any]]:
     """id -> record for every file in `paths` (validated): a `.json` file holds one record, a `.jsonl`
-    file a collection (`read_lines`); two records with one id are an error naming both places."""
+    file a collection (`read_lines`); two records with one id are an error naming both places.
+
+    Args:
+        paths: record files (`.json`) and collections (`.jsonl`).
+
+    Returns:
+        id -> record.
+
+    Raises:
+        RecordError: a malformed record or line, or an id found twice.
+    """
     out: dict[str, dict[str, Any]] = {}
     where: dict[str, str] = {}
     for p in sorted(map(Path, paths)):

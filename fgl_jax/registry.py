@@ -183,7 +183,21 @@ def add(kind: str, name: str, obj: Any, *, overwrite: bool = False, **info: Any)
 
 
 def register(kind: str, name: str, *, overwrite: bool = False, **info: Any) -> Callable[[Any], Any]:
-    """Decorator: `@register("algorithm", "fedavg", help=...)` above a factory, class or loader."""
+    """Decorator: `@register("algorithm", "fedavg", help=...)` above a factory, class or loader.
+
+    Args:
+        kind: a registry kind ("algorithm", "model", "partition", ...).
+        name: the name to register (letters, digits, '_' or '-').
+        overwrite: replace an existing registration instead of refusing it.
+        **info: the kind's entry fields (e.g. help=..., and for an algorithm its spec fields).
+
+    Returns:
+        The decorator; it registers the object and returns it unchanged.
+
+    Raises:
+        ValueError: when the decorator runs: an unknown kind, an invalid name, or one already
+            registered without `overwrite`.
+    """
 
     def deco(obj):
         add(kind, name, obj, overwrite=overwrite, **info)
@@ -234,7 +248,17 @@ def loaded_entries(kind: str) -> list[Entry]:
 
 
 def names(kind: str) -> list[str]:
-    """Registered names of a kind, sorted."""
+    """Registered names of a kind, sorted.
+
+    Args:
+        kind: a registry kind ("algorithm", "model", "partition", ...).
+
+    Returns:
+        The names, sorted.
+
+    Raises:
+        ValueError: an unknown kind.
+    """
     return [e.name for e in entries(kind)]
 
 
@@ -251,7 +275,19 @@ def entry(kind: str, name: str) -> Entry:
 
 
 def get(kind: str, name: str) -> Any:
-    """The object registered under (kind, name); UnknownNameError lists the known names."""
+    """The object registered under (kind, name).
+
+    Args:
+        kind: a registry kind ("algorithm", "model", "partition", "dataset", "format", "system", ...).
+        name: the registered name (case-insensitive; '-' read as '_').
+
+    Returns:
+        The registered object (a factory, class or loader).
+
+    Raises:
+        UnknownNameError: nothing is registered under that name (the message lists the known names).
+        ValueError: an unknown kind.
+    """
     return entry(kind, name).obj
 
 

@@ -28,7 +28,18 @@ if TYPE_CHECKING:
 def table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None, floatfmt: str = ".4f",
           headers: Optional[Sequence[str]] = None, disable_numparse: bool = False) -> str:
     """Rows of dicts as a GitHub markdown table (columns default to the first row's keys; a missing
-    value is blank). disable_numparse: print text cells ("+7.2", "0.80 ± 0.01") exactly as given."""
+    value is blank).
+
+    Args:
+        rows: the rows, one dict each.
+        columns: the keys to show, in order; None: the first row's keys.
+        floatfmt: the format of float cells.
+        headers: the header texts; None: the column keys.
+        disable_numparse: print text cells ("+7.2", "0.80 ± 0.01") exactly as given.
+
+    Returns:
+        The markdown table text.
+    """
     from tabulate import tabulate
     rows = list(rows)
     cols = list(columns) if columns is not None else (list(rows[0]) if rows else [])
@@ -38,7 +49,17 @@ def table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None, floatfm
 
 
 def provenance(t_start: float, config: Any, command: Optional[Sequence[str]] = None) -> dict:
-    """Command, config, environment, wall time and date of a result."""
+    """Command, config, environment, wall time and date of a result.
+
+    Args:
+        t_start: `time.perf_counter()` at the start of the work.
+        config: the configuration to record (made JSON-serialisable).
+        command: the command line; None: this process's `sys.argv`.
+
+    Returns:
+        A dict: "command", "config", "environment" (`fgl_jax.environment()`), "wall_seconds",
+        "finished".
+    """
     argv = list(command) if command is not None else [Path(sys.executable).name] + sys.argv
     return {"command": " ".join(shlex.quote(str(a)) for a in argv), "config": _jsonable(config),
             "environment": environment(), "wall_seconds": round(time.perf_counter() - t_start, 1),
@@ -46,7 +67,17 @@ def provenance(t_start: float, config: Any, command: Optional[Sequence[str]] = N
 
 
 def write_results(folder: Path, stem: str, table_md: str, payload: dict) -> None:
-    """folder/stem.md (the table + provenance) and folder/stem.json (the payload)."""
+    """folder/stem.md (the table + provenance) and folder/stem.json (the payload).
+
+    Args:
+        folder: the output directory (created when missing).
+        stem: the files' name without suffix.
+        table_md: the markdown table.
+        payload: the JSON payload; it must hold "provenance" (`provenance(...)`).
+
+    Returns:
+        None; both files are written.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{stem}.json").write_text(json.dumps(_jsonable(payload), indent=2))

@@ -59,6 +59,25 @@ def option(default: Any, help: str, *, choices: Union[Sequence[Any], Callable[[]
     `--field-name`. traced: the value lives in the algorithm state (`state.hp`), so a sweep over it
     runs as one compiled program. allow_inf: a float option for which inf means something (e.g. an
     LDP budget of inf = no noise); every other float must be finite.
+
+    Args:
+        default: the field's default (immutable: a tuple, not a list).
+        help: the help text, at least two words (CLI --help, docs, error messages).
+        choices: as above.
+        low: as above.
+        high: as above.
+        low_open: as above.
+        high_open: as above.
+        flag: as above.
+        traced: as above.
+        allow_inf: as above.
+
+    Returns:
+        A `dataclasses.field` carrying the metadata; use it as a config dataclass's field default.
+
+    Raises:
+        ValueError: a help text shorter than two words.
+        TypeError: a mutable default (list, dict, set).
     """
     if not help or len(help.split()) < 2:
         raise ValueError(f"option {default!r}: every option needs a help text of at least two words")
@@ -111,7 +130,14 @@ def _unwrap(tp: Any) -> tuple[Any, Any, bool]:
 
 
 def fields(cls: type) -> dict[str, FieldSpec]:
-    """name -> FieldSpec for every field of a config dataclass, in declaration order."""
+    """name -> FieldSpec for every field of a config dataclass, in declaration order.
+
+    Args:
+        cls: a config dataclass (fields made with `option`).
+
+    Returns:
+        field name -> `FieldSpec` (type, default, help, choices, bounds, flag, traced).
+    """
     hints = typing.get_type_hints(cls)
     out = {}
     for f in dataclasses.fields(cls):
@@ -131,7 +157,14 @@ def fields(cls: type) -> dict[str, FieldSpec]:
 
 
 def traced_names(cls: type) -> list[str]:
-    """Fields held in the algorithm state (vectorisable in one sweep program)."""
+    """Fields held in the algorithm state (vectorisable in one sweep program).
+
+    Args:
+        cls: a config dataclass.
+
+    Returns:
+        The names of its `traced` fields, in declaration order.
+    """
     return [n for n, f in fields(cls).items() if f.traced]
 
 
@@ -187,7 +220,20 @@ def _scalar(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
 
 
 def check_value(spec: FieldSpec, value: Any, where: str) -> Any:
-    """`value` converted to the field's type and checked against its choices and range."""
+    """`value` converted to the field's type and checked against its choices and range.
+
+    Args:
+        spec: the field's `FieldSpec`.
+        value: the raw value ("none"/"null" is None for an optional field; a tuple field takes a list
+            or comma-separated text).
+        where: where it came from, for messages.
+
+    Returns:
+        The converted value.
+
+    Raises:
+        ValueError: no value for a required field, or a value outside its type, choices or range.
+    """
     if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null") and spec.optional):
         if spec.optional:
             return None
@@ -224,12 +270,31 @@ def _check_one(spec: FieldSpec, typ: Any, value: Any, where: str) -> Any:
 
 
 def is_seed(spec: FieldSpec) -> bool:
-    """True for a seed field (`seed` or `*_seed`, an int): its values are bounded to 0..SEED_MAX."""
+    """True for a seed field (`seed` or `*_seed`, an int): its values are bounded to 0..SEED_MAX.
+
+    Args:
+        spec: the field's `FieldSpec`.
+
+    Returns:
+        True for an int field named `seed` or `*_seed`.
+    """
     return spec.type is int and (spec.name == "seed" or spec.name.endswith("_seed"))
 
 
 def check(cls: type, values: dict, source: str = "config") -> dict:
-    """Checked, converted copy of `values` (a subset of cls's fields); unknown keys refused."""
+    """Checked, converted copy of `values` (a subset of cls's fields); unknown keys refused.
+
+    Args:
+        cls: a config dataclass.
+        values: field name (or its '-' spelling) -> raw value (text from flags, YAML values, Python values).
+        source: where the values came from, for messages ("config file x.yaml", "command line").
+
+    Returns:
+        field name -> checked, converted value.
+
+    Raises:
+        ValueError: an unknown key (with the closest valid one) or a value outside its type, choices or range.
+    """
     specs = fields(cls)
     out = {}
     for k, v in values.items():
@@ -243,7 +308,20 @@ def check(cls: type, values: dict, source: str = "config") -> dict:
 
 
 def make(cls: type, values: Optional[dict] = None, source: str = "config", **more: Any):
-    """cls(**defaults overlaid with checked values); cross-field rules run in cls.__post_init__."""
+    """cls(**defaults overlaid with checked values); cross-field rules run in cls.__post_init__.
+
+    Args:
+        cls: a config dataclass.
+        values: field -> raw value; None: the defaults.
+        source: where the values came from, for messages.
+        **more: further field values.
+
+    Returns:
+        The config instance.
+
+    Raises:
+        ValueError: an unknown key, a value outside its range, or a cross-field rule (prefixed by `source`).
+    """
     vals = check(cls, {**(values or {}), **more}, source)
     try:
         return cls(**vals)
@@ -252,7 +330,14 @@ def make(cls: type, values: Optional[dict] = None, source: str = "config", **mor
 
 
 def to_dict(cfg: Any) -> dict:
-    """Field values (tuples as lists, so YAML stays plain)."""
+    """Field values (tuples as lists, so YAML stays plain).
+
+    Args:
+        cfg: a config instance.
+
+    Returns:
+        field name -> value, tuples as lists.
+    """
     return {f.name: (list(v) if isinstance(v := getattr(cfg, f.name), tuple) else v)
             for f in dataclasses.fields(cfg) if f.init}
 
@@ -269,13 +354,29 @@ def to_dict(cfg: Any) -> dict:
 # Without them the YAML mapping is the fields themselves (`to_dict`).
 
 def yaml_values(cfg: Any) -> dict:
-    """The mapping `dump` writes for `cfg` (its class's `to_yaml_values`, else its fields)."""
+    """The mapping `dump` writes for `cfg` (its class's `to_yaml_values`, else its fields).
+
+    Args:
+        cfg: a config instance.
+
+    Returns:
+        The mapping of plain YAML values.
+    """
     hook = getattr(cfg, "to_yaml_values", None)
     return hook() if callable(hook) else to_dict(cfg)
 
 
 def from_yaml(cls: type, values: dict, source: str) -> dict:
-    """A YAML mapping of `cls` as flat field values (its `from_yaml_values` hook, else unchanged)."""
+    """A YAML mapping of `cls` as flat field values (its `from_yaml_values` hook, else unchanged).
+
+    Args:
+        cls: a config dataclass.
+        values: the YAML mapping.
+        source: where it came from, for messages.
+
+    Returns:
+        The flat field values, for `check` / `make`.
+    """
     hook = getattr(cls, "from_yaml_values", None)
     return hook(values, source) if callable(hook) else values
 
@@ -285,7 +386,15 @@ def normal_form(values: dict, source: str = "config") -> dict:
     so two configs compare equal when they configure the same run: a baseline config.yaml written
     before the nested algorithm block (every algorithm's options flat) and one written after.
     Returned unchanged when the system is unknown or the mapping is not a valid config of it (the
-    comparison then names the differing keys as they are)."""
+    comparison then names the differing keys as they are).
+
+    Args:
+        values: the YAML mapping, with its `system:` key.
+        source: where it came from, for messages.
+
+    Returns:
+        The mapping as the system writes it today (`system:` first), or `values` unchanged.
+    """
     from fgl_jax import registry
     system = values.get("system")
     if not isinstance(system, str) or not registry.has("system", system):
@@ -302,7 +411,17 @@ def normal_form(values: dict, source: str = "config") -> dict:
 
 def dump(cfg: Any, system: Optional[str] = None, path: Optional[Union[str, Path]] = None,
          extra: Optional[dict] = None) -> str:
-    """YAML text of a config (`system:` first when given); written to `path` when given."""
+    """YAML text of a config (`system:` first when given); written to `path` when given.
+
+    Args:
+        cfg: a config instance.
+        system: the system's name, written first as `system:`; None: left out.
+        path: a file to write the text to (parents created); None: not written.
+        extra: further top-level keys to write after the config's.
+
+    Returns:
+        The YAML text.
+    """
     head = {"system": system} if system else {}
     text = yaml.safe_dump({**head, **yaml_values(cfg), **(extra or {})}, sort_keys=False)
     if path is not None:
@@ -334,6 +453,18 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def read_yaml_text(text: str, source: str) -> dict:
+    """The mapping in YAML text, keys with '-' read as '_'.
+
+    Args:
+        text: the YAML text.
+        source: where it came from, for messages.
+
+    Returns:
+        The mapping (empty text gives {}).
+
+    Raises:
+        ValueError: not valid YAML (including a duplicate key), or not a mapping.
+    """
     try:
         values = yaml.load(text, Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as e:
@@ -345,7 +476,19 @@ def read_yaml_text(text: str, source: str) -> dict:
 
 
 def read_yaml(path: Union[str, Path], system: Optional[str] = None) -> dict:
-    """The mapping in a YAML config file (its `system:` key checked against `system` and dropped)."""
+    """The mapping in a YAML config file (its `system:` key checked against `system` and dropped).
+
+    Args:
+        path: the YAML file.
+        system: the system the file must be for; None: not checked.
+
+    Returns:
+        The mapping, keys with '-' read as '_', without `system:`.
+
+    Raises:
+        FileNotFoundError: the file does not exist (or is a directory).
+        ValueError: not UTF-8, not valid YAML, not a mapping, a duplicate key, or a file for another system.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file {path} does not exist" + (" (it is a directory)" if path.is_dir() else ""))
@@ -366,7 +509,14 @@ def read_yaml(path: Union[str, Path], system: Optional[str] = None) -> dict:
 # ------------------------------------------------------------------------------------------------
 
 def describe(spec: FieldSpec) -> str:
-    """The help line of a flag: text, valid values, default."""
+    """The help line of a flag: text, valid values, default.
+
+    Args:
+        spec: the field's `FieldSpec`.
+
+    Returns:
+        The help line ('%' escaped for argparse).
+    """
     parts = [spec.help.rstrip(".")]
     if spec.choices is not None:
         parts.append("one of: " + ", ".join(map(str, spec.choices)))
@@ -386,7 +536,16 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = 
     """One flag per field of `cls` (default None = "not given", so YAML < flags precedence works).
 
     Values arrive as text and are checked by `check`, so flags, YAML and Python share one set of
-    rules and one message shape. Returns the destinations added.
+    rules and one message shape.
+
+    Args:
+        parser: the argparse parser to add to.
+        cls: a config dataclass.
+        skip: fields to leave out.
+        title: an argument group's title for the flags; None: the parser itself.
+
+    Returns:
+        The destinations added (field names).
     """
     group = parser.add_argument_group(title) if title else parser
     # a field whose metadata names a `group` gets its own section of --help (the baseline's
@@ -414,13 +573,35 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = 
 
 
 def given_flags(args: argparse.Namespace, cls: type) -> dict:
-    """Flags the user actually gave (value not None), as raw values for `check`."""
+    """Flags the user actually gave (value not None), as raw values for `check`.
+
+    Args:
+        args: the parsed arguments.
+        cls: the config dataclass whose flags `add_flags` added.
+
+    Returns:
+        field name -> raw value, for the flags given.
+    """
     return {n: getattr(args, n) for n in fields(cls) if getattr(args, n, None) is not None}
 
 
 def resolve(cls: type, config_path: Optional[Union[str, Path]] = None, flags: Optional[dict] = None,
             system: Optional[str] = None):
-    """defaults < YAML file < flags, checked; the one way a run's config is assembled."""
+    """defaults < YAML file < flags, checked; the one way a run's config is assembled.
+
+    Args:
+        cls: a system's config dataclass.
+        config_path: a YAML config file, or None.
+        flags: the flags given (`given_flags`), or None.
+        system: the system the YAML file must be for, or None.
+
+    Returns:
+        The config instance.
+
+    Raises:
+        ValueError: what `read_yaml`, `check` or `make` refuse.
+        FileNotFoundError: `config_path` does not exist.
+    """
     values: dict = {}
     if config_path:
         where = f"config file {config_path}"
@@ -467,7 +648,14 @@ SPLIT_HELP = ("train/val/test split: paper (the paper's own split), keep (the ma
 
 
 def builtin_dataset(dataset: str) -> bool:
-    """True for a dataset the library itself registers (not a path, not a user's `register`)."""
+    """True for a dataset the library itself registers (not a path, not a user's `register`).
+
+    Args:
+        dataset: a dataset name or path.
+
+    Returns:
+        True for a built-in dataset; False for a path, a user's registration or an unknown name.
+    """
     from fgl_jax.data import DataError, UnknownDatasetError, source
     try:
         return source(dataset).builtin
@@ -482,7 +670,19 @@ def split_mode(split: str, dataset: str, has_split: bool) -> str:
     dataset (path or registered) whose data carries a train mask, paper when it carries none. A
     user's graph file without masks gets the loader's default stratified split (60/20/20 per class,
     seed 0: `fgl_jax.data.checks`), so auto keeps that one and every system sees the same split.
-    keep on data without a train mask is refused (there is nothing to keep)."""
+    keep on data without a train mask is refused (there is nothing to keep).
+
+    Args:
+        split: "auto", "paper" or "keep".
+        dataset: the dataset name or path.
+        has_split: whether the loaded data carries a train mask.
+
+    Returns:
+        "paper" or "keep".
+
+    Raises:
+        ValueError: "keep" for data without a train mask.
+    """
     if split == "auto":
         return "keep" if has_split and not builtin_dataset(dataset) else "paper"
     if split == "keep" and not has_split:

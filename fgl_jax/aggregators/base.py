@@ -20,6 +20,8 @@ aggregator of kind "reduce": what every algorithm calls once per round. Every st
 weights, params and mask, and its own key (`fold_in(key, stage index)`), so a stage after the
 reduction still knows the number of clients (DP's noise scale) and the server model (the
 optimiser's pseudo-gradient params - mean).
+
+Shapes: C clients; `[C, ...]` a leaf with a leading client axis, `[...]` one model's leaf.
 """
 from __future__ import annotations
 
@@ -32,8 +34,16 @@ KINDS = ("per_client", "reduce", "server")
 
 
 class Aggregator(NamedTuple):
-    """init(params) -> state; aggregate(state, updates, weights, key, *, params=None, mask=None)
-    -> (aggregate, state); kind: one of KINDS (see the module docstring)."""
+    """A server aggregation stage: a pair of pure functions and its kind (optax's transformation shape).
+
+    Attributes:
+        init: `init(params) -> state`, the stage's state for the server model `params`.
+        aggregate: `aggregate(state, updates, weights, key, *, params=None, mask=None) -> (aggregate,
+            state)`; `updates` a pytree of `[C, ...]` leaves, `weights` float `[C]`, `mask` bool `[C]` or
+            None (see the module docstring).
+        kind: one of `KINDS`: "per_client" (`[C, ...] -> [C, ...]`), "reduce" (`[C, ...] -> [...]`) or
+            "server" (`[...] -> [...]`).
+    """
 
     init: Callable[[PyTree], PyTree]
     aggregate: Callable[..., tuple[PyTree, PyTree]]
@@ -41,7 +51,19 @@ class Aggregator(NamedTuple):
 
 
 def stateless(fn: Callable[..., PyTree], kind: str) -> Aggregator:
-    """An aggregator without state from fn(updates, weights, key, *, params, mask) -> aggregate."""
+    """An aggregator without state from a function of one round's uploads.
+
+    Args:
+        fn: `fn(updates, weights, key, *, params, mask) -> aggregate`, with the shapes of the module
+            docstring (its output's shape follows `kind`).
+        kind: one of `KINDS`.
+
+    Returns:
+        An `Aggregator` whose state is `()` and whose `aggregate` calls `fn`.
+
+    Raises:
+        ValueError: `kind` is not one of `KINDS`.
+    """
     if kind not in KINDS:
         raise ValueError(f"aggregator kind must be one of {KINDS}, got {kind!r}")
 
@@ -55,8 +77,19 @@ def chain(*aggregators: Aggregator) -> Aggregator:
     """The aggregators applied in turn, each to the previous one's output (optax.chain's shape).
 
     Their kinds must read per_client*, reduce, server* (a clip after the mean, or a server
-    optimiser before it, has no meaning and is refused here); the result is of kind "reduce" when
-    one stage reduces, else of the stages' common kind. State: the tuple of the stages' states."""
+    optimiser before it, has no meaning and is refused here). Each stage gets its own key,
+    `fold_in(key, stage index)`.
+
+    Args:
+        *aggregators: the stages, in the order they apply.
+
+    Returns:
+        One `Aggregator`, of kind "reduce" when one stage reduces, else of the stages' common kind. Its
+        state is the tuple of the stages' states; its `aggregate` refuses any other state.
+
+    Raises:
+        ValueError: no stages, an unknown kind, or kinds out of the order above.
+    """
     if not aggregators:
         raise ValueError("chain needs at least one aggregator")
     kinds = [a.kind for a in aggregators]

@@ -6,6 +6,8 @@ uniform mean, Gaussian noise on the mean.
 releases  mean_i clip(Delta_i, C) + N(0, (z C / m)^2 I)  over the m clients of the round, with
 Delta_i = upload_i - params (a client's update). Its privacy per round is what
 `fgl_jax.privacy.dp.epsilons` accounts (one Gaussian mechanism of multiplier z per round).
+
+Shapes: C (or m) clients; `[C, ...]` a leaf with a leading client axis.
 """
 from __future__ import annotations
 
@@ -23,7 +25,17 @@ PyTree = Any
 
 def clip(clip_norm: float) -> Aggregator:
     """Per client: the update (upload - params, or the upload itself when params is None) scaled to
-    L2 norm at most clip_norm, the norm taken over every leaf (`fgl_jax.privacy.dp.clip_updates`)."""
+    L2 norm at most clip_norm, the norm taken over every leaf (`fgl_jax.privacy.dp.clip_updates`).
+
+    Args:
+        clip_norm: the largest L2 norm a client's update keeps, > 0.
+
+    Returns:
+        A stateless `Aggregator` of kind "per_client" (`[C, ...] -> [C, ...]`).
+
+    Raises:
+        ValueError: `clip_norm` is not > 0.
+    """
     if not clip_norm > 0:
         raise ValueError(f"clip: clip_norm must be > 0, got {clip_norm}")
 
@@ -40,7 +52,18 @@ def clip(clip_norm: float) -> Aggregator:
 def gaussian_noise(noise_multiplier: float, clip_norm: float) -> Aggregator:
     """Server: adds N(0, (noise_multiplier * clip_norm / m)^2) to every coordinate of the mean, m =
     the clients that took part (`mask`, else the length of `weights`): the noise of a uniform mean
-    of m updates clipped to clip_norm. One key per leaf, split from the stage's key."""
+    of m updates clipped to clip_norm. One key per leaf, split from the stage's key.
+
+    Args:
+        noise_multiplier: z, the noise's standard deviation in units of the sensitivity, >= 0.
+        clip_norm: the clipping norm the updates were clipped to, > 0.
+
+    Returns:
+        A stateless `Aggregator` of kind "server" (`[...] -> [...]`).
+
+    Raises:
+        ValueError: `noise_multiplier` < 0 or `clip_norm` not > 0.
+    """
     if noise_multiplier < 0 or not clip_norm > 0:
         raise ValueError(f"gaussian_noise: needs noise_multiplier >= 0 and clip_norm > 0, got "
                          f"{noise_multiplier}, {clip_norm}")
@@ -57,8 +80,20 @@ def gaussian_noise(noise_multiplier: float, clip_norm: float) -> Aggregator:
 
 
 def dp_fedavg(clip_norm: float, noise_multiplier: float, reduce: Optional[Aggregator] = None) -> Aggregator:
-    """DP-FedAvg's server step (see the module docstring); noise_multiplier 0 = clipping only.
-    reduce: the uniform mean to use (default `mean("uniform")`; e.g. `secure_mean("uniform")`)."""
+    """DP-FedAvg's server step (see the module docstring).
+
+    Args:
+        clip_norm: the per-client clipping norm, > 0.
+        noise_multiplier: z, >= 0; 0 leaves the noise stage out (clipping and the uniform mean only).
+        reduce: the uniform mean to use (default `mean("uniform")`; e.g. `secure_mean("uniform")`).
+
+    Returns:
+        `chain(clip(clip_norm), reduce, gaussian_noise(noise_multiplier, clip_norm))`, an
+        `Aggregator` of kind "reduce".
+
+    Raises:
+        ValueError: `clip_norm` not > 0 or `noise_multiplier` < 0.
+    """
     stages = [clip(clip_norm), mean("uniform") if reduce is None else reduce]
     if noise_multiplier > 0:
         stages.append(gaussian_noise(noise_multiplier, clip_norm))
@@ -68,7 +103,20 @@ def dp_fedavg(clip_norm: float, noise_multiplier: float, reduce: Optional[Aggreg
 def private_mean(updates: PyTree, key: jax.Array, clip_norm: float, noise_multiplier: float) -> PyTree:
     """DP-FedAvg's release of client updates [m, ...] in one call: `dp_fedavg`'s aggregate of the
     updates (params None: they are changes), i.e. the uniform mean of the clipped updates plus
-    N(0, (noise_multiplier * clip_norm / m)^2) per coordinate."""
+    N(0, (noise_multiplier * clip_norm / m)^2) per coordinate.
+
+    Args:
+        updates: a pytree of `[m, ...]` leaves, the m clients' model changes.
+        key: the PRNG key of the noise.
+        clip_norm: the per-client clipping norm, > 0.
+        noise_multiplier: z, >= 0 (0: no noise).
+
+    Returns:
+        The released mean, a pytree of `[...]` leaves.
+
+    Raises:
+        ValueError: `clip_norm` not > 0 or `noise_multiplier` < 0.
+    """
     agg = dp_fedavg(clip_norm, noise_multiplier)
     m = jax.tree.leaves(updates)[0].shape[0]
     out, _ = agg.aggregate(agg.init(None), updates, jnp.ones((m,), jnp.float32), key)

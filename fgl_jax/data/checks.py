@@ -31,6 +31,8 @@ What it does, in order (each problem named by `source`, field and an example val
 Notices are Python warnings of category `DataNotice` (a UserWarning), one line each, so
 ``warnings.simplefilter("error", DataNotice)`` turns them into errors and tests can expect them.
 They are also kept, in order, in ``graph.meta["notices"]``.
+
+Shapes: N nodes, E edges, F features.
 """
 from __future__ import annotations
 
@@ -346,8 +348,15 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
       split, split_seed: fractions and seed of the default stratified split (used only without masks).
       meta: extra entries for ``graph.meta`` (e.g. the path and format a loader read).
 
-    Returns a Graph whose ``meta`` holds "notices" (list of str) and "split" (a dict: either
-    {"kind": "given"} or {"kind": "stratified", "train": .., "val": .., "test": .., "seed": ..}).
+    Returns:
+      A Graph whose ``meta`` holds "notices" (list of str) and "split" (a dict: either
+      {"kind": "given"} or {"kind": "stratified", "train": .., "val": .., "test": .., "seed": ..}).
+
+    Raises:
+      DataFormatError: one line naming `source`, the field and the value: no nodes, missing or
+        non-numeric features, edges naming nodes outside [0, N), bad labels or masks, a directed
+        graph with on_directed="error".
+      ValueError: `on_directed` is not one of "symmetrize", "error".
 
     Example:
       >>> g = build_graph([0, 1], [1, 2], np.eye(3), [0, 1, 1])   # doctest: +SKIP

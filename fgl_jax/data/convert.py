@@ -17,6 +17,8 @@ masks, and with the default stratified 60/20/20 split (seed 0) when it has none.
 PyTorch Geometric and DGL are not dependencies of fgl_jax: `from_pyg` and `from_dgl` read their
 objects through attributes only (tensors become NumPy via ``.detach().cpu().numpy()``), and
 say which package they expect when given something else.
+
+Shapes: N nodes, E edges, F features.
 """
 from __future__ import annotations
 
@@ -63,6 +65,18 @@ def _source(options: dict, converter: str) -> None:
 def from_edge_index(edge_index: Any, x: Any, y: Optional[Any] = None, **options: Any) -> Graph:
     """A Graph from an edge index [2, E] and features [N, F] (labels [N] and masks optional).
 
+    Args:
+        edge_index: int `[2, E]` (numpy, jax or torch), row 0 the sources, row 1 the targets.
+        x: features `[N, F]`, dense or scipy sparse.
+        y: int labels `[N]` (-1: unlabelled), or None.
+        **options: passed to `build_graph` (num_classes, masks, name, on_directed, split, ...).
+
+    Returns:
+        The checked, undirected `Graph`.
+
+    Raises:
+        DataFormatError: `edge_index` is not `[2, E]`, or `build_graph` refuses the arrays.
+
     Example:
       >>> ei = np.array([[0, 1, 2], [1, 2, 0]])
       >>> g = from_edge_index(ei, np.eye(3), y=np.array([0, 1, 1]))
@@ -80,6 +94,19 @@ def from_edge_index(edge_index: Any, x: Any, y: Optional[Any] = None, **options:
 def from_scipy(adj: Any, x: Any, y: Optional[Any] = None, **options: Any) -> Graph:
     """A Graph from an adjacency matrix [N, N] (scipy sparse or dense; entry (u, v) != 0 is an
     edge u -> v, weights ignored; NaN/inf refused, negative ones counted in a notice) and features [N, F].
+
+    Args:
+        adj: the adjacency `[N, N]`, scipy sparse or dense.
+        x: features `[N, F]`.
+        y: int labels `[N]`, or None.
+        **options: passed to `build_graph` (num_classes, masks, name, on_directed, split, ...).
+
+    Returns:
+        The checked, undirected `Graph`; negative weights are noted in ``meta["notices"]``.
+
+    Raises:
+        DataFormatError: a non-square adjacency, NaN/inf weights, x with another row count, or what
+            `build_graph` refuses.
 
     Example:
       >>> adj = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
@@ -126,8 +153,16 @@ def from_networkx(G: Any, x: Union[str, Any, None] = "x", y: Union[str, Any, Non
       y: a node-attribute name, an array [N], or None (unlabelled); a missing "y" attribute
         means unlabelled.
       masks: node-attribute names of boolean train/val/test flags, used when present.
+      **options: passed to `build_graph` (num_classes, name, on_directed, split, ...).
 
     ``graph.meta["nodes"]`` keeps the networkx node keys in Graph order.
+
+    Returns:
+      The checked, undirected `Graph`.
+
+    Raises:
+      DataFormatError: no node has the feature attribute `x`, or some node lacks an attribute others have.
+      TypeError: `G` is not a networkx graph.
 
     Example:
       >>> import networkx as nx
@@ -177,6 +212,19 @@ def from_jraph(graphs: Any, x: Optional[Any] = None, y: Optional[Any] = None, **
     dict with "x" and optionally "y" / masks) unless given. Several graphs in one tuple become one
     disjoint graph (jraph's ids are already global).
 
+    Args:
+        graphs: a `jraph.GraphsTuple` with senders/receivers `[E]` and n_node summing to N.
+        x: features `[N, F]`; None: taken from ``graphs.nodes``.
+        y: int labels `[N]`; None: from ``graphs.nodes["y"]`` (or "label") when nodes is a dict.
+        **options: passed to `build_graph` (num_classes, masks, name, on_directed, split, ...).
+
+    Returns:
+        The checked, undirected `Graph`.
+
+    Raises:
+        TypeError: `graphs` is not a GraphsTuple.
+        DataFormatError: no features, or x's row count is not the sum of n_node.
+
     Example:
       >>> gt = jraph.GraphsTuple(nodes=np.eye(3), edges=None, senders=np.array([0, 1]),
       ...                        receivers=np.array([1, 2]), n_node=np.array([3]), n_edge=np.array([2]),
@@ -213,6 +261,17 @@ def from_pyg(data: Any, split: int = 0, **options: Any) -> Graph:
     test_mask when present (y of shape [N, 1] is flattened; masks of shape [N, S] hold S splits,
     and column `split` is used).
 
+    Args:
+        data: a `torch_geometric.data.Data` with edge_index `[2, E]` and x `[N, F]`.
+        split: the column of `[N, S]` masks to use.
+        **options: passed to `build_graph` (num_classes, masks, name, on_directed, split, ...).
+
+    Returns:
+        The checked, undirected `Graph`.
+
+    Raises:
+        TypeError: `data` has no edge_index or no features x.
+
     Example:
       >>> from torch_geometric.datasets import KarateClub   # doctest: +SKIP
       >>> g = from_pyg(KarateClub()[0])                       # doctest: +SKIP
@@ -233,6 +292,19 @@ def from_pyg(data: Any, split: int = 0, **options: Any) -> Graph:
 def from_dgl(g: Any, x: str = "feat", y: str = "label", **options: Any) -> Graph:
     """A Graph from a homogeneous DGL graph: ``g.edges()``, features ``g.ndata[x]``, labels
     ``g.ndata[y]`` and ``g.ndata["train_mask"]`` etc. when present.
+
+    Args:
+        g: a homogeneous `dgl.DGLGraph`.
+        x: the ``g.ndata`` field of the features `[N, F]`.
+        y: the ``g.ndata`` field of the labels `[N]` (absent: unlabelled).
+        **options: passed to `build_graph` (num_classes, masks, name, on_directed, split, ...).
+
+    Returns:
+        The checked, undirected `Graph`.
+
+    Raises:
+        TypeError: `g` is not a DGL graph.
+        DataFormatError: a heterogeneous graph, or no feature field `x`.
 
     Example:
       >>> from dgl.data import CoraGraphDataset              # doctest: +SKIP

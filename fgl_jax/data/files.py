@@ -44,6 +44,7 @@ def register_format(name: str, *, kind: str, layout: str, files: tuple[str, ...]
     `fgl_jax.registry` (kind "format") with how a path in that format is recognised.
 
     Args:
+      name: the format's name in the registry (letters, digits, '_' or '-').
       kind: what the loader returns: "graph", "hypergraph" or "hetero".
       layout: one line describing the layout (for messages).
       files: file names (lower case) that are this format; the loader reads their directory.
@@ -55,6 +56,11 @@ def register_format(name: str, *, kind: str, layout: str, files: tuple[str, ...]
       sniff: for a graph object of another library (networkx, PyG, ...): true when the loader,
         ``loader(obj, **options)``, takes this object (`fgl_jax.data.convert`); such a format has
         no file layout.
+
+    Returns:
+      The decorator; it registers the loader and returns it unchanged.
+    Raises:
+      ValueError: when the decorator runs, a name already registered as a format, or not a valid name.
     """
     def deco(loader: Callable[..., Any]) -> Callable[..., Any]:
         registry.add("format", name, loader, data=kind, help=layout, files=tuple(files), suffixes=tuple(suffixes),
@@ -220,7 +226,17 @@ def load_path(path: PathLike, data_dir: Optional[PathLike] = None, *, name: Opti
 
 def path_sha256(path: PathLike) -> str:
     """sha256 of a dataset path: of the file's bytes, or for a directory of every file below it
-    (sorted relative paths and their sha256), so a replay can tell whether the data changed."""
+    (sorted relative paths and their sha256), so a replay can tell whether the data changed.
+
+    Args:
+        path: a file or a directory (``~`` expanded).
+
+    Returns:
+        The hex sha256 digest.
+
+    Raises:
+        DataPathNotFoundError: the path does not exist.
+    """
     p = Path(path).expanduser()
     if p.is_file():
         return sha256_file(p)

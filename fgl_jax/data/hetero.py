@@ -467,7 +467,20 @@ def load_aifb(data_dir: Optional[PathLike] = None, reverse: bool = True, val_fra
               split_seed: int = 12345, verify: bool = True) -> HeteroGraph:
     """AIFB: target `Personen`, 4 classes, 176 labelled (140 train -> 112 train + 28 val, 36 test).
 
-    reverse=True: 7,262 nodes / 48,810 edges / 7 node types / 104 canonical types (DGL's graph).
+    Args:
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+        reverse: add each relation's reverse type; True gives DGL's graph: 7,262 nodes / 48,810
+            edges / 7 node types / 104 canonical types.
+        val_fraction: the fraction of the training nodes moved to validation.
+        split_seed: the seed of that train/val split.
+        verify: check the files' sha256 against the published ones.
+
+    Returns:
+        The `HeteroGraph`, target node type `Personen`.
+
+    Raises:
+        DatasetNotFoundError: the files are in no data directory.
+        DataChecksumError: a file's sha256 differs (with `verify`).
     """
     return _load_rdf("aifb", _AifbRules(), data_dir, reverse, val_fraction, split_seed, verify)
 

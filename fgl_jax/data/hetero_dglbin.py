@@ -139,7 +139,19 @@ def _parse(buf: bytes, A: list, path: Path) -> tuple[list[dict], int]:
 
 def load_official_split(path: Union[str, Path], name: str = "official") -> list[HeteroGraph]:
     """The client graphs of one official split file (reverse edges included, as shipped) as
-    HeteroGraph objects (target = the node type carrying `label`; y = -1 where unlabelled)."""
+    HeteroGraph objects (target = the node type carrying `label`; y = -1 where unlabelled).
+
+    Args:
+        path: a DGL ``.bin`` graph file of the official FedHGN split.
+        name: the graphs are named "<name>-<client>".
+
+    Returns:
+        One `HeteroGraph` per client graph in the file.
+
+    Raises:
+        ValueError: a client graph without exactly one node type holding label and masks, or with
+            label/mask sizes other than that type's node count.
+    """
     graphs, num_classes = read_dgl_bin(path)
     out = []
     for k, g in enumerate(graphs):

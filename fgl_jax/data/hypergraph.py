@@ -19,6 +19,8 @@ as sets are merged, and hyperedges with fewer than two nodes are dropped — exc
 `from_graph_kHop` keeps (this reproduces the paper's Table IV counts; `graph_to_hypergraph`). Features are
 L1-row-normalised (DHG) and, for the binary datasets, then binarised (>0 -> 1).
 `feature_kind` ("binary" / "numeric") tells FedHGL which LDP mechanism applies.
+
+Shapes: N nodes, M hyperedges, nnz (node, hyperedge) incidence pairs, F features, K classes.
 """
 from __future__ import annotations
 
@@ -47,16 +49,25 @@ class HypergraphError(ValueError):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Hypergraph(LabelledNodes):
-    """A node-classification hypergraph on the host.
+    """A node-classification hypergraph on the host (N nodes, M hyperedges, nnz incidences).
 
-    x: [N, F] float32 dense array or CSR matrix.
-    y: int32 [N], -1 = unlabelled.
-    he_nodes, he_ids: int32 [nnz] incidence pairs (node id, hyperedge id), no duplicate pair.
-    num_edges: M; every id in 0..M-1 has at least one node (no empty hyperedges).
-    edge_weight: float32 [M] w(e) (all ones in every dataset here).
-    feature_kind: "binary" (features in {0,1}; randomized response) or "numeric" (Laplace).
-    train_mask, val_mask, test_mask: bool [N] (all False from the loaders; FedHGL splits per client).
-    meta: for a user's files, "path", "format", "notices", "split" (as `Graph.meta`).
+    Attributes:
+        name: the dataset's name.
+        x: float32 `[N, F]`, dense array or CSR matrix.
+        y: int32 `[N]`, -1 = unlabelled.
+        num_classes: K.
+        he_nodes: int32 `[nnz]`, the node of each incidence pair (no duplicate pair).
+        he_ids: int32 `[nnz]`, the hyperedge of each incidence pair.
+        num_edges: M; every id in 0..M-1 has at least one node (no empty hyperedges).
+        edge_weight: float32 `[M]`, w(e) (all ones in every dataset here).
+        feature_kind: "binary" (features in {0,1}; randomized response) or "numeric" (Laplace).
+        train_mask: bool `[N]` (all False from the loaders; FedHGL splits per client).
+        val_mask: bool `[N]`.
+        test_mask: bool `[N]`.
+        meta: for a user's files, "path", "format", "notices", "split" (as `Graph.meta`).
+
+    Raises:
+        HypergraphError: on construction, an inconsistent field (one line naming it).
     """
 
     name: str
@@ -368,7 +379,19 @@ def load_hypergraph(name: str, data_dir: Optional[PathLike] = None, verify: bool
     hypergraph (`graph_to_hypergraph`, as the paper does for Cora / CiteSeer), keeping the graph's
     masks and ``meta`` (so ``meta["split"]`` says whether the split was the user's: "given", or the
     default "stratified" one), with feature_kind "binary" when every feature is 0 or 1, else
-    "numeric"; a heterogeneous graph is refused. `verify` goes to loaders that take it.
+    "numeric"; a heterogeneous graph is refused.
+
+    Args:
+        name: a dataset name or a path (a file or directory).
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+        verify: check files' sha256, for the loaders that take it.
+
+    Returns:
+        The `Hypergraph`: x `[N, F]`, incidence pairs `[nnz]`, masks `[N]`.
+
+    Raises:
+        ValueError: the dataset is heterogeneous.
+        DatasetNotFoundError: a registered dataset's files are in no data directory.
     """
     import inspect
     from .registry import load, source

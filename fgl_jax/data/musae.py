@@ -146,11 +146,20 @@ def load_facebook(data_dir: Optional[PathLike] = None, verify: bool = True,
                   keep_self_loops: bool = False) -> Graph:
     """Facebook Page-Page: pages as nodes, mutual likes as edges, page category as label.
 
-    Returns a Graph with N = 22,470 nodes, x binary float32 CSR [N, 4714] (314,583 non-zeros),
-    y int32 [N] in 4 classes (company 0, tvshow 1, politician 2, government 3), and the 171,002
-    undirected edges made symmetric. The file's 179 self-loops are dropped unless
-    `keep_self_loops` (170,823 undirected = 341,646 directed edges without them). Masks are all
-    False (no standard split).
+    Args:
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+        verify: check the files' sha256 against the published ones.
+        keep_self_loops: keep the file's 179 self-loops (default: dropped).
+
+    Returns:
+        A Graph with N = 22,470 nodes, x binary float32 CSR `[N, 4714]` (314,583 non-zeros),
+        y int32 `[N]` in 4 classes (company 0, tvshow 1, politician 2, government 3), and the 171,002
+        undirected edges made symmetric (170,823 undirected = 341,646 directed edges without the
+        self-loops). Masks are all False (no standard split).
+
+    Raises:
+        DatasetNotFoundError: the files are in no data directory.
+        DataChecksumError: a file's sha256 differs (with `verify`).
     """
     root = find_dataset_dir("facebook", FACEBOOK_FILES, data_dir)
     if verify:
@@ -176,8 +185,20 @@ def load_lastfm_asia(data_dir: Optional[PathLike] = None, verify: bool = True,
           the graph sees each node's global degree.
       features="constant": x float32 [N, 1] of ones (structure-only learning).
 
-    Returns a Graph with N = 7,624 nodes, 27,806 undirected edges (no self-loops; 55,612
-    directed), y int32 [N] in 18 classes, all-False masks (no standard split).
+    Args:
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+        verify: check the files' sha256 against the published ones.
+        features: "degree_onehot" or "constant" (above).
+        max_degree: the degree cap of "degree_onehot", a positive integer.
+
+    Returns:
+        A Graph with N = 7,624 nodes, 27,806 undirected edges (no self-loops; 55,612
+        directed), y int32 `[N]` in 18 classes, all-False masks (no standard split).
+
+    Raises:
+        ValueError: an unknown `features` or a `max_degree` that is not a positive integer.
+        DatasetNotFoundError: the files are in no data directory.
+        DataChecksumError: a file's sha256 differs (with `verify`).
     """
     if features not in LASTFM_FEATURE_CHOICES:
         raise ValueError(f"load_lastfm_asia: features must be one of {LASTFM_FEATURE_CHOICES}, got {features!r} "

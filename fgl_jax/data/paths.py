@@ -117,6 +117,12 @@ def resolve_data_dir(data_dir: Optional[PathLike] = None) -> Path:
 
     This does not check that anything exists there; use `find_dataset_dir` to locate the files
     of a particular dataset (it falls through to lower-priority directories).
+
+    Args:
+        data_dir: an explicit directory, or None.
+
+    Returns:
+        The directory's `Path` (possibly not existing).
     """
     return candidate_dirs(data_dir)[0][0]
 

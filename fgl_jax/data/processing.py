@@ -161,7 +161,21 @@ def label_noise(graph: Graph, rate: float, seed: int = 0) -> Graph:
 
 
 def perturb(graph: Graph, *, seed: int = 0, feature_noise_std: float = 1.0, **rates: float) -> Graph:
-    """Apply the given perturbations (keyword = a name of KINDS, value = its rate) in KINDS order."""
+    """Apply the given perturbations (keyword = a name of KINDS, value = its rate) in KINDS order.
+
+    Args:
+        graph: the graph to perturb.
+        seed: the seed; each kind draws from its own stream of it.
+        feature_noise_std: the standard deviation of "feature_noise"'s Gaussian noise.
+        **rates: kind=rate in [0, 1] for kinds of `KINDS` (feature_sparsity, feature_noise,
+            topology_sparsity, topology_noise, label_sparsity, label_noise); 0 skips a kind.
+
+    Returns:
+        The perturbed graph (`graph` itself when every rate is 0).
+
+    Raises:
+        ValueError: an unknown kind, or a rate outside [0, 1].
+    """
     unknown = set(rates) - set(KINDS)
     if unknown:
         raise ValueError(f"perturb: unknown perturbation(s) {sorted(unknown)}; known: {', '.join(KINDS)}")

@@ -78,6 +78,13 @@ def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (),
       overwrite: replace an existing registration instead of raising ValueError.
       kind: what the loader returns: "graph" (a Graph), "hypergraph" (a Hypergraph, FedHGL) or
         "hetero" (a HeteroGraph, FedHGN).
+
+    Returns:
+      None; the dataset is registered.
+
+    Raises:
+      ValueError: a loader that is not callable, files that are not a tuple of relative paths, an
+        unknown kind, an invalid name, or a name already registered (without `overwrite`).
     """
     if not callable(loader):
         raise ValueError(f"register({name!r}): loader must be callable, got {type(loader).__name__}")
@@ -168,7 +175,20 @@ def add_view(name: str, kind: str, loader: Callable[..., Any]) -> None:
 
 def data_kind(name_or_path: PathLike, data_dir: Optional[PathLike] = None) -> str:
     """"graph", "hypergraph" or "hetero": what `load` returns for a registered name or a path
-    (a path's format is detected from its name and contents; nothing is parsed)."""
+    (a path's format is detected from its name and contents; nothing is parsed).
+
+    Args:
+        name_or_path: a registered dataset name, a path, or a graph object of another library.
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+
+    Returns:
+        "graph", "hypergraph" or "hetero".
+
+    Raises:
+        UnknownDatasetError: an unregistered name that is no path.
+        DataPathNotFoundError: a path that does not exist.
+        DataFormatError: a path in no registered format.
+    """
     return source(name_or_path, data_dir).kind
 
 
@@ -178,9 +198,20 @@ def load(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> 
     `source` decides which; a path is loaded by its registered format (`fgl_jax.data.files`)
     and checked (`fgl_jax.data.checks`). Options go to the loader.
 
-    Raises UnknownDatasetError for an unregistered name that is no path, DataPathNotFoundError
-    for a path that does not exist, and ValueError for an option the loader does not accept
-    (listing the options it does accept).
+    Args:
+        name: a registered dataset name, a path (file or directory), or a graph object of another
+            library (networkx, PyG, DGL, jraph, scipy).
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+        **kwargs: the loader's options (e.g. ``verify=False``, ``num_classes=7``).
+
+    Returns:
+        A `Graph`, `Hypergraph` or `HeteroGraph`, as `data_kind` says.
+
+    Raises:
+        UnknownDatasetError: an unregistered name that is no path.
+        DataPathNotFoundError: a path that does not exist.
+        DataDirNotFoundError: `data_dir` is given and does not exist.
+        ValueError: an option the loader does not accept (listing the options it does accept).
     """
     src = source(name, data_dir)
     if src.path is not None:
@@ -207,7 +238,21 @@ _WHO = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax f
 
 def load_graph(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
     """`load` for systems that need a plain graph: a hypergraph or heterogeneous name or path is
-    refused with a message saying which system takes it."""
+    refused with a message saying which system takes it.
+
+    Args:
+        name: a registered dataset name, a path, or a graph object of another library.
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+        **kwargs: the loader's options.
+
+    Returns:
+        The `Graph`.
+
+    Raises:
+        ValueError: the dataset is a hypergraph or heterogeneous, or an option the loader does not take.
+        UnknownDatasetError: an unregistered name that is no path.
+        DataPathNotFoundError: a path that does not exist.
+    """
     src = source(name, data_dir)
     if src.kind != "graph":
         raise ValueError(f"dataset {src.label} is a {src.kind} dataset, not a graph: {_WHO[src.kind]} takes it")
@@ -245,6 +290,16 @@ def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
     Only presence is checked (no parsing or hashing). `where` is the data directory holding
     every file, "built-in" for generators, or the list of directories searched when not found;
     `missing` lists the absent files relative to the directory that has the most of them.
+
+    Args:
+        data_dir: the data directory to look in first (None: $FGL_JAX_DATA, then the cache dir).
+
+    Returns:
+        One dict per dataset, in name order: "name", "kind", "description", "found" (bool),
+        "missing" (list of str) and "where" (str).
+
+    Raises:
+        DataDirNotFoundError: `data_dir` is given and does not exist.
     """
     check_data_dir(data_dir)
     dirs = candidate_dirs(data_dir)

@@ -152,6 +152,9 @@ def safe_load(path: PathLike, *, allowed: frozenset[tuple[str, str]] = DEFAULT_A
       path: the pickle file.
       allowed: exact (module, name) pairs (Python-3 spelling) the file may name.
 
+    Returns:
+      The unpickled object.
+
     Raises:
       UnsafePickleError: the file names a global outside `allowed` (nothing was executed).
       DataFormatError: the file is truncated or corrupt (names the file and what went wrong).

@@ -3,6 +3,8 @@
 The graph-level functions return a copy of the graph with new masks and leave everything else alone.
 Nodes with label -1 (no label) are never placed in any mask. The same seed always gives the
 same masks (`numpy.random.default_rng(seed)`, consumed in a fixed order).
+
+Shapes: N nodes.
 """
 from __future__ import annotations
 
@@ -93,7 +95,18 @@ def per_class_split(graph: Graph, num_train_per_class: int, num_val: int, num_te
     of an all-zero row), so its class 0 has 264 nodes; here they have label -1 and are never in
     a mask, so class 0 has 249 nodes.
 
-    Returns the graph with bool [N] masks replaced.
+    Args:
+        graph: the graph; its labels y `[N]` (-1: unlabelled, never in a mask).
+        num_train_per_class: the training cap per class, a positive integer.
+        num_val: the validation cap, >= 0.
+        num_test: the test cap, >= 0; None: every remaining labelled node.
+        seed: the shuffling seed, >= 0.
+
+    Returns:
+        The graph with its bool `[N]` masks replaced.
+
+    Raises:
+        ValueError: a count or seed that is not a (non-negative, or for the cap positive) integer.
     """
     cap = _count("num_train_per_class", num_train_per_class, allow_zero=False)
     num_val = _count("num_val", num_val)

@@ -6,6 +6,8 @@
 `metrics` is a flat dict of scalars; every algorithm reports at least `train_loss`, `val_acc`
 and `test_acc` (pooled over clients, evaluated after the round's aggregation), so the
 generic `run` can do best-validation model selection and NaN detection for any of them.
+
+Shapes: C clients, C_t the clients holding training nodes, N padded nodes per client.
 """
 from __future__ import annotations
 
@@ -26,12 +28,13 @@ class Phase(NamedTuple):
     personalised training): the engine (`fgl_jax.federated.run.run`) runs each phase as its own
     compiled program, so a phase's rounds carry no branch over the others' work.
 
-    start: first round (0-based) of the phase; the phase lasts until the next phase's start.
-    round(state, data, key) -> (state, metrics): the phase's round; every phase keeps the
-        algorithm's state structure and returns the same metric names.
-    enter(state, data, key) -> state, or None: the hand-over, applied inside the phase's program
-        before its first round (only when a chunk starts at `start`, so a resume in the middle of
-        the phase does not repeat it); key = the key of round `start`.
+    Attributes:
+        start: first round (0-based) of the phase; the phase lasts until the next phase's start.
+        round: `round(state, data, key) -> (state, metrics)`, the phase's round; every phase keeps
+            the algorithm's state structure and returns the same metric names.
+        enter: `enter(state, data, key) -> state`, or None: the hand-over, applied inside the
+            phase's program before its first round (only when a chunk starts at `start`, so a resume
+            in the middle of the phase does not repeat it); key = the key of round `start`.
     """
 
     start: int
@@ -40,6 +43,20 @@ class Phase(NamedTuple):
 
 
 class FederatedAlgorithm(NamedTuple):
+    """A federated algorithm as pure functions the engine compiles: init, one round, and how to read it.
+
+    Attributes:
+        init: `init(key, data) -> state`, the initial state (a pytree; client arrays `[C, ...]`).
+        round: `round(state, data, key) -> (state, metrics)`, one federated round (traced once).
+        needs_x64: the round does exact int64 arithmetic (HiFGL's finite field): traced with x64 on.
+        train_axis: the state fields whose leading axis is the training clients `[C_t, ...]`
+            (gathered for the sample under partial participation).
+        messages: `messages(state) -> (upload, download)`, one client's messages as pytrees (only
+            shapes and dtypes count), or None (no communication accounting).
+        select: (validation metric, test metric) of the best-validation selection.
+        phases: () or the `Phase`s `run` executes as one compiled program each.
+    """
+
     init: Callable[[jax.Array, Any], PyTree]
     round: Callable[[PyTree, Any, jax.Array], tuple[PyTree, dict]]
     # True when the round does exact int64 arithmetic (HiFGL's finite field): the program is then
@@ -65,7 +82,15 @@ class FederatedAlgorithm(NamedTuple):
 
 def with_round(algorithm: FederatedAlgorithm, wrap: Callable[[Callable], Callable]) -> FederatedAlgorithm:
     """`algorithm` with `wrap(round)` as its round and as each phase's round (a wrapper such as
-    partial participation or a sharding constraint must reach every program the engine runs)."""
+    partial participation or a sharding constraint must reach every program the engine runs).
+
+    Args:
+        algorithm: the algorithm to wrap.
+        wrap: maps a round function `round(state, data, key) -> (state, metrics)` to another.
+
+    Returns:
+        The algorithm with its round and every phase's round wrapped.
+    """
     return algorithm._replace(round=wrap(algorithm.round),
                               phases=tuple(p._replace(round=wrap(p.round)) for p in algorithm.phases))
 
@@ -73,19 +98,22 @@ def with_round(algorithm: FederatedAlgorithm, wrap: Callable[[Callable], Callabl
 class Hooks(NamedTuple):
     """What a system adds to the engine's loop (all optional, all host side, between chunks).
 
-    every: chunk boundaries fall on multiples of `every` rounds, so `on_chunk` sees those states.
-    on_chunk(rounds_done, state, history) -> dict | None: an evaluation at that round (called at
-        multiples of `every` and after the last round, or after every chunk without `every`; history
-        holds rounds 1..rounds_done; e.g. FedGC trains a GCN on G'); the dict is stored in `RunResult.evaluations` and in that round's
-        `metrics.jsonl` row under "eval".
-    stop(history) -> int | None: stop after this many rounds (early stopping); history and
-        metrics.jsonl are cut there. The state is the one at the end of the chunk.
-    select(history, evaluations) -> dict: the reported round (`best_val`, `best_test`,
-        `best_round` 1-based, ...), replacing the in-scan best-validation tracker.
-    finalize(result) -> dict: extra results after the last round (stored in `RunResult.extras`).
-    save_state() -> dict[str, array]: host state the hooks keep across chunks (e.g. FedGC's G' at the
-        best evaluation round), written beside each checkpoint; load_state(dict) gets it back on
-        resume, so a resumed run's select/finalize see what the uninterrupted run's saw.
+    Attributes:
+        every: chunk boundaries fall on multiples of `every` rounds, so `on_chunk` sees those states.
+        on_chunk: `on_chunk(rounds_done, state, history) -> dict | None`, an evaluation at that round
+            (called at multiples of `every` and after the last round, or after every chunk without
+            `every`; history holds rounds 1..rounds_done; e.g. FedGC trains a GCN on G'); the dict
+            is stored in `RunResult.evaluations` and in that round's `metrics.jsonl` row under "eval".
+        stop: `stop(history) -> int | None`, stop after this many rounds (early stopping); history
+            and metrics.jsonl are cut there. The state is the one at the end of the chunk.
+        select: `select(history, evaluations) -> dict`, the reported round (`best_val`,
+            `best_test`, `best_round` 1-based, ...), replacing the in-scan best-validation tracker.
+        finalize: `finalize(result) -> dict`, extra results after the last round (stored in
+            `RunResult.extras`).
+        save_state: `save_state() -> dict[str, array]`, host state the hooks keep across chunks
+            (e.g. FedGC's G' at the best evaluation round), written beside each checkpoint.
+        load_state: `load_state(dict)` gets that state back on resume, so a resumed run's
+            select/finalize see what the uninterrupted run's saw.
     """
 
     every: Optional[int] = None
@@ -99,10 +127,19 @@ class Hooks(NamedTuple):
 
 class Program(NamedTuple):
     """A ready-to-run experiment of any system: what `run` (checkpoints, resume, progress, hooks)
-    and `run_sweep` (seeds x traced hyperparameters in `state.hp`) need.
+    and `sweep` (seeds x traced hyperparameters in `state.hp`) need.
 
     Every registered system's build function maps its config (one frozen dataclass) to a Program,
     so one YAML file describes a run, a sweep and a replay alike.
+
+    Attributes:
+        algorithm: the `FederatedAlgorithm`.
+        data: its data (usually a `FedData`, client arrays `[C, ...]`).
+        num_rounds: the rounds to run.
+        describe: what the run is, for logs and result files (dataset, clients, method, ...).
+        hooks: the system's `Hooks`.
+        per_round: host-computed per-round values added to every metrics.jsonl row and the history
+            (communication bytes, the DP accountant's epsilon): name -> array `[num_rounds]`.
     """
 
     algorithm: FederatedAlgorithm
@@ -117,7 +154,15 @@ class Program(NamedTuple):
 
 
 def x64_scope(algorithm: FederatedAlgorithm):
-    """Context in which to trace, compile and run `algorithm`."""
+    """Context in which to trace, compile and run `algorithm`.
+
+    Args:
+        algorithm: the algorithm; its `needs_x64` decides.
+
+    Returns:
+        `jax.enable_x64(True)` when the algorithm needs 64-bit integers (HiFGL's field arithmetic),
+        else a null context.
+    """
     import contextlib
     return jax.enable_x64(True) if algorithm.needs_x64 else contextlib.nullcontext()
 
@@ -160,9 +205,12 @@ class HostInput(NamedTuple):
         def prepare_fn(inp: HostInput, hp) -> tuple[ClientBatch, dict]: ...
 
     returning the (possibly changed, e.g. features replaced) client batch and `FedData.extra`.
-    graph: the whole graph after the split (rows of `batch.node_ids` index it); assignment: int [N]
-    client of every node (-1: none); batch: the padded client batch, host arrays [C, ...]; seed:
-    the run's partition seed (preparation is deterministic given the config).
+
+    Attributes:
+        graph: the whole graph after the split (rows of `batch.node_ids` index it).
+        assignment: int `[N]`, the client of every node (-1: none).
+        batch: the padded client batch, host arrays `[C, ...]`.
+        seed: the run's partition seed (preparation is deterministic given the config).
     """
 
     graph: Any
@@ -172,9 +220,23 @@ class HostInput(NamedTuple):
 
 
 def make_fed_data(batch: ClientBatch, glob: Optional[ClientBatch] = None, extra: Optional[dict] = None) -> FedData:
-    """Split a ClientBatch into its evaluation view and its trainable clients (host side, once);
-    glob: the whole graph as a one-client batch, kept for evaluation on global data; extra: an
-    algorithm's prepared arrays (`FedData.extra`)."""
+    """Split a ClientBatch into its evaluation view and its trainable clients (host side, once).
+
+    A client is trainable when it holds a training node (a training edge, for link prediction).
+
+    Args:
+        batch: the C clients, `[C, N]` arrays.
+        glob: the whole graph as a one-client batch `[1, ...]`, kept for evaluation on global data;
+            None when no evaluation mode needs it.
+        extra: an algorithm's prepared arrays (`FedData.extra`), or None.
+
+    Returns:
+        A `FedData`: eval = `batch`; train the C_t trainable clients `[C_t, ...]`; train_index
+        int32 `[C_t]`; train_weight float32 `[C_t]` (their training-node or training-edge counts).
+
+    Raises:
+        ValueError: no client holds a training node (or edge).
+    """
     if batch.pairs is None:
         counts = np.asarray(batch.train_mask).sum(axis=1) * np.asarray(batch.client_mask)
     else:  # link prediction: a client's training examples are its training edges

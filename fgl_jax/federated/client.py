@@ -25,6 +25,17 @@ class OptimConfig:
 
     lr(round) = lr * gamma ** (round // decay_every); decay_every = 0 means constant.
     HiFGL: lr 0.01, gamma 0.9, decay_every 4.
+
+    Attributes:
+        name: "adam" or "sgd".
+        lr: the learning rate, > 0.
+        weight_decay: PyTorch-style L2 weight, >= 0 (added to the gradient).
+        gamma: the decay factor in (0, 1].
+        decay_every: rounds between decays, >= 0 (0: constant LR).
+        momentum: SGD's momentum (unused by Adam; 0: none).
+
+    Raises:
+        ValueError: on construction, a field out of range (one line naming it).
     """
 
     name: str = "adam"
@@ -53,7 +64,16 @@ def tree_sq(a: PyTree, b: PyTree) -> jax.Array:
 
 
 def make_optimizer(cfg: OptimConfig, lr: Optional[jax.Array] = None) -> optax.GradientTransformation:
-    """The per-step optimiser; `lr` may be a traced scalar (vectorised LR sweeps)."""
+    """The per-step optimiser; `lr` may be a traced scalar (vectorised LR sweeps).
+
+    Args:
+        cfg: the optimiser's name ("adam" or "sgd"), learning rate, weight decay and momentum.
+        lr: the learning rate to use instead of `cfg.lr` (a float or traced scalar); None: `cfg.lr`.
+
+    Returns:
+        `optax.adam(lr)` or `optax.sgd(lr, momentum)`, after PyTorch-style L2 weight decay when
+        `cfg.weight_decay` > 0. The LR decay schedule is not in it (`lr_scale` applies it per round).
+    """
     lr = cfg.lr if lr is None else lr
     base = optax.adam(lr) if cfg.name == "adam" else optax.sgd(lr, momentum=cfg.momentum or None)
     # PyTorch-style L2 (added to the gradient before Adam), as the reference implementations use.
@@ -101,9 +121,28 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
 
     The proximal term's gradient mu (w + offset - anchor) is added in closed form (bit for bit what
     autodiff of the term gives: 0.5 mu * 2 x is mu x exactly), and its value only enters the returned
-    first-step loss, computed once at the starting params: differentiating it inside every step cost
-    an extra pass over the parameters plus a full reduction per step (a third of a FedDC round on
-    CiteSeer's 3,703 x 64 first layer).
+    first-step loss, computed once at the starting params: differentiating it inside every step
+    would cost an extra pass over the parameters plus a full reduction per step.
+
+    Args:
+        loss_fn: `loss_fn(params, batch, key) -> scalar`.
+        optimizer: the per-step optax transformation (`make_optimizer`).
+        steps: the number of local steps (static).
+        params: the client's starting parameters (no client axis; vmap this function over clients).
+        opt_state: `optimizer`'s state for `params`.
+        batch: the client's data (one client's slice of a `ClientBatch`), passed to `loss_fn`.
+        key: the PRNG key; one key per step is split from it.
+        scale: scalar multiplying every update.
+        prox_mu: the proximal weight mu, or None (no proximal term).
+        anchor: the proximal term's anchor, a pytree like params (needed with `prox_mu`).
+        grad_shift: a pytree like params added to every gradient, or None.
+        prox_offset: a pytree like params added to w in the proximal term, or None.
+        grad_fn: `grad_fn(params, key) -> (loss, grads)` replacing autodiff of `loss_fn`, or None.
+        post_step: `post_step(params, key) -> params` after every step, or None.
+
+    Returns:
+        `(params, opt_state, loss)`: the trained parameters, the optimiser state, and the loss at
+        the first step (scalar, with the proximal term's value at the starting params).
     """
 
     def shifted(p):   # w + offset

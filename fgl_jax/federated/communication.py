@@ -26,8 +26,18 @@ def tree_bytes(tree: PyTree) -> int:
 
 
 def message_bytes(algorithm: FederatedAlgorithm, data: Any) -> Optional[tuple[int, int]]:
-    """(upload, download) bytes of one participating client in one round, or None when the
-    algorithm does not describe its messages."""
+    """(upload, download) bytes of one participating client in one round.
+
+    Shapes only: the state is traced with `jax.eval_shape`, nothing is compiled or run.
+
+    Args:
+        algorithm: the algorithm; its `messages(state) -> (upload, download)` describes one client's
+            messages.
+        data: the algorithm's data (`FedData`).
+
+    Returns:
+        `(upload_bytes, download_bytes)`, or None when the algorithm does not describe its messages.
+    """
     if algorithm.messages is None:
         return None
     state = jax.eval_shape(algorithm.init, jax.eval_shape(jax.random.key, 0), data)  # traced, never compiled

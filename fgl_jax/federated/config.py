@@ -48,7 +48,27 @@ class SecureAgg:
 
 @dataclasses.dataclass(frozen=True)
 class FedConfig:
-    """Hyperparameters every algorithm shares (`algorithm` selects among the FedAvg family's variants)."""
+    """Hyperparameters every algorithm shares (`algorithm` selects among the FedAvg family's variants).
+
+    Attributes:
+        algorithm: the FedAvg family's variant ("local", "fedavg", "fedprox", "fedper", "global", ...).
+        local_steps: local optimiser steps per round.
+        prox_mu: FedProx's proximal weight mu.
+        personal_layers: FedPer: how many of the last layers stay local.
+        reset_optimizer: True: a fresh optimiser state every round.
+        optim: the client optimiser (`OptimConfig`).
+        client_chunk: None: vmap all clients at once; k: local training and evaluation run k clients
+            at a time (same numbers, peak memory bounded by k clients' work).
+        eval_mode: one of EVAL_MODES (see `evaluate_models`).
+        eval_average: "pooled" counts, or "client_nodes" (OpenFGL's node-weighted mean).
+        dp_clip: client-level DP-FedAvg's clipping norm (0 = off).
+        dp_noise: DP-FedAvg's noise multiplier z.
+        ldp: OpenFGL's local DP (per-node clipped gradients and noise every step), or None.
+        server_opt: a server optimiser's hyperparameters (FedAvgMHParams / FedAdamHParams /
+            FedYogiHParams), or None (the plain aggregate).
+        aggregator: a user's `Aggregator` of kind "reduce" in place of the mean, or None.
+        model: the run's model as data (`ModelSpec`), for algorithms that build a variant of it.
+    """
 
     algorithm: str = "fedavg"
     local_steps: int = 1

@@ -86,6 +86,17 @@ def baseline(model, cfg: FedConfig, server_optimizer: Optional[optax.GradientTra
     (`fgl_jax.aggregators.server_optimizer`: pseudo-gradient g = w_server - mean_c w_c, Reddi et al.):
     sgd with momentum is FedAvgM, adam FedAdam. None: the run's `cfg.server_opt`, or the aggregate
     itself (the exact FedAvg mean, no optimiser arithmetic).
+
+    Args:
+        model: a flax model taking one client's batch (`make_model`); a link model for link prediction.
+        cfg: the run's `FedConfig` (algorithm name, local steps, optimiser, DP, personal layers, ...).
+        server_optimizer: as above.
+
+    Returns:
+        The `FederatedAlgorithm`; its state is a `BaselineState`.
+
+    Raises:
+        ValueError: local DP (`cfg.ldp`) with a link-prediction model.
     """
     # lr = 1: the LR is applied as a traced multiplier (hp["lr"]), exact for Adam and SGD, so
     # LR sweeps vectorise without recompiling.

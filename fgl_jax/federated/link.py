@@ -19,6 +19,8 @@ Metrics per split (train, val, test): `{split}_auc` (ROC-AUC), `{split}_ap` (ave
 together; the global model gives every client comparable scores) or OpenFGL's per-client metrics
 averaged by client node count (`average="client_nodes"`). The engine selects the reported round
 by `val_auc` (`FederatedAlgorithm.select`).
+
+Shapes: C clients, P padded node pairs per client.
 """
 from __future__ import annotations
 
@@ -92,8 +94,24 @@ def split_metrics(score: jax.Array, label: jax.Array, mask: jax.Array, k: int) -
 
 def link_metrics(score: jax.Array, pairs, client_mask: jax.Array, k: int, average: str = "pooled",
                  weight: Optional[jax.Array] = None) -> dict:
-    """The metrics of scores [C, P] of `pairs` [C, P] (see the module docstring); weight [C] for
-    average "client_nodes"."""
+    """The metrics of scores of `pairs` (see the module docstring).
+
+    Args:
+        score: float `[C, P]`, each pair's score (a logit) for C clients, P pairs.
+        pairs: the `LinkPairs`, `[C, P]` arrays.
+        client_mask: bool `[C]`, the clients that count.
+        k: the K of Hits@K (static).
+        average: "pooled" (every client's pairs ranked together) or "client_nodes" (per-client
+            metrics averaged by `weight`).
+        weight: float `[C]`, the per-client weights of "client_nodes" (node counts); unused when pooled.
+
+    Returns:
+        A dict of scalars: `{split}_auc`, `{split}_ap`, `{split}_hits@K`, `{split}_acc` for the
+        splits train, val, test, and `val_loss`.
+
+    Raises:
+        ValueError: an unknown `average`.
+    """
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     res = {}

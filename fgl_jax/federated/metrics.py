@@ -1,5 +1,8 @@
 """Metrics over clients: pooled accuracy and validation loss, macro precision/recall/F1 and binary
-ROC-AUC/AP (pooled or OpenFGL's node-weighted client average), and HiFGL's graph information gain."""
+ROC-AUC/AP (pooled or OpenFGL's node-weighted client average), and HiFGL's graph information gain.
+
+Shapes: N nodes, K classes, M scored entries (node pairs).
+"""
 from __future__ import annotations
 
 from typing import Optional
@@ -10,14 +13,35 @@ import optax
 
 
 def masked_cross_entropy(logits: jax.Array, y: jax.Array, mask: jax.Array) -> jax.Array:
-    """Mean softmax cross-entropy over masked nodes (0 when the mask is empty). logits [N, K]."""
+    """Mean softmax cross-entropy over masked nodes (0 when the mask is empty).
+
+    Args:
+        logits: float `[N, K]` (N nodes, K classes).
+        y: int `[N]`, the labels in 0..K-1.
+        mask: bool `[N]`, the nodes that count.
+
+    Returns:
+        The mean loss, a scalar of `logits`' dtype.
+    """
     ce = optax.softmax_cross_entropy_with_integer_labels(logits, y)
     m = mask.astype(logits.dtype)
     return (ce * m).sum() / jnp.maximum(m.sum(), 1.0)
 
 
 def graph_information_gain(acc: float, acc_local_mlp: float, acc_global: float) -> float:
-    """HiFGL's Gain = (ACC - ACC(Local-MLP)) / (ACC(Global) - ACC(Local-MLP))."""
+    """HiFGL's Gain = (ACC - ACC(Local-MLP)) / (ACC(Global) - ACC(Local-MLP)).
+
+    Args:
+        acc: the method's accuracy.
+        acc_local_mlp: Local training with an MLP's accuracy (gain 0).
+        acc_global: centralised (Global) training's accuracy (gain 1).
+
+    Returns:
+        The gain, a float (negative below Local-MLP, above 1 beyond Global).
+
+    Raises:
+        ZeroDivisionError: `acc_global` equals `acc_local_mlp`.
+    """
     denom = acc_global - acc_local_mlp
     if denom == 0:
         raise ZeroDivisionError("Global and Local-MLP accuracies are equal: gain undefined")
@@ -81,6 +105,14 @@ def binary_scores(score: jax.Array, positive: jax.Array, mask: jax.Array) -> tup
     threshold score_i, ties grouped (scikit-learn's step-wise `average_precision_score`). Both by
     sorting and `searchsorted`, O(M log M). NaN when there is no positive (or, for AUC, no
     negative): the metric is undefined.
+
+    Args:
+        score: float `[M]`, the scores (higher: more likely positive).
+        positive: bool `[M]`, the true class of each entry.
+        mask: bool `[M]`, the entries that count.
+
+    Returns:
+        `(auc, ap)`, two float32 scalars.
     """
     score = score.astype(jnp.float32)
     pos = positive & mask
@@ -197,7 +229,17 @@ def summarise(counts: dict, client_mask: jax.Array, average: str = "pooled",
 def hits_at_k(score: jax.Array, positive: jax.Array, mask: jax.Array, k: int) -> jax.Array:
     """OGB's Hits@K over masked entries: the fraction of positives scoring strictly above the K-th
     highest negative score (`ogb.linkproppred.Evaluator`); 1 when there are fewer than K negatives
-    (as OGB), NaN when there is no positive. score float [M], positive/mask bool [M], k static."""
+    (as OGB), NaN when there is no positive.
+
+    Args:
+        score: float `[M]`, the scores.
+        positive: bool `[M]`, True for a positive (an edge).
+        mask: bool `[M]`, the entries that count.
+        k: K (static).
+
+    Returns:
+        Hits@K, a float32 scalar in [0, 1] or NaN.
+    """
     score = score.astype(jnp.float32)
     pos = positive & mask
     neg = ~positive & mask

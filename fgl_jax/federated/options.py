@@ -32,32 +32,33 @@ _RENAMED = {"checkpoint_every_chunk": "checkpoints", "out": "out_dir"}
 class RunOptions:
     """Options of one run; every field has the default a plain `run(...)` uses.
 
-    chunk: rounds per call of the compiled program (None: all rounds at once, or ~20 chunks when
-      out_dir/progress ask for intermediate reports; with `hooks.every`, at most `every`); the
-      numbers do not depend on it.
-    progress: a tqdm bar on stderr.
-    out_dir: write metrics.jsonl and checkpoints/ here (run_config: also config.yaml,
-      summary.json, timings.json).
-    resume: continue from the newest intact checkpoint in out_dir.
-    overwrite: run_config only: replace the run out_dir holds.
-    resume_with_changes: run_config only: config keys a resume may change
-      (`fgl_jax.rundir.RESUMABLE_CHANGES`).
-    checkpoint_every: "30s" (at most one save per 30 s), a number of rounds, or "chunk"; the last
-      round is always saved.
-    checkpoints: False = write no checkpoints at all.
-    on_nonfinite: "raise" (NonFiniteError naming the round) or "stop" (end there, `diverged`).
-    loss_guard: > 0 treats a round whose train_loss exceeds loss_guard x the first round's as
-      diverged; 0 = off.
-    devices: run_config only: None/0 = every local device, N = the first N.
-    tensorboard: run_config only: also write TensorBoard event files into this directory.
-    hooks: `fgl_jax.federated.Hooks` (run_config: the program's own).
-    state: start from this state instead of `algorithm.init` (run: the sharded path and sweeps
-      with hooks set traced hyperparameters this way).
-    per_round: name -> host array [rounds] of values known before the run, added to each row.
-    on_restored: called with the rounds already done once a resume restored (or found nothing).
-    program_context: a text that determines the algorithm and data completely: the programs then
-      also go through the on-disk compiled-program cache (`fgl_jax.cache`).
-    checkpoint_meta: JSON fields recorded in every checkpoint's manifest.
+    Attributes:
+        chunk: rounds per call of the compiled program (None: all rounds at once, or ~20 chunks when
+            out_dir/progress ask for intermediate reports; with `hooks.every`, at most `every`); the
+            numbers do not depend on it.
+        progress: a tqdm bar on stderr.
+        out_dir: write metrics.jsonl and checkpoints/ here (run_config: also config.yaml,
+            summary.json, timings.json).
+        resume: continue from the newest intact checkpoint in out_dir.
+        overwrite: run_config only: replace the run out_dir holds.
+        resume_with_changes: run_config only: config keys a resume may change
+            (`fgl_jax.rundir.RESUMABLE_CHANGES`).
+        checkpoint_every: "30s" (at most one save per 30 s), a number of rounds, or "chunk"; the last
+            round is always saved.
+        checkpoints: False = write no checkpoints at all.
+        on_nonfinite: "raise" (NonFiniteError naming the round) or "stop" (end there, `diverged`).
+        loss_guard: when positive, a round whose train_loss exceeds loss_guard x the first round's counts as
+            diverged; 0 = off.
+        devices: run_config only: None/0 = every local device, N = the first N.
+        tensorboard: run_config only: also write TensorBoard event files into this directory.
+        hooks: `fgl_jax.federated.Hooks` (run_config: the program's own).
+        state: start from this state instead of `algorithm.init` (run: the sharded path and sweeps
+            with hooks set traced hyperparameters this way).
+        per_round: name -> host array `[rounds]` of values known before the run, added to each row.
+        on_restored: called with the rounds already done once a resume restored (or found nothing).
+        program_context: a text that determines the algorithm and data completely: the programs then
+            also go through the on-disk compiled-program cache (`fgl_jax.cache`).
+        checkpoint_meta: JSON fields recorded in every checkpoint's manifest.
     """
 
     chunk: Optional[int] = None

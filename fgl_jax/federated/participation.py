@@ -32,7 +32,19 @@ PyTree = Any
 
 def participants(num_train: int, fraction: float = 1.0, count: Optional[int] = None) -> int:
     """Clients sampled per round out of `num_train`: `count` if given (at most num_train), else
-    ceil(fraction * num_train), at least 1."""
+    ceil(fraction * num_train), at least 1.
+
+    Args:
+        num_train: the clients holding training nodes.
+        fraction: the fraction sampled per round, in (0, 1].
+        count: a fixed number per round, >= 1 (overrides `fraction`); None: use `fraction`.
+
+    Returns:
+        m, the clients per round, in 1..num_train.
+
+    Raises:
+        ValueError: `count` < 1 or `fraction` outside (0, 1].
+    """
     if count is not None:
         if count < 1:
             raise ValueError(f"clients_per_round must be >= 1, got {count}")
@@ -44,7 +56,16 @@ def participants(num_train: int, fraction: float = 1.0, count: Optional[int] = N
 
 
 def sample_clients(key: jax.Array, n: int, m: int) -> jax.Array:
-    """m distinct indices out of range(n), uniformly, ascending: int32 [m]."""
+    """m distinct indices out of range(n), uniformly, ascending.
+
+    Args:
+        key: the PRNG key.
+        n: the population (static).
+        m: the sample size, <= n (static).
+
+    Returns:
+        int32 `[m]`, sorted.
+    """
     return jnp.sort(jax.random.choice(key, n, (m,), replace=False)).astype(jnp.int32)
 
 
@@ -59,8 +80,22 @@ def with_participation(algorithm: FederatedAlgorithm, fraction: float = 1.0, cou
                        ) -> FederatedAlgorithm:
     """`algorithm` whose rounds train a uniform sample of the clients (see the module docstring).
 
-    Adds the metric `participants` (m) when sampling is on. Returns `algorithm` unchanged for
-    fraction 1.0 without a count."""
+    The metrics' `participants` column (m per round) is added by the program's per-round columns
+    (`fgl_jax.federated.communication.per_round_columns`), not by this wrapper.
+
+    Args:
+        algorithm: the algorithm; the state fields of its `train_axis` are gathered for the sample
+            and scattered back.
+        fraction: the fraction of training clients per round, in (0, 1].
+        count: a fixed number of clients per round, >= 1 (overrides `fraction`).
+
+    Returns:
+        The wrapped algorithm (every phase's round samples too), or `algorithm` unchanged for
+        fraction 1.0 without a count.
+
+    Raises:
+        ValueError: `count` < 1 or `fraction` outside (0, 1].
+    """
     if count is None and fraction == 1.0:
         return algorithm
     participants(10 ** 6, fraction, count)  # check the arguments now, not inside the trace

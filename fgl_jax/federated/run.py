@@ -13,6 +13,8 @@ An algorithm with `phases` (`fgl_jax.federated.algorithm.Phase`) gets one such p
 chunks end at phase starts, and the program of a phase applies the phase's hand-over when a chunk
 starts at its first round (a resume inside a phase skips it; checkpoints hold the one state
 structure all phases share).
+
+Shapes: C clients; `[rounds]` one value per round run.
 """
 from __future__ import annotations
 
@@ -73,12 +75,22 @@ class Tracker:
 
 @dataclasses.dataclass
 class RunResult:
-    """What every run returns, whatever the system.
+    """What every run returns, whatever the system (C clients).
 
-    history: metric -> np.ndarray [rounds_run] (per-client metrics [rounds_run, C]); best: the
-    reported round (`best_val`, `best_test`, `best_round` 1-based, plus whatever a `select` hook
-    adds); evaluations: rows returned by `Hooks.on_chunk` (each with its `round`); extras: what
-    `Hooks.finalize` returned (post-training evaluation, attacks, ...).
+    Attributes:
+        state: the algorithm's final state (a pytree).
+        history: metric -> np.ndarray `[rounds_run]` (per-client metrics `[rounds_run, C]`).
+        best: the reported round: "best_val", "best_test", "best_round" (1-based), plus whatever a
+            `select` hook adds.
+        compile_seconds: the time spent compiling.
+        run_seconds: the time spent running the rounds.
+        evaluations: rows returned by `Hooks.on_chunk` (each with its "round").
+        extras: what `Hooks.finalize` returned (post-training evaluation, attacks, ...).
+        diverged: True when the run stopped at a non-finite round (on_nonfinite="stop"); the history
+            ends before it.
+        checkpoint_seconds: the time the loop waited for checkpoints (saves are asynchronous).
+        summary: what summary.json holds (set by `run_config`).
+        timings: what timings.json holds (set by `run_config`).
     """
 
     state: PyTree
@@ -460,6 +472,24 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     checkpoint_meta: JSON fields recorded in every checkpoint's manifest (`fgl_jax.experiment`
     records the resolved config and its digest, which a resume checks).
     overwrite, resume_with_changes, devices, tensorboard: refused (`fgl_jax.run_config` acts on them).
+
+    Args:
+        algorithm: the `FederatedAlgorithm` (its init, round, evaluation and phases).
+        data: the algorithm's data, usually a `FedData` with `[C, ...]` client arrays.
+        key: the run's PRNG key (`jax.random.key(seed)`).
+        num_rounds: the rounds to run, > 0.
+        options: a `RunOptions`, as above; None: the defaults.
+        **changes: `RunOptions` fields to change.
+
+    Returns:
+        The `RunResult`: the final state, the per-round metrics history and the best-validation
+        round's metrics.
+
+    Raises:
+        ValueError: `num_rounds` <= 0, or an option that needs `run_config` (overwrite,
+            resume_with_changes, devices, tensorboard).
+        TypeError: `options` is not a `RunOptions`, or an unknown option in `changes`.
+        NonFiniteError: with on_nonfinite="raise", a round whose metrics are not finite.
     """
     opts = resolve_options(options, changes, "run")
     given = [f for f in CONFIG_ONLY if getattr(opts, f) != getattr(_DEFAULTS, f)]

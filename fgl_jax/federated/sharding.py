@@ -48,7 +48,17 @@ DEFAULT_CLIENT_FIELDS = ("personal", "opt")
 
 
 def client_mesh(devices: Optional[Sequence[jax.Device]] = None) -> Mesh:
-    """A 1-D mesh named "clients" over `devices` (default: every device of every process)."""
+    """A 1-D mesh named "clients" over `devices` (default: every device of every process).
+
+    Args:
+        devices: the devices, or None for `jax.devices()`.
+
+    Returns:
+        The `jax.sharding.Mesh` with one axis, "clients".
+
+    Raises:
+        ValueError: an empty device list.
+    """
     devices = list(jax.devices() if devices is None else devices)
     if not devices:
         raise ValueError("client_mesh: no devices given")

@@ -5,6 +5,8 @@ over rounds across S members. Members differ in
 their PRNG key and in traced hyperparameters stored in `state.hp` (e.g. lr, prox_mu): values
 that do not change any shape. A shape-changing parameter (hidden size, clients) cannot be
 vmapped; `check_sweepable` refuses it with a clear message.
+
+Shapes: S members (len(seeds)); `[S, rounds]` one value per member and round.
 """
 from __future__ import annotations
 
@@ -25,6 +27,18 @@ SHAPE_CHANGING = ("hidden", "num_layers", "clients", "local_steps", "rounds", "m
 
 @dataclasses.dataclass
 class SweepResult:
+    """The members of a sweep (`sweep`), S = len(seeds).
+
+    Attributes:
+        history: metric -> np.ndarray `[S, rounds]`.
+        best: "best_val", "best_test", "best_round" -> np.ndarray `[S]`, each member's
+            best-validation round.
+        members: one dict per member: its seed and hyperparameter values.
+        compile_seconds: the time spent compiling.
+        run_seconds: the time spent running.
+        diverged: per member, None or "round r: why" for a member that diverged.
+    """
+
     history: dict          # metric -> np.ndarray [S, rounds]
     best: dict             # best_val, best_test, best_round -> np.ndarray [S]
     members: list          # one dict per member: seed + hyperparameter values
@@ -65,6 +79,24 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
     member equals the corresponding single run (tested). A member whose metrics turn non-finite
     (or whose loss passes `loss_guard` x its first, see `fgl_jax.federated.run`) is reported on
     its rounds before that, with `SweepResult.diverged` saying where; the others are unaffected.
+
+    Args:
+        algorithm: the `FederatedAlgorithm`.
+        data: its data (a `FedData`), shared by every member.
+        seeds: the S members' seeds.
+        num_rounds: the rounds each member runs.
+        hparams: name in ``state.hp`` -> S values (one per member); None: every member uses the
+            algorithm's own values. Names that change shapes or the program are refused.
+        mode: "auto", "vmap" or "sequential" (above).
+        loss_guard: when positive, a round whose train_loss exceeds loss_guard x the first counts as diverged.
+        mesh: a 1-D device mesh over which the members are split, or None.
+
+    Returns:
+        A `SweepResult` with `[S, rounds]` histories and `[S]` best-round metrics.
+
+    Raises:
+        ValueError: no seeds, an unknown mode, a value list whose length is not S, or a
+            hyperparameter that is not traced (not in ``state.hp``) or changes shapes.
     """
     with x64_scope(algorithm):
         return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh)

@@ -17,6 +17,8 @@ node labels, so every algorithm that uses them needs no link-prediction copy.
 
 Parameters live under `encoder` (layers `layer_i`, as the node models: FedPer keeps the encoder's
 last layers local) and `dec_hidden` / `dec_out` (names without a layer number: always shared).
+
+Shapes: N nodes, D embedding width, P scored node pairs.
 """
 from __future__ import annotations
 
@@ -29,10 +31,20 @@ NEGATIVES = ("resample", "fixed")
 
 
 class LinkModel(nn.Module):
-    """encoder(batch) -> z [N, D]; score(z, src [P], dst [P]) -> logits [P].
+    """A link-prediction model: encoder(batch) -> z `[N, D]`; score(z, src `[P]`, dst `[P]`) -> logits `[P]`.
 
     Also carries how the task is trained and reported (`train_negatives`, `hits_k`), so the
-    shared loss and evaluation read one object."""
+    shared loss and evaluation read one object.
+
+    Attributes:
+        encoder: a node model giving embeddings `[N, D]` (e.g. `make_model("gcn", ...)`).
+        decoder: "dot" (the embeddings' inner product) or "mlp" (an MLP on z_u * z_v; module docstring).
+        hidden: the width of the MLP decoder's hidden layer.
+        dropout: the dropout on the MLP decoder's hidden layer.
+        train_negatives: "resample" (fresh uniform negatives every local step) or "fixed" (the
+            training negatives drawn once on the host, OpenFGL's).
+        hits_k: K of the Hits@K metric.
+    """
 
     encoder: nn.Module
     decoder: str = "dot"

@@ -7,6 +7,8 @@ logits [N, num_classes]. Layers are named `layer_0 .. layer_{L-1}` so that perso
 
 The first layer multiplies the raw features through `ops.feature_matmul`, so bag-of-words
 features stay sparse; every later layer works on dense hidden states.
+
+Shapes: N nodes, F input features, H hidden width, K classes.
 """
 from __future__ import annotations
 
@@ -413,8 +415,19 @@ class SumGCN(nn.Module):
 
 
 class ModelSpec(NamedTuple):
-    """The model a run was configured with, as data (for algorithms that build a variant of it,
-    e.g. FedPub's masked GCN or a generator of FedSage+): `spec.build()` == the run's model."""
+    """The model a run was configured with, as data.
+
+    For algorithms that build a variant of it (e.g. FedPub's masked GCN or a generator of FedSage+):
+    `spec.build()` == the run's model.
+
+    Attributes:
+        name: the model's registered name ("gcn", "sage", ...).
+        in_dim: F, the input feature width.
+        num_classes: K, the output width.
+        hidden: H, the hidden width.
+        num_layers: the number of layers.
+        dropout: the dropout rate.
+    """
 
     name: str
     in_dim: int
@@ -433,8 +446,23 @@ def make_model(name: str, in_dim: int, num_classes: int, hidden: int = 64, num_l
                dropout: float = 0.0, norm: str = "none", **kwargs) -> nn.Module:
     """Build a model by name ("gcn", "sage", "gat", "sgc", "mlp", "appnp", "cheb").
 
-    norm: the normalisation after each hidden layer (`layers.normalise`: none, batch, layer); a
-    model without hidden layers to normalise (sgc) takes only "none"."""
+    Args:
+        name: a registered model name (case-insensitive).
+        in_dim: F, the input feature width, > 0.
+        num_classes: K, the output width, > 0.
+        hidden: H, the hidden width, > 0.
+        num_layers: the number of layers, > 0.
+        dropout: the dropout rate in [0, 1).
+        norm: the normalisation after each hidden layer (`layers.normalise`: none, batch, layer); a
+            model without hidden layers to normalise (sgc) takes only "none".
+        **kwargs: model-specific options (e.g. GAT's heads), passed to its constructor.
+
+    Returns:
+        The flax module; applied to one client's batch it gives logits `[N, K]`.
+
+    Raises:
+        ValueError: an unknown name, a non-positive size, a dropout outside [0, 1) or a bad norm.
+    """
     key = name.lower()
     if not registry.has("model", key):
         raise ValueError(f"unknown model {name!r}; choose one of {registry.names('model')}")

@@ -4,6 +4,8 @@ label-Dirichlet over nodes or over communities, and their statistics.
 Every partitioner is a pure function `(graph, num_clients, ..., seed) -> Partition`; the
 Partition gives client node sets (`client_nodes`) and cross-client edges (`cross_edges(graph)`).
 `make_partition(graph, "louvain", 10, seed=0)` dispatches by name (for configs and the CLI).
+
+Shapes: N nodes, K clients (in the partition modules K counts clients).
 """
 from __future__ import annotations
 
@@ -25,8 +27,20 @@ def make_partition(graph: Graph, method: str, num_clients: int, seed: int = 0, *
     """Run the partitioner registered as `method` (a built-in one, `partition.base.partitioner`,
     or one a user registered with `fgl_jax.register("partition", name)`).
 
-    kwargs go to the partitioner (e.g. beta=0.5 for "dirichlet", resolution=1.0 and
-    packing="whole" for "louvain", num_communities=100 for "metis_plus").
+    Args:
+        graph: the graph to partition (N nodes).
+        method: a registered partition name ("random", "louvain", "metis", "dirichlet", ...).
+        num_clients: K, the number of clients.
+        seed: the partition's seed.
+        **kwargs: the partitioner's options (e.g. beta=0.5 for "dirichlet", resolution=1.0 and
+            packing="whole" for "louvain", num_communities=100 for "metis_plus").
+
+    Returns:
+        The `Partition`, assignment int32 `[N]` (built-in partitioners' results are cached).
+
+    Raises:
+        PartitionError: an unknown method, or option values the partitioner refuses.
+        TypeError: an option the partitioner does not take.
     """
     if not registry.has("partition", method):
         raise PartitionError(f"unknown partition method {method!r}; choose one of {registry.names('partition')}")

@@ -3,6 +3,8 @@
 A partition of a graph with N nodes into K clients is stored as one int32 vector
 `assignment [N]` (client id of every node). Storing the assignment rather than K node lists makes
 "disjoint" hold by construction; `validate` checks the rest (length N, ids in [0, K), no empty client).
+
+Shapes: N nodes, K clients.
 """
 from __future__ import annotations
 
@@ -34,10 +36,11 @@ class PartitionError(GraphError):
 class Partition:
     """An assignment of every node of a graph to exactly one of `num_clients` clients.
 
-    assignment: int32 [N], client id in [0, num_clients) of each node (read-only copy).
-    num_clients: K.
-    method: name of the partitioner that produced it ("random", "louvain", "dirichlet", ...).
-    seed: the seed it was produced with (provenance; same graph + method + seed = same assignment).
+    Attributes:
+        assignment: int32 `[N]`, client id in [0, num_clients) of each node (read-only copy).
+        num_clients: K.
+        method: name of the partitioner that produced it ("random", "louvain", "dirichlet", ...).
+        seed: the seed it was produced with (provenance; same graph + method + seed = same assignment).
     """
 
     assignment: np.ndarray

@@ -7,6 +7,8 @@ pairs that are not edges of the full graph (and not self-pairs), as many as the 
 keeps one such set for the whole run), disjoint from the evaluation negatives. On a graph too
 dense or too small to hold that many non-edges (a small client's subgraph), every non-edge is
 used: a split then has fewer negatives than positives, never an error.
+
+Shapes: N nodes, E directed edges, M undirected pairs, k pairs of one part.
 """
 from __future__ import annotations
 
@@ -17,7 +19,17 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class EdgeSplit:
-    """Undirected pairs (u, v) with u < v, int64 [k, 2] each."""
+    """An edge split for link prediction: undirected pairs (u, v) with u < v, int64 `[k, 2]` each.
+
+    Attributes:
+        num_nodes: N, the graph's node count.
+        train: int64 `[k_train, 2]`, the training edges.
+        val_pos: int64 `[k_val, 2]`, the validation edges.
+        val_neg: int64 `[k_val, 2]` (fewer when non-edges run out), validation non-edges.
+        test_pos: int64 `[k_test, 2]`, the test edges.
+        test_neg: int64 `[k_test, 2]`, test non-edges.
+        train_neg: int64 `[k_train, 2]` fixed training non-edges (train_negatives=True), else None.
+    """
 
     num_nodes: int
     train: np.ndarray
@@ -74,7 +86,24 @@ def random_edge_split(senders, receivers, num_nodes: int, train: float = 0.8, va
     """Split the undirected edges into train/val/test by fraction (must sum to 1 within 1e-6):
     round(val * M) validation and round(test * M) test edges, the rest training edges, so every
     edge is in exactly one part. Negatives: as many as the positives of each part (val, test, and
-    train when `train_negatives`), distinct, never an edge; capped by the non-edges there are."""
+    train when `train_negatives`), distinct, never an edge; capped by the non-edges there are.
+
+    Args:
+        senders: int `[E]` edge sources (either or both directions; merged into M undirected pairs).
+        receivers: int `[E]` edge targets.
+        num_nodes: N.
+        train: the training fraction in [0, 1].
+        val: the validation fraction in [0, 1].
+        test: the test fraction in [0, 1].
+        seed: the seed of `np.random.default_rng` (an int or a sequence, e.g. (seed, client)).
+        train_negatives: also sample fixed training negatives.
+
+    Returns:
+        An `EdgeSplit` of int64 `[k, 2]` pair arrays.
+
+    Raises:
+        ValueError: a fraction outside [0, 1], or fractions not summing to 1.
+    """
     for name, f in (("train", train), ("val", val), ("test", test)):
         if not 0.0 <= f <= 1.0:
             raise ValueError(f"random_edge_split: {name} fraction must be in [0, 1], got {f}")

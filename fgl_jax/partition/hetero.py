@@ -13,6 +13,8 @@ seg = floor(n / (K+2)) items:
 RE: client graph = edge-induced subgraph (isolated nodes and empty types dropped).
 RET: client graph = edge-type subgraph, compacted. If there are exactly K+1 types, client i
 gets [type i, last type] (the official special case). Fewer than K+1 types is an error.
+
+Shapes: K clients, R canonical edge types.
 """
 from __future__ import annotations
 
@@ -95,7 +97,23 @@ def random_edge_split(g: HeteroGraph, num_clients: int, seed: int = SPLIT_SEED, 
 
 def random_edge_type_split(g: HeteroGraph, num_clients: int, seed: int = SPLIT_SEED, add_reverse: bool = True,
                            rng: Optional[np.random.Generator] = None) -> HeteroSplit:
-    """RET: deal out whole canonical edge types; each client's schema is a different subset."""
+    """RET: deal out whole canonical edge types; each client's schema is a different subset.
+
+    Args:
+        g: the heterogeneous graph, without reverse edges (R canonical edge types).
+        num_clients: K, at most R - 1.
+        seed: the seed of the dealing (when `rng` is None).
+        add_reverse: add each client's reverse edges after the split.
+        rng: a generator to draw from instead of one seeded with `seed`.
+
+    Returns:
+        A `HeteroSplit`: K client graphs, owners bool `[R, K]` (edge type -> clients holding it),
+        strategy "RET".
+
+    Raises:
+        ValueError: num_clients not a positive integer, fewer than K + 1 edge types, or a graph
+            that already holds reverse edges.
+    """
     _check(g, num_clients)
     K, R = num_clients, len(g.canonical_etypes)
     if R < K + 1:

@@ -98,8 +98,18 @@ def louvain_communities(graph: Graph, resolution: float = 1.0, seed: int = 0,
                         adjacency: sp.csr_matrix | None = None) -> list[np.ndarray]:
     """Louvain communities of `graph` (edges undirected, self-loops ignored; networkx's Louvain).
 
-    Returns int64 arrays of sorted node ids, in canonical order: size descending, then smallest
-    node id (independent of set iteration order). Isolated nodes are singleton communities.
+    Args:
+        graph: the graph (N nodes).
+        resolution: Louvain's resolution, > 0 (larger gives more, smaller communities).
+        seed: networkx's seed, a non-negative integer.
+        adjacency: the symmetric CSR adjacency `[N, N]` if already built; None: built here.
+
+    Returns:
+        int64 arrays of sorted node ids, in canonical order: size descending, then smallest
+        node id (independent of set iteration order). Isolated nodes are singleton communities.
+
+    Raises:
+        PartitionError: a resolution that is not > 0, or a bad seed.
     """
     resolution = check_positive("resolution", resolution)
     seed = check_seed(seed)
@@ -128,7 +138,19 @@ def louvain_partition(graph: Graph, num_clients: int, seed: int = 0, resolution:
         cap) or "whole" (communities are never cut for size; largest first into the emptiest client).
     See the module docstring for the exact merging rules and their guarantees.
 
-    Returns a Partition with assignment int32 [N].
+    Args:
+        graph: as above.
+        num_clients: K, at most N.
+        seed: networkx's Louvain seed, a non-negative integer.
+        resolution: as above.
+        slack: as above.
+        packing: as above.
+
+    Returns:
+        A Partition with assignment int32 `[N]`.
+
+    Raises:
+        PartitionError: a bad num_clients, seed, resolution, slack or packing.
     """
     k = check_num_clients(num_clients, graph)
     seed = check_seed(seed)

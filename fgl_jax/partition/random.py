@@ -1,6 +1,8 @@
 """Equal-size random node split (FederatedScope-GNN's random splitter without overlap).
 
 HiFGL (spec §4) splits each Planetoid graph this way into 5 silos of near-equal node count.
+
+Shapes: N nodes, K clients.
 """
 from __future__ import annotations
 
@@ -18,7 +20,16 @@ def random_partition(graph: Graph, num_clients: int, seed: int = 0) -> Partition
     drawn with `np.random.default_rng(seed)`, so sizes are floor(N/K) or ceil(N/K) (differ by at
     most 1). Edges play no role.
 
-    Returns a Partition with assignment int32 [N].
+    Args:
+        graph: the graph (N nodes).
+        num_clients: K, at most N.
+        seed: the permutation's seed, a non-negative integer.
+
+    Returns:
+        A Partition with assignment int32 `[N]`.
+
+    Raises:
+        PartitionError: a bad num_clients or seed.
     """
     k = check_num_clients(num_clients, graph)
     seed = check_seed(seed)

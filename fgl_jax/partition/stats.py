@@ -12,6 +12,8 @@ Conventions (spec hifgl.md §3, §4, §5.2 item 15):
   distribution (over its labelled nodes) and the whole graph's; 0 = the global mix, 1 = disjoint.
   `partition_report` condenses all of it into a few numbers (what summary.json and
   `fgl-jax inspect --partition` show).
+
+Shapes: N nodes, K clients.
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
     """Per-client and federation-wide statistics of `partition` on `graph` (JSON-serialisable).
 
     Per-client lists (length K): num_nodes, intra_edges_undirected, intra_edges_directed,
-    train_nodes, val_nodes, test_nodes, labelled_nodes, label_counts ([K, C]), label_tv (TV distance
+    train_nodes, val_nodes, test_nodes, labelled_nodes, label_counts (`[K, num_classes]`), label_tv (TV distance
     of the client's label distribution from the global one; None for a client without labelled
     nodes), classes_present, leakage_count, leakage (ε_p^i as a fraction).
     Scalars: num_clients, cross_edges_undirected, cross_edges_directed, cross_edge_fraction
@@ -60,6 +62,16 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
     (cross_undirected / (mean_intra_undirected + cross_undirected), the paper's mixed-unit figure;
     CiteSeer's 95.21% is this), table2_cross_ratio_directed_intra (same with the directed intra mean;
     Cora's 90.69% is this), leakage_mean (global ε_p).
+
+    Args:
+        graph: the partitioned graph (N nodes).
+        partition: its `Partition`, K clients, assignment `[N]`.
+
+    Returns:
+        The statistics dict, keys as above (lists of length K, label_counts `[K, num_classes]`).
+
+    Raises:
+        PartitionError: the partition does not fit the graph.
     """
     validate(partition, graph)
     k, a = partition.num_clients, partition.assignment
@@ -137,6 +149,17 @@ def partition_report(graph: Graph, partition: Partition, stats: dict | None = No
     for K <= 50); edge_cut (undirected cross-client edges), edge_cut_fraction (of all undirected
     edges); label_tv {mean, max} over clients with labels; classes_per_client {mean, min} (of
     num_classes); leakage_mean (HiFGL's ε_p); clients_without_train (clients holding no training node).
+
+    Args:
+        graph: the partitioned graph.
+        partition: its `Partition` (K clients).
+        stats: `partition_stats(graph, partition)` if already computed; None: computed here.
+
+    Returns:
+        The report dict, keys as above.
+
+    Raises:
+        PartitionError: the partition does not fit the graph.
     """
     s = partition_stats(graph, partition) if stats is None else stats
     sizes = np.asarray(s["num_nodes"], np.float64)

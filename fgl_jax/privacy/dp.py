@@ -21,6 +21,8 @@ accountant, orders of its default list) and reported as epsilon at a given delta
       the clipped sum by up to 2C, so the Gaussian's multiplier relative to that sensitivity is z / 2.
       Rigorous for this mechanism, and larger.
 With m = N (everyone, every round) both are the Gaussian mechanism composed T times.
+
+Shapes: `[rounds]` one value per round.
 """
 from __future__ import annotations
 
@@ -79,7 +81,25 @@ def describe(noise_multiplier: float, sampled: int, population: int, rounds: int
 def epsilons(noise_multiplier: float, sampled: int, population: int, rounds: int, delta: float,
              sampling: str = "poisson", orders: Optional[Sequence[float]] = None) -> np.ndarray:
     """epsilon [rounds] at `delta` after rounds 1..rounds of DP-FedAvg with `sampled` of
-    `population` clients per round (see the module docstring for `sampling`); inf when z = 0."""
+    `population` clients per round (see the module docstring for `sampling`); inf when z = 0.
+
+    Args:
+        noise_multiplier: z, the Gaussian noise's multiplier of the clipping norm.
+        sampled: m, the clients per round, in 1..population.
+        population: the clients that can be sampled.
+        rounds: T, the rounds to account.
+        delta: the delta of (epsilon, delta)-DP.
+        sampling: "poisson" or "without_replacement".
+        orders: the RDP orders to minimise over; None: the accountant's defaults.
+
+    Returns:
+        float64 `[rounds]`: epsilon after each round 1..T (all inf when z = 0).
+
+    Raises:
+        ImportError: sampling "without_replacement" without the optional `dp-accounting` package
+            (Poisson sampling falls back to fgl_jax's own RDP accountant, `fgl_jax.privacy.rdp`).
+        ValueError: an unknown sampling, or sampled outside 1..population.
+    """
     if sampling not in SAMPLING:
         raise ValueError(f"dp sampling must be one of {SAMPLING}, got {sampling!r}")
     if not 1 <= sampled <= population:

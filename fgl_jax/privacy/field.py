@@ -144,6 +144,12 @@ def _validate_modulus_cached(p: int) -> int:
 def validate_modulus(p: Any) -> int:
     """Return ``p`` as a Python int after checking it is a prime with ``2 <= p <= 2**31 - 1``.
 
+    Args:
+        p: the candidate modulus.
+
+    Returns:
+        `p` as a Python int.
+
     Raises:
         ValueError: ``p`` is not an integer, not prime, or too large (the message names the value).
     """
@@ -156,6 +162,13 @@ def validate_frac_bits(frac_bits: Any, p: int = MERSENNE_31) -> int:
     """Return ``frac_bits`` after checking ``frac_bits >= 0`` and ``2**frac_bits < p / 2``.
 
     With ``2**frac_bits >= p / 2`` not even the value 1.0 would be representable in the signed range.
+
+    Args:
+        frac_bits: the candidate number of fractional bits.
+        p: the modulus it is for (validated too).
+
+    Returns:
+        `frac_bits` as a Python int.
 
     Raises:
         ValueError: the value is not a non-negative integer or is too large for ``p`` (the message names both).
@@ -184,6 +197,13 @@ def reduction_method(p: int, reduction: str = "auto") -> str:
     """Resolve ``reduction`` to ``"mersenne"`` or ``"mod"`` for modulus ``p`` (validates ``p``).
 
     ``"auto"`` picks the Mersenne fold when ``p = 2**k - 1`` and the integer remainder otherwise.
+
+    Args:
+        p: the modulus.
+        reduction: "auto", "mersenne" or "mod".
+
+    Returns:
+        "mersenne" or "mod".
 
     Raises:
         ValueError: unknown ``reduction``, or ``"mersenne"`` requested for a non-Mersenne ``p``.
@@ -340,7 +360,11 @@ _overflow_flag_jit = jax.jit(_overflow_flag_impl, static_argnames=("frac_bits", 
 
 
 def x64() -> Any:
-    """The x64 context used by every public function here (``jax.enable_x64(True)``)."""
+    """The x64 context used by every public function here (``jax.enable_x64(True)``).
+
+    Returns:
+        The context manager ``jax.enable_x64(True)``.
+    """
     return jax.enable_x64(True)
 
 
@@ -369,21 +393,56 @@ def reduce(x: Any, p: int = MERSENNE_31, *, bound: int = 2**63, reduction: Reduc
 
 
 def add(a: Any, b: Any, p: int = MERSENNE_31) -> jax.Array:
-    """(a + b) mod p for field elements in ``[0, p)``; shapes broadcast. Returns int64."""
+    """(a + b) mod p for field elements in ``[0, p)``; shapes broadcast. Returns int64.
+
+    Args:
+        a: int array ``[...]`` of field elements.
+        b: int array, broadcastable with `a`.
+        p: the prime modulus (static), <= 2**31 - 1.
+
+    Returns:
+        int64 array of the broadcast shape, in ``[0, p)``.
+
+    Raises:
+        ValueError: `p` is not a prime <= 2**31 - 1.
+    """
     validate_modulus(p)
     with x64():
         return _add_jit(_as_i64(a), _as_i64(b), p=p)
 
 
 def sub(a: Any, b: Any, p: int = MERSENNE_31) -> jax.Array:
-    """(a - b) mod p for field elements in ``[0, p)``; shapes broadcast. Returns int64."""
+    """(a - b) mod p for field elements in ``[0, p)``; shapes broadcast. Returns int64.
+
+    Args:
+        a: int array ``[...]`` of field elements.
+        b: int array, broadcastable with `a`.
+        p: the prime modulus (static), <= 2**31 - 1.
+
+    Returns:
+        int64 array of the broadcast shape, in ``[0, p)``.
+
+    Raises:
+        ValueError: `p` is not a prime <= 2**31 - 1.
+    """
     validate_modulus(p)
     with x64():
         return _sub_jit(_as_i64(a), _as_i64(b), p=p)
 
 
 def neg(a: Any, p: int = MERSENNE_31) -> jax.Array:
-    """(-a) mod p for field elements in ``[0, p)``. Returns int64 of the same shape."""
+    """(-a) mod p for field elements in ``[0, p)``. Returns int64 of the same shape.
+
+    Args:
+        a: int array ``[...]`` of field elements.
+        p: the prime modulus (static), <= 2**31 - 1.
+
+    Returns:
+        int64 array ``[...]`` in ``[0, p)``.
+
+    Raises:
+        ValueError: `p` is not a prime <= 2**31 - 1.
+    """
     validate_modulus(p)
     with x64():
         return _neg_jit(_as_i64(a), p=p)
@@ -393,6 +452,18 @@ def mul(a: Any, b: Any, p: int = MERSENNE_31, reduction: Reduction = "auto") -> 
     """(a * b) mod p for field elements in ``[0, p)``; shapes broadcast. Returns int64.
 
     The raw product is < 2^62 and is reduced immediately (Mersenne fold or remainder).
+
+    Args:
+        a: int array ``[...]`` of field elements.
+        b: int array, broadcastable with `a`.
+        p: the prime modulus (static), <= 2**31 - 1.
+        reduction: "auto" | "mersenne" | "mod" (the module docstring).
+
+    Returns:
+        int64 array of the broadcast shape, in ``[0, p)``.
+
+    Raises:
+        ValueError: `p` is not a prime <= 2**31 - 1, or an unusable `reduction`.
     """
     method = reduction_method(p, reduction)
     with x64():
@@ -400,7 +471,20 @@ def mul(a: Any, b: Any, p: int = MERSENNE_31, reduction: Reduction = "auto") -> 
 
 
 def pow(a: Any, e: int, p: int = MERSENNE_31, reduction: Reduction = "auto") -> jax.Array:  # noqa: A001
-    """a^e mod p elementwise, for a static non-negative Python-int exponent ``e`` (0^0 = 1). Returns int64."""
+    """a^e mod p elementwise, for a static non-negative Python-int exponent ``e`` (0^0 = 1). Returns int64.
+
+    Args:
+        a: int array ``[...]`` of field elements.
+        e: the exponent, a non-negative Python int (static).
+        p: the prime modulus (static), <= 2**31 - 1.
+        reduction: "auto" | "mersenne" | "mod" (the module docstring).
+
+    Returns:
+        int64 array ``[...]`` in ``[0, p)``.
+
+    Raises:
+        ValueError: a negative or non-integer `e`, a bad `p` or an unusable `reduction`.
+    """
     method = reduction_method(p, reduction)
     if isinstance(e, bool) or not isinstance(e, (int, np.integer)) or e < 0:
         raise ValueError(f"exponent e must be a non-negative Python integer, got {e!r}")
@@ -409,7 +493,19 @@ def pow(a: Any, e: int, p: int = MERSENNE_31, reduction: Reduction = "auto") -> 
 
 
 def inv(a: Any, p: int = MERSENNE_31, reduction: Reduction = "auto") -> jax.Array:
-    """Multiplicative inverse a^(p-2) mod p (Fermat). Maps 0 to 0, which has no inverse. Returns int64."""
+    """Multiplicative inverse a^(p-2) mod p (Fermat). Maps 0 to 0, which has no inverse. Returns int64.
+
+    Args:
+        a: int array ``[...]`` of field elements.
+        p: the prime modulus (static), <= 2**31 - 1.
+        reduction: "auto" | "mersenne" | "mod" (the module docstring).
+
+    Returns:
+        int64 array ``[...]`` in ``[0, p)``; 0 where `a` is 0.
+
+    Raises:
+        ValueError: `p` is not a prime <= 2**31 - 1, or an unusable `reduction`.
+    """
     method = reduction_method(p, reduction)
     with x64():
         return _inv_jit(_as_i64(a), p=p, method=method)
@@ -439,6 +535,9 @@ def dequantize(r: Any, frac_bits: int = 16, p: int = MERSENNE_31, dtype: Any = j
 
     Args:
         r: int array ``[...]`` of field elements in ``[0, p)``.
+        frac_bits: number of fractional bits f (static), as `quantize` used.
+        p: prime modulus (static).
+        dtype: the result's float dtype.
 
     Returns:
         float array ``[...]`` of ``dtype``.
@@ -449,7 +548,19 @@ def dequantize(r: Any, frac_bits: int = 16, p: int = MERSENNE_31, dtype: Any = j
 
 
 def max_abs_value(frac_bits: int = 16, p: int = MERSENNE_31, n_terms: int = 1) -> float:
-    """The exclusive bound on |x| accepted by :func:`check_range`: ``(p-1)/2 / (2**f * n_terms)``."""
+    """The exclusive bound on |x| accepted by :func:`check_range`: ``(p-1)/2 / (2**f * n_terms)``.
+
+    Args:
+        frac_bits: the number of fractional bits f.
+        p: the prime modulus.
+        n_terms: the largest number of values added together, >= 1.
+
+    Returns:
+        The bound, a float.
+
+    Raises:
+        ValueError: invalid `frac_bits`, `p` or `n_terms`.
+    """
     f = validate_frac_bits(frac_bits, p)
     n = _validate_n_terms(n_terms)
     return ((p - 1) // 2) / (2.0**f * n)
@@ -477,6 +588,9 @@ def check_range(x: Any, frac_bits: int = 16, p: int = MERSENNE_31, n_terms: int 
         x: float array ``[...]`` (converted to float64 NumPy on the host).
         frac_bits, p: the fixed-point format.
         n_terms: the largest number of values that will be added together (e.g. the maximum in-degree).
+
+    Returns:
+        None; returning at all means the values are safe.
 
     Raises:
         FieldOverflowError: naming how many and which entries are too big, the largest |x|, and the bound.

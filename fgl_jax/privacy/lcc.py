@@ -180,6 +180,10 @@ def _sample_mu_real_jit(key: jax.Array, T: int) -> LCCParams:  # noqa: N803
 def sample_mu_real(key: jax.Array, T: int = 1) -> LCCParams:  # noqa: N803
     """Real-LCC points: ``2T + 2`` distinct Chebyshev nodes in [-1, 1] (float64), randomly split.
 
+    Args:
+        key: PRNG key (can be vmapped over silos).
+        T: privacy threshold, static, ``T >= 1``.
+
     Returns:
         :class:`LCCParams` with ``p=None`` and float64 ``alphas [T+1]``, ``betas [T+1]``.
     """
@@ -192,6 +196,12 @@ def check_params(params: LCCParams) -> None:
     """Host-side check that the points are valid: distinct, and (field mode) non-zero elements of [0, p).
 
     Skipped silently when ``params`` holds tracers (inside jit/vmap).
+
+    Args:
+        params: :class:`LCCParams` with ``alphas, betas [..., T+1]``; field mode (``p`` set) or real mode.
+
+    Returns:
+        None; returning means the points are valid (or were not checked, under a trace).
 
     Raises:
         ValueError: shapes differ, fewer than 2 points each, points not distinct / out of range.
@@ -300,6 +310,10 @@ def encode_matrix(params: LCCParams, reduction: Reduction = "auto") -> jax.Array
 def decode_coeffs(params: LCCParams, reduction: Reduction = "auto") -> jax.Array:
     """Decoding weights ``lam[k] = prod_{l != k} (betas[0] - alphas[l]) / (alphas[k] - alphas[l])``.
 
+    Args:
+        params: :class:`LCCParams` with ``alphas, betas [T+1]``; field mode (int64) or real mode (``p=None``).
+        reduction: the field reduction, "auto" | "mersenne" | "mod" (ignored in real mode).
+
     Returns:
         ``lam [T+1]``: int64 in F_p, or float64 in real mode.
     """
@@ -406,7 +420,20 @@ def _uniform_real_jit(key: jax.Array, shape: tuple[int, ...], scale: jax.Array) 
 
 
 def sample_masks_real(key: jax.Array, T: int, shape: tuple[int, ...], scale: float = 1.0) -> jax.Array:
-    """Real-LCC masks: float64 ``[T, *shape]`` uniform in ``[-scale, scale)`` (no privacy claim over the reals)."""
+    """Real-LCC masks: float64 ``[T, *shape]`` uniform in ``[-scale, scale)`` (no privacy claim over the reals).
+
+    Args:
+        key: PRNG key.
+        T: privacy threshold, static, ``T >= 1``.
+        shape: the shape of one mask ``[..., d]``.
+        scale: the masks' half-width.
+
+    Returns:
+        float64 masks ``[T, *shape]``.
+
+    Raises:
+        ValueError: ``T`` is not a positive integer.
+    """
     T = _validate_T(T, None)
     with F.x64():
         return _uniform_real_jit(key, shape=(T, *tuple(int(s) for s in shape)), scale=F._as_f64(scale))
@@ -474,7 +501,16 @@ def _encode_real_jit(x: jax.Array, z: jax.Array, U: jax.Array) -> jax.Array:  # 
 
 
 def encode_real(x: Any, z: Any, U: Any) -> jax.Array:  # noqa: N803
-    """Real-LCC encoding (float64), same formula as :func:`encode`: shares ``[T+1, ..., d]``."""
+    """Real-LCC encoding (float64), same formula as :func:`encode`: shares ``[T+1, ..., d]``.
+
+    Args:
+        x: float data ``[..., d]``.
+        z: float masks ``[T, ..., d]`` (from :func:`sample_masks_real`).
+        U: float64 encoding matrix ``[T+1, T+1]`` (from :func:`encode_matrix` in real mode).
+
+    Returns:
+        float64 shares ``[T+1, ..., d]``.
+    """
     with F.x64():
         return _encode_real_jit(F._as_f64(x), F._as_f64(z), F._as_f64(U))
 
@@ -514,7 +550,15 @@ def _decode_real_jit(S: jax.Array, lam: jax.Array) -> jax.Array:  # noqa: N803
 
 
 def decode_real(S: Any, lam: Any) -> jax.Array:  # noqa: N803
-    """Real-LCC decoding (float64): ``sum_k S[k] lam[k]``, ``[T+1, ..., d] -> [..., d]``."""
+    """Real-LCC decoding (float64): ``sum_k S[k] lam[k]``, ``[T+1, ..., d] -> [..., d]``.
+
+    Args:
+        S: float shares ``[T+1, ..., d]``.
+        lam: float64 decoding weights ``[T+1]`` (from :func:`decode_coeffs` in real mode).
+
+    Returns:
+        float64 ``[..., d]``.
+    """
     with F.x64():
         return _decode_real_jit(F._as_f64(S), F._as_f64(lam))
 
@@ -528,6 +572,15 @@ def max_segment_terms(p: int = MERSENNE_31) -> int:
     """Largest number of field elements an int64 accumulator can add without overflow: ``(2^63-1) // (p-1)``.
 
     For p = 2^31 - 1 this is 2^32 + 4: inputs are < 2^31, so int64 sums of up to 2^32 of them cannot overflow.
+
+    Args:
+        p: prime modulus.
+
+    Returns:
+        The largest number of terms, a Python int.
+
+    Raises:
+        ValueError: ``p`` is not a prime <= 2^31 - 1.
     """
     p = F.validate_modulus(p)
     return _INT64_MAX // max(p - 1, 1)
@@ -611,6 +664,16 @@ def segment_sum_real(
     """Real-LCC twin of :func:`field_segment_sum`: float64 per-segment sums along ``axis``.
 
     Kept inside the x64 scope because a float64 sum taken outside it is silently truncated to float32.
+
+    Args:
+        shares: float shares with the segmented dimension at ``axis``, e.g. ``[T+1, E, d]`` with ``axis=1``.
+        segment_ids: int ``[E]`` target index of each entry; ids outside ``[0, num_segments)`` are dropped.
+        num_segments: number of segments N (static).
+        axis: the segmented dimension of ``shares`` (static).
+        indices_are_sorted: ``segment_ids`` are sorted (a faster segment sum).
+
+    Returns:
+        float64 sums: ``shares`` with dimension ``axis`` replaced by N.
     """
     with F.x64():
         shares = F._as_f64(shares)

@@ -49,7 +49,19 @@ Array = jax.Array
 
 
 def check_params(eps: float, a: float, b: float) -> None:
-    """Host-side validation (jit cannot raise on values): eps > 0, a < b, all finite except eps=inf."""
+    """Host-side validation (jit cannot raise on values): eps > 0, a < b, all finite except eps=inf.
+
+    Args:
+        eps: the LDP budget epsilon.
+        a: the public lower feature bound.
+        b: the public upper feature bound, > a.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: eps not > 0 (or NaN), non-finite bounds, or a >= b.
+    """
     if not (isinstance(eps, (int, float)) and eps > 0) or math.isnan(eps):
         raise ValueError(f"one-bit LDP: epsilon must be > 0, got {eps!r}")
     if not (math.isfinite(a) and math.isfinite(b)):
@@ -63,13 +75,37 @@ BUDGETS = ("per-recipient", "per-coordinate-average")
 
 
 def check_budget(budget: str) -> None:
+    """Host-side check of a budget name.
+
+    Args:
+        budget: "per-recipient" or "per-coordinate-average" (`BUDGETS`).
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: an unknown budget.
+    """
     if budget not in BUDGETS:
         raise ValueError(f"one-bit LDP: budget must be one of {BUDGETS}, got {budget!r}")
 
 
 def coordinate_budget(eps: float, num_bins: Array, d: int, budget: str = "per-recipient") -> Array:
     """eps' per device [N]: eps / ceil(d / B) ("per-recipient": the largest bin, hence every
-    recipient, costs <= eps) or eps * B / d ("per-coordinate-average": paper, Thm 4)."""
+    recipient, costs <= eps) or eps * B / d ("per-coordinate-average": paper, Thm 4).
+
+    Args:
+        eps: the budget epsilon.
+        num_bins: int `[N]`, B(u) per device (clipped to [1, d]).
+        d: the feature dimension.
+        budget: "per-recipient" or "per-coordinate-average".
+
+    Returns:
+        float32 `[N]`, eps' per device.
+
+    Raises:
+        ValueError: an unknown budget.
+    """
     check_budget(budget)
     num_bins = jnp.clip(jnp.asarray(num_bins, jnp.float32), 1.0, float(d))
     if budget == "per-recipient":
@@ -78,28 +114,68 @@ def coordinate_budget(eps: float, num_bins: Array, d: int, budget: str = "per-re
 
 
 def encode_probs(x: Array, eps_coord: Array, a: float = 0.0, b: float = 1.0) -> Array:
-    """Eq. 26: Pr[x' = 1] per coordinate. x [..., d] (clipped to [a, b]); eps_coord broadcast [..., 1]."""
+    """Eq. 26: Pr[x' = 1] per coordinate.
+
+    Args:
+        x: `[..., d]` features (clipped to [a, b]).
+        eps_coord: eps', broadcast against `x` (e.g. `[..., 1]`).
+        a: the public lower feature bound.
+        b: the public upper feature bound, > a.
+
+    Returns:
+        `[..., d]` probabilities in [1/(e^eps'+1), e^eps'/(e^eps'+1)].
+    """
     e = jnp.exp(eps_coord)
     t = (jnp.clip(x, a, b) - a) / (b - a)
     return 1.0 / (e + 1.0) + t * (e - 1.0) / (e + 1.0)
 
 
 def recover(bits: Array, eps_coord: Array, a: float = 0.0, b: float = 1.0) -> Array:
-    """Eq. 27: x'' = (x' - 1/2)(b - a)(e^eps' + 1)/(e^eps' - 1) + (a + b)/2; x' in {0, 0.5, 1}."""
+    """Eq. 27: x'' = (x' - 1/2)(b - a)(e^eps' + 1)/(e^eps' - 1) + (a + b)/2; x' in {0, 0.5, 1}.
+
+    Args:
+        bits: x', `[..., d]` in {0, 0.5, 1} (0.5: not encoded).
+        eps_coord: eps', broadcast against `bits`.
+        a: the public lower feature bound.
+        b: the public upper feature bound, > a.
+
+    Returns:
+        x'', `[..., d]`; 0.5 decodes to the midpoint (a + b)/2.
+    """
     e = jnp.exp(eps_coord)
     c = (e + 1.0) / (e - 1.0)
     return (bits - 0.5) * (b - a) * c + 0.5 * (a + b)
 
 
 def encode_bits(key: Array, x: Array, eps_coord: Array, a: float = 0.0, b: float = 1.0) -> Array:
-    """Sample x' in {0, 1} (float) per coordinate by Eq. 26. x [N, d], eps_coord [N]."""
+    """Sample x' in {0, 1} (float) per coordinate by Eq. 26.
+
+    Args:
+        key: PRNG key.
+        x: `[N, d]` features (clipped to [a, b]).
+        eps_coord: `[N]`, eps' per device.
+        a: the public lower feature bound.
+        b: the public upper feature bound, > a.
+
+    Returns:
+        float32 `[N, d]` of 0.0 and 1.0.
+    """
     p = encode_probs(x, eps_coord[..., None], a, b)
     return (jax.random.uniform(key, x.shape) < p).astype(jnp.float32)
 
 
 def make_bins(key: Array, num_bins: Array, d: int) -> Array:
     """Bin id per coordinate, int32 [N, d]: a uniform random permutation split into B(u)
-    near-equal chunks (sizes floor(d/B) or ceil(d/B); spec caveat (ii)). num_bins int [N] in [1, d]."""
+    near-equal chunks (sizes floor(d/B) or ceil(d/B); spec caveat (ii)).
+
+    Args:
+        key: PRNG key.
+        num_bins: int `[N]`, B(u) per device, in [1, d] (clipped).
+        d: the feature dimension.
+
+    Returns:
+        int32 `[N, d]`, each coordinate's bin in [0, B(u)).
+    """
     n = num_bins.shape[0]
     rank = jnp.argsort(jnp.argsort(jax.random.uniform(key, (n, d)), axis=1), axis=1)
     bins = jnp.clip(num_bins, 1, d).astype(jnp.int32)[:, None]
@@ -107,7 +183,16 @@ def make_bins(key: Array, num_bins: Array, d: int) -> Array:
 
 
 def bin_sizes(num_bins: Array, d: int, k: Array) -> Array:
-    """|chunk k| for B bins over d coordinates: ceil((k+1) d / B) - ceil(k d / B)."""
+    """|chunk k| for B bins over d coordinates: ceil((k+1) d / B) - ceil(k d / B).
+
+    Args:
+        num_bins: int B per entry (clipped to [1, d]), broadcastable with `k`.
+        d: the number of coordinates.
+        k: int chunk index in [0, B).
+
+    Returns:
+        int, the chunk sizes, of the broadcast shape.
+    """
     bins = jnp.clip(num_bins, 1, d)
     return -((-(k + 1) * d) // bins) + ((-k * d) // bins)
 
@@ -118,8 +203,21 @@ def recipient_epsilon(eps: float, num_bins, src, recipient_bin, d: int, budget: 
     The recipient sees |bin| coordinates, each eps'-LDP with independent noise, and 0.5 elsewhere
     whatever the input; the bins are drawn independently of the input; so its view is
     (|bin| eps')-LDP by sequential composition, and this is tight (inputs at the two bounds
-    reach it). num_bins: int [N] B(u); src / recipient_bin: int [P] as in `onebit_ldp`.
-    Host-side NumPy (float64), for the run summary and tests.
+    reach it). Host-side NumPy (float64), for the run summary and tests.
+
+    Args:
+        eps: the budget epsilon.
+        num_bins: int `[N]`, B(u).
+        src: int `[P]`, as in `onebit_ldp`.
+        recipient_bin: int `[P]`, as in `onebit_ldp`.
+        d: the feature dimension.
+        budget: "per-recipient" or "per-coordinate-average".
+
+    Returns:
+        float64 `[P]`.
+
+    Raises:
+        ValueError: an unknown budget, or a recipient_bin outside [0, B(sender)).
     """
     check_budget(budget)
     num_bins = np.clip(np.asarray(num_bins, np.int64), 1, d)
@@ -133,7 +231,17 @@ def recipient_epsilon(eps: float, num_bins, src, recipient_bin, d: int, budget: 
 
 
 def mmse_factor(eps_coord: Array, prior_var: float, a: float = 0.0, b: float = 1.0) -> Array:
-    """lam = s2 / (s2 + Var[x'']) with Var[x''] <= (b-a)^2 C^2 / 4, C = (e^eps'+1)/(e^eps'-1)."""
+    """lam = s2 / (s2 + Var[x'']) with Var[x''] <= (b-a)^2 C^2 / 4, C = (e^eps'+1)/(e^eps'-1).
+
+    Args:
+        eps_coord: eps' (any shape).
+        prior_var: s2, the public prior variance of a feature, > 0.
+        a: the public lower feature bound.
+        b: the public upper feature bound, > a.
+
+    Returns:
+        lam in (0, 1), of `eps_coord`'s shape.
+    """
     e = jnp.exp(eps_coord)
     c = (e + 1.0) / (e - 1.0)
     return prior_var / (prior_var + 0.25 * (b - a) ** 2 * c ** 2)
@@ -162,13 +270,28 @@ def onebit_ldp(key: Array, x: Array, num_bins: Array, src: Array, recipient_bin:
                prior_var: float | None = None) -> tuple[Array, Array]:
     """Recovered partial features for every (sender, recipient) pair.
 
-    x: [N, d] features in [a, b]; num_bins: int [N] B(u) (clipped to [1, d]; spec caveat iii);
-    src: int [P] sender u of pair p; recipient_bin: int [P] in [0, B(src)) the bin the recipient
-    receives. Returns (x'' [P, d] in {mid, (a+b)/2 ± (b-a)C/2}, eps' [N]).
-    eps = inf disables noise is NOT supported (use raw features instead); eps must be > 0.
-    budget: "per-recipient" (every recipient's view is eps-LDP) or "per-coordinate-average"
-    (the paper's eps' = eps B / d; up to ~2 eps for some recipients), see the module docstring.
-    prior_var: optional MMSE shrinkage (module docstring); None = paper-literal recovery.
+    eps = inf (no noise) is NOT supported (use raw features instead); eps must be > 0.
+
+    Args:
+        key: PRNG key.
+        x: `[N, d]` features in [a, b] (N devices).
+        num_bins: int `[N]`, B(u) (clipped to [1, d]; spec caveat iii).
+        src: int `[P]`, the sender u of pair p.
+        recipient_bin: int `[P]` in [0, B(src)), the bin the recipient receives.
+        eps: the budget epsilon, > 0.
+        a: the public lower feature bound.
+        b: the public upper feature bound, > a.
+        budget: "per-recipient" (every recipient's view is eps-LDP) or "per-coordinate-average"
+            (the paper's eps' = eps B / d; up to ~2 eps for some recipients), see the module docstring.
+        rescale: multiply the encoded deviations by d/|bin| (unbiased over the bin draw).
+        prior_var: optional MMSE shrinkage (module docstring); None = paper-literal recovery.
+
+    Returns:
+        `(x'', eps')`: x'' `[P, d]` in {mid, (a+b)/2 ± (b-a)C/2} (other values with `rescale` or
+        `prior_var`), eps' `[N]`.
+
+    Raises:
+        ValueError: an unknown budget, a bad prior_var, eps or bounds, or x not `[N, d]`.
     """
     check_budget(budget)
     if prior_var is not None and not (math.isfinite(prior_var) and prior_var > 0):

@@ -41,6 +41,12 @@ METHOD_NAMES = {"ib": "FedGC", "none": "FedGC-noIB", "pl": "FedGC-PL", "ldp": "F
 
 @dataclasses.dataclass(frozen=True)
 class FedGCConfig(RunSpec):
+    """One FedGC run: federated graph condensation, then the condensed graph's evaluation.
+
+    Every field is a schema option whose help text is its documentation (`fgl-jax fedgc --help`,
+    the CLI reference); `fj.default_config("fedgc", ...)` makes one with the paper's defaults.
+    """
+
     # --- run, partition and communication -------------------------------------------------------
     dataset: str = option("cora", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory")
     rounds: int = option(2000, "federated condensation rounds (one fresh relay θ per round)", low=1)
