@@ -34,9 +34,24 @@ PyTree = Any
 
 def secure_mean(weighting: str = "weights", threshold: Optional[int] = None, dropout: float = 0.0,
                 frac_bits: int = 20, self_mask: bool = True, p: int = F.MERSENNE_31) -> Aggregator:
-    """Reduce [C, ...] -> [...]: the weighted ("weights") or uniform mean through the secure sum (see
-    the module docstring). threshold: Shamir threshold t (None: a majority of the round's C clients);
-    dropout: the fraction of the round's clients that drop out after the setup."""
+    """Reduce `[C, ...]` -> `[...]`: the weighted or uniform mean through the secure sum (see the
+    module docstring).
+
+    Args:
+        weighting: "weights" (each client's aggregation weight) or "uniform".
+        threshold: the Shamir threshold t (None: a majority of the round's C clients).
+        dropout: the fraction of the round's clients that drop out after the setup, in [0, 1).
+        frac_bits: the fixed-point encoding's fractional bits.
+        self_mask: whether each client adds a self-mask (Bonawitz et al.'s double masking).
+        p: the field's prime.
+
+    Returns:
+        An `Aggregator` of kind "reduce"; a round whose sum could overflow the field, or with fewer
+        than t survivors, aggregates to NaN (the run stops as diverged).
+
+    Raises:
+        ValueError: an unknown weighting, a dropout outside [0, 1) or frac_bits the field cannot hold.
+    """
     if weighting not in WEIGHTINGS:
         raise ValueError(f"secure_mean: weighting must be one of {WEIGHTINGS}, got {weighting!r}")
     if not 0.0 <= dropout < 1.0:

@@ -356,8 +356,18 @@ def authors_code_encode(key: Array, x: Array, src: Array, eps: Array, d: int) ->
 
 def authors_code_epsilon(eps: float, src, n: int, d: int) -> np.ndarray:
     """The budget each (sender, recipient) pair realises under `authors_code_encode`: d coordinates,
-    each exp(eps / m_u)-LDP, composed: d * exp(eps / m_u) (float `[P]`; inf where it overflows).
-    The exact leak of the sender's feature minimum and maximum comes on top and has no epsilon."""
+    each exp(eps / m_u)-LDP, composed: d * exp(eps / m_u). The exact leak of the sender's feature
+    minimum and maximum comes on top and has no epsilon.
+
+    Args:
+        eps: the budget the run names.
+        src: int `[P]` the sender of each pair (m_u: how many pairs u sends).
+        n: N, the number of devices.
+        d: the feature dimension.
+
+    Returns:
+        float64 `[P]`: each pair's realised epsilon (inf where it overflows).
+    """
     src = np.asarray(src)
     m = np.maximum(np.bincount(src, minlength=n), 1).astype(np.float64)[src]
     with np.errstate(over="ignore"):
