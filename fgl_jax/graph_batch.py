@@ -86,8 +86,9 @@ def cut_minibatches(index: np.ndarray, batch_size: int) -> list[np.ndarray]:
     return [index[i:i + batch_size] for i in range(0, len(index), batch_size)]
 
 
-def budgets(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int) -> tuple[int, int, int]:
-    """(M, N, E) needed to pack every client's `groups[c]` (GraphSet rows) in runs of batch_size."""
+def needs(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int) -> tuple[int, int, int]:
+    """(mini-batches, nodes, edges) of the largest client and mini-batch when every client's
+    `groups[c]` (GraphSet rows) is cut into runs of batch_size."""
     m, n, e = 1, 0, 0
     npg, epg = gs.nodes_per_graph, gs.edges_per_graph
     for idx in groups:
@@ -95,6 +96,12 @@ def budgets(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int) -> tupl
         m = max(m, len(runs))
         for run in runs:
             n, e = max(n, int(npg[run].sum())), max(e, int(epg[run].sum()))
+    return m, n, e
+
+
+def budgets(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int) -> tuple[int, int, int]:
+    """The default (M, N, E): `needs`, with one padding node and N, E rounded up to multiples of 8."""
+    m, n, e = needs(gs, groups, batch_size)
     return m, _round_up(n + 1, 8), _round_up(e, 8)
 
 
@@ -115,9 +122,11 @@ def pack_clients(gs: GraphSet, groups: Sequence[np.ndarray], masks: Optional[dic
     N = n0 if num_nodes is None else int(num_nodes)
     E = e0 if num_edges is None else int(num_edges)
     G = batch_size + 1 if num_graph_slots is None else int(num_graph_slots)
-    if M < m0 or N < n0 - 7 or E < e0 - 7 or G < batch_size + 1 or N < 1:
+    m1, n1, e1 = needs(gs, groups, batch_size)
+    if M < m1 or N < n1 + 1 or E < max(e1, 1) or G < batch_size + 1:
         raise ValueError(f"pack_clients: budgets M={M}, N={N}, E={E}, G={G} are below what the graphs need "
-                         f"(M>={m0}, N>={n0 - 7}, E>={e0 - 7}, G>={batch_size + 1})")
+                         f"(M>={m1}, N>={n1 + 1} with one padding node, E>={max(e1, 1)}, G>={batch_size + 1} "
+                         "with one padding graph)")
     C, F = len(groups), gs.num_features
     split = {"train": np.ones(gs.num_graphs, bool)} if masks is None else masks
     x = np.zeros((C, M, N, F), np.float32)

@@ -129,7 +129,8 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
 
             return local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
 
-        new, opt, losses = map_clients(graph_client if is_graph(model) else client, common.client_chunk)(start, opt, data.train,
+        train = graph_client if is_graph(model) else client
+        new, opt, losses = map_clients(train, common.client_chunk)(start, opt, data.train,
                                                                    jax.random.split(key, ct), prev)
         server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         metrics = evaluate_round(model, common, data, server=server, trained=new)

@@ -13,8 +13,8 @@ Layout (one folder `<NAME>/`, 1-based ids over the whole collection, one record 
 A set with neither node labels nor attributes (IMDB-BINARY, IMDB-MULTI) gets one-hot degree features:
 the degree (number of `_A` lines leaving the node) clipped to `degree_cap`, one-hot over 0..cap. The
 default cap is the set's largest degree (PyG's `OneHotDegree(max_degree)`, as GCFL and OpenFGL use):
-135 on IMDB-BINARY, 88 on IMDB-MULTI (counted after the repeated lines are merged). Every malformed line is one `DataFormatError` naming the file,
-the 1-based line and the value.
+135 on IMDB-BINARY, 88 on IMDB-MULTI (counted after the repeated lines are merged). Every malformed
+line is one `DataFormatError` naming the file, the 1-based line and the value.
 
     load("PROTEINS")                       # registered name: files under <data dir>/tu/PROTEINS/
     load("MUTAG_TU")                       # (the name "mutag" is the RDF MUTAG of FedHGN)
@@ -320,14 +320,14 @@ def read_tu(path: PathLike, name: Optional[str] = None, degree_cap: Optional[int
     bad = np.flatnonzero((edges < 1).any(1) | (edges > n).any(1))
     if bad.size:
         i = int(bad[0])
-        raise DataFormatError(f"{f.where('A')}, line {i + 1}: node id in {tuple(edges[i].tolist())} outside 1..{n} (the nodes "
-                              "of _graph_indicator)")
+        raise DataFormatError(f"{f.where('A')}, line {i + 1}: node id in {tuple(edges[i].tolist())} outside "
+                              f"1..{n} (the nodes of _graph_indicator)")
     s, r = edges[:, 0] - 1, edges[:, 1] - 1
     cross = np.flatnonzero(ind[s] != ind[r])
     if cross.size:
         i = int(cross[0])
-        raise DataFormatError(f"{f.where('A')}, line {i + 1}: edge {tuple(edges[i].tolist())} joins graphs {ind[s[i]]} and "
-                              f"{ind[r[i]]}")
+        raise DataFormatError(f"{f.where('A')}, line {i + 1}: edge {tuple(edges[i].tolist())} joins graphs "
+                              f"{ind[s[i]]} and {ind[r[i]]}")
     # a repeated (row, col) line is one edge (PyG's coalesce; IMDB-BINARY/-MULTI list every edge line twice)
     _, first = np.unique(s * n + r, return_index=True)
     keep = np.sort(first)

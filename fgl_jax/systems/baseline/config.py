@@ -163,7 +163,8 @@ class BaselineFields(RunSpec):
     lp_hits_k: int = option(50, "link prediction: K of the Hits@K metric (OGB's ogbl-collab K)", low=1)
     graph_model: str = option("gin", "graph_cls / graph_reg: node layers of the graph model (gin: GIN-0 with a "
                               "2-layer MLP per layer; gcn)", choices=("gin", "gcn"))
-    graph_pooling: str = option("mean", "graph_cls / graph_reg: readout of the node states (mean: stable without batch norm; sum: GIN paper)", choices=("sum", "mean", "max"))
+    graph_pooling: str = option("mean", "graph_cls / graph_reg: readout of the node states (mean: stable without "
+                                "batch norm; sum: the GIN paper's)", choices=("sum", "mean", "max"))
     graph_batch_size: int = option(32, "graph_cls / graph_reg: graphs per mini-batch (local_steps = local epochs "
                                    "over a client's mini-batches)", low=1)
 
