@@ -150,8 +150,9 @@ class BaselineFields(RunSpec):
                                 low=0, high=1)
     processing_seed: int = option(0, "seed of the robustness perturbations (one stream per kind)")
     # --- the learning task (docs/simulation.md, "Link prediction") ---
-    task: str = option("node_cls", "learning task: node_cls (node classification) or link_pred (link prediction "
-                       "on each client's own edges)", choices=TASKS)
+    task: str = option("node_cls", "learning task: node_cls (node classification), link_pred (link prediction "
+                       "on each client's own edges), graph_cls / graph_reg (graph classification / regression: "
+                       "clients hold whole graphs, docs/graph_fl.md)", choices=TASKS)
     lp_decoder: str = option("dot", "link prediction: pair decoder, dot product of the embeddings or a 2-layer "
                              "MLP on their elementwise product", choices=DECODERS)
     lp_train_frac: float = option(0.8, "link prediction: fraction of each client's edges used for training "
