@@ -134,3 +134,16 @@ def test_bad_indicator_and_attributes(tmp_path):
     (folder / "TOY_node_attributes.txt").write_text("0.5, 1\n1.5, nan\n2.5, 3\n3.5, 4\n4.5, 5\n")
     with pytest.raises(DataFormatError, match=r"node_attributes.txt, line 2: 'nan' is not a finite number"):
         read_tu(folder)
+
+
+def test_inspect_and_datasets_list_tu_sets(tmp_path, data_dir):
+    from fgl_jax.data import list_datasets
+    from fgl_jax.inspection import inspect_dataset
+    lines = inspect_dataset(str(write_tu(tmp_path / "TOY")))
+    assert lines[0].endswith("(graphs: a graph-classification set)")
+    assert "graphs:     2" in lines and any(line.startswith("classes:    2 (graphs per class [1, 1]") for line in lines)
+    rows = {r["name"]: r for r in list_datasets(data_dir)}
+    for name in ("aids", "bzr", "cox2", "enzymes", "mutag_tu", "nci1", "proteins", "ptc_mr", "imdb_binary",
+                 "imdb_multi"):
+        assert rows[name]["kind"] == "graphs" and rows[name]["found"], rows[name]
+    assert rows["mutag"]["kind"] == "hetero"        # the RDF MUTAG keeps its name
