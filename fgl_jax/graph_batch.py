@@ -173,17 +173,3 @@ def select_graph_clients(batch: GraphBatch, index: np.ndarray) -> GraphBatch:
     """The clients `index` of a GraphBatch (host-side gather, once)."""
     index = np.asarray(index)
     return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[index]), batch)
-
-
-def make_graph_fed_data(eval_batch: GraphBatch, train_batch: GraphBatch):
-    """FedData of a graph-level task: `eval` holds every client's graphs with the split masks,
-    `train` the clients holding a training graph, their training graphs only (so local epochs walk
-    training graphs only); train_weight = training graphs per client (FedAvg's weights)."""
-    from fgl_jax.federated.algorithm import FedData
-    counts = (np.asarray(train_batch.train_mask).sum(axis=(1, 2)) * np.asarray(eval_batch.client_mask))
-    index = np.flatnonzero(counts > 0).astype(np.int32)
-    if index.size == 0:
-        raise ValueError("no client holds a training graph: check the split fractions")
-    train = train_batch if index.size == train_batch.num_clients else select_graph_clients(train_batch, index)
-    return FedData(eval=eval_batch, train=train, train_index=jax.device_put(index),
-                   train_weight=jax.device_put(counts[index].astype(np.float32)), train_is_eval=False)

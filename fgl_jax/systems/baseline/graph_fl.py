@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+import jax
 import numpy as np
 
 from fgl_jax import registry
 from fgl_jax.data import load, source
 from fgl_jax.data.tu import GraphSet, check_graph_set
-from fgl_jax.graph_batch import make_graph_fed_data, pack_clients
+from fgl_jax.federated.algorithm import FedData
+from fgl_jax.graph_batch import GraphBatch, pack_clients, select_graph_clients
 from fgl_jax.nn.graph import GraphClassifier
 from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, per_client_graph_split,
                                       uniform_graph_partition)
@@ -77,6 +79,19 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
         report["labels_per_client"] = [np.bincount(gs.y[assignment == c], minlength=gs.num_classes).tolist()
                                        for c in range(clients)]
     return gs, data, report
+
+
+def make_graph_fed_data(eval_batch: GraphBatch, train_batch: GraphBatch):
+    """FedData of a graph-level task: `eval` holds every client's graphs with the split masks,
+    `train` the clients holding a training graph, their training graphs only (so local epochs walk
+    training graphs only); train_weight = training graphs per client (FedAvg's weights)."""
+    counts = (np.asarray(train_batch.train_mask).sum(axis=(1, 2)) * np.asarray(eval_batch.client_mask))
+    index = np.flatnonzero(counts > 0).astype(np.int32)
+    if index.size == 0:
+        raise ValueError("no client holds a training graph: check the split fractions")
+    train = train_batch if index.size == train_batch.num_clients else select_graph_clients(train_batch, index)
+    return FedData(eval=eval_batch, train=train, train_index=jax.device_put(index),
+                   train_weight=jax.device_put(counts[index].astype(np.float32)), train_is_eval=False)
 
 
 def graph_model(cfg, gs: GraphSet) -> GraphClassifier:
