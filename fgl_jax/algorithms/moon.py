@@ -112,6 +112,10 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
                 z_prev, _ = apply_with_embedding(model, p_prev, b, train=False)
                 z, out = apply_with_embedding(model, w, b, train=True, rngs={"dropout": k})
                 graphs = b.train_mask if hp.moon_nodes == "train" else b.graph_mask
+                # padding slots have all-zero embeddings, where the norm's gradient is NaN (0 * NaN
+                # survives the mask): give them ones, the mask drops them anyway
+                real = b.graph_mask[:, None]
+                z, z_glob, z_prev = (jnp.where(real, e, 1.0) for e in (z, z_glob, z_prev))
                 con = moon_contrastive(z, jax.lax.stop_gradient(z_glob), jax.lax.stop_gradient(z_prev), graphs,
                                        state.hp["moon_tau"])
                 return graph_loss(model, out, b) + weight * con
