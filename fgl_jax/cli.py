@@ -206,6 +206,8 @@ Your own data: give a path wherever a dataset name goes (--dataset path/to/file-
               a directory with edges.csv + nodes.csv; an OGB node-property directory (raw/, split/)
   hypergraph  a directory with hyperedges.txt + nodes.csv (FedHGL; a plain graph works too: 1-hop hyperedges)
   hetero      a directory with node_types.csv + edges/<relation>.csv (FedHGN)
+  graphs      a TU directory (<NAME>_A.txt, _graph_indicator.txt, _graph_labels.txt, ...) or its .zip
+              (graph-level FL: fgl-jax run --task graph_cls)
 Check it first: fgl-jax inspect PATH [--partition louvain --clients 10]. In Python: convert a
 networkx / scipy / PyG / DGL graph with fgl_jax.data, or fgl_jax.register_dataset(name, loader, kind=...).
 Details: docs/your_own_graph.md"""

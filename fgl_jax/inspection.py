@@ -99,6 +99,20 @@ def hypergraph_lines(h: Any) -> list[str]:
             f"split:      {_split(h)}"]
 
 
+def graph_set_lines(gs: Any) -> list[str]:
+    """A GraphSet (`fgl_jax.data.tu`): graphs, nodes and edges per graph, features, label counts."""
+    counts = np.bincount(gs.y, minlength=gs.num_classes) if gs.num_classes else None
+    lines = [f"graphs:     {gs.num_graphs:,}",
+             f"nodes:      {gs.num_nodes:,} ({_stats(gs.nodes_per_graph)} per graph)",
+             f"edges:      {gs.num_edges:,} directed ({_stats(gs.edges_per_graph)} per graph)",
+             f"features:   {gs.num_features}" + (f" ({gs.meta['features']})" if "features" in gs.meta else ""),
+             (f"classes:    {gs.num_classes} (graphs per class {counts.tolist()}; file values "
+              f"{gs.meta.get('label_values')})") if counts is not None else "targets:    regression"]
+    if gs.edge_labels is not None:
+        lines.append(f"edge labels: {len(np.unique(gs.edge_labels))} values")
+    return lines
+
+
 def hetero_lines(g: Any) -> list[str]:
     out = ["node types: " + ", ".join(f"{t} {n}" for t, n in zip(g.node_types, g.num_nodes)),
            f"relations:  {len(g.canonical_etypes)}"]
@@ -141,6 +155,9 @@ def inspect_dataset(dataset: Any, data_dir: Optional[str] = None, partition: Opt
         return lines
     if partition:
         raise ValueError(f"--partition: {name!r} is a {type(obj).__name__}; partitions are shown for plain graphs")
+    from fgl_jax.data.tu import GraphSet
+    if isinstance(obj, GraphSet):
+        return [f"dataset:    {name} (graphs: a graph-classification set)"] + graph_set_lines(obj)
     if isinstance(obj, Hypergraph):
         return [f"dataset:    {name} (hypergraph)"] + hypergraph_lines(obj)
     return [f"dataset:    {name} ({type(obj).__name__})"] + hetero_lines(obj)

@@ -36,7 +36,7 @@ PROVIDERS: dict[str, tuple[str, bool]] = {
 }
 
 
-ALGORITHM_TASKS = ("node_cls", "link_pred")
+ALGORITHM_TASKS = ("node_cls", "link_pred", "graph_cls", "graph_reg")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +49,8 @@ class AlgorithmSpec:
     hparams: the algorithm's own options, a frozen dataclass of `fgl_jax.schema.option` fields
         (flags, the config's `algorithm:` block and its docs row come from it), or None.
     tasks: the tasks it serves; ("node_cls", "link_pred") when it trains and evaluates only through
-        the model (docs in `fgl_jax.algorithms`).
+        the model (docs in `fgl_jax.algorithms`), plus "graph_cls", "graph_reg" when it also runs on
+        graph-level clients (`fgl_jax.graph_batch`: its local training goes through `local_train`).
     features: "ell" when its code passes the client features only to the model's first layer
         (`fgl-jax run` then hands it `ops.EllFeatures`), else None.
     data: "full_graph" for centralised training on the whole graph (one client), else None.

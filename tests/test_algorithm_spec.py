@@ -14,7 +14,7 @@ def _factory(model, common, hp=None):
 @pytest.mark.parametrize("info, words", [
     ({"help": "x y", "hparam": None}, ["'zz_bad'", "unknown field 'hparam'", "did you mean 'hparams'"]),
     ({"help": "x y", "tasks": "node_cls"}, ["'zz_bad'", "field 'tasks' must be tuple", "str"]),
-    ({"help": "x y", "tasks": ("node_cls", "graph_cls")}, ["'zz_bad'", "field 'tasks'", "graph_cls"]),
+    ({"help": "x y", "tasks": ("node_cls", "node_clust")}, ["'zz_bad'", "field 'tasks'", "node_clust"]),
     ({"help": "x y", "features": "dense"}, ["'zz_bad'", "field 'features'", "'dense'"]),
     ({"help": "x y", "prepare": "not callable"}, ["'zz_bad'", "field 'prepare'"]),
     ({"help": "x y", "hparams": dict}, ["'zz_bad'", "field 'hparams' must be a frozen dataclass"]),

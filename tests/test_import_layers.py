@@ -25,7 +25,7 @@ PACKAGE = ROOT / "fgl_jax"
 # own __init__.py, the flat public API). The page prints this same table; the test below reads it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("registry", "graph", "ops", "reduce", "validate", "cache"),
-    ("data", "schema", "nn", "partition", "batch", "augment", "privacy"),
+    ("data", "schema", "nn", "partition", "batch", "graph_batch", "augment", "privacy"),
     ("rundir", "tensorboard", "inspection", "plot", "aggregators"),
     ("federated",),
     ("algorithms",),

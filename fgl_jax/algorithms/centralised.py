@@ -8,7 +8,7 @@ from fgl_jax.federated.fedavg_family import baseline
 from fgl_jax.registry import register
 
 
-@register("algorithm", "global", tasks=("node_cls", "link_pred"), features="ell", data="full_graph",
+@register("algorithm", "global", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", data="full_graph",
           paper="baseline without federation (centralised training on the whole graph)",
           help="Global: centralised training on the whole graph (one client holding every node)")
 def centralised(model, common: FedConfig, hp=None):

@@ -19,7 +19,7 @@ from fgl_jax.aggregators.server_opt import FedAdamHParams, adam
 from fgl_jax.registry import register
 
 
-@register("algorithm", "fedadam", tasks=("node_cls", "link_pred"), features="ell", hparams=FedAdamHParams,
+@register("algorithm", "fedadam", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=FedAdamHParams,
           paper="Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar, McMahan, ICLR 2021, arXiv:2003.00295",
           help="FedAdam: FedAvg with a server Adam step on the averaged update (Reddi et al.)")
 def fedadam(model, common: FedConfig, hp: FedAdamHParams):

@@ -8,7 +8,7 @@ from fgl_jax.federated.fedavg_family import baseline
 from fgl_jax.registry import register
 
 
-@register("algorithm", "fedavg", tasks=("node_cls", "link_pred"), features="ell",
+@register("algorithm", "fedavg", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell",
           paper="McMahan, Moore, Ramage, Hampson, Agüera y Arcas, AISTATS 2017, arXiv:1602.05629",
           help="FedAvg: every parameter averaged, weighted by training nodes")
 def fedavg(model, common: FedConfig, hp=None):

@@ -15,7 +15,7 @@ from fgl_jax.aggregators.server_opt import FedAvgMHParams, momentum
 from fgl_jax.registry import register
 
 
-@register("algorithm", "fedavgm", tasks=("node_cls", "link_pred"), features="ell", hparams=FedAvgMHParams,
+@register("algorithm", "fedavgm", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=FedAvgMHParams,
           paper="Hsu, Qi, Brown, 2019, arXiv:1909.06335",
           help="FedAvgM: FedAvg with server momentum on the averaged update (optax SGD)")
 def fedavgm(model, common: FedConfig, hp: FedAvgMHParams):

@@ -14,7 +14,7 @@ class FedProxHParams:
     prox_mu: float = option(0.01, "FedProx proximal weight mu (0 = FedAvg)", low=0, traced=True)
 
 
-@register("algorithm", "fedprox", tasks=("node_cls", "link_pred"), features="ell", hparams=FedProxHParams,
+@register("algorithm", "fedprox", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=FedProxHParams,
           paper="Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith, MLSys 2020, arXiv:1812.06127",
           help="FedProx: FedAvg with a proximal term pulling local models to the global one")
 def fedprox(model, common: FedConfig, hp: FedProxHParams):

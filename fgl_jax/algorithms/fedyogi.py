@@ -19,7 +19,7 @@ from fgl_jax.aggregators.server_opt import FedYogiHParams, yogi
 from fgl_jax.registry import register
 
 
-@register("algorithm", "fedyogi", tasks=("node_cls", "link_pred"), features="ell", hparams=FedYogiHParams,
+@register("algorithm", "fedyogi", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=FedYogiHParams,
           paper="Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar, McMahan, ICLR 2021, arXiv:2003.00295",
           help="FedYogi: FedAvg with a server Yogi step on the averaged update (Reddi et al.)")
 def fedyogi(model, common: FedConfig, hp: FedYogiHParams):

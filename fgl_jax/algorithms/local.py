@@ -8,7 +8,7 @@ from fgl_jax.federated.fedavg_family import baseline
 from fgl_jax.registry import register
 
 
-@register("algorithm", "local", tasks=("node_cls", "link_pred"), features="ell",
+@register("algorithm", "local", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell",
           paper="baseline without federation (each client trains alone; OpenFGL's Isolate)",
           help="Local: each client trains alone on its subgraph, nothing shared")
 def local(model, common: FedConfig, hp=None):

@@ -21,6 +21,9 @@ after dropout; here it is before dropout (identical at the default dropout 0).
 
 Server step (`fgl_jax.aggregators`): the clients' models go through the run's aggregator; the
 previous local models never leave the clients.
+Graph tasks (graph_cls, graph_reg): z is the graph embedding (the readout, the head's input) of
+each graph of the step's mini-batch, averaged over its training graphs (`moon_nodes=all`: every
+real graph); the fixed models' embeddings are computed on that mini-batch inside the step.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer
+from fgl_jax.federated.graph_task import graph_loss, is_graph
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn.models import apply_with_embedding
 from fgl_jax.registry import register
@@ -79,7 +83,7 @@ def moon_contrastive(z: jax.Array, z_glob: jax.Array, z_prev: jax.Array, mask: j
     return (per_node * m).sum() / jnp.maximum(m.sum(), 1.0)
 
 
-@register("algorithm", "moon", hparams=MoonHParams,
+@register("algorithm", "moon", hparams=MoonHParams, tasks=("node_cls", "graph_cls", "graph_reg"),
           paper="Li, He, Song, CVPR 2021, arXiv:2103.16257",
           help="MOON: FedAvg + model-contrastive loss (global vs previous local representation)")
 def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
@@ -100,6 +104,23 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
         # no previous local model before the first round: the contrastive term is off
         weight = state.hp["moon_mu"] * (state.round > 0).astype(jnp.float32)
 
+        def graph_client(p, o, b, k, p_prev):
+            # graph tasks: z is a mini-batch's graph embeddings (the readout), so the fixed models'
+            # embeddings are taken inside the step, on the step's mini-batch
+            def loss(w, b, k):
+                z_glob, _ = apply_with_embedding(model, state.server, b, train=False)
+                z_prev, _ = apply_with_embedding(model, p_prev, b, train=False)
+                z, out = apply_with_embedding(model, w, b, train=True, rngs={"dropout": k})
+                graphs = b.train_mask if hp.moon_nodes == "train" else b.graph_mask
+                # padding slots have all-zero embeddings, where the norm's gradient is NaN (0 * NaN
+                # survives the mask): give them ones, the mask drops them anyway
+                real = b.graph_mask[:, None]
+                z, z_glob, z_prev = (jnp.where(real, e, 1.0) for e in (z, z_glob, z_prev))
+                con = moon_contrastive(z, jax.lax.stop_gradient(z_glob), jax.lax.stop_gradient(z_prev), graphs,
+                                       state.hp["moon_tau"])
+                return graph_loss(model, out, b) + weight * con
+            return local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
+
         def client(p, o, b, k, p_prev):
             z_glob, _ = apply_with_embedding(model, state.server, b, train=False)
             z_prev, _ = apply_with_embedding(model, p_prev, b, train=False)
@@ -112,7 +133,8 @@ def moon(model, common: FedConfig, hp: MoonHParams) -> FederatedAlgorithm:
 
             return local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
 
-        new, opt, losses = map_clients(client, common.client_chunk)(start, opt, data.train,
+        train = graph_client if is_graph(model) else client
+        new, opt, losses = map_clients(train, common.client_chunk)(start, opt, data.train,
                                                                    jax.random.split(key, ct), prev)
         server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         metrics = evaluate_round(model, common, data, server=server, trained=new)

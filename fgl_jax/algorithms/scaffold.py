@@ -43,7 +43,7 @@ from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.reduce import client_mean
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
+from fgl_jax.federated.client import local_step_count, local_train, make_optimizer, node_loss_fn
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -72,7 +72,7 @@ class ScaffoldState:
 
 @register("algorithm", "scaffold",
           dp_uncovered="its control variates' changes (c_i+ - c_i), averaged in the clear",
-          tasks=("node_cls", "link_pred"), features="ell", hparams=ScaffoldHParams,
+          tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=ScaffoldHParams,
           paper="Karimireddy, Kale, Mohri, Reddi, Stich, Suresh, ICML 2020, arXiv:1910.06378",
           help="SCAFFOLD: control variates c, c_i correct the local gradients (option II or I)")
 def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorithm:
@@ -103,7 +103,8 @@ def scaffold(model, common: FedConfig, hp: ScaffoldHParams) -> FederatedAlgorith
             if hp.scaffold_variate == "I":
                 ci_new = jax.grad(loss_fn)(x, b, k)
             else:
-                ci_new = jax.tree.map(lambda cl, cg, xs, ys: cl - cg + (xs - ys) / (steps * scale), ci, state.c, x, y)
+                k_steps = local_step_count(steps, b)  # K: steps, or epochs x mini-batches (graph tasks)
+                ci_new = jax.tree.map(lambda cl, cg, xs, ys: cl - cg + (xs - ys) / (k_steps * scale), ci, state.c, x, y)
             return y, o, loss, ci_new
 
         y, opt, losses, c_new = map_clients(client, common.client_chunk)(start, opt, data.train,

@@ -21,6 +21,7 @@ from .checks import DataNotice, build_graph
 from .files import (DataPathNotFoundError, detect_format, is_path, load_path, path_sha256, path_suffixes,
                     register_format, resolve_path)
 from .npz import load_npz, save_graph
+from .tu import GraphSet, load_tu, read_tu
 from .tables import load_csv_graph, load_hetero_tables, load_incidence
 from .ogb import load_ogb_node
 from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_pyg, from_scipy
@@ -38,7 +39,7 @@ __all__ = [
     "DataNotice", "DataPathNotFoundError",
     "from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl",
     "load_graphml", "load_gml", "load_edgelist", "save_graph",
-    "load_planetoid", "read_planetoid", "load_facebook", "load_lastfm_asia",
+    "load_planetoid", "read_planetoid", "GraphSet", "load_tu", "read_tu", "load_facebook", "load_lastfm_asia",
     "csbm", "edge_homophily", "random_split", "per_class_split", "per_client_split", "openfgl_fractions",
     "safe_load", "resolve_data_dir", "sha256_file", "verify_files",
     "DataError", "DataFormatError", "DataChecksumError", "DatasetNotFoundError", "DataDirNotFoundError",

@@ -56,10 +56,10 @@ class DatasetInfo:
     loader: Callable[..., Any]
     files: tuple[str, ...]
     description: str
-    kind: str = "graph"  # graph | hypergraph | hetero: what the loader returns
+    kind: str = "graph"  # graph | hypergraph | hetero | graphs (a GraphSet): what the loader returns
 
 
-DATA_KINDS = ("graph", "hypergraph", "hetero")
+DATA_KINDS = ("graph", "hypergraph", "hetero", "graphs")
 
 
 def _key(name: str) -> str:
@@ -233,7 +233,8 @@ def load(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> 
     return loader(data_dir=data_dir, **kwargs)
 
 
-_WHO = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax fedhgn`)"}
+_WHO = {"hypergraph": "FedHGL (`fgl-jax fedhgl`)", "hetero": "FedHGN (`fgl-jax fedhgn`)",
+        "graphs": "graph-level FL (`fgl-jax run --task graph_cls`)"}
 
 
 def load_graph(name: PathLike, data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from fgl_jax.federated.graph_task import graph_loss_fn, is_graph
 from fgl_jax.federated.link import is_link, link_loss_fn
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax import validate as V
@@ -94,6 +95,8 @@ def node_loss_fn(model) -> Callable:
     (`fgl_jax.federated.link.link_loss_fn`), so an algorithm using this loss serves both tasks."""
     if is_link(model):
         return link_loss_fn(model)
+    if is_graph(model):  # graph_cls / graph_reg: over the training graphs of a mini-batch
+        return graph_loss_fn(model)
 
     def loss(params, batch, key):
         logits = model.apply(params, batch, train=True, rngs={"dropout": key})
@@ -143,12 +146,16 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
     Returns:
         `(params, opt_state, loss)`: the trained parameters, the optimiser state, and the loss at
         the first step (scalar, with the proximal term's value at the starting params).
+
+    A graph-level client (`fgl_jax.graph_batch.GraphBatch` `[M, ...]`) trains `steps` local epochs,
+    each one step per mini-batch in order (`_minibatch_epochs`); the returned loss is then the mean
+    over the first epoch's mini-batches.
     """
 
     def shifted(p):   # w + offset
         return p if prox_offset is None else jax.tree.map(jnp.add, p, prox_offset)
 
-    def step(carry, k):
+    def step_on(carry, batch, k):
         p, o = carry
         if grad_fn is None:
             val, g = jax.value_and_grad(loss_fn)(p, batch, k)
@@ -165,8 +172,42 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
             p = post_step(p, jax.random.fold_in(k, 1))
         return (p, o), val
 
-    (new, opt_state), losses = jax.lax.scan(step, (params, opt_state), jax.random.split(key, steps))
-    first = losses[0]
+    if getattr(batch, "num_minibatches", None) is None:
+        step = lambda carry, k: step_on(carry, batch, k)
+        (new, opt_state), losses = jax.lax.scan(step, (params, opt_state), jax.random.split(key, steps))
+        first = losses[0]
+    else:
+        new, opt_state, first = _minibatch_epochs(step_on, steps, params, opt_state, batch, key)
     if prox_mu is not None:
         first = first + 0.5 * prox_mu * tree_sq(shifted(params), anchor)
     return new, opt_state, first
+
+
+def _minibatch_epochs(step_on: Callable, epochs: int, params: PyTree, opt_state: PyTree, batch, key: jax.Array):
+    """`epochs` passes over a graph-level client's mini-batches [M, ...] in order, one optimiser step
+    each, as one scan of epochs * M steps. A mini-batch without a training graph (padding: the
+    client holds fewer graphs than the largest client) leaves params and optimiser state unchanged,
+    so every client takes as many steps as it has mini-batches (Adam's moments would move on a zero
+    gradient). Returns (params, opt_state, mean loss over the first epoch's real mini-batches)."""
+    m = batch.num_minibatches
+    order = jnp.tile(jnp.arange(m, dtype=jnp.int32), epochs)
+
+    def step(carry, xs):
+        k, i = xs
+        b = batch.minibatch(i)
+        new, val = step_on(carry, b, k)
+        real = b.train_mask.any()
+        kept = jax.tree.map(lambda a, old: jnp.where(real, a, old), new, carry)
+        return kept, (val, real)
+
+    (p, o), (losses, real) = jax.lax.scan(step, (params, opt_state), (jax.random.split(key, epochs * m), order))
+    w = real[:m].astype(jnp.float32)
+    return p, o, (losses[:m] * w).sum() / jnp.maximum(w.sum(), 1.0)
+
+
+def local_step_count(steps: int, batch):
+    """Optimiser steps of one `local_train` call: `steps`, or for a graph-level client `steps` epochs
+    times its mini-batches holding a training graph (traced; SCAFFOLD's K)."""
+    if getattr(batch, "num_minibatches", None) is None:
+        return steps
+    return steps * batch.train_mask.any(-1).sum().astype(jnp.float32)

@@ -11,6 +11,7 @@ from fgl_jax.batch import unstack
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.config import EVAL_MODES, PERSONALISED
+from fgl_jax.federated.graph_task import evaluate_graphs, is_graph
 from fgl_jax.federated.link import evaluate_links, is_link
 from fgl_jax.federated.metrics import AVERAGES, client_counts, summarise
 
@@ -30,6 +31,8 @@ def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     if is_link(model):  # link prediction: AUC, AP, Hits@K over the clients' pairs
         return evaluate_links(model, params, batch, per_client, chunk, average=average)
+    if is_graph(model):  # graph_cls / graph_reg: over the clients' graphs
+        return evaluate_graphs(model, params, batch, per_client, chunk, average=average)
     one = lambda p, b: client_counts(model.apply(p, b, train=False), b.y, b)
     counts = map_clients(one, chunk, in_axes=(0 if per_client else None, 0))(params, batch)
     res = summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
@@ -83,6 +86,9 @@ def evaluate_models(model, data: FedData, mode: str, *, server: PyTree = None, l
         raise ValueError(f"evaluate_models: mode {mode!r} needs the global model (server=...)")
     if mode.startswith("local_model") and local is None:
         raise ValueError(f"evaluate_models: mode {mode!r} needs the clients' models (local=...)")
+    if mode.endswith("global_data") and is_graph(model):
+        raise ValueError(f"evaluate_models: mode {mode!r} is not available for graph-level tasks (each client's "
+                         "graphs are its own); use global_model_on_local_data or local_model_on_local_data")
     if mode.endswith("global_data") and is_link(model):
         raise ValueError(f"evaluate_models: mode {mode!r} is not available for link prediction (each client's "
                          "edge split is its own); use global_model_on_local_data or local_model_on_local_data")

@@ -22,7 +22,11 @@ or "client_nodes" = OpenFGL's mean of per-client metrics weighted by the client'
 task: "node_cls" (default) or "link_pred": each client's edges split into train/val/test
 (lp_*_frac) with sampled non-edges, a GNN encoder and a pair decoder (lp_decoder), reported by
 ROC-AUC, AP and Hits@K and selected by val_auc (docs/simulation.md, "Link prediction"); the node
-split options are then unused.
+split options are then unused. "graph_cls" / "graph_reg" (docs/graph_fl.md): a set of graphs (a TU
+set) dealt to clients whole (partition random or dirichlet over graph labels), split per client
+80/10/10 as OpenFGL's graph_fl (split standard / openfgl; per_client: train/val/test_frac), a
+graph_model (gin, gcn) with graph_pooling, trained local_steps epochs over mini-batches of
+graph_batch_size graphs.
 """
 from __future__ import annotations
 
@@ -44,7 +48,11 @@ PARTITION_OPTIONS = {"dirichlet_beta": ("dirichlet", "community_dirichlet"),
                      "louvain_resolution": ("louvain", "louvain_plus", "community_dirichlet"),
                      "num_communities": ("metis_plus", "community_dirichlet"),
                      "communities": ("community_dirichlet",)}
-TASKS = ("node_cls", "link_pred")
+TASKS = ("node_cls", "link_pred", "graph_cls", "graph_reg")
+GRAPH_TASKS = ("graph_cls", "graph_reg")
+# node-level options a graph-level task refuses when changed (they perturb or split nodes)
+NODE_ONLY = ("feature_sparsity", "feature_noise", "topology_sparsity", "topology_noise", "label_sparsity",
+             "label_noise", "num_train_per_class", "num_val")
 # algorithms that are FedAvg with a server optimiser: `server_opt` would add a second one
 SERVER_OPT_ALGORITHMS = tuple(algo for _, algo, _ in SERVER_OPTS.values())
 
@@ -154,8 +162,9 @@ class BaselineFields(RunSpec):
                                 low=0, high=1)
     processing_seed: int = option(0, "seed of the robustness perturbations (one stream per kind)")
     # --- the learning task (docs/simulation.md, "Link prediction") ---
-    task: str = option("node_cls", "learning task: node_cls (node classification) or link_pred (link prediction "
-                       "on each client's own edges)", choices=TASKS)
+    task: str = option("node_cls", "learning task: node_cls (node classification), link_pred (link prediction "
+                       "on each client's own edges), graph_cls / graph_reg (graph classification / regression: "
+                       "clients hold whole graphs, docs/graph_fl.md)", choices=TASKS)
     lp_decoder: str = option("dot", "link prediction: pair decoder, dot product of the embeddings or a 2-layer "
                              "MLP on their elementwise product", choices=DECODERS)
     lp_train_frac: float = option(0.8, "link prediction: fraction of each client's edges used for training "
@@ -165,6 +174,12 @@ class BaselineFields(RunSpec):
     lp_negatives: str = option("resample", "link prediction training negatives: resample (new uniform pairs every "
                                "local step) or fixed (drawn once on the host, OpenFGL's)", choices=NEGATIVES)
     lp_hits_k: int = option(50, "link prediction: K of the Hits@K metric (OGB's ogbl-collab K)", low=1)
+    graph_model: str = option("gin", "graph_cls / graph_reg: node layers of the graph model (gin: GIN-0 with a "
+                              "2-layer MLP per layer; gcn)", choices=("gin", "gcn"))
+    graph_pooling: str = option("mean", "graph_cls / graph_reg: readout of the node states (mean: stable without "
+                                "batch norm; sum: the GIN paper's)", choices=("sum", "mean", "max"))
+    graph_batch_size: int = option(32, "graph_cls / graph_reg: graphs per mini-batch (local_steps = local epochs "
+                                   "over a client's mini-batches)", low=1)
 
     def __post_init__(self):
         super().__post_init__()
@@ -186,6 +201,14 @@ class BaselineFields(RunSpec):
                                  f"{' / '.join(methods)}, not of {self.partition!r}")
         if self.task == "link_pred":
             self._check_link_pred()
+        elif self.task in GRAPH_TASKS:
+            self._check_graph_task()
+        else:
+            for name in ("graph_model", "graph_pooling", "graph_batch_size"):
+                default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name}={getattr(self, name)!r} is an option of task graph_cls / graph_reg, "
+                                     f"not of {self.task!r}")
         # one pass over the hyperparameter fields (names are unique across algorithms: `_compose`);
         # looking each default up again was a noticeable part of every command's start-up
         if self.server_opt != "none" and self.algorithm in SERVER_OPT_ALGORITHMS:
@@ -221,6 +244,36 @@ class BaselineFields(RunSpec):
         if self.eval_mode.endswith("global_data"):
             raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task link_pred (each client's "
                              "edge split is its own): use auto, global_model_on_local_data or local_model_on_local_data")
+
+    def _check_graph_task(self) -> None:
+        tasks = registry.algorithm(self.algorithm).tasks
+        if self.task not in tasks:
+            able = [e.name for e in registry.entries("algorithm") if self.task in e.spec.tasks]
+            raise ValueError(f"task {self.task}: algorithm {self.algorithm!r} needs node-level structure (it serves "
+                             f"{', '.join(tasks)}); graph-level algorithms: {', '.join(able)}")
+        if self.partition not in ("random", "dirichlet"):
+            raise ValueError(f"partition={self.partition!r} splits nodes; task {self.task} deals whole graphs: use "
+                             "random (uniform) or dirichlet (label skew over graph labels, dirichlet_beta)")
+        if self.task == "graph_reg" and self.partition == "dirichlet":
+            raise ValueError("partition dirichlet skews class labels; task graph_reg has none (use random)")
+        if self.split not in ("standard", "openfgl", "per_client"):
+            raise ValueError(f"split={self.split!r}: task {self.task} splits each client's graphs (standard / openfgl = "
+                             "OpenFGL's 80/10/10, per_client = train_frac/val_frac/test_frac)")
+        if self.split == "per_client" and abs(self.train_frac + self.val_frac + self.test_frac - 1.0) > 1e-6:
+            raise ValueError(f"train_frac + val_frac + test_frac must be 1, got {self.train_frac} + {self.val_frac} + "
+                             f"{self.test_frac}")
+        if self.model != "gcn":
+            raise ValueError(f"model={self.model!r} is a node-level model; task {self.task} uses graph_model "
+                             "(gin or gcn, --graph-model)")
+        if self.ldp != "none":
+            raise ValueError(f"ldp={self.ldp!r} clips per-node gradients of node classification, not task {self.task}")
+        if self.eval_mode.endswith("global_data"):
+            raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task {self.task} (each client's "
+                             "graphs are its own): use auto, global_model_on_local_data or local_model_on_local_data")
+        for name in NODE_ONLY:
+            default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
+            if getattr(self, name) != default:
+                raise ValueError(f"{name}={getattr(self, name)!r} is a node-level option, not of task {self.task}")
 
     def hparams(self):
         """The chosen algorithm's own hyperparameters (its `hparams` dataclass), or None."""

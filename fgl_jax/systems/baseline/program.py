@@ -29,7 +29,9 @@ from fgl_jax.graph import Graph
 from fgl_jax.nn import ModelSpec
 from fgl_jax.nn.link import LinkModel
 from fgl_jax.partition import Partition, make_partition, partition_report
-from fgl_jax.systems.baseline.config import RunConfig
+from fgl_jax.federated.graph_task import SELECT_REG
+from fgl_jax.systems.baseline.config import GRAPH_TASKS, RunConfig
+from fgl_jax.systems.baseline.graph_fl import graph_model, prepare_graph_task
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +42,8 @@ class Prepared:
     # bytes of an algorithm's one-off exchange before training, summed over clients (registry info
     # `pre_communication`, e.g. FedGCN's neighbour aggregates): {"up_bytes", "down_bytes"} or None
     pre_communication: Optional[dict] = None
+    # graph-level tasks: graphs per client, label counts, the mini-batch budgets (summary.json)
+    report: Optional[dict] = None
 
 
 PER_CLIENT = ("per_client", "openfgl")
@@ -113,6 +117,9 @@ def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
 
 def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     """Host-side preparation (once): the padded client batch of the configured partition."""
+    if cfg.task in GRAPH_TASKS:  # a set of graphs dealt to clients (graph_fl.py)
+        gs, data, report = prepare_graph_task(cfg, graph)
+        return Prepared(gs, None, data, report=report)
     if graph is None:
         graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
     if cfg.task == "link_pred":
@@ -168,9 +175,12 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     link_pred: the model is a `LinkModel` whose encoder outputs `hidden`-wide embeddings, and the
     reported round is selected by val_auc)."""
     link = cfg.task == "link_pred"
-    spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if link else graph.num_classes, hidden=cfg.hidden,
-                     num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
-    model = spec.build()
+    if cfg.task in GRAPH_TASKS:  # the graph classifier (graph_fl.py); no node-level ModelSpec
+        model, spec = graph_model(cfg, graph), None
+    else:
+        spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if link else graph.num_classes, hidden=cfg.hidden,
+                         num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
+        model = spec.build()
     if link:
         model = LinkModel(model, decoder=cfg.lp_decoder, hidden=cfg.hidden, dropout=cfg.dropout,
                           train_negatives=cfg.lp_negatives, hits_k=cfg.lp_hits_k)
@@ -188,6 +198,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
+    if cfg.task == "graph_reg":
+        algorithm = algorithm._replace(select=SELECT_REG)
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
@@ -250,11 +262,14 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
     prepared = prepare(cfg, graph)
     algorithm = algorithm_from_config(cfg, prepared.graph)
     check_privacy(cfg, algorithm, prepared.data)
-    describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
+    describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm,
+                "model": cfg.graph_model if cfg.task in GRAPH_TASKS else cfg.model,
                 "clients": cfg.clients, "partition": cfg.partition,
                 **({"task": cfg.task} if cfg.task != "node_cls" else {})}
     if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
+    if prepared.report is not None:
+        describe["graph_report"] = prepared.report
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
     if cfg.dp_clip > 0 or cfg.secure_agg:

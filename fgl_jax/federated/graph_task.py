@@ -1,0 +1,90 @@
+"""Graph-level tasks inside the round: the loss and the metrics of a `fgl_jax.nn.graph.GraphClassifier`
+on `fgl_jax.graph_batch.GraphBatch` clients.
+
+The shared client functions dispatch here when the model's `task` is graph_cls or graph_reg
+(`fgl_jax.federated.client.node_loss_fn`, `fgl_jax.federated.evaluation.evaluate`), so an algorithm
+built on them trains and reports graph classification and regression without a copy of its round.
+
+graph_cls: cross-entropy over the training graphs; metrics {split}_acc and val_loss (validation
+cross-entropy). graph_reg: squared error; metrics {split}_mse, {split}_mae, val_loss (= val_mse) and
+val_score = 1 / (1 + val_mse), the engine's selection metric (it keeps the round with the highest
+value: `SELECT_REG`). Pooled over clients (every graph counts once) or OpenFGL's mean of per-client
+metrics weighted by the client's graph count (`average="client_nodes"`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from fgl_jax.federated.chunking import map_clients
+from fgl_jax.federated.metrics import AVERAGES, SPLITS, _weighted_mean, masked_cross_entropy
+from fgl_jax.nn.graph import is_graph  # noqa: F401 (dispatch test, re-exported for the client functions)
+
+SELECT_REG = ("val_score", "test_mse")
+
+
+def graph_loss(model, out: jax.Array, batch) -> jax.Array:
+    """Mean loss over the training graphs of `batch` (one mini-batch [G] or a stack [M, G])."""
+    m = batch.train_mask.reshape(-1)
+    if model.task == "graph_reg":
+        w = m.astype(jnp.float32)
+        return (((out.reshape(-1) - batch.y.reshape(-1)) ** 2) * w).sum() / jnp.maximum(w.sum(), 1.0)
+    return masked_cross_entropy(out.reshape(-1, out.shape[-1]), batch.y.reshape(-1), m)
+
+
+def graph_loss_fn(model) -> Callable:
+    """loss(params, batch, key): `graph_loss` of the model's output with dropout key `key`."""
+
+    def loss(params, batch, key):
+        return graph_loss(model, model.apply(params, batch, train=True, rngs={"dropout": key}), batch)
+
+    return loss
+
+
+def client_sums(model, out: jax.Array, batch) -> dict:
+    """Per-split sums of one client: count [3], and correct [3] + val CE (cls) or se, ae [3] (reg)."""
+    masks = jnp.stack([getattr(batch, f"{s}_mask").reshape(-1) for s in SPLITS], -1).astype(jnp.float32)  # [G', 3]
+    y = batch.y.reshape(-1)
+    res = {"count": masks.sum(0)}
+    if model.task == "graph_reg":
+        err = out.reshape(-1) - y
+        res["se"] = ((err ** 2)[:, None] * masks).sum(0)
+        res["ae"] = (jnp.abs(err)[:, None] * masks).sum(0)
+    else:
+        logits = out.reshape(-1, out.shape[-1])
+        res["correct"] = ((logits.argmax(-1) == y).astype(jnp.float32)[:, None] * masks).sum(0)
+        res["ce"] = (optax.softmax_cross_entropy_with_integer_labels(logits, y)[:, None] * masks).sum(0)
+    return res
+
+
+def evaluate_graphs(model, params, batch, per_client: bool, chunk: Optional[int] = None, *,
+                    average: str = "pooled") -> dict:
+    """`evaluation.evaluate` for graph tasks: params [C, ...] if per_client else one model."""
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    sums = map_clients(lambda p, b: client_sums(model, model.apply(p, b, train=False), b), chunk,
+                       in_axes=(0 if per_client else None, 0))(params, batch)
+    real = batch.client_mask.astype(jnp.float32)
+    if average == "pooled":
+        tot = {k: (v * real[:, None]).sum(0) for k, v in sums.items()}
+        ratio = lambda k: tot[k] / jnp.maximum(tot["count"], 1.0)             # [3]
+    else:
+        weight = batch.graph_mask.sum(axis=(1, 2)).astype(jnp.float32) * real
+        ratio = lambda k: _weighted_mean(jnp.where(sums["count"] > 0, sums[k] / jnp.maximum(sums["count"], 1.0),
+                                                   jnp.nan), weight)
+    res = {}
+    if model.task == "graph_reg":
+        mse, mae = ratio("se"), ratio("ae")
+        for i, s in enumerate(SPLITS):
+            res[f"{s}_mse"], res[f"{s}_mae"] = mse[i], mae[i]
+        res["val_loss"] = mse[1]
+        res["val_score"] = 1.0 / (1.0 + mse[1])
+    else:
+        acc, ce = ratio("correct"), ratio("ce")
+        for i, s in enumerate(SPLITS):
+            res[f"{s}_acc"] = acc[i]
+        res["val_loss"] = ce[1]
+    return res

@@ -1,0 +1,104 @@
+"""Graph-level models: GIN / GCN node layers, a readout (sum, mean or max pooling on segment ops)
+and an MLP head, on a `fgl_jax.graph_batch.GraphBatch`.
+
+    model = GraphClassifier(in_dim=F, hidden=64, num_classes=K, conv="gin", pooling="sum")
+    logits = model.apply(params, minibatch)        # [G, K]   (one mini-batch)
+    logits = model.apply(params, client_stack)     # [M, G, K] (a client's M mini-batches at once)
+
+A client's stack [M, ...] is read as one disjoint union of its M mini-batches (node rows, edge
+endpoints and graph slots offset per mini-batch, as jraph's batching), so evaluation is one call.
+`task` ("graph_cls" or "graph_reg": the output is [..., G] then) tells the shared client functions
+(`fgl_jax.federated.client.node_loss_fn`, `fgl_jax.federated.evaluation.evaluate`) to use the
+graph-level loss and metrics (`fgl_jax.federated.graph_task`).
+"""
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from fgl_jax import ops
+from fgl_jax.nn.models import EMBEDDING
+
+Array = jax.Array
+POOLINGS = ("sum", "mean", "max")
+CONVS = ("gin", "gcn")
+GRAPH_TASKS = ("graph_cls", "graph_reg")
+
+
+def readout(h: Array, node_graph: Array, node_mask: Array, num_graphs: int, pooling: str = "sum") -> Array:
+    """Graph embeddings [G, D] of node states h [N, D]: sum, mean or max over each graph's real
+    nodes (node_graph int [N] slot of each node, node_mask bool [N]); a graph without real nodes
+    (a padding slot) gets zeros."""
+    m = node_mask.astype(h.dtype)[:, None]
+    if pooling == "sum":
+        return jax.ops.segment_sum(h * m, node_graph, num_segments=num_graphs)
+    count = jax.ops.segment_sum(m, node_graph, num_segments=num_graphs)
+    if pooling == "mean":
+        return jax.ops.segment_sum(h * m, node_graph, num_segments=num_graphs) / jnp.maximum(count, 1.0)
+    if pooling == "max":
+        top = jax.ops.segment_max(jnp.where(m > 0, h, -jnp.inf), node_graph, num_segments=num_graphs)
+        return jnp.where(count > 0, top, 0.0)
+    raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+def gin_aggregate(h: Array, senders: Array, receivers: Array, edge_mask: Array, num_nodes: int,
+                  eps: float | Array = 0.0) -> Array:
+    """GIN's (1 + eps) h_v + sum_{u -> v} h_u (Xu et al., ICLR 2019), before its MLP. [N, D]."""
+    return (1.0 + eps) * h + ops.neighbour_sum(h, senders, receivers, edge_mask, num_nodes)
+
+
+def flatten_stack(batch) -> tuple:
+    """(x [M*N, F], senders [M*E], receivers, edge_mask, node_graph [M*N], node_mask, G_total) of a
+    client's stack [M, ...] as one disjoint graph (offsets per mini-batch); a mini-batch as it is."""
+    if batch.y.ndim == 1:
+        return (batch.x, batch.senders, batch.receivers, batch.edge_mask, batch.node_graph, batch.node_mask,
+                batch.y.shape[0])
+    m, n = batch.x.shape[0], batch.x.shape[1]
+    g = batch.y.shape[-1]
+    node_off = (jnp.arange(m, dtype=jnp.int32) * n)[:, None]
+    flat = lambda a: a.reshape((-1,) + a.shape[2:])
+    return (flat(batch.x), flat(batch.senders + node_off), flat(batch.receivers + node_off), flat(batch.edge_mask),
+            flat(batch.node_graph + (jnp.arange(m, dtype=jnp.int32) * g)[:, None]), flat(batch.node_mask), m * g)
+
+
+class GraphClassifier(nn.Module):
+    """num_layers GIN (2-layer MLP, eps = 0, GIN-0) or GCN layers with ReLU, a readout, then the head
+    Dense(hidden) - ReLU - dropout - Dense(num_classes). Parameters: conv_i, head_0, head_1.
+    The graph embedding (the readout, the head's input) is sown for `apply_with_embedding` (MOON)."""
+
+    in_dim: int
+    hidden: int
+    num_classes: int          # 1 for graph_reg
+    num_layers: int = 2
+    dropout: float = 0.0
+    conv: str = "gin"
+    pooling: str = "sum"
+    task: str = "graph_cls"
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        x, s, r, em, node_graph, nm, num_graphs = flatten_stack(batch)
+        n = x.shape[0]
+        drop = lambda h: nn.Dropout(self.dropout, deterministic=not train)(h) if self.dropout > 0 else h
+        h = x
+        for i in range(self.num_layers):
+            h = drop(h) if i > 0 else h
+            if self.conv == "gin":
+                h = gin_aggregate(h, s, r, em, n)
+                h = nn.Dense(self.hidden, name=f"conv_{i}_0")(h)
+                h = nn.Dense(self.hidden, name=f"conv_{i}_1")(nn.relu(h))
+            else:
+                h = ops.gcn_propagate(nn.Dense(self.hidden, use_bias=False, name=f"conv_{i}")(h), s, r, em, n)
+                h = h + self.param(f"conv_{i}_bias", nn.initializers.zeros, (self.hidden,), jnp.float32)
+            h = nn.relu(h)
+        g = readout(h, node_graph, nm, num_graphs, self.pooling)
+        self.sow("intermediates", EMBEDDING, g)
+        out = nn.Dense(self.num_classes, name="head_1")(drop(nn.relu(nn.Dense(self.hidden, name="head_0")(g))))
+        out = out.reshape(batch.y.shape + (self.num_classes,))
+        return out[..., 0] if self.task == "graph_reg" else out
+
+
+def is_graph(model) -> bool:
+    """True when `model` is a graph-level model (its `task` is graph_cls or graph_reg)."""
+    return getattr(model, "task", "node_cls") in GRAPH_TASKS

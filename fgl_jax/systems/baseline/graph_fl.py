@@ -1,0 +1,101 @@
+"""Host preparation of the graph-level tasks (graph_cls, graph_reg) of `fgl-jax run`: load a set of
+graphs, deal them to clients, split each client's graphs, pack train and evaluation mini-batches.
+
+The same partition and split serve every algorithm; `global` (data="full_graph") trains one client
+holding the union of the clients' splits (centralised training on the same graphs).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import jax
+import numpy as np
+
+from fgl_jax import registry
+from fgl_jax.data import load, source
+from fgl_jax.data.tu import GraphSet, check_graph_set
+from fgl_jax.federated.algorithm import FedData
+from fgl_jax.graph_batch import GraphBatch, pack_clients, select_graph_clients
+from fgl_jax.nn.graph import GraphClassifier
+from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, per_client_graph_split,
+                                      uniform_graph_partition)
+
+OPENFGL_GRAPH_FRACTIONS = (0.8, 0.1, 0.1)   # openfgl/task/graph_cls.py default_train_val_test_split
+
+
+def load_graph_set(cfg) -> GraphSet:
+    """The run's set of graphs; any other kind of dataset is refused in one line."""
+    src = source(cfg.dataset, cfg.data_dir)
+    if src.kind != "graphs":
+        raise ValueError(f"task {cfg.task}: dataset {src.label} is a {src.kind} dataset, not a set of graphs (the TU "
+                         "sets, kind 'graphs' in `fgl-jax datasets`, or a TU directory / zip)")
+    return load(cfg.dataset, data_dir=cfg.data_dir)
+
+
+def task_targets(gs: GraphSet, task: str) -> GraphSet:
+    """gs with the targets the task reads: classes for graph_cls; float targets for graph_reg (a
+    classification set's file label values as numbers)."""
+    if task == "graph_cls":
+        if gs.num_classes == 0:
+            raise ValueError(f"task graph_cls: dataset {gs.name!r} has regression targets, not classes (use graph_reg)")
+        return gs
+    if gs.num_classes == 0:
+        return gs
+    values = np.asarray(gs.meta.get("label_values", np.arange(gs.num_classes)), np.float32)
+    return dataclasses.replace(gs, y=values[gs.y], num_classes=0)
+
+
+def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
+    """(GraphSet, FedData, report) of the configured graph-level run."""
+    gs = task_targets(check_graph_set(gs if gs is not None else load_graph_set(cfg)), cfg.task)
+    if cfg.clients > gs.num_graphs:
+        raise ValueError(f"clients={cfg.clients} is more than the {gs.num_graphs} graphs of {gs.name!r}")
+    if cfg.partition == "dirichlet":
+        assignment = dirichlet_graph_partition(gs.y, cfg.clients, cfg.dirichlet_beta, cfg.partition_seed)
+    else:
+        assignment = uniform_graph_partition(gs.num_graphs, cfg.clients, cfg.partition_seed)
+    fracs = (cfg.train_frac, cfg.val_frac, cfg.test_frac) if cfg.split == "per_client" else OPENFGL_GRAPH_FRACTIONS
+    masks = per_client_graph_split(gs.y, assignment, cfg.clients, fracs, cfg.split_seed,
+                                   by_class=cfg.task == "graph_cls")
+    clients = cfg.clients
+    if registry.algorithm(cfg.algorithm).data == "full_graph":  # centralised: one client, the same split
+        assignment, clients = np.zeros_like(assignment), 1
+    for name, m in masks.items():
+        if not m.any():
+            raise ValueError(f"the split leaves no {name} graphs on {gs.name!r} ({gs.num_graphs} graphs, {cfg.clients} "
+                             "clients; check the fractions)")
+    size = cfg.graph_batch_size
+    eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size)
+    train_batch = pack_clients(gs, client_groups(assignment, clients, masks["train"], cfg.split_seed), masks,
+                               batch_size=size)
+    data = make_graph_fed_data(eval_batch, train_batch)
+    shape = lambda b: {"minibatches": b.num_minibatches, "nodes": int(b.x.shape[-2]), "edges": int(b.senders.shape[-1]),
+                       "graph_slots": b.num_graph_slots}
+    report = {"graphs_per_client": np.bincount(assignment, minlength=clients).tolist(),
+              "train_graphs_per_client": [int((masks["train"] & (assignment == c)).sum()) for c in range(clients)],
+              "train_batch": shape(train_batch), "eval_batch": shape(eval_batch)}
+    if gs.num_classes:
+        report["labels_per_client"] = [np.bincount(gs.y[assignment == c], minlength=gs.num_classes).tolist()
+                                       for c in range(clients)]
+    return gs, data, report
+
+
+def make_graph_fed_data(eval_batch: GraphBatch, train_batch: GraphBatch):
+    """FedData of a graph-level task: `eval` holds every client's graphs with the split masks,
+    `train` the clients holding a training graph, their training graphs only (so local epochs walk
+    training graphs only); train_weight = training graphs per client (FedAvg's weights)."""
+    counts = (np.asarray(train_batch.train_mask).sum(axis=(1, 2)) * np.asarray(eval_batch.client_mask))
+    index = np.flatnonzero(counts > 0).astype(np.int32)
+    if index.size == 0:
+        raise ValueError("no client holds a training graph: check the split fractions")
+    train = train_batch if index.size == train_batch.num_clients else select_graph_clients(train_batch, index)
+    return FedData(eval=eval_batch, train=train, train_index=jax.device_put(index),
+                   train_weight=jax.device_put(counts[index].astype(np.float32)), train_is_eval=False)
+
+
+def graph_model(cfg, gs: GraphSet) -> GraphClassifier:
+    """The configured graph classifier (one output for graph_reg)."""
+    return GraphClassifier(in_dim=gs.num_features, hidden=cfg.hidden, num_classes=gs.num_classes or 1,
+                           num_layers=cfg.num_layers, dropout=cfg.dropout, conv=cfg.graph_model,
+                           pooling=cfg.graph_pooling, task=cfg.task)
