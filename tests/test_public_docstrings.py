@@ -1,11 +1,11 @@
 """Every public function documents its parameters and result; every public class has a docstring.
 
 The public API is `fgl_jax.__all__` (issue 46 item 7): its functions and classes, and the members of
-its public namespaces (`aggregators`, `schema`, `field`, `lcc`, `onebit`, `records`: their `__all__`,
-or the names without a leading underscore that the module itself defines). `engine` is left out: it
-is the documented internal namespace, importable but not API. A function with parameters needs an
-`Args:` section and every function a `Returns:` (or `Yields:`) section, in the Google style the docs
-site's mkdocstrings renders. Modules themselves are not checked.
+its public namespaces (`aggregators`, `schema`, `field`, `lcc`, `onebit`, `records`, `secure_sum`, `rdp`:
+their `__all__`, or the names without a leading underscore that the module itself defines). `engine`
+is left out: it is the documented internal namespace, importable but not API. A function with
+parameters needs an `Args:` section and every function a `Returns:` (or `Yields:`) section, in the
+Google style the docs site's mkdocstrings renders. Modules themselves are not checked.
 """
 import inspect
 
@@ -30,7 +30,7 @@ def _problem(name: str, obj: object) -> str | None:
 
 
 # the public namespaces whose members are API (fgl_jax._MODULES without the internal `engine`)
-NAMESPACES = ("aggregators", "schema", "field", "lcc", "onebit", "records")
+NAMESPACES = ("aggregators", "schema", "field", "lcc", "onebit", "records", "secure_sum", "rdp")
 
 
 def _members(module) -> list[str]:
@@ -54,7 +54,8 @@ def test_public_api_is_nonempty():
     # the check below must have something to check (a broken import would otherwise pass vacuously)
     names = [n for n, _ in _public_objects()]
     assert len(names) > 100 and "fgl_jax.run" in names and "fgl_jax.aggregators.chain" in names
-    assert {"fgl_jax.schema.make", "fgl_jax.onebit.onebit_ldp", "fgl_jax.field.mul"} <= set(names)
+    assert {"fgl_jax.schema.make", "fgl_jax.onebit.onebit_ldp", "fgl_jax.field.mul",
+            "fgl_jax.secure_sum.secure_sum", "fgl_jax.rdp.epsilons"} <= set(names)
     assert set(NAMESPACES) < set(fj._MODULES)  # a renamed namespace must not drop out of the check
 
 

@@ -27,6 +27,7 @@ import numpy as np
 __all__ = ["ORDERS", "subsampled_gaussian_rdp", "epsilon_from_rdp", "epsilons"]
 
 ORDERS: tuple[int, ...] = tuple(range(2, 65)) + (128, 256, 512, 1024)
+"""The default integer Renyi orders a: every one from 2 to 64, then 128, 256, 512, 1024."""
 
 
 def _logsumexp(x: np.ndarray) -> float:
@@ -35,7 +36,19 @@ def _logsumexp(x: np.ndarray) -> float:
 
 
 def subsampled_gaussian_rdp(q: float, noise_multiplier: float, orders: Sequence[int] = ORDERS) -> np.ndarray:
-    """RDP [len(orders)] of one Poisson-subsampled Gaussian release (module docstring); integer orders >= 2."""
+    """The RDP of one Poisson-subsampled Gaussian release at each order (module docstring).
+
+    Args:
+        q: the sampling rate, in [0, 1].
+        noise_multiplier: z, the noise std over the sensitivity, >= 0.
+        orders: the Renyi orders a, integers >= 2.
+
+    Returns:
+        float64 `[len(orders)]`: RDP(a); 0 for q = 0, inf for z = 0 (and q > 0), a / (2 z^2) for q = 1.
+
+    Raises:
+        ValueError: q outside [0, 1], z < 0, or an order that is not an integer >= 2.
+    """
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"rdp: sampling rate q must be in [0, 1], got {q}")
     if noise_multiplier < 0:
@@ -61,7 +74,20 @@ def subsampled_gaussian_rdp(q: float, noise_multiplier: float, orders: Sequence[
 
 
 def epsilon_from_rdp(rdp: np.ndarray, delta: float, orders: Sequence[int] = ORDERS) -> float:
-    """The smallest epsilon over the orders at which RDP rdp [len(orders)] gives (epsilon, delta)-DP."""
+    """The smallest epsilon over the orders at which the RDP gives (epsilon, delta)-DP (module
+    docstring's conversion; 0 at an order whose divergence is small enough for delta alone).
+
+    Args:
+        rdp: float `[len(orders)]`, the (composed) RDP at each order.
+        delta: the delta of the guarantee, in (0, 1).
+        orders: the Renyi orders a of `rdp`.
+
+    Returns:
+        epsilon >= 0 (inf when the RDP is infinite at every order).
+
+    Raises:
+        ValueError: delta outside (0, 1).
+    """
     if not 0 < delta < 1:
         raise ValueError(f"rdp: delta must be in (0, 1), got {delta}")
     a = np.asarray(orders, np.float64)
@@ -75,7 +101,22 @@ def epsilon_from_rdp(rdp: np.ndarray, delta: float, orders: Sequence[int] = ORDE
 
 def epsilons(noise_multiplier: float, q: float, rounds: int, delta: float,
              orders: Optional[Sequence[int]] = None) -> np.ndarray:
-    """epsilon [rounds] at delta after rounds 1..rounds of the subsampled Gaussian at rate q."""
+    """The epsilon at delta after each of rounds 1..T of the subsampled Gaussian (T rounds compose to
+    T RDP(a)).
+
+    Args:
+        noise_multiplier: z, the noise std over the sensitivity, >= 0.
+        q: the sampling rate per round, in [0, 1].
+        rounds: T, the number of rounds.
+        delta: the delta of the guarantee, in (0, 1).
+        orders: the Renyi orders (None: `ORDERS`).
+
+    Returns:
+        float64 `[rounds]`: entry t - 1 the epsilon after t rounds.
+
+    Raises:
+        ValueError: as `subsampled_gaussian_rdp` and `epsilon_from_rdp` do.
+    """
     orders = ORDERS if orders is None else orders
     per_round = subsampled_gaussian_rdp(q, noise_multiplier, orders)
     return np.array([epsilon_from_rdp(per_round * t, delta, orders) for t in range(1, rounds + 1)])

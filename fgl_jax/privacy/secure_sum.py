@@ -44,7 +44,19 @@ FIELD_BYTES = 4         # one element of GF(p), p < 2^31, on the wire (uint32)
 
 
 def check_threshold(clients: int, threshold: int, dropped: int = 0) -> None:
-    """One line when `threshold` cannot work for `clients` with `dropped` drop-outs."""
+    """One line when `threshold` cannot work for `clients` with `dropped` drop-outs.
+
+    Args:
+        clients: C, the clients of the round.
+        threshold: t, the Shamir threshold.
+        dropped: how many of the C clients drop out after the setup.
+
+    Returns:
+        None when 1 <= t <= C and at least t clients survive.
+
+    Raises:
+        ValueError: t outside 1..C, or fewer than t survivors (their masks could not be removed).
+    """
     if not 1 <= threshold <= clients:
         raise ValueError(f"secure aggregation: threshold t={threshold} must be in 1..{clients} (the clients "
                          f"of a round)")
@@ -56,9 +68,23 @@ def check_threshold(clients: int, threshold: int, dropped: int = 0) -> None:
 
 def shamir_share(key: jax.Array, secrets: jax.Array, holders: int, threshold: int,
                  p: int = F.MERSENNE_31) -> jax.Array:
-    """Shamir shares of secrets int64 [...] in [0, p): int64 [holders, ...], holder h gets f(h + 1)
-    for f(x) = secret + c_1 x + ... + c_{t-1} x^{t-1} with uniform c_k (one polynomial per secret).
-    Any t shares determine the secret; any t - 1 of them are uniform and independent of it."""
+    """Shamir shares of each secret: holder h gets f(h + 1) for f(x) = secret + c_1 x + ... +
+    c_{t-1} x^{t-1} with uniform c_k (one polynomial per secret). Any t shares determine the secret;
+    any t - 1 of them are uniform and independent of it.
+
+    Args:
+        key: draws the coefficients c_k (unused when t = 1: every share is the secret itself).
+        secrets: int64 `[...]` field elements in [0, p).
+        holders: n, the number of shares per secret.
+        threshold: t, the shares needed to reconstruct.
+        p: the field's prime.
+
+    Returns:
+        int64 `[holders, ...]`: row h is holder h's share of every secret.
+
+    Raises:
+        ValueError: unless 1 <= t <= holders < p.
+    """
     if not 1 <= threshold <= holders or holders >= p:
         raise ValueError(f"shamir_share: need 1 <= threshold ({threshold}) <= holders ({holders}) < p ({p})")
     with F.x64():
@@ -85,8 +111,16 @@ def _masked_product(values: jax.Array, use: jax.Array, p: int) -> jax.Array:
 
 
 def lagrange_at_zero(holders: jax.Array, p: int = F.MERSENNE_31) -> jax.Array:
-    """Lagrange weights at x = 0 through the points x_h = h + 1 of the holders bool [n]:
-    lam_h = prod_{g in H, g != h} x_g / (x_g - x_h), 0 for h outside H. int64 [n]."""
+    """Lagrange weights at x = 0 through the points x_h = h + 1 of the holders H:
+    lam_h = prod_{g in H, g != h} x_g / (x_g - x_h), and 0 for h outside H.
+
+    Args:
+        holders: bool `[n]`, which of the n share holders take part.
+        p: the field's prime.
+
+    Returns:
+        int64 `[n]`: lam_h in [0, p).
+    """
     n = holders.shape[0]
     with F.x64():
         x = jnp.arange(1, n + 1, dtype=jnp.int64)
@@ -97,8 +131,18 @@ def lagrange_at_zero(holders: jax.Array, p: int = F.MERSENNE_31) -> jax.Array:
 
 
 def shamir_reconstruct(shares: jax.Array, holders: jax.Array, p: int = F.MERSENNE_31) -> jax.Array:
-    """The secrets from shares int64 [n, ...] of the holders bool [n] (at least t of them, else the
-    result is garbage): sum_h lam_h share_h mod p. int64 [...]."""
+    """The secrets from the shares of some holders: sum_h lam_h share_h mod p (`lagrange_at_zero`).
+
+    Args:
+        shares: int64 `[n, ...]`, row h holder h's shares (`shamir_share`); rows outside `holders` are
+            ignored.
+        holders: bool `[n]`, the holders whose shares are used: at least t of them, else the result
+            is garbage (nothing checks it).
+        p: the field's prime.
+
+    Returns:
+        int64 `[...]`: the secrets.
+    """
     lam = lagrange_at_zero(holders, p)
     with F.x64():
         terms = F.mul(lam.reshape((-1,) + (1,) * (shares.ndim - 1)), shares, p)
@@ -106,7 +150,17 @@ def shamir_reconstruct(shares: jax.Array, holders: jax.Array, p: int = F.MERSENN
 
 
 def prg(seed: jax.Array, size: int, p: int = F.MERSENNE_31) -> jax.Array:
-    """The mask PRG(seed): int64 [size] uniform over GF(p) from a seed of SEED_WORDS field elements."""
+    """The mask PRG(seed): uniform over GF(p), a deterministic function of the seed.
+
+    Args:
+        seed: int64 `[W]`, W = SEED_WORDS field elements (jax's Threefry key, keyed by the first and
+            folded with the rest).
+        size: D, the length of the mask.
+        p: the field's prime.
+
+    Returns:
+        int64 `[size]` in [0, p).
+    """
     with F.x64():
         key = jax.random.key(seed[0].astype(jnp.uint32))
         for w in seed[1:]:
@@ -115,8 +169,17 @@ def prg(seed: jax.Array, size: int, p: int = F.MERSENNE_31) -> jax.Array:
 
 
 def draw_seeds(key: jax.Array, clients: int, p: int = F.MERSENNE_31) -> tuple[jax.Array, jax.Array]:
-    """(pair seeds int64 [C, C, W], symmetric, s_ij = s_ji; self-mask seeds int64 [C, W]), uniform over
-    GF(p)^W: the outcome of the simulated key agreement."""
+    """The seeds of a round, uniform over GF(p)^W: the outcome of the simulated key agreement.
+
+    Args:
+        key: the round's seed key.
+        clients: C, the clients of the round.
+        p: the field's prime.
+
+    Returns:
+        A pair (pair, own): pair seeds int64 `[C, C, W]`, symmetric (s_ij = s_ji; the diagonal is never
+            used), and self-mask seeds int64 `[C, W]`, W = SEED_WORDS.
+    """
     k_pair, k_self = jax.random.split(key)
     with F.x64():
         u = lcc.sample_masks(k_pair, 1, (clients, clients, SEED_WORDS), p)[0]
@@ -142,11 +205,21 @@ def _signed_mask_sum(seeds: jax.Array, signs: jax.Array, size: int, p: int) -> j
 
 
 def mask_inputs(x: jax.Array, pair: jax.Array, own: Optional[jax.Array], p: int = F.MERSENNE_31) -> jax.Array:
-    """Every client's masked vector y_i = x_i + PRG(b_i) + sum_{j>i} PRG(s_ij) - sum_{j<i} PRG(s_ij):
-    x int64 [C, D], pair [C, C, W], own [C, W] or None (no self-mask) -> int64 [C, D].
+    """Every client's masked vector y_i = x_i + PRG(b_i) + sum_{j>i} PRG(s_ij) - sum_{j<i} PRG(s_ij).
 
     Client by client, each expanding its own C - 1 pair masks as it does in the protocol (expanding
-    each pair's mask once into two rows of a [C, D] carry measured no faster on XLA:CPU)."""
+    each pair's mask once into two rows of a `[C, D]` carry measured no faster on XLA:CPU).
+
+    Args:
+        x: int64 `[C, D]`, the clients' field-encoded vectors.
+        pair: int64 `[C, C, W]`, the pair seeds s_ij (`draw_seeds`).
+        own: int64 `[C, W]`, the self-mask seeds b_i, or None (no self-mask: the PRG(b_i) term is left
+            out).
+        p: the field's prime.
+
+    Returns:
+        int64 `[C, D]`: y, row i client i's upload.
+    """
     c, d = x.shape
     with F.x64():
         idx = jnp.arange(c)
@@ -162,9 +235,21 @@ def mask_inputs(x: jax.Array, pair: jax.Array, own: Optional[jax.Array], p: int 
 
 def unmask_sum(y: jax.Array, dropped: jax.Array, pair_shares: jax.Array, own_shares: Optional[jax.Array],
                p: int = F.MERSENNE_31) -> jax.Array:
-    """The server's side: sum_{i in U} x_i mod p from the masked vectors y int64 [C, D] (rows of dropped
-    clients are never read), dropped bool [C], and the shares the survivors hold: pair_shares int64
-    [C_owner, C_holder, C, W] (owner i's shares of s_ij), own_shares [C_owner, C_holder, W] or None."""
+    """The server's side: the survivors' sum from their masked vectors and the shares they hold
+    (module docstring, "unmasking").
+
+    Args:
+        y: int64 `[C, D]`, the masked vectors (`mask_inputs`); rows of dropped clients are never read.
+        dropped: bool `[C]`, the clients that never sent y_i; U = the others.
+        pair_shares: int64 `[C_owner, C_holder, C, W]`, owner i's shares of its pair seeds s_ij.
+        own_shares: int64 `[C_owner, C_holder, W]`, owner i's shares of its self-mask seed b_i, or
+            None when y carries no self-masks.
+        p: the field's prime.
+
+    Returns:
+        int64 `[D]`: sum_{i in U} x_i mod p; garbage when fewer than t clients survive (nothing checks
+            it here: `secure_sum` does).
+    """
     c, d = y.shape
     alive = ~dropped
     with F.x64():
@@ -188,11 +273,24 @@ def unmask_sum(y: jax.Array, dropped: jax.Array, pair_shares: jax.Array, own_sha
 
 def secure_sum(x: jax.Array, dropped: jax.Array, key: jax.Array, threshold: int, p: int = F.MERSENNE_31,
                self_mask: bool = True) -> tuple[jax.Array, jax.Array]:
-    """(sum_{i not dropped} x_i mod p, ok) through the whole protocol (module docstring).
+    """The survivors' sum through the whole protocol (module docstring): seeds, shares, masking,
+    unmasking, in one jitted program.
 
-    x int64 [C, D] field elements (fixed-point encoded updates), dropped bool [C], key: the round's
-    key (seeds and share polynomials). ok: at least `threshold` survivors; when `dropped` is concrete
-    (not traced) fewer is refused with a ValueError instead. int64 [D], bool []."""
+    Args:
+        x: int64 `[C, D]` field elements (fixed-point encoded updates, `field.quantize`).
+        dropped: bool `[C]`, the clients that drop out after the setup; concrete or traced.
+        key: the round's key (seeds and share polynomials).
+        threshold: t, the Shamir threshold (static).
+        p: the field's prime (static).
+        self_mask: whether each client adds a self-mask PRG(b_i) (Bonawitz et al.'s double masking).
+
+    Returns:
+        A pair (total, ok): total int64 `[D]`, sum_{i not dropped} x_i mod p; ok bool `[]`, at least t
+            survivors (total is garbage otherwise; only reachable when `dropped` is traced).
+
+    Raises:
+        ValueError: t outside 1..C, or, when `dropped` is concrete (not traced), fewer than t survivors.
+    """
     c, _ = x.shape
     dropped = jnp.asarray(dropped, bool)
     check_threshold(c, threshold)
@@ -230,8 +328,16 @@ def protocol_bytes(clients: int, dim: int, dropped: int, self_mask: bool = True)
       unmasking  each survivor sends, for every dropped d, its share of s_dj for every survivor j
                  ((C - n_d) W each), and (self_mask) its share of b_j for every survivor j
 
-    Returns {client_up: one survivor's upload, dropped_up: one dropped client's (setup only),
-    server_in: what the server receives, server_out: what it relays (the setup shares)}."""
+    Args:
+        clients: C, the clients of the round.
+        dim: D, the length of each client's vector.
+        dropped: n_d, the clients that drop out after the setup.
+        self_mask: whether the protocol uses self-masks.
+
+    Returns:
+        A dict of byte counts: client_up (one survivor's upload), dropped_up (one dropped client's, setup
+            only), server_in (what the server receives), server_out (what it relays: the setup shares).
+    """
     c, n_d, w, e = clients, dropped, SEED_WORDS, FIELD_BYTES
     n_u = c - n_d
     s = 1 if self_mask else 0
@@ -243,10 +349,26 @@ def protocol_bytes(clients: int, dim: int, dropped: int, self_mask: bool = True)
 
 
 def majority(clients: int) -> int:
-    """The default threshold: a strict majority of the round's clients, floor(C / 2) + 1."""
+    """The default threshold: a strict majority of the round's clients.
+
+    Args:
+        clients: C, the clients of the round.
+
+    Returns:
+        floor(C / 2) + 1.
+    """
     return clients // 2 + 1
 
 
 def dropped_count(clients: int, fraction: float) -> int:
-    """Clients that drop out of a round of `clients` at drop-out fraction `fraction`: floor(f C)."""
+    """Clients that drop out of a round of `clients` at drop-out fraction `fraction`.
+
+    Args:
+        clients: C, the clients of the round.
+        fraction: f, the drop-out fraction.
+
+    Returns:
+        floor(f C), with f C first rounded to 9 decimals so that float error (0.29 * 100 =
+            28.999...) does not lose a client.
+    """
     return int(math.floor(round(fraction * clients, 9)))
