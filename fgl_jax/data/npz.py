@@ -71,6 +71,7 @@ from .checks import MAX_FEATURES, DataNotice, build_graph, check_edge_weights, c
 from .files import register_format
 from .paths import DataFormatError, PathLike
 from .safe_pickle import UnsafePickleError, safe_load_npy_object
+from .splits import fixed_split  # noqa: F401  (the graph's fixed splits; re-exported)
 
 __all__ = ["load_npz", "save_graph", "npz_layout", "GNN_BENCHMARK_KEYS", "PLAIN_KEYS", "HETEROPHILY_KEYS",
            "NPZ_LAYOUTS", "fixed_split"]
@@ -251,24 +252,6 @@ def _labels_gnn_benchmark(z: Any, path: Path, keys: set[str]) -> Optional[np.nda
         y[rows] = onehot.indices
         return y
     return None
-
-
-def fixed_split(graph: Graph, index: int) -> Graph:
-    """`graph` with fixed split `index` of ``graph.meta["fixed_splits"]`` as its masks.
-
-    Raises DataFormatError naming the count when the graph has no fixed splits or `index` is out of range.
-    """
-    splits = graph.meta.get("fixed_splits")
-    if not splits:
-        raise DataFormatError(f"{graph.meta.get('path', graph.name)}: --split-index {index}: the graph has no fixed "
-                              "splits (only files with train_masks/val_masks/test_masks [k, N] have)")
-    k = splits["train"].shape[0]
-    if not 0 <= index < k:
-        raise DataFormatError(f"{graph.meta.get('path', graph.name)}: --split-index {index} is out of range: the file "
-                              f"has {k} fixed splits (0..{k - 1})")
-    out = graph.with_masks(splits["train"][index], splits["val"][index], splits["test"][index])
-    out.meta["split"] = {"kind": "fixed", "index": int(index), "of": int(k)}
-    return out
 
 
 def _heterophily_masks(z: Any, path: Path, keys: set[str], n: int, split_index: Optional[int]

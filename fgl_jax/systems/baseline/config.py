@@ -85,6 +85,9 @@ class BaselineFields(RunSpec):
     num_train_per_class: int = option(20, "training nodes per class (split per_class)", low=1)
     num_val: int = option(500, "validation nodes (split per_class)", low=0)
     split_seed: int = option(0, "seed of the random split")
+    split_index: str = option("", "fixed split of a file that has k (a heterophily .npz: train_masks [k, N]): "
+                              "an index 0..k-1, or all = every split as a member of one compiled program, "
+                              "reported as mean +- sd (empty = the file's split 0)")
     eval_mode: str = option("auto", "which model is evaluated on which graph (OpenFGL's modes; auto = "
                             "global model on local data, own models for local/fedper)", choices=EVAL_MODES)
     eval_average: str = option("pooled", "pooled: metrics of all clients' nodes together; client_nodes: "
@@ -167,6 +170,11 @@ class BaselineFields(RunSpec):
             if self.partition not in methods and getattr(self, name) != default:
                 raise ValueError(f"{name}={getattr(self, name)!r} is an option of partition "
                                  f"{' / '.join(methods)}, not of {self.partition!r}")
+        if self.split_index not in ("", "all") and not (self.split_index.isdigit()):
+            raise ValueError(f"split_index must be a split number 0, 1, ... or 'all', got {self.split_index!r}")
+        if self.split_index and self.split not in ("standard", "keep"):
+            raise ValueError(f"split_index={self.split_index!r} picks one of the file's fixed splits; it goes with "
+                             f"split standard (the file's own masks), not split {self.split!r}")
         if self.task == "link_pred":
             self._check_link_pred()
         # one pass over the hyperparameter fields (names are unique across algorithms: `_compose`);

@@ -14,6 +14,7 @@ from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batc
 import jax
 import numpy as np
 
+from fgl_jax.data.splits import fixed_split
 from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.algorithm import HostInput
@@ -46,6 +47,8 @@ def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
     """The split done before partitioning (per-client splits are done after it: `split_clients`)."""
     if cfg.split in PER_CLIENT:
         return graph
+    if cfg.split_index not in ("", "all"):  # "all" is run by fgl_jax.fixed_splits, one split per member
+        graph = fixed_split(graph, int(cfg.split_index))
     if cfg.split == "random":
         out = random_split(graph, cfg.train_frac, cfg.val_frac, cfg.test_frac, seed=cfg.split_seed)
     elif cfg.split == "per_class":
