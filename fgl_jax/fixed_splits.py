@@ -107,7 +107,8 @@ def run_all_splits(cfg: Any, out: Optional[str] = None, overwrite: bool = False,
         per_split.append(row)
     summary = {"system": "baseline", "describe": {**{k_: v for k_, v in program.describe.items()
                                                       if k_ != "partition_report"}, "split_index": "all"},
-               "splits": k, "select": select[0], "per_split": per_split,
+               "splits": k, "select": select[0], **({"select_mode": "min"} if select[2:] == ["min"] else {}),
+               "per_split": per_split,
                "best_val": _mean_sd([r["best_val"] for r in per_split]),
                "best_test": _mean_sd([r["best_test"] for r in per_split])}
     # compiles: the XLA programs of the training run (the k splits' one round program, plus the

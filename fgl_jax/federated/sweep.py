@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
-from fgl_jax.federated.run import Tracker, bad_round, best_by_validation, scan_rounds
+from fgl_jax.federated.run import Tracker, bad_round, best_by_validation, lowest, scan_rounds
 
 SHAPE_CHANGING = ("hidden", "num_layers", "clients", "local_steps", "rounds", "model", "dataset",
                   "partition", "algorithm", "heads")
@@ -147,7 +147,9 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         tracker, metrics = jax.tree.map(lambda *xs: np.stack(xs), *outs)
     history = {k: np.asarray(v) for k, v in metrics.items()}
     members = [{"seed": seeds[i], **{k: float(v[i]) for k, v in hparams.items()}} for i in range(s)]
-    best = {"best_val": np.array(tracker.best_val), "best_test": np.array(tracker.best_test),
+    # a "min" selection (val_loss) is tracked negated: reported as it was
+    best = {"best_val": np.array(tracker.best_val) * (-1.0 if lowest(algorithm.select) else 1.0),
+            "best_test": np.array(tracker.best_test),
             "best_round": np.array(tracker.best_round) + 1}
     diverged = []
     for i in range(s):

@@ -88,6 +88,9 @@ class BaselineFields(RunSpec):
     split_index: str = option("", "fixed split of a file that has k (a heterophily .npz: train_masks [k, N]): "
                               "an index 0..k-1, or all = every split as a member of one compiled program, "
                               "reported as mean +- sd (empty = the file's split 0)")
+    select_metric: str = option("auto", "validation metric that picks the reported round: acc (highest), auc / ap "
+                                "(highest ROC-AUC / average precision: binary labels), loss (lowest val_loss); "
+                                "auto = acc, or auc for task link_pred", choices=("auto", "acc", "auc", "ap", "loss"))
     eval_mode: str = option("auto", "which model is evaluated on which graph (OpenFGL's modes; auto = "
                             "global model on local data, own models for local/fedper)", choices=EVAL_MODES)
     eval_average: str = option("pooled", "pooled: metrics of all clients' nodes together; client_nodes: "
@@ -175,6 +178,9 @@ class BaselineFields(RunSpec):
         if self.split_index and self.split not in ("standard", "keep"):
             raise ValueError(f"split_index={self.split_index!r} picks one of the file's fixed splits; it goes with "
                              f"split standard (the file's own masks), not split {self.split!r}")
+        if self.task == "link_pred" and self.select_metric not in ("auto", "auc", "ap"):
+            raise ValueError(f"select_metric={self.select_metric!r}: link prediction reports auc and ap (and hits@K), "
+                             "select it by auc or ap")
         if self.task == "link_pred":
             self._check_link_pred()
         # one pass over the hyperparameter fields (names are unique across algorithms: `_compose`);

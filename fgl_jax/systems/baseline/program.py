@@ -163,6 +163,22 @@ def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
     return Prepared(graph, part, make_fed_data(batch))
 
 
+# --select-metric -> FederatedAlgorithm.select: (validation metric, test metric reported beside it[, "min"])
+SELECT_KEYS = {"acc": ("val_acc", "test_acc"), "auc": ("val_auc", "test_auc"), "ap": ("val_ap", "test_ap"),
+               "loss": ("val_loss", "test_acc", "min")}
+
+
+def select_keys(cfg: RunConfig, graph: Graph) -> tuple:
+    """The selection keys of `cfg.select_metric`; auc / ap of node classification need two classes
+    (the metrics exist only for binary labels: `fgl_jax.federated.metrics.client_counts`)."""
+    if cfg.task == "link_pred":
+        return {"auto": LINK_SELECT, "auc": LINK_SELECT, "ap": ("val_ap", "test_ap")}[cfg.select_metric]
+    if cfg.select_metric in ("auc", "ap") and graph.num_classes != 2:
+        raise ValueError(f"select_metric {cfg.select_metric}: ROC-AUC and AP are computed for binary node labels; "
+                         f"dataset {graph.name!r} has {graph.num_classes} classes (select by acc or loss)")
+    return SELECT_KEYS["acc" if cfg.select_metric == "auto" else cfg.select_metric]
+
+
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
     """The registered algorithm with the configured model and common hyperparameters (for task
     link_pred: the model is a `LinkModel` whose encoder outputs `hidden`-wide embeddings, and the
@@ -187,6 +203,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
+    if cfg.select_metric not in ("auto", "acc"):
+        algorithm = algorithm._replace(select=select_keys(cfg, graph))
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
