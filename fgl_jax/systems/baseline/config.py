@@ -66,6 +66,9 @@ class BaselineFields(RunSpec):
     clients: int = option(5, "number of clients", low=1)
     partition: str = option("random", "how nodes are split over clients",
                             choices=lambda: registry.names("partition"))
+    partition_file: str = option("", "a file holding one client id per node (.npy, .txt or .csv; "
+                                 "fgl_jax.partition.from_file): the run uses exactly that partition instead of "
+                                 "--partition (e.g. to reproduce OpenFGL's clients)")
     dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet, community_dirichlet)",
                                    low=0, low_open=True)
     louvain_packing: str = option("capped", "partition louvain: capped = clients of at most 1.1 N/K nodes (a "

@@ -27,6 +27,7 @@ from fgl_jax.graph import Graph
 from fgl_jax.nn import ModelSpec
 from fgl_jax.nn.link import LinkModel
 from fgl_jax.partition import Partition, make_partition, partition_report
+from fgl_jax.partition.from_file import partition_from_file
 from fgl_jax.systems.baseline.config import RunConfig
 
 
@@ -108,6 +109,8 @@ def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
     so every option the config accepts reaches the partitioner whatever the task."""
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
+    if cfg.partition_file:  # a partition made elsewhere, node by node
+        return partition_from_file(graph, cfg.partition_file, cfg.clients)
     return make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
 
 
@@ -241,7 +244,7 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
     algorithm = algorithm_from_config(cfg, prepared.graph)
     check_privacy(cfg, algorithm, prepared.data)
     describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm, "model": cfg.model,
-                "clients": cfg.clients, "partition": cfg.partition,
+                "clients": cfg.clients, "partition": "file" if cfg.partition_file else cfg.partition,
                 **({"task": cfg.task} if cfg.task != "node_cls" else {})}
     if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
