@@ -184,3 +184,13 @@ def test_every_heterophily_file_against_numpy(path):
     for key, short in (("train_masks", "train"), ("val_masks", "val"), ("test_masks", "test")):
         np.testing.assert_array_equal(g.meta["fixed_splits"][short], z[key])
     np.testing.assert_array_equal(g.train_mask, z["train_masks"][0])
+
+
+def test_inspect_names_the_fixed_splits(tmp_path, capsys):
+    from fgl_jax.cli import main
+    p = tmp_path / "h.npz"
+    _heterophily_file(p, k=4)
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "nodes:      6" in out
+    assert "split 0 of 4 fixed splits (--split-index i | all)" in out
