@@ -114,3 +114,10 @@ def test_vmap_and_sequential_members_agree(tmp_path):
         np.testing.assert_allclose(runs["vmap"].history[name], runs["sequential"].history[name], rtol=1e-5,
                                    atol=1e-6)
     assert not np.allclose(runs["vmap"].history["test_acc"][0], runs["vmap"].history["test_acc"][1])
+
+
+def test_a_single_program_refuses_split_index_all(tmp_path, capsys):
+    p = tmp_path / "h.npz"
+    _small_split_file(p)
+    assert main(["sweep", "--dataset", str(p), "--split-index", "all", "--rounds", "2", "--clients", "2"]) == 2
+    assert "split_index all runs every fixed split as members of one program" in capsys.readouterr().err

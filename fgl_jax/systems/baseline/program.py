@@ -240,6 +240,9 @@ def per_round_columns(cfg: RunConfig, algorithm, data) -> dict:
 @registry.register("system", "baseline", config=RunConfig, command="run",
                    help="a baseline FL algorithm on a graph (fedavg, fedprox, local, global, ...)")
 def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
+    if cfg.split_index == "all":  # k programs' data as one member axis: not one Program
+        raise ValueError("split_index all runs every fixed split as members of one program: use `fgl-jax run "
+                         "--split-index all` or fgl_jax.fixed_splits.run_all_splits (one Program is one split)")
     prepared = prepare(cfg, graph)
     algorithm = algorithm_from_config(cfg, prepared.graph)
     check_privacy(cfg, algorithm, prepared.data)
