@@ -160,6 +160,12 @@ def cmd_system(args: argparse.Namespace) -> int:
         raise ValueError("--resume-with-changes goes with --resume")
     _collector_after_imports()
     out = _out_dir(args.out)
+    if getattr(cfg, "split_index", "") == "all":  # every fixed split as a member of one program
+        if args.resume:
+            raise ValueError("--split-index all runs in one go; --resume is for single runs")
+        from fgl_jax.fixed_splits import run_all_splits
+        run_all_splits(experiment.resolve_dataset(cfg), out=out, overwrite=args.overwrite)
+        return 0
     res = experiment.run_config(cfg, out=out, resume=args.resume, overwrite=args.overwrite,
                                 resume_with_changes=allowed, progress=not args.no_progress,
                                 checkpoint_every=args.checkpoint_every, devices=args.devices,

@@ -34,7 +34,11 @@ def _split(obj: Any) -> str:
     tr, va, te = (int(np.asarray(getattr(obj, m)).sum()) for m in ("train_mask", "val_mask", "test_mask"))
     if tr + va + te == 0:
         return "none in the data (each system draws its own; see its `split` option)"
-    return f"train {tr}, val {va}, test {te} (unassigned {obj.num_nodes - int(np.asarray(obj.train_mask | obj.val_mask | obj.test_mask).sum())})"
+    line = f"train {tr}, val {va}, test {te} (unassigned {obj.num_nodes - int(np.asarray(obj.train_mask | obj.val_mask | obj.test_mask).sum())})"
+    fixed = (getattr(obj, "meta", None) or {}).get("fixed_splits")
+    if fixed:  # a file with k fixed splits: the line shows split 0 (--split-index picks another, or all)
+        line += f"; split 0 of {fixed['train'].shape[0]} fixed splits (--split-index i | all)"
+    return line
 
 
 def _labels(obj: Any) -> str:

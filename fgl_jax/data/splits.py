@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from ..graph import Graph
+from .paths import DataFormatError
 
 
 def _fraction(name: str, value: float) -> float:
@@ -224,3 +225,21 @@ def per_client_split(graph: Graph, assignment: np.ndarray, num_clients: int, tra
             masks[1][idx[a:b]] = True
             masks[2][idx[b:end]] = True
     return graph.with_masks(*masks)
+
+
+def fixed_split(graph: Graph, index: int) -> Graph:
+    """`graph` with fixed split `index` of ``graph.meta["fixed_splits"]`` as its masks.
+
+    Raises DataFormatError naming the count when the graph has no fixed splits or `index` is out of range.
+    """
+    splits = graph.meta.get("fixed_splits")
+    if not splits:
+        raise DataFormatError(f"{graph.meta.get('path', graph.name)}: --split-index {index}: the graph has no fixed "
+                              "splits (only files with train_masks/val_masks/test_masks [k, N] have)")
+    k = splits["train"].shape[0]
+    if not 0 <= index < k:
+        raise DataFormatError(f"{graph.meta.get('path', graph.name)}: --split-index {index} is out of range: the file "
+                              f"has {k} fixed splits (0..{k - 1})")
+    out = graph.with_masks(splits["train"][index], splits["val"][index], splits["test"][index])
+    out.meta["split"] = {"kind": "fixed", "index": int(index), "of": int(k)}
+    return out

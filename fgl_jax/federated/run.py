@@ -53,7 +53,9 @@ class NonFiniteError(FloatingPointError):
 class Tracker:
     """Best-validation selection: metrics at the round with the highest validation metric (first on
     ties). keys: (validation, test) metric names, `FederatedAlgorithm.select` (val_acc, test_acc by
-    default; val_auc, test_auc for link prediction); static, so a checkpoint holds the same leaves."""
+    default; val_auc, test_auc for link prediction); static, so a checkpoint holds the same leaves.
+    A third entry "min" selects the round with the lowest validation metric (val_loss): the tracker
+    then holds the negated value (`_best_dict` reports it as it was)."""
 
     best_val: jax.Array
     best_test: jax.Array
@@ -63,10 +65,12 @@ class Tracker:
     @staticmethod
     def empty(keys: tuple = ("val_acc", "test_acc")) -> "Tracker":
         # NumPy scalars: jnp.float32(...) would compile a tiny XLA program per dtype at start-up
-        return Tracker(np.float32(-1.0), np.float32(0.0), np.int32(-1), tuple(keys))
+        # -1 is below every accuracy / AUC; a negated loss can be anything, so it starts at -inf
+        return Tracker(np.float32(-np.inf if lowest(keys) else -1.0), np.float32(0.0), np.int32(-1), tuple(keys))
 
     def update(self, r: jax.Array, m: dict) -> "Tracker":
         val, test = m[self.keys[0]].astype(jnp.float32), m[self.keys[1]].astype(jnp.float32)
+        val = -val if lowest(self.keys) else val
         better = val > self.best_val
         return Tracker(jnp.where(better, val, self.best_val),
                        jnp.where(better, test, self.best_test),
@@ -424,7 +428,7 @@ class _Loaded:
 class _Progress:
     def __init__(self, total: int, enabled: bool, initial: int = 0, keys: tuple = ("val_acc", "test_acc")):
         self.bar = None
-        self.keys = ("train_loss",) + tuple(keys)  # the selection metrics (val_auc, test_auc for link prediction)
+        self.keys = ("train_loss",) + tuple(keys[:2])  # the selection metrics (val_auc, test_auc for link prediction)
         if enabled:
             from tqdm.auto import tqdm
             self.bar = tqdm(total=total, initial=initial, unit="round", file=sys.stderr, dynamic_ncols=True)
@@ -726,10 +730,16 @@ def _finish(state, history, evaluations, tracker, compile_s, t_run, hooks: Hooks
     return res
 
 
+def lowest(keys: tuple) -> bool:
+    """True when the selection keys (`FederatedAlgorithm.select`) pick the lowest validation value."""
+    return len(keys) > 2 and keys[2] == "min"
+
+
 def best_by_validation(history: dict, keys: tuple = ("val_acc", "test_acc")) -> dict:
-    """The in-scan tracker's rule on a host history: first round with the highest keys[0]."""
+    """The in-scan tracker's rule on a host history: first round with the highest keys[0] (lowest
+    with keys[2] == "min")."""
     val = np.asarray(history[keys[0]], np.float32)
-    i = int(np.argmax(val))
+    i = int(np.argmin(np.where(np.isnan(val), np.inf, val))) if lowest(keys) else int(np.argmax(val))
     return {"best_val": float(val[i]), "best_test": float(np.asarray(history[keys[1]], np.float32)[i]),
             "best_round": i + 1, **_selected_by(keys)}
 
@@ -746,9 +756,12 @@ def spread_at(history: dict, best_round) -> dict:
 def _selected_by(keys: tuple) -> dict:
     """{"select": validation metric} when it is not the default val_acc (summary.json of node
     classification runs is unchanged)."""
-    return {} if tuple(keys) == ("val_acc", "test_acc") else {"select": keys[0]}
+    if tuple(keys) == ("val_acc", "test_acc"):
+        return {}
+    return {"select": keys[0], **({"select_mode": "min"} if lowest(keys) else {})}
 
 
 def _best_dict(tracker: Tracker) -> dict:
-    return {"best_val": float(tracker.best_val), "best_test": float(tracker.best_test),
+    val = -float(tracker.best_val) if lowest(tracker.keys) else float(tracker.best_val)
+    return {"best_val": val, "best_test": float(tracker.best_test),
             "best_round": int(tracker.best_round) + 1, **_selected_by(tracker.keys)}

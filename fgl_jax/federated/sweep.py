@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
-from fgl_jax.federated.run import Tracker, bad_round, best_by_validation, scan_rounds
+from fgl_jax.federated.run import Tracker, bad_round, best_by_validation, lowest, scan_rounds
 
 SHAPE_CHANGING = ("hidden", "num_layers", "clients", "local_steps", "rounds", "model", "dataset",
                   "partition", "algorithm", "heads")
@@ -45,6 +45,9 @@ class SweepResult:
     compile_seconds: float
     run_seconds: float
     diverged: list = dataclasses.field(default_factory=list)  # per member: None or "round r: why"
+    # XLA programs (compilations or persistent-cache loads) while compiling the member program and
+    # while running it: {"compile": 1, "run": 0} when every member shares the one program
+    programs: dict = dataclasses.field(default_factory=dict)
 
 
 def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
@@ -59,8 +62,13 @@ def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
 
 def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
           hparams: Optional[Mapping[str, Sequence[float]]] = None, *, mode: str = "auto",
-          loss_guard: float = 0.0, mesh=None) -> SweepResult:
+          loss_guard: float = 0.0, mesh=None, data_axes: Any = None) -> SweepResult:
     """Run S = len(seeds) members; hparams maps a name in state.hp to S values.
+
+    data_axes: None (every member trains on `data`) or a pytree like `data` of 0 / None: the
+    leaves marked 0 carry a leading member axis [S, ...] (e.g. the masks of S fixed splits,
+    `fgl_jax.fixed_splits`), so data that differs only in values is a member axis of the one
+    program, like the seeds.
 
     Every member runs the one round body of `fgl_jax.run` (`fgl_jax.federated.run.scan_rounds`),
     with its own key and traced values; the result holds every member's history [S, rounds] and
@@ -99,13 +107,14 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
             hyperparameter that is not traced (not in ``state.hp``) or changes shapes.
     """
     with x64_scope(algorithm):
-        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh)
+        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh, data_axes)
 
 
 run_sweep = sweep  # the name earlier releases exported; the engine's own callers still use it
 
 
-def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0, mesh=None) -> SweepResult:
+def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0, mesh=None,
+               data_axes=None) -> SweepResult:
     if mesh is not None and mesh.size > 1 and mode == "sequential":
         import sys
         print(f"fgl-jax: notice: a sequential sweep runs on one device; --sweep-mode vmap (or auto) splits the "
@@ -113,6 +122,8 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         mesh = None
     if mesh is not None and mesh.size == 1:
         mesh = None
+    if data_axes is not None and mesh is not None:
+        mesh = None  # per-member data is not split over devices (_split_members replicates data)
     if mode == "auto":
         mode = "vmap" if mesh is not None or jax.default_backend() != "cpu" else "sequential"
     if mode not in ("vmap", "sequential"):
@@ -139,27 +150,38 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
                                           jnp.arange(num_rounds, dtype=jnp.int32))
         return tracker, metrics
 
+    from fgl_jax.cache import CompileCounter
     hp_arrays = {k: jnp.asarray(v, jnp.float32) for k, v in hparams.items()}
     if mode == "vmap":
         args = (data, init_keys, run_keys, hp_arrays)
         if mesh is not None:
             args = _split_members(args, mesh)
+        counter = CompileCounter()
         t0 = time.perf_counter()
-        compiled = jax.jit(jax.vmap(member, in_axes=(None, 0, 0, 0))).lower(*args).compile()
+        compiled = jax.jit(jax.vmap(member, in_axes=(data_axes, 0, 0, 0))).lower(*args).compile()
         t1 = time.perf_counter()
+        at_compile = counter.read()["programs"]
         tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], jax.device_get(compiled(*args)))
         t2 = time.perf_counter()
     else:
-        pick = lambda i: (data, init_keys[i], run_keys[i], {k: v[i] for k, v in hp_arrays.items()})
+        mine = (lambda i: data) if data_axes is None else (
+            lambda i: jax.tree.map(lambda ax, a: a if ax is None else a[i], data_axes, data,
+                                   is_leaf=lambda x: x is None))
+        pick = lambda i: (mine(i), init_keys[i], run_keys[i], {k: v[i] for k, v in hp_arrays.items()})
+        first = pick(0)  # its key indexing is compiled here, outside the counted window
+        counter = CompileCounter()
         t0 = time.perf_counter()
-        compiled = jax.jit(member).lower(*pick(0)).compile()
+        compiled = jax.jit(member).lower(*first).compile()
         t1 = time.perf_counter()
+        at_compile = counter.read()["programs"]
         outs = [jax.device_get(compiled(*pick(i))) for i in range(s)]
         t2 = time.perf_counter()
         tracker, metrics = jax.tree.map(lambda *xs: np.stack(xs), *outs)
     history = {k: np.asarray(v) for k, v in metrics.items()}
     members = [{"seed": seeds[i], **{k: float(v[i]) for k, v in hparams.items()}} for i in range(s)]
-    best = {"best_val": np.array(tracker.best_val), "best_test": np.array(tracker.best_test),
+    # a "min" selection (val_loss) is tracked negated: reported as it was
+    best = {"best_val": np.array(tracker.best_val) * (-1.0 if lowest(algorithm.select) else 1.0),
+            "best_test": np.array(tracker.best_test),
             "best_round": np.array(tracker.best_round) + 1}
     diverged = []
     for i in range(s):
@@ -177,7 +199,8 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
                 {"best_val": np.nan, "best_test": np.nan, "best_round": 0}
             for k in best:
                 best[k][i] = b[k]
-    return SweepResult(history, best, members, t1 - t0, t2 - t1, diverged)
+    programs = {"compile": int(at_compile), "run": int(counter.read()["programs"] - at_compile)}
+    return SweepResult(history, best, members, t1 - t0, t2 - t1, diverged, programs)
 
 
 def _split_members(args, mesh):

@@ -77,6 +77,9 @@ class BaselineFields(RunSpec):
     clients: int = option(5, "number of clients", low=1)
     partition: str = option("random", "how nodes are split over clients",
                             choices=lambda: registry.names("partition"))
+    partition_file: str = option("", "a file holding one client id per node (.npy, .txt or .csv; "
+                                 "fgl_jax.partition.from_file): the run uses exactly that partition instead of "
+                                 "--partition (e.g. to reproduce OpenFGL's clients)")
     dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet, community_dirichlet)",
                                    low=0, low_open=True)
     louvain_packing: str = option("capped", "partition louvain: capped = clients of at most 1.1 N/K nodes (a "
@@ -96,6 +99,12 @@ class BaselineFields(RunSpec):
     num_train_per_class: int = option(20, "training nodes per class (split per_class)", low=1)
     num_val: int = option(500, "validation nodes (split per_class)", low=0)
     split_seed: int = option(0, "seed of the random split")
+    split_index: str = option("", "fixed split of a file that has k (a heterophily .npz: train_masks [k, N]): "
+                              "an index 0..k-1, or all = every split as a member of one compiled program, "
+                              "reported as mean +- sd (empty = the file's split 0)")
+    select_metric: str = option("auto", "validation metric that picks the reported round: acc (highest), auc / ap "
+                                "(highest ROC-AUC / average precision: binary labels), loss (lowest val_loss); "
+                                "auto = acc, or auc for task link_pred", choices=("auto", "acc", "auc", "ap", "loss"))
     eval_mode: str = option("auto", "which model is evaluated on which graph (OpenFGL's modes; auto = "
                             "global model on local data, each client's own model for the personalised "
                             "algorithms: local, fedper, ditto, fedbn with --norm, fedrep, apfl)", choices=EVAL_MODES)
@@ -199,6 +208,14 @@ class BaselineFields(RunSpec):
             if self.partition not in methods and getattr(self, name) != default:
                 raise ValueError(f"{name}={getattr(self, name)!r} is an option of partition "
                                  f"{' / '.join(methods)}, not of {self.partition!r}")
+        if self.split_index not in ("", "all") and not (self.split_index.isdigit()):
+            raise ValueError(f"split_index must be a split number 0, 1, ... or 'all', got {self.split_index!r}")
+        if self.split_index and self.split not in ("standard", "keep"):
+            raise ValueError(f"split_index={self.split_index!r} picks one of the file's fixed splits; it goes with "
+                             f"split standard (the file's own masks), not split {self.split!r}")
+        if self.task == "link_pred" and self.select_metric not in ("auto", "auc", "ap"):
+            raise ValueError(f"select_metric={self.select_metric!r}: link prediction reports auc and ap (and hits@K), "
+                             "select it by auc or ap")
         if self.task == "link_pred":
             self._check_link_pred()
         elif self.task in GRAPH_TASKS:
@@ -267,6 +284,11 @@ class BaselineFields(RunSpec):
                              "(gin or gcn, --graph-model)")
         if self.ldp != "none":
             raise ValueError(f"ldp={self.ldp!r} clips per-node gradients of node classification, not task {self.task}")
+        if self.partition_file or self.split_index:
+            raise ValueError(f"{'partition_file' if self.partition_file else 'split_index'} assigns nodes; task "
+                             f"{self.task} deals whole graphs (partition random or dirichlet)")
+        if self.norm != "none":
+            raise ValueError(f"norm={self.norm!r} normalises the node-level models; task {self.task} uses graph_model")
         if self.eval_mode.endswith("global_data"):
             raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task {self.task} (each client's "
                              "graphs are its own): use auto, global_model_on_local_data or local_model_on_local_data")

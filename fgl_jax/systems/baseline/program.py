@@ -14,6 +14,7 @@ from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batc
 import jax
 import numpy as np
 
+from fgl_jax.data.splits import fixed_split
 from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.config import SecureAgg
@@ -30,6 +31,7 @@ from fgl_jax.nn import ModelSpec
 from fgl_jax.nn.link import LinkModel
 from fgl_jax.partition import Partition, make_partition, partition_report
 from fgl_jax.federated.graph_task import SELECT_REG
+from fgl_jax.partition.from_file import partition_from_file
 from fgl_jax.systems.baseline.config import GRAPH_TASKS, RunConfig
 from fgl_jax.systems.baseline.graph_fl import graph_model, prepare_graph_task
 
@@ -53,6 +55,8 @@ def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
     """The split done before partitioning (per-client splits are done after it: `split_clients`)."""
     if cfg.split in PER_CLIENT:
         return graph
+    if cfg.split_index not in ("", "all"):  # "all" is run by fgl_jax.fixed_splits, one split per member
+        graph = fixed_split(graph, int(cfg.split_index))
     if cfg.split == "random":
         out = random_split(graph, cfg.train_frac, cfg.val_frac, cfg.test_frac, seed=cfg.split_seed)
     elif cfg.split == "per_class":
@@ -112,6 +116,8 @@ def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
     so every option the config accepts reaches the partitioner whatever the task."""
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
+    if cfg.partition_file:  # a partition made elsewhere, node by node
+        return partition_from_file(graph, cfg.partition_file, cfg.clients)
     return make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
 
 
@@ -170,6 +176,22 @@ def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
     return Prepared(graph, part, make_fed_data(batch))
 
 
+# --select-metric -> FederatedAlgorithm.select: (validation metric, test metric reported beside it[, "min"])
+SELECT_KEYS = {"acc": ("val_acc", "test_acc"), "auc": ("val_auc", "test_auc"), "ap": ("val_ap", "test_ap"),
+               "loss": ("val_loss", "test_acc", "min")}
+
+
+def select_keys(cfg: RunConfig, graph: Graph) -> tuple:
+    """The selection keys of `cfg.select_metric`; auc / ap of node classification need two classes
+    (the metrics exist only for binary labels: `fgl_jax.federated.metrics.client_counts`)."""
+    if cfg.task == "link_pred":
+        return {"auto": LINK_SELECT, "auc": LINK_SELECT, "ap": ("val_ap", "test_ap")}[cfg.select_metric]
+    if cfg.select_metric in ("auc", "ap") and graph.num_classes != 2:
+        raise ValueError(f"select_metric {cfg.select_metric}: ROC-AUC and AP are computed for binary node labels; "
+                         f"dataset {graph.name!r} has {graph.num_classes} classes (select by acc or loss)")
+    return SELECT_KEYS["acc" if cfg.select_metric == "auto" else cfg.select_metric]
+
+
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
     """The registered algorithm with the configured model and common hyperparameters (for task
     link_pred: the model is a `LinkModel` whose encoder outputs `hidden`-wide embeddings, and the
@@ -198,8 +220,14 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
+    if cfg.task in GRAPH_TASKS and cfg.select_metric not in ("auto", "acc" if cfg.task == "graph_cls" else "auto"):
+        raise ValueError(f"select_metric={cfg.select_metric!r} is for node and link tasks; task {cfg.task} selects "
+                         f"its round by {'validation accuracy' if cfg.task == 'graph_cls' else 'validation MSE'} "
+                         "(select_metric auto)")
     if cfg.task == "graph_reg":
         algorithm = algorithm._replace(select=SELECT_REG)
+    elif cfg.task not in GRAPH_TASKS and cfg.select_metric not in ("auto", "acc"):
+        algorithm = algorithm._replace(select=select_keys(cfg, graph))
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
@@ -259,12 +287,15 @@ def secure_agg_columns(cfg: RunConfig, algorithm, data, m: int) -> dict:
 @registry.register("system", "baseline", config=RunConfig, command="run",
                    help="a baseline FL algorithm on a graph (fedavg, fedprox, local, global, ...)")
 def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
+    if cfg.split_index == "all":  # k programs' data as one member axis: not one Program
+        raise ValueError("split_index all runs every fixed split as members of one program: use `fgl-jax run "
+                         "--split-index all` or fgl_jax.fixed_splits.run_all_splits (one Program is one split)")
     prepared = prepare(cfg, graph)
     algorithm = algorithm_from_config(cfg, prepared.graph)
     check_privacy(cfg, algorithm, prepared.data)
     describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm,
                 "model": cfg.graph_model if cfg.task in GRAPH_TASKS else cfg.model,
-                "clients": cfg.clients, "partition": cfg.partition,
+                "clients": cfg.clients, "partition": "file" if cfg.partition_file else cfg.partition,
                 **({"task": cfg.task} if cfg.task != "node_cls" else {})}
     if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
