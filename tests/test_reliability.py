@@ -154,11 +154,22 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, re
     assert _files(d) == reference
 
 
-def test_a_half_written_metrics_line_is_one_line_naming_the_file(tmp_path):
+def test_a_torn_last_metrics_line_is_dropped_and_the_run_resumes_identically(tmp_path, reference):
+    """metrics.jsonl is appended per chunk (issue 50): a kill during an append leaves a last line
+    without its newline; the resume drops it and continues the same run."""
     d = _interrupted(tmp_path)
     with (d / "metrics.jsonl").open("a") as f:
         f.write('{"round": 10, "train_lo')
-    with pytest.raises(ValueError, match=r"metrics.jsonl, line 10: not a metrics row"):
+    experiment.run_config(_cfg(), out=str(d), resume=True)
+    assert _files(d) == reference
+
+
+def test_a_broken_metrics_line_before_the_last_is_one_line_naming_the_file(tmp_path):
+    d = _interrupted(tmp_path)
+    lines = (d / "metrics.jsonl").read_text().splitlines(keepends=True)
+    lines[4] = '{"round": 5, "train_lo\n'
+    (d / "metrics.jsonl").write_text("".join(lines))
+    with pytest.raises(ValueError, match=r"metrics.jsonl, line 5: not a metrics row"):
         experiment.run_config(_cfg(), out=str(d), resume=True)
 
 
