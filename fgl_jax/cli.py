@@ -522,6 +522,15 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from fgl_jax import rundir
+    before = rundir.use_flags(True)  # user errors name the flags typed here, not the Python keywords
+    try:
+        return _main(argv)
+    finally:
+        rundir.use_flags(before)  # a caller in Python (a test, a notebook) gets Python's spelling back
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sweep_system = "run"
     if argv[:1] == ["sweep"]:

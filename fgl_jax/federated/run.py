@@ -549,7 +549,7 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                 rows = [r for r in rundir.read_rows(log_path) if r["round"] <= start]
                 if [r["round"] for r in rows] != list(range(1, start + 1)):
                     raise ValueError(f"{log_path} holds {len(rows)} of the {start} rounds the checkpoint has done: "
-                                     "cannot resume without them; start again with --overwrite")
+                                     f"cannot resume without them; start again with {rundir.arg('overwrite')}")
             elif log_path.exists() or (out / "checkpoints").exists():
                 print(f"fgl-jax: no checkpoint in {out / 'checkpoints'}: starting at round 1", file=sys.stderr)
         rundir.write_rows(log_path, rows)

@@ -1,7 +1,8 @@
 """Vectorised sweeps: many seeds / hyperparameter values as ONE compiled program.
 
-`sweep` (public as `fgl_jax.sweep`; `run_sweep` is its earlier name) vmaps `init` and the `lax.scan`
-over rounds across S members. Members differ in
+`sweep` (public as `fgl_jax.sweep`) vmaps `init` and the `lax.scan` over rounds across S members,
+every seed with every combination of the given values (the product, as `fgl-jax sweep --seeds
+--grid`; `run_sweep` = `sweep(paired=True)` takes explicit member lists). Members differ in
 their PRNG key and in traced hyperparameters stored in `state.hp` (e.g. lr, prox_mu): values
 that do not change any shape. A shape-changing parameter (hidden size, clients) cannot be
 vmapped; `check_sweepable` refuses it with a clear message.
@@ -44,9 +45,17 @@ def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
 
 
 def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
-          hparams: Optional[Mapping[str, Sequence[float]]] = None, *, mode: str = "auto",
+          hparams: Optional[Mapping[str, Sequence[float]]] = None, *, paired: bool = False, mode: str = "auto",
           loss_guard: float = 0.0, mesh=None) -> SweepResult:
-    """Run S = len(seeds) members; hparams maps a name in state.hp to S values.
+    """Run every seed with every combination of the traced values: the product, as `fgl-jax sweep
+    --seeds --grid` takes it.
+
+    hparams maps a name in state.hp to its values. The members are
+    `itertools.product(seeds, *hparams.values())` in that order (seed outermost, then each name
+    in the mapping's order), S = len(seeds) * prod(len(values)); `SweepResult.members` names each
+    one's seed and values. `paired=True` passes an explicit member list instead: member i is
+    seeds[i] with value i of every list (all lists as long as `seeds`), e.g. a hand-picked set of
+    points; `run_sweep` is that form.
 
     Every member runs the one round body of `fgl_jax.run` (`fgl_jax.federated.run.scan_rounds`),
     with its own key and traced values; the result holds every member's history [S, rounds] and
@@ -66,11 +75,37 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
     (or whose loss passes `loss_guard` x its first, see `fgl_jax.federated.run`) is reported on
     its rounds before that, with `SweepResult.diverged` saying where; the others are unaffected.
     """
+    seeds, hparams = members_of(seeds, hparams, paired)
     with x64_scope(algorithm):
         return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh)
 
 
-run_sweep = sweep  # the name earlier releases exported; the engine's own callers still use it
+def members_of(seeds: Sequence[int], hparams: Optional[Mapping[str, Sequence[float]]],
+               paired: bool) -> tuple[list, dict]:
+    """The member list (seeds [S], name -> values [S]) of `sweep`: the product of the seeds and
+    every value list, or, paired, the lists as given (each as long as `seeds`)."""
+    import itertools
+    seeds = [int(s) for s in seeds]
+    hparams = {k: list(v) for k, v in (hparams or {}).items()}
+    if paired:
+        for name, vals in hparams.items():
+            if len(vals) != len(seeds):
+                raise ValueError(f"sweep(paired=True): hparams[{name!r}] has {len(vals)} values, expected "
+                                 f"{len(seeds)} (one per seed); without paired=True every seed runs every value")
+        return seeds, hparams
+    for name, vals in hparams.items():
+        if not vals:
+            raise ValueError(f"sweep: hparams[{name!r}] has no values")
+    members = list(itertools.product(seeds, *hparams.values()))
+    return [m[0] for m in members], {k: [m[1 + i] for m in members] for i, k in enumerate(hparams)}
+
+
+def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
+              hparams: Optional[Mapping[str, Sequence[float]]] = None, **kwargs) -> SweepResult:
+    """`sweep(..., paired=True)`: member i is seeds[i] with value i of every list (the engine's
+    explicit member lists: `run_grid`, the systems' tests). `fgl_jax.run_sweep`, the earlier
+    public name, resolves to `sweep` itself."""
+    return sweep(algorithm, data, seeds, num_rounds, hparams, paired=True, **kwargs)
 
 
 def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0, mesh=None) -> SweepResult:
@@ -246,7 +281,7 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             # a run reports: members go through the engine one by one (compiled once, see run.compiled_scan)
             res = _run_members_with_hooks(program, members, vector, guard)
         else:
-            res = sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
+            res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
                             mode=mode, loss_guard=guard, mesh=mesh)
         compile_s += res.compile_seconds
         run_s += res.run_seconds
@@ -278,6 +313,7 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         history[n] = arr
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
 
 
 def rounds_run(history: dict, member: int, num_rounds: int) -> int:
