@@ -75,9 +75,17 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
     (or whose loss passes `loss_guard` x its first, see `fgl_jax.federated.run`) is reported on
     its rounds before that, with `SweepResult.diverged` saying where; the others are unaffected.
     """
+    varied = [k for k, v in (hparams or {}).items() if len(set(map(float, v))) > 1]
     seeds, hparams = members_of(seeds, hparams, paired)
     with x64_scope(algorithm):
-        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh)
+        res = _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh)
+    if not paired:
+        hists = [{k: v[i] for k, v in res.history.items()} for i in range(len(res.members))]
+        for k in unvaried_axes(res.members, hists, varied):
+            import warnings
+            warnings.warn(f"sweep: hparams[{k!r}] changes no member's result (every value gives identical metrics): "
+                          "this algorithm's configuration does not use it", UserWarning, stacklevel=2)
+    return res
 
 
 def members_of(seeds: Sequence[int], hparams: Optional[Mapping[str, Sequence[float]]],
@@ -311,9 +319,37 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             if n in h:
                 arr[i, :len(h[n])] = h[n]
         history[n] = arr
+    for k in unvaried_axes(rows, hists, [k for k in grid if len(grid[k]) > 1]):
+        messages.append(f"warning: grid axis {k}={','.join(str(v) for v in grid[k])} changes no member's result "
+                        "(every value gives identical metrics): this configuration does not use it")
+        import sys
+        print(f"fgl-jax: {messages[-1]}", file=sys.stderr)
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
 
+
+def unvaried_axes(members: Sequence[Mapping[str, Any]], histories: Sequence[Mapping[str, np.ndarray]],
+                  axes: Sequence[str]) -> list[str]:
+    """The axes whose values change no member's result: for every setting of the other keys
+    (seed, other axes), the members that differ only in that axis have identical histories
+    (metric -> [rounds], compared exactly: an unused option gives bit-identical programs' results).
+
+    members: one dict per member naming its seed and axis values; histories: the members' metrics."""
+    out = []
+    for axis in axes:
+        groups: dict = {}
+        for m, h in zip(members, histories):
+            rest = tuple(sorted((k, repr(v)) for k, v in m.items() if k != axis and (k == "seed" or k in axes)))
+            groups.setdefault(rest, []).append(h)
+        compared = [g for g in groups.values() if len(g) > 1]
+        if compared and all(_same_history(g[0], h) for g in compared for h in g[1:]):
+            out.append(axis)
+    return out
+
+
+def _same_history(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True)
+                                        for k in a)
 
 
 def rounds_run(history: dict, member: int, num_rounds: int) -> int:
