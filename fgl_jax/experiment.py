@@ -335,13 +335,16 @@ def run_config(cfg: Any, options: Optional[RunOptions] = None, **changes: Any):
     if opts.tensorboard is not None:  # a missing writer fails before the build, not after it
         from fgl_jax.tensorboard import check_available
         check_available(opts.tensorboard)
+    from fgl_jax import progress
     counter = CompileCounter()
     entry = system_of(cfg)
-    cfg = resolve_dataset(cfg, warn=not opts.resume)  # a resume with a changed file is refused instead
-    t0 = time.perf_counter()
-    program = entry.obj(cfg)
-    t_build = time.perf_counter() - t0
-    opts = dataclasses.replace(opts, chunk=opts.chunk if opts.chunk is not None else getattr(cfg, "chunk", None),
-                               loss_guard=opts.loss_guard or float(getattr(cfg, "loss_guard", 0.0)))
-    return execute(program, cfg.seed, opts, system=entry.name, config_text=schema.dump(cfg, entry.name),
-                   build_seconds=t_build, counter=counter, cache_programs=True)
+    with progress.report(opts.progress):  # phase lines: loading, preparing (the system's), compiling, running
+        progress.phase("loading", str(getattr(cfg, "dataset", entry.name)))
+        cfg = resolve_dataset(cfg, warn=not opts.resume)  # a resume with a changed file is refused instead
+        t0 = time.perf_counter()
+        program = entry.obj(cfg)
+        t_build = time.perf_counter() - t0
+        opts = dataclasses.replace(opts, chunk=opts.chunk if opts.chunk is not None else getattr(cfg, "chunk", None),
+                                   loss_guard=opts.loss_guard or float(getattr(cfg, "loss_guard", 0.0)))
+        return execute(program, cfg.seed, opts, system=entry.name, config_text=schema.dump(cfg, entry.name),
+                       build_seconds=t_build, counter=counter, cache_programs=True)

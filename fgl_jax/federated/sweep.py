@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax import progress as phase_lines
 from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
 from fgl_jax.federated.run import Tracker, bad_round, best_by_validation, scan_rounds
 
@@ -151,6 +152,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         return tracker, metrics
 
     hp_arrays = {k: jnp.asarray(v, jnp.float32) for k, v in hparams.items()}
+    phase_lines.phase("compiling", f"{s} member{'s' if s > 1 else ''}, {mode}")
     if mode == "vmap":
         args = (data, init_keys, run_keys, hp_arrays)
         if mesh is not None:
@@ -158,6 +160,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         t0 = time.perf_counter()
         compiled = jax.jit(jax.vmap(member, in_axes=(None, 0, 0, 0))).lower(*args).compile()
         t1 = time.perf_counter()
+        phase_lines.phase("running", f"{s} member{'s' if s > 1 else ''} x {num_rounds} rounds")
         tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], jax.device_get(compiled(*args)))
         t2 = time.perf_counter()
     else:
@@ -165,6 +168,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         t0 = time.perf_counter()
         compiled = jax.jit(member).lower(*pick(0)).compile()
         t1 = time.perf_counter()
+        phase_lines.phase("running", f"{s} member{'s' if s > 1 else ''} x {num_rounds} rounds")
         outs = [jax.device_get(compiled(*pick(i))) for i in range(s)]
         t2 = time.perf_counter()
         tracker, metrics = jax.tree.map(lambda *xs: np.stack(xs), *outs)
@@ -281,6 +285,8 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
     for ci, combo in enumerate(combos):
         prog_vals = dict(zip(other, combo))
         if ci > 0:
+            phase_lines.phase("preparing", f"program {ci + 1}/{len(combos)}: "
+                          + ", ".join(f"{k}={v}" for k, v in prog_vals.items()))
             program = build({**options, **first, **prog_vals})
         members = list(itertools.product(seeds, *[grid[k] for k in vector]))
         hp = {k: [float(m[1 + i]) for m in members] for i, k in enumerate(vector)}
