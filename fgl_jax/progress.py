@@ -11,12 +11,15 @@ clients' data and compiling before the first round runs; a progress bar alone si
 
 the bracket holding the time since the scope opened. Code deep in a system's build (a loader, a
 preparation stage) calls `phase` without knowing whether anyone listens: outside a scope, or in a
-scope opened with enabled=False (`--no-progress`), it prints nothing. The standard library only, so
-the command line can import it before JAX.
+scope opened with enabled=False (`--no-progress`), it prints nothing. The lines are for someone
+watching: they appear when standard error is a terminal, or when FGL_JAX_PHASES=1 (a batch job's
+log, tests), so a user error in a script's captured stderr stays the one line `fgl-jax: error: ...`.
+The standard library only, so the command line can import it before JAX.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from typing import Iterator, Optional
@@ -30,12 +33,21 @@ def report(enabled: bool = True) -> Iterator[None]:
     """A scope whose `phase` calls print (enabled) or stay silent; nested scopes keep the outer
     one's clock, so a run inside a sweep reports times since the command began."""
     start = _SCOPE[-1][1] if _SCOPE else time.perf_counter()
+    if not _SCOPE:
+        enabled = enabled and (os.environ.get("FGL_JAX_PHASES") == "1" or _is_terminal())
     enabled = enabled and (not _SCOPE or _SCOPE[-1][0])  # an inner scope cannot re-enable a silenced one
     _SCOPE.append([enabled, start, None])
     try:
         yield
     finally:
         _SCOPE.pop()
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        return False
 
 
 def phase(name: str, detail: Optional[str] = None) -> None:

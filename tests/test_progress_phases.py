@@ -13,6 +13,11 @@ PHASES = ["loading", "preparing", "compiling", "running"]
 LINE = re.compile(r"^fgl-jax: (loading|preparing|compiling|running)\b.* \[\d+\.\d s\]$")
 
 
+@pytest.fixture(autouse=True)
+def _phases_to_captured_stderr(monkeypatch):
+    monkeypatch.setenv("FGL_JAX_PHASES", "1")  # the lines are for a terminal; captured stderr is not one
+
+
 def _phase_lines(err: str) -> list[tuple[int, str]]:
     """(line index, phase) of every phase line; tqdm's carriage-return updates split too."""
     lines = re.split(r"[\r\n]+", err)
@@ -37,6 +42,13 @@ def test_sweep_prints_the_same_phases_and_accepts_no_progress(tmp_path, capsys):
     assert [p for _, p in found] == PHASES, found
     assert main([*args, "--out", str(tmp_path / "b"), "--no-progress"]) == 0
     assert _phase_lines(capsys.readouterr().err) == []
+
+
+def test_phase_lines_only_for_a_terminal_or_when_asked(monkeypatch, capsys):
+    monkeypatch.delenv("FGL_JAX_PHASES")
+    with progress.report(True):  # captured stderr is not a terminal: a script's stderr stays its errors
+        progress.phase("loading")
+    assert capsys.readouterr().err == ""
 
 
 def test_phase_scopes(capsys):
