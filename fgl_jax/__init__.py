@@ -7,7 +7,7 @@ needs is importable from here.
     cfg = fj.default_config("baseline", dataset="cora", algorithm="fedavg", clients=10)
     res = fj.run_config(cfg, out="runs/cora")          # config.yaml, metrics.jsonl, summary.json, checkpoints/
     res = fj.run(algorithm, data, key, 50, fj.RunOptions(chunk=10))   # an algorithm on its data
-    sw = fj.sweep(algorithm, data, seeds=[0, 1, 2], num_rounds=50)   # seeds (x traced values): one program
+    sw = fj.sweep(algorithm, data, seeds=[0, 1, 2], num_rounds=50, hparams={"lr": [0.01, 0.05]})  # 3 x 2, one program
     fj.names("algorithm")                             # what the registry knows
 
 Names are loaded on first use, so `import fgl_jax` stays cheap.

@@ -82,7 +82,7 @@ def _add_run_controls(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace the run --out holds (its files and checkpoints) instead of refusing a non-empty "
                         "directory; a directory that also holds other files is refused, nothing deleted")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    p.add_argument("--no-progress", action="store_true", help="no phase lines or progress bar on standard error")
     p.add_argument("--checkpoint-every", default="30s", metavar="WHEN",
                    help="checkpoint at most every WHEN: seconds ('30s', the default), a number of rounds, or "
                         "'chunk'; the last round is always saved (asynchronously, while training goes on)")
@@ -291,20 +291,24 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.tensorboard:  # a missing writer fails before the sweep runs
         from fgl_jax.tensorboard import check_available
         check_available(args.tensorboard)
+    from fgl_jax import progress
     from fgl_jax.experiment import resolve_dataset
-    cfg = resolve_dataset(_resolve(entry, args))
-    seeds = _parse_seeds(args.seeds)
-    grid = _parse_grid(args.grid, cls)
-    options = schema.to_dict(cfg)
-    build = lambda o: entry.obj(schema.make(cls, o, source="sweep"))
-    if entry.info.get("seeds") == "build":
-        # this system draws its randomness from the seed while building (host-side stages), not from the
-        # run key: one program per seed, so the members really differ
-        res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode,
-                                     devices=args.devices) for s in seeds])
-        res.messages.append(f"{entry.name} draws its randomness at build time: one program per seed")
-    else:
-        res = run_grid(build, options, seeds, grid, mode=args.sweep_mode, devices=args.devices)
+    with progress.report(not args.no_progress):  # the same phase lines as a run's
+        cfg = _resolve(entry, args)
+        progress.phase("loading", str(getattr(cfg, "dataset", entry.name)))
+        cfg = resolve_dataset(cfg)
+        seeds = _parse_seeds(args.seeds)
+        grid = _parse_grid(args.grid, cls)
+        options = schema.to_dict(cfg)
+        build = lambda o: entry.obj(schema.make(cls, o, source="sweep"))
+        if entry.info.get("seeds") == "build":
+            # this system draws its randomness from the seed while building (host-side stages), not from the
+            # run key: one program per seed, so the members really differ
+            res = merge_grids([run_grid(build, {**options, "seed": s}, [s], grid, mode=args.sweep_mode,
+                                         devices=args.devices) for s in seeds])
+            res.messages.append(f"{entry.name} draws its randomness at build time: one program per seed")
+        else:
+            res = run_grid(build, options, seeds, grid, mode=args.sweep_mode, devices=args.devices)
     from fgl_jax.federated.sweep import resource_cells
     keys = [k for k in res.axes if k != "seed"]
     extra = list(resource_cells(res.rows[0])) if res.rows else []  # MB up / MB down / epsilon, when the runs have them
@@ -472,6 +476,8 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.add_argument("--devices", type=int, default=0, metavar="N",
                    help="split the members of each program over the first N local devices (default 0 = all; "
                         "a CPU is one device)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no phase lines (loading, preparing, compiling, running) on standard error")
     _add_cache_flag(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 
@@ -479,7 +485,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.add_argument("--rounds", type=int, default=100, help="number of federated rounds (default: 100)")
     p.add_argument("--out", default=None, metavar="DIR", help="also write the run's outputs here")
     p.add_argument("--overwrite", action="store_true", help="replace what --out holds")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    p.add_argument("--no-progress", action="store_true", help="no phase lines or progress bar on standard error")
     _add_cache_flag(p)
     p.set_defaults(func=cmd_demo)
 
@@ -530,6 +536,15 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from fgl_jax import rundir
+    before = rundir.use_flags(True)  # user errors name the flags typed here, not the Python keywords
+    try:
+        return _main(argv)
+    finally:
+        rundir.use_flags(before)  # a caller in Python (a test, a notebook) gets Python's spelling back
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sweep_system = "run"
     if argv[:1] == ["sweep"]:

@@ -244,9 +244,9 @@ def _check_resume(out: Path, saved: Optional[str], config_text: str, allowed: Se
         rundir.check_resume_config(out, str(m.get("config", "")), new, allowed=allowed,
                                    source=f"{path}.sha256 ({out / 'config.yaml'} is missing)")
     elif checkpoint.committed(out / "checkpoints"):
-        raise ValueError(f"--resume: {out / 'config.yaml'} is missing and the checkpoints in {out / 'checkpoints'} "
+        raise ValueError(f"{rundir.arg('resume')}: {out / 'config.yaml'} is missing and the checkpoints in {out / 'checkpoints'} "
                          "record no config (written by an older fgl_jax), so this command cannot be checked "
-                         "against the run: put config.yaml back, or start again with --overwrite")
+                         f"against the run: put config.yaml back, or start again with {rundir.arg('overwrite')}")
     for path, m in recorded:
         rundir.check_recorded_config(path, m, new)
 
@@ -262,7 +262,7 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, op
     mesh = dev.choose_mesh(opts.devices)
     multi = jax_process_count() > 1
     if multi and resume:
-        raise ValueError("--resume is single-process only: a multi-process run writes no checkpoints "
+        raise ValueError(f"{rundir.arg('resume')} is single-process only: a multi-process run writes no checkpoints "
                          "(docs/scaling.md)")
     if multi:
         # every process must run the same chunks (each chunk is a collective program): the chunk
@@ -285,7 +285,7 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, op
             done = rundir.read_json(out_path / "summary.json")
             if int(program.num_rounds) <= int(done.get("rounds", 0)) or done.get("extras", {}).get("stopped_early"):
                 raise ValueError(f"{out_path} holds a finished run (summary.json): nothing to resume; "
-                                 "--overwrite runs it again")
+                                 f"{rundir.arg('overwrite')} runs it again")
         if not resume and config_text is not None:
             rundir.write_atomic(out_path / "config.yaml", config_text)
         elif config_text is not None and config_text != saved:
@@ -388,13 +388,16 @@ def run_config(cfg: Any, options: Optional[RunOptions] = None, **changes: Any):
     if opts.tensorboard is not None:  # a missing writer fails before the build, not after it
         from fgl_jax.tensorboard import check_available
         check_available(opts.tensorboard)
+    from fgl_jax import progress
     counter = CompileCounter()
     entry = system_of(cfg)
-    cfg = resolve_dataset(cfg, warn=not opts.resume)  # a resume with a changed file is refused instead
-    t0 = time.perf_counter()
-    program = entry.obj(cfg)
-    t_build = time.perf_counter() - t0
-    opts = dataclasses.replace(opts, chunk=opts.chunk if opts.chunk is not None else getattr(cfg, "chunk", None),
-                               loss_guard=opts.loss_guard or float(getattr(cfg, "loss_guard", 0.0)))
-    return execute(program, cfg.seed, opts, system=entry.name, config_text=schema.dump(cfg, entry.name),
-                   build_seconds=t_build, counter=counter, cache_programs=True)
+    with progress.report(opts.progress):  # phase lines: loading, preparing (the system's), compiling, running
+        progress.phase("loading", str(getattr(cfg, "dataset", entry.name)))
+        cfg = resolve_dataset(cfg, warn=not opts.resume)  # a resume with a changed file is refused instead
+        t0 = time.perf_counter()
+        program = entry.obj(cfg)
+        t_build = time.perf_counter() - t0
+        opts = dataclasses.replace(opts, chunk=opts.chunk if opts.chunk is not None else getattr(cfg, "chunk", None),
+                                   loss_guard=opts.loss_guard or float(getattr(cfg, "loss_guard", 0.0)))
+        return execute(program, cfg.seed, opts, system=entry.name, config_text=schema.dump(cfg, entry.name),
+                       build_seconds=t_build, counter=counter, cache_programs=True)

@@ -61,6 +61,8 @@ class AlgorithmSpec:
     pre_communication(inp, hp) -> (up_bytes, down_bytes): bytes of a one-off exchange before
         training (summary.json's pre_training_communication).
     dp_uncovered: what DP-FedAvg's epsilon does not cover (warned about with --dp-clip).
+    local_steps: the local optimiser steps per round a run takes when its config leaves `local_steps`
+        at 0 (FedProx: 3, so its proximal term acts), 1 unless an algorithm needs more.
 
     Phases (a round schedule that changes kind part-way) are not declared here: they are the
     `phases` of the `FederatedAlgorithm` the factory returns (`fgl_jax.federated.algorithm.Phase`).
@@ -75,6 +77,7 @@ class AlgorithmSpec:
     prepare: Optional[Callable] = None
     pre_communication: Optional[Callable] = None
     dp_uncovered: Optional[str] = None
+    local_steps: int = 1
 
     _CHOICES = {"features": (None, "ell"), "data": (None, "full_graph")}
 
@@ -116,6 +119,8 @@ class AlgorithmSpec:
         if spec.hparams is not None and not (dataclasses.is_dataclass(spec.hparams)
                                              and spec.hparams.__dataclass_params__.frozen):
             raise TypeError(f"{where}: field 'hparams' must be a frozen dataclass, got {spec.hparams!r}")
+        if spec.local_steps < 1:
+            raise ValueError(f"{where}: field 'local_steps' must be >= 1, got {spec.local_steps}")
         if not spec.help.strip():
             raise ValueError(f"{where}: field 'help' is empty")
         return spec

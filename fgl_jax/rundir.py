@@ -41,6 +41,27 @@ _RUN_TEMPORARY = re.compile(r"\.(%s)\..+\.tmp" % "|".join(re.escape(f) for f in 
 _CHECKPOINT_ENTRY = re.compile(r"round_\d+(\.sha256|\.orbax-checkpoint-tmp.*)?|\.round_\d+\.sha256\..+\.tmp")
 
 
+
+# How a user error names a run option: as the Python keyword of `fj.run_config` / `fj.RunOptions`
+# (`overwrite=True`), unless the command line (`fgl_jax.cli.main`) switched to its flags (`--overwrite`),
+# so a message tells the reader what to type where they are.
+_SPELLING = {"flags": False}
+
+
+def use_flags(on: bool = True) -> bool:
+    """Name options as command-line flags in user errors (`fgl_jax.cli.main` for its duration);
+    returns the previous setting, to restore."""
+    before, _SPELLING["flags"] = _SPELLING["flags"], on
+    return before
+
+
+def arg(name: str, value: Any = None) -> str:
+    """An option as the user spells it: `arg("overwrite")` is '--overwrite' on the command line and
+    'overwrite=True' in Python; with a value, `arg("out", "runs/x")` is '--out runs/x' / "out='runs/x'"."""
+    if _SPELLING["flags"]:
+        return f"--{name.replace('_', '-')}" + ("" if value is None else f" {value}")
+    return f"{name}=" + ("True" if value is None else repr(str(value) if isinstance(value, os.PathLike) else value))
+
 def _umask() -> int:
     """The process's umask. Linux states it in /proc/self/status; elsewhere os.umask can only be
     read by setting it, so it is set and restored at once (another thread creating a file in that
@@ -109,7 +130,7 @@ def read_rows(path: os.PathLike) -> list[dict]:
             int(row["round"])
         except (ValueError, KeyError, TypeError):
             raise ValueError(f"{path}, line {i}: not a metrics row ({line[:60]!r}); "
-                             "the file is damaged, start again with --overwrite") from None
+                             f"the file is damaged, start again with {arg('overwrite')}") from None
         rows.append(row)
     return rows
 
@@ -121,13 +142,13 @@ def resolve_out(out: Union[str, os.PathLike]) -> Path:
     file; other failures (permissions, a full disk) surface as OSError naming the path."""
     path = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
     if path.is_symlink() and not path.exists():
-        raise ValueError(f"--out {out} is a symlink to {os.readlink(path)}, which does not exist")
+        raise ValueError(f"{arg('out', out)} is a symlink to {os.readlink(path)}, which does not exist")
     if path.exists() and not path.is_dir():
-        raise ValueError(f"--out {out} is an existing file, not a directory")
+        raise ValueError(f"{arg('out', out)} is an existing file, not a directory")
     for parent in path.parents:  # the nearest existing ancestor must be a directory
         if parent.exists() or parent.is_symlink():
             if not parent.is_dir():
-                raise ValueError(f"--out {out}: {parent} is a file, not a directory")
+                raise ValueError(f"{arg('out', out)}: {parent} is a file, not a directory")
             break
     return path
 
@@ -156,9 +177,9 @@ class RunLock:
                 print(f"fgl-jax: notice: cannot lock {self.path} ({e.strerror}); a second process on --out "
                       "would not be refused", file=sys.stderr)
                 return
-            raise ValueError(f"--out {out} is in use by another fgl-jax process"
+            raise ValueError(f"{arg('out', out)} is in use by another fgl-jax process"
                              + (f" (pid {holder})" if holder.isdigit() else "")
-                             + "; wait for it to end, or choose another --out") from None
+                             + f"; wait for it to end, or choose another {arg('out', 'DIR')}") from None
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
 
@@ -208,17 +229,17 @@ def prepare(out: os.PathLike, *, resume: bool, overwrite: bool) -> Path:
     shown = out
     out = resolve_out(out)
     if resume and overwrite:
-        raise ValueError("--resume and --overwrite exclude each other (continue the run, or replace it)")
+        raise ValueError(f"{arg('resume')} and {arg('overwrite')} exclude each other (continue the run, or replace it)")
     held = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE) if out.is_dir() else []
     if held and not resume:
         if not overwrite:
-            raise ValueError(f"--out {shown} is not empty ({_names(held)}): "
-                             "add --resume to continue that run or --overwrite to replace it")
+            raise ValueError(f"{arg('out', shown)} is not empty ({_names(held)}): "
+                             f"add {arg('resume')} to continue that run or {arg('overwrite')} to replace it")
         foreign = foreign_files(out)
         if foreign:
             # --overwrite replaces a run; it never deletes what a run did not write
-            raise ValueError(f"--overwrite: --out {shown} holds files no fgl-jax run wrote ({_names(foreign)}); "
-                             "nothing was deleted: choose another --out, or move those files away")
+            raise ValueError(f"{arg('overwrite')}: {arg('out', shown)} holds files no fgl-jax run wrote ({_names(foreign)}); "
+                             f"nothing was deleted: choose another {arg('out', 'DIR')}, or move those files away")
         for name in held:
             p = out / name
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
@@ -259,8 +280,8 @@ def check_resume_config(out: Path, saved_text: Optional[str], new: dict, allowed
     old, now = saved.get("dataset_sha256"), new.get("dataset_sha256")
     if old and now and old != now and saved.get("dataset") == new.get("dataset"):
         # the rounds already done trained on the old file: continuing would mix two graphs
-        raise ValueError(f"--resume: dataset {new.get('dataset')} changed since the run in {out} started "
-                         f"(sha256 {old[:12]}... -> {now[:12]}...); restore the file, or start again with --overwrite")
+        raise ValueError(f"{arg('resume')}: dataset {new.get('dataset')} changed since the run in {out} started "
+                         f"(sha256 {old[:12]}... -> {now[:12]}...); restore the file, or start again with {arg('overwrite')}")
     allowed = set(allowed)
     bad_keys = [k for k in sorted(set(saved) | set(new)) if saved.get(k, "<absent>") != new.get(k, "<absent>")
                 and k not in allowed]
@@ -268,10 +289,10 @@ def check_resume_config(out: Path, saved_text: Optional[str], new: dict, allowed
         changes = config_changes({k: saved.get(k, "<absent>") for k in bad_keys},
                                  {k: new.get(k, "<absent>") for k in bad_keys})
         safe = [k for k in bad_keys if k in RESUMABLE_CHANGES]
-        hint = (f"; --resume-with-changes {','.join(safe)} allows {'that' if len(safe) == 1 else 'those'}"
+        hint = (f"; {arg('resume_with_changes', ','.join(safe))} allows {'that' if len(safe) == 1 else 'those'}"
                 if safe and len(safe) == len(bad_keys) else
-                f"; only {', '.join(RESUMABLE_CHANGES)} may change on resume (--resume-with-changes)")
-        raise ValueError(f"--resume: the command differs from the run saved in {source}: "
+                f"; only {', '.join(RESUMABLE_CHANGES)} may change on resume ({arg('resume_with_changes', '...')})")
+        raise ValueError(f"{arg('resume')}: the command differs from the run saved in {source}: "
                          + "; ".join(changes) + hint)
 
 
@@ -294,9 +315,9 @@ def check_recorded_config(checkpoint: Path, manifest: dict, new: dict) -> None:
     what = ("; ".join(config_changes({k: saved.get(k, "<absent>") for k in keys},
                                      {k: new.get(k, "<absent>") for k in keys}))
             if keys and saved else f"config digest {digest[:12]}... recorded, {config_digest(new)[:12]}... now")
-    raise ValueError(f"--resume: checkpoint {checkpoint} does not fit this run's state: it was saved by a "
+    raise ValueError(f"{arg('resume')}: checkpoint {checkpoint} does not fit this run's state: it was saved by a "
                      f"run with other options ({what}); give the options it was saved with, or start again "
-                     "with --overwrite")
+                     f"with {arg('overwrite')}")
 
 
 def parse_allowed(text: Optional[str]) -> tuple[str, ...]:
@@ -306,7 +327,7 @@ def parse_allowed(text: Optional[str]) -> tuple[str, ...]:
     keys = tuple(k.strip().replace("-", "_") for k in text.split(",") if k.strip())
     wrong = [k for k in keys if k not in RESUMABLE_CHANGES]
     if wrong:
-        raise ValueError(f"--resume-with-changes: {', '.join(wrong)} cannot change on resume "
+        raise ValueError(f"{arg('resume_with_changes', ','.join(wrong))}: {', '.join(wrong)} cannot change on resume "
                          f"(allowed: {', '.join(RESUMABLE_CHANGES)})")
     return keys
 

@@ -51,7 +51,8 @@ def test_a_flat_config_written_before_the_block_loads():
     cfg = schema.resolve(RunConfig, OLD, system="baseline")
     raw = yaml.safe_load(OLD.read_text())
     assert raw["algorithm"] == "fedprox" and raw["prox_mu"] == 0.001 and "moon_mu" in raw  # really the old form
-    assert cfg == experiment.default_config("baseline", algorithm="fedprox", prox_mu=0.001, rounds=3, clients=3)
+    assert cfg == experiment.default_config("baseline", algorithm="fedprox", prox_mu=0.001, rounds=3, clients=3,
+                                            local_steps=1)  # the old file's explicit value, not fedprox's default 3
     new = yaml.safe_load(schema.dump(cfg, "baseline"))
     assert new["algorithm"] == {"name": "fedprox", "prox_mu": 0.001}
     # the normal form (resume's comparison and the manifests' digest) is the same for both texts

@@ -352,7 +352,7 @@ def _measure_sweep(c: Cell, data_dir: Optional[str], log: Callable) -> dict:
             cfg = dataclasses.replace(cfgs[0], traced_eps=True)
             prog = build(cfg, hypergraph=hg)
             sw = sweep(prog.algorithm, prog.data, [cfg.seed] * len(eps_list), cfg.rounds,
-                           {"eps": [float(e) for e in eps_list]})
+                           {"eps": [float(e) for e in eps_list]}, paired=True)
             for i, e in enumerate(eps_list):
                 accs[e].append(float(sw.history["test_acc"][i, -1]))
             log(f"{name} sweep K={FIG3_CLIENTS} run={run} (vectorised over ε, compile {sw.compile_seconds:.1f}s run "

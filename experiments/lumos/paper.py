@@ -352,7 +352,7 @@ def measure_lumos(cfg: LumosConfig, seeds, eps_list) -> list[dict]:
     prog = prepared_program(cfg, g, prep)
     members = [(float(e), s) for e in eps_list for s in seeds]
     sw = sweep(prog.algorithm, prog.data, [s for _, s in members], prog.num_rounds,
-               hparams={"epsilon": [e for e, _ in members]})
+               hparams={"epsilon": [e for e, _ in members]}, paired=True)
     info = {k: v for k, v in prep.info.items() if k != "f_history"}
     per_member = sw.run_seconds / max(1, len(members)) / prog.num_rounds
     wall = time.perf_counter() - t

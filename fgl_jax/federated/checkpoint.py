@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax import rundir
 from fgl_jax.rundir import write_atomic
 
 PyTree = Any
@@ -389,5 +390,5 @@ def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
             + (f"falling back to {nxt}" if nxt else "no older checkpoint to fall back to"))
     if candidates:
         raise ValueError(f"no intact checkpoint in {directory} (last problem: {problem}); "
-                         "start again with --overwrite")
+                         f"start again with {rundir.arg('overwrite')}")
     return None

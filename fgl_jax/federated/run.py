@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax import progress as phase_lines
 from fgl_jax.federated.ahead import placement, signature, start as start_compiling
 from fgl_jax.federated.algorithm import FederatedAlgorithm, Hooks, x64_scope
 from fgl_jax.federated.evaluation import SPREAD_KEYS
@@ -426,12 +427,25 @@ class _Loaded:
 
 
 class _Progress:
+    """The rounds' bar on stderr. It appears when the first program is compiled (`start`), so its
+    rate and ETA count run rounds only: a later compilation (the next phase's program) is taken
+    out of its clock (`exclude`), and the phase lines (`fgl_jax.progress`) say what happens before."""
+
     def __init__(self, total: int, enabled: bool, initial: int = 0, keys: tuple = ("val_acc", "test_acc")):
         self.bar = None
+        self.enabled, self.total, self.initial = enabled, total, initial
         self.keys = ("train_loss",) + tuple(keys[:2])  # the selection metrics (val_auc, test_auc for link prediction)
-        if enabled:
+
+    def start(self):
+        if self.enabled and self.bar is None:
             from tqdm.auto import tqdm
-            self.bar = tqdm(total=total, initial=initial, unit="round", file=sys.stderr, dynamic_ncols=True)
+            self.bar = tqdm(total=self.total, initial=self.initial, unit="round", file=sys.stderr, dynamic_ncols=True)
+
+    def exclude(self, seconds: float):
+        """Take `seconds` (a compilation between chunks) out of the bar's rate and ETA."""
+        if self.bar is not None:
+            self.bar.start_t += seconds
+            self.bar.last_print_t += seconds
 
     def update(self, n: int, metrics: dict):
         if self.bar is not None:
@@ -503,7 +517,7 @@ def run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: in
     if num_rounds <= 0:
         raise ValueError(f"num_rounds must be positive, got {num_rounds}")
     check_phases(algorithm)
-    with x64_scope(algorithm):
+    with x64_scope(algorithm), phase_lines.report(opts.progress):
         return _run(algorithm, data, key, num_rounds, opts)
 
 
@@ -584,7 +598,7 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                 rows = [r for r in rundir.read_rows(log_path) if r["round"] <= start]
                 if [r["round"] for r in rows] != list(range(1, start + 1)):
                     raise ValueError(f"{log_path} holds {len(rows)} of the {start} rounds the checkpoint has done: "
-                                     "cannot resume without them; start again with --overwrite")
+                                     f"cannot resume without them; start again with {rundir.arg('overwrite')}")
             elif log_path.exists() or (out / "checkpoints").exists():
                 print(f"fgl-jax: no checkpoint in {out / 'checkpoints'}: starting at round 1", file=sys.stderr)
         rundir.write_rows(log_path, rows)
@@ -618,11 +632,16 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                 n = min(n, next_phase - r)
             args = (state, tracker, data, key, np.int32(r), np.int32(n))
             if phase not in programs:
+                phase_lines.phase("compiling", None if len(algorithm.phases or ()) < 2 else f"phase {phase}")
                 t0 = time.perf_counter()
                 found = ahead.program(phase, length, args) if ahead is not None else None
                 programs[phase] = (found if found is not None else
                                    compiled_scan(algorithm, length, *args, context=program_context, phase=phase))
                 compile_s += time.perf_counter() - t0
+                bar.exclude(time.perf_counter() - t0)
+                if bar.bar is None:
+                    phase_lines.phase("running", f"rounds {r + 1}..{num_rounds}")
+                    bar.start()
             t0 = time.perf_counter()
             state, tracker, metrics = programs[phase](*args)
             metrics = jax.device_get(metrics)

@@ -1,7 +1,8 @@
 """Vectorised sweeps: many seeds / hyperparameter values as ONE compiled program.
 
-`sweep` (public as `fgl_jax.sweep`; `run_sweep` is its earlier name) vmaps `init` and the `lax.scan`
-over rounds across S members. Members differ in
+`sweep` (public as `fgl_jax.sweep`) vmaps `init` and the `lax.scan` over rounds across S members,
+every seed with every combination of the given values (the product, as `fgl-jax sweep --seeds
+--grid`; `run_sweep` = `sweep(paired=True)` takes explicit member lists). Members differ in
 their PRNG key and in traced hyperparameters stored in `state.hp` (e.g. lr, prox_mu): values
 that do not change any shape. A shape-changing parameter (hidden size, clients) cannot be
 vmapped; `check_sweepable` refuses it with a clear message.
@@ -18,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax import progress as phase_lines
 from fgl_jax.federated.algorithm import FederatedAlgorithm, x64_scope
 from fgl_jax.federated.run import Tracker, bad_round, best_by_validation, lowest, scan_rounds
 
@@ -61,9 +63,17 @@ def check_sweepable(names: Sequence[str], hp_keys: Sequence[str]) -> None:
 
 
 def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
-          hparams: Optional[Mapping[str, Sequence[float]]] = None, *, mode: str = "auto",
+          hparams: Optional[Mapping[str, Sequence[float]]] = None, *, paired: bool = False, mode: str = "auto",
           loss_guard: float = 0.0, mesh=None, data_axes: Any = None) -> SweepResult:
-    """Run S = len(seeds) members; hparams maps a name in state.hp to S values.
+    """Run every seed with every combination of the traced values: the product, as `fgl-jax sweep
+    --seeds --grid` takes it.
+
+    hparams maps a name in state.hp to its values. The members are
+    `itertools.product(seeds, *hparams.values())` in that order (seed outermost, then each name
+    in the mapping's order), S = len(seeds) * prod(len(values)); `SweepResult.members` names each
+    one's seed and values. `paired=True` passes an explicit member list instead: member i is
+    seeds[i] with value i of every list (all lists as long as `seeds`), e.g. a hand-picked set of
+    points; `run_sweep` is that form.
 
     data_axes: None (every member trains on `data`) or a pytree like `data` of 0 / None: the
     leaves marked 0 carry a leading member axis [S, ...] (e.g. the masks of S fixed splits,
@@ -93,11 +103,14 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
         data: its data (a `FedData`), shared by every member.
         seeds: the S members' seeds.
         num_rounds: the rounds each member runs.
-        hparams: name in ``state.hp`` -> S values (one per member); None: every member uses the
-            algorithm's own values. Names that change shapes or the program are refused.
+        hparams: name in ``state.hp`` -> its values (the product with the seeds; paired: S values,
+            one per member); None: every member uses the algorithm's own values. Names that change
+            shapes or the program are refused.
+        paired: member i is seeds[i] with value i of every list, instead of the product.
         mode: "auto", "vmap" or "sequential" (above).
         loss_guard: when positive, a round whose train_loss exceeds loss_guard x the first counts as diverged.
         mesh: a 1-D device mesh over which the members are split, or None.
+        data_axes: None, or a pytree like `data` of 0 / None marking leaves with a member axis.
 
     Returns:
         A `SweepResult` with `[S, rounds]` histories and `[S]` best-round metrics.
@@ -106,11 +119,45 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
         ValueError: no seeds, an unknown mode, a value list whose length is not S, or a
             hyperparameter that is not traced (not in ``state.hp``) or changes shapes.
     """
+    varied = [k for k, v in (hparams or {}).items() if len(set(map(float, v))) > 1]
+    seeds, hparams = members_of(seeds, hparams, paired)
     with x64_scope(algorithm):
-        return _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh, data_axes)
+        res = _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard, mesh, data_axes)
+    if not paired:
+        hists = [{k: v[i] for k, v in res.history.items()} for i in range(len(res.members))]
+        for k in unvaried_axes(res.members, hists, varied):
+            import warnings
+            warnings.warn(f"sweep: hparams[{k!r}] changes no member's result (every value gives identical metrics): "
+                          "this algorithm's configuration does not use it", UserWarning, stacklevel=2)
+    return res
 
 
-run_sweep = sweep  # the name earlier releases exported; the engine's own callers still use it
+def members_of(seeds: Sequence[int], hparams: Optional[Mapping[str, Sequence[float]]],
+               paired: bool) -> tuple[list, dict]:
+    """The member list (seeds [S], name -> values [S]) of `sweep`: the product of the seeds and
+    every value list, or, paired, the lists as given (each as long as `seeds`)."""
+    import itertools
+    seeds = [int(s) for s in seeds]
+    hparams = {k: list(v) for k, v in (hparams or {}).items()}
+    if paired:
+        for name, vals in hparams.items():
+            if len(vals) != len(seeds):
+                raise ValueError(f"sweep(paired=True): hparams[{name!r}] has {len(vals)} values, expected "
+                                 f"{len(seeds)} (one per seed); without paired=True every seed runs every value")
+        return seeds, hparams
+    for name, vals in hparams.items():
+        if not vals:
+            raise ValueError(f"sweep: hparams[{name!r}] has no values")
+    members = list(itertools.product(seeds, *hparams.values()))
+    return [m[0] for m in members], {k: [m[1 + i] for m in members] for i, k in enumerate(hparams)}
+
+
+def run_sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_rounds: int,
+              hparams: Optional[Mapping[str, Sequence[float]]] = None, **kwargs) -> SweepResult:
+    """`sweep(..., paired=True)`: member i is seeds[i] with value i of every list (the engine's
+    explicit member lists: `run_grid`, the systems' tests). `fgl_jax.run_sweep`, the earlier
+    public name, resolves to `sweep` itself."""
+    return sweep(algorithm, data, seeds, num_rounds, hparams, paired=True, **kwargs)
 
 
 def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0, mesh=None,
@@ -152,6 +199,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
 
     from fgl_jax.cache import CompileCounter
     hp_arrays = {k: jnp.asarray(v, jnp.float32) for k, v in hparams.items()}
+    phase_lines.phase("compiling", f"{s} member{'s' if s > 1 else ''}, {mode}")
     if mode == "vmap":
         args = (data, init_keys, run_keys, hp_arrays)
         if mesh is not None:
@@ -161,6 +209,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         compiled = jax.jit(jax.vmap(member, in_axes=(data_axes, 0, 0, 0))).lower(*args).compile()
         t1 = time.perf_counter()
         at_compile = counter.read()["programs"]
+        phase_lines.phase("running", f"{s} member{'s' if s > 1 else ''} x {num_rounds} rounds")
         tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], jax.device_get(compiled(*args)))
         t2 = time.perf_counter()
     else:
@@ -174,6 +223,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         compiled = jax.jit(member).lower(*first).compile()
         t1 = time.perf_counter()
         at_compile = counter.read()["programs"]
+        phase_lines.phase("running", f"{s} member{'s' if s > 1 else ''} x {num_rounds} rounds")
         outs = [jax.device_get(compiled(*pick(i))) for i in range(s)]
         t2 = time.perf_counter()
         tracker, metrics = jax.tree.map(lambda *xs: np.stack(xs), *outs)
@@ -293,6 +343,8 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
     for ci, combo in enumerate(combos):
         prog_vals = dict(zip(other, combo))
         if ci > 0:
+            phase_lines.phase("preparing", f"program {ci + 1}/{len(combos)}: "
+                          + ", ".join(f"{k}={v}" for k, v in prog_vals.items()))
             program = build({**options, **first, **prog_vals})
         members = list(itertools.product(seeds, *[grid[k] for k in vector]))
         hp = {k: [float(m[1 + i]) for m in members] for i, k in enumerate(vector)}
@@ -301,7 +353,7 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             # a run reports: members go through the engine one by one (compiled once, see run.compiled_scan)
             res = _run_members_with_hooks(program, members, vector, guard)
         else:
-            res = sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
+            res = run_sweep(program.algorithm, program.data, [m[0] for m in members], program.num_rounds, hp,
                             mode=mode, loss_guard=guard, mesh=mesh)
         compile_s += res.compile_seconds
         run_s += res.run_seconds
@@ -331,8 +383,37 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             if n in h:
                 arr[i, :len(h[n])] = h[n]
         history[n] = arr
+    for k in unvaried_axes(rows, hists, [k for k in grid if len(grid[k]) > 1]):
+        messages.append(f"warning: grid axis {k}={','.join(str(v) for v in grid[k])} changes no member's result "
+                        "(every value gives identical metrics): this configuration does not use it")
+        import sys
+        print(f"fgl-jax: {messages[-1]}", file=sys.stderr)
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
+
+def unvaried_axes(members: Sequence[Mapping[str, Any]], histories: Sequence[Mapping[str, np.ndarray]],
+                  axes: Sequence[str]) -> list[str]:
+    """The axes whose values change no member's result: for every setting of the other keys
+    (seed, other axes), the members that differ only in that axis have identical histories
+    (metric -> [rounds], compared exactly: an unused option gives bit-identical programs' results).
+
+    members: one dict per member naming its seed and axis values; histories: the members' metrics."""
+    out = []
+    for axis in axes:
+        groups: dict = {}
+        for m, h in zip(members, histories):
+            rest = tuple(sorted((k, repr(v)) for k, v in m.items() if k != axis and (k == "seed" or k in axes)))
+            groups.setdefault(rest, []).append(h)
+        compared = [g for g in groups.values() if len(g) > 1]
+        if compared and all(_same_history(g[0], h) for g in compared for h in g[1:]):
+            out.append(axis)
+    return out
+
+
+def _same_history(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True)
+                                        for k in a)
 
 
 def rounds_run(history: dict, member: int, num_rounds: int) -> int:

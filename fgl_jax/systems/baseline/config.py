@@ -111,7 +111,8 @@ class BaselineFields(RunSpec):
     eval_average: str = option("pooled", "pooled: metrics of all clients' nodes together; client_nodes: "
                                "OpenFGL's per-client metrics averaged by client node count", choices=AVERAGES)
     partition_seed: int = option(0, "seed of the partition")
-    local_steps: int = option(1, "local optimiser steps per round", low=1)
+    local_steps: int = option(0, "local optimiser steps per round; 0 = the algorithm's default: 3 for fedprox (OpenFGL's "
+                              "3 local epochs, without which the proximal term has no effect), else 1", low=0)
     optimizer: str = option("adam", "client optimiser", choices=("adam", "sgd"))
     lr: float = option(0.01, "client learning rate", low=0, low_open=True, traced=True)
     weight_decay: float = option(0.0, "L2 weight decay added to the gradient", low=0)
@@ -192,6 +193,8 @@ class BaselineFields(RunSpec):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.local_steps == 0:  # the algorithm's default, resolved here so config.yaml records the number
+            object.__setattr__(self, "local_steps", registry.algorithm(self.algorithm).local_steps)
         if self.clients_per_round is not None and self.clients_per_round > self.clients:
             raise ValueError(f"clients_per_round={self.clients_per_round} is more than clients={self.clients}")
         if self.clients_per_round is not None and self.client_fraction != 1.0:

@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from typing import Optional
 
-from fgl_jax import registry
+from fgl_jax import progress, registry
 from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batch, with_ell_features
 import jax
 import numpy as np
@@ -128,6 +128,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         return Prepared(gs, None, data, report=report)
     if graph is None:
         graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
+    progress.phase("preparing", f"{cfg.split} split, {cfg.partition} partition into {cfg.clients} clients")
     if cfg.task == "link_pred":
         return prepare_links(perturb_structure(graph, cfg), cfg)
     graph = split_graph(perturb_structure(graph, cfg), cfg)

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
+from fgl_jax import progress
 from fgl_jax.batch import stack_graphs, with_ell_features
 from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
@@ -142,6 +143,7 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
     """
     cache = {} if cache is None else cache
     method = cfg.method
+    progress.phase("preparing", f"FedGC ({method}): partition into {cfg.clients} clients, L-hop subgraphs")
     t0 = time.perf_counter()
     timings, info = {}, {}
     gkey = (id(graph), cfg.feature_norm, seed, cfg.clients, cfg.beta, cfg.l_hop)
@@ -164,6 +166,8 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
         rest[j, :g.num_nodes] = own_sets[j] & ~(g.train_mask | g.val_mask | g.test_mask)
     rest = jnp.asarray(rest)
     select = "val" if cfg.protocol == "val" else "test"
+    progress.phase("preparing", f"FedGC: self-training ({cfg.st_rounds} rounds)" if cfg.self_train
+                   else "FedGC: labels")
     t = time.perf_counter()
     st_key = ("st",) + gkey + (cfg.self_train, cfg.st_rounds, cfg.st_lr, cfg.st_hidden, select, cfg.st_optimizer,
                                cfg.st_weight_decay)
@@ -210,6 +214,7 @@ def prepare(graph: Graph, cfg: "FedGCConfig", seed: int = 0, log=print, cache: O
             f"{info['pseudo_label_test_acc']:.3f}; PL: {int(lmask.sum())} labelled targets, no IB")
         info["pl_targets"] = int(lmask.sum())
         return Prepared(graph, graphs, pseudo_label_graphs(graphs, labels, lmask), ids, timings, info, labels, lmask)
+    progress.phase("preparing", "FedGC: information bottleneck encoder")
     t = time.perf_counter()
     if ib_key not in cache:
         if (cfg.ib_config.decoder_init == "self_train" and phi_st is not None and cfg.ib_config.decoder_hidden == cfg.st_hidden

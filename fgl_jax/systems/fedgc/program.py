@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax import progress
 from fgl_jax.batch import ClientBatch, stack_graphs
 from fgl_jax.federated.communication import per_round_columns
 from fgl_jax.federated.algorithm import Hooks, Program
@@ -107,6 +108,7 @@ class FedGCRun:
         self.prep = prep = prepare(graph, cfg, cfg.seed, self.log, self.cache)
         self.timings = dict(prep.timings)
         c = prep.graph.num_classes
+        progress.phase("preparing", "FedGC: condensation blocks and the evaluation program")
         t = time.perf_counter()
         client = condensation_client_data(prep, cfg, cfg.seed)
         self.syn_counts = synthetic_class_counts(train_class_counts(prep.eval_graphs, c).sum(0), cfg.rate)

@@ -13,6 +13,7 @@ from typing import Optional
 import jax
 import numpy as np
 
+from fgl_jax import progress
 from fgl_jax.data.hypergraph import Hypergraph, load_hypergraph
 from fgl_jax.federated.communication import per_round_columns
 from fgl_jax.federated.algorithm import Hooks, Program
@@ -48,6 +49,7 @@ def load_input(dataset: str, data_dir: Optional[str] = None) -> Hypergraph:
 def build(cfg: FedHGLConfig, hypergraph: Optional[Hypergraph] = None) -> Program:
     """The run of `cfg` (hypergraph: use this one instead of loading cfg.dataset, e.g. in tests)."""
     hg = hypergraph if hypergraph is not None else load_input(cfg.dataset, cfg.data_dir)
+    progress.phase("preparing", f"{cfg.clients} clients, {cfg.propagation} propagation")
     data, info = prepare(hg, cfg)
     describe = {"system": "fedhgl", "dataset": hg.name, "clients": cfg.clients, "method": cfg.method,
                 "propagation": cfg.propagation, "mode": cfg.mode, "mechanism": info.get("mechanism"),
