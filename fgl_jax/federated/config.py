@@ -56,6 +56,9 @@ class FedConfig:
     # a user's own aggregation in place of the mean (an `fgl_jax.aggregators.Aggregator` of kind
     # "reduce" or a chain ending in one, e.g. a robust mean); None = the mean, or DP-FedAvg's with dp_clip
     aggregator: Optional[Any] = None
+    # per_client aggregators applied to the uploads before the reduction, whatever it is (an attack,
+    # `fgl_jax.aggregators.attacks.attack`: attackers change what they upload, not how it is reduced)
+    upload_stages: tuple = ()
     # the run's model as data (fgl_jax.nn.ModelSpec), for algorithms that build a variant of it
     model: Optional[Any] = None
 
@@ -84,6 +87,10 @@ class FedConfig:
             if self.dp_clip > 0:
                 raise ValueError("FedConfig: aggregator and dp_clip both replace the mean; chain the DP stages "
                                  "(aggregators.clip, gaussian_noise) around your own reduction instead")
+        for stage in self.upload_stages:
+            if not isinstance(stage, aggregators.Aggregator) or stage.kind != "per_client":
+                raise ValueError(f"FedConfig: upload_stages must be fgl_jax.aggregators.Aggregator of kind "
+                                 f"'per_client', got {getattr(stage, 'kind', type(stage).__name__)!r}")
         if self.server_opt is not None:
             aggregators.transformation(self.server_opt)  # a TypeError names a wrong object now
             if self.algorithm == "local":
@@ -96,7 +103,8 @@ def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientT
     """The server step of the run (an `Aggregator` of kind "reduce"): `cfg.aggregator` if set, else
     `dp_fedavg(dp_clip, dp_noise)` when cfg.dp_clip > 0, else the weighted `mean()` (an algorithm
     that averages uniformly passes weights of ones); then `server_optimizer` (an algorithm's own,
-    e.g. FedAdam's) or the run's `server_opt`, if any. Both at once are refused: one server optimiser."""
+    e.g. FedAdam's) or the run's `server_opt`, if any. Both at once are refused: one server optimiser.
+    `cfg.upload_stages` (e.g. an attack) come first, before any of these."""
     if server_optimizer is not None and cfg.server_opt is not None:
         raise ValueError(f"FedConfig: server_opt={type(cfg.server_opt).__name__} given to an algorithm that "
                          "applies its own server optimiser (fedavgm, fedadam, fedyogi); use fedavg with server_opt")
@@ -106,6 +114,7 @@ def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientT
         stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise)]
     else:
         stages = [aggregators.mean()]
+    stages = [*cfg.upload_stages, *stages]
     if server_optimizer is None and cfg.server_opt is not None:
         server_optimizer = aggregators.transformation(cfg.server_opt)
     if server_optimizer is not None:
