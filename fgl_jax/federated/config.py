@@ -2,7 +2,8 @@
 
 `server_aggregator(cfg)` is the one place where the run's options become the server step of every
 algorithm (`fgl_jax.aggregators`): DP-FedAvg's clip + uniform mean + noise when dp_clip > 0, else
-the weighted mean, then the server optimiser (`server_opt`, or an algorithm's own such as FedAdam's).
+the weighted mean (or `aggregator`, e.g. a robust reduction), after `upload_stages` (e.g. an attack),
+then the server optimiser (`server_opt`, or an algorithm's own such as FedAdam's).
 """
 from __future__ import annotations
 
