@@ -67,7 +67,7 @@ CASES = [(None, np.ones(7)), (None, WEIGHTS), (MASK, WEIGHTS)]
 
 
 def _valid(mask, weights):
-    return (weights > 0) & (np.ones(7, bool) if mask is None else mask)
+    return (weights > 0) & (np.ones(len(weights), bool) if mask is None else mask)
 
 
 # -------------------------------------------------------------------------- coordinate-wise reductions
@@ -106,6 +106,21 @@ def test_trimmed_mean_with_beta_0_is_fedavgs_weighted_mean():
     _close(_run(A.trimmed_mean(0.0), u, WEIGHTS), (_flat(u) * WEIGHTS[:, None]).sum(0) / WEIGHTS.sum(), u)
 
 
+def test_past_rank_by_comparison_the_sort_path_gives_the_same_median_and_trimmed_mean():
+    # C = 20 > RANK_BY_COMPARISON: order statistics from a sort instead of the C x C comparisons
+    assert 20 > A.robust.RANK_BY_COMPARISON
+    rng = np.random.default_rng(8)
+    u = _uploads(c=20, seed=8)
+    weights = rng.uniform(0.5, 3.0, 20)
+    weights[3] = 0.0
+    mask = rng.random(20) < 0.8
+    valid = (weights > 0) & mask
+    x = _flat(u)[valid]
+    _close(_run(A.median(), u, weights, mask), np.median(x, axis=0), u)
+    want = _np_trimmed(x, weights[valid], 0.2)
+    _close(_run(A.trimmed_mean(0.2), u, weights, mask), want, u)
+
+
 # ------------------------------------------------------------------------------- Krum, Bulyan: brute force
 
 def _brute_krum_score(x, i, others, f):
@@ -134,10 +149,11 @@ def test_krum_and_multi_krum_select_what_a_brute_force_search_selects(mask, weig
     _close(_run(agg, u, weights, mask), want, u)
 
 
-@pytest.mark.parametrize("mask,weights", [(None, np.ones(7)), (np.array([True] * 6 + [False]), np.ones(7))])
-def test_bulyan_matches_iterated_brute_force_krum_then_the_closest_to_the_median(mask, weights):
-    f = 1
-    u = _uploads(c=7, seed=5)
+@pytest.mark.parametrize("mask,weights,f", [(None, np.ones(7), 1), (np.array([True] * 6 + [False]), np.ones(7), 1),
+                                            (np.array([True] * 17 + [False] * 3), np.ones(20), 3)])
+def test_bulyan_matches_iterated_brute_force_krum_then_the_closest_to_the_median(mask, weights, f):
+    # 20 clients: past RANK_BY_COMPARISON, the closest values come from a sort
+    u = _uploads(c=len(weights), seed=5)
     x = _flat(u)
     left = list(np.flatnonzero(_valid(mask, weights)))
     theta = len(left) - 2 * f
