@@ -276,7 +276,7 @@ def _cfg(**opts):
     return RunConfig(**{**dict(dataset="toy", clients=6, rounds=2, hidden=8, split="keep"), **opts})
 
 
-def _history(cfg, rounds=2, state_hook=None):
+def _history(cfg, rounds=2):
     from fgl_jax.federated.run import run
     prog = build(cfg, _graph())
     return run(prog.algorithm, prog.data, jax.random.key(0), rounds).history, prog

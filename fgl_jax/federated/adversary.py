@@ -19,7 +19,7 @@ algorithm that aggregates through the run's aggregator is attacked in the same p
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 import jax
 import jax.numpy as jnp
