@@ -2,8 +2,9 @@
 
 `server_aggregator(cfg)` is the one place where the run's options become the server step of every
 algorithm (`fgl_jax.aggregators`): DP-FedAvg's clip + uniform mean + noise when dp_clip > 0, else
-the weighted mean (either mean through secure aggregation with secure_agg), then the server
-optimiser (`server_opt`, or an algorithm's own such as FedAdam's).
+the weighted mean (either mean through secure aggregation with secure_agg, or `aggregator`, e.g. a
+robust reduction), after `upload_stages` (e.g. an attack), then the server optimiser (`server_opt`,
+or an algorithm's own such as FedAdam's).
 """
 from __future__ import annotations
 
@@ -93,6 +94,9 @@ class FedConfig:
     # a user's own aggregation in place of the mean (an `fgl_jax.aggregators.Aggregator` of kind
     # "reduce" or a chain ending in one, e.g. a robust mean); None = the mean, or DP-FedAvg's with dp_clip
     aggregator: Optional[Any] = None
+    # per_client aggregators applied to the uploads before the reduction, whatever it is (an attack,
+    # `fgl_jax.aggregators.attacks.attack`: attackers change what they upload, not how it is reduced)
+    upload_stages: tuple = ()
     # the run's model as data (fgl_jax.nn.ModelSpec), for algorithms that build a variant of it
     model: Optional[Any] = None
     # secure aggregation (`fgl_jax.aggregators.secure_mean`): a SecureAgg, or None (the plain mean)
@@ -131,6 +135,10 @@ class FedConfig:
                                  "aggregators.secure_mean inside your own chain instead")
             if self.algorithm == "local":
                 raise ValueError("FedConfig: secure_agg has nothing to aggregate with algorithm 'local'")
+        for stage in self.upload_stages:
+            if not isinstance(stage, aggregators.Aggregator) or stage.kind != "per_client":
+                raise ValueError(f"FedConfig: upload_stages must be fgl_jax.aggregators.Aggregator of kind "
+                                 f"'per_client', got {getattr(stage, 'kind', type(stage).__name__)!r}")
         if self.server_opt is not None:
             aggregators.transformation(self.server_opt)  # a TypeError names a wrong object now
             if self.algorithm == "local":
@@ -143,7 +151,8 @@ def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientT
     """The server step of the run (an `Aggregator` of kind "reduce"): `cfg.aggregator` if set, else
     `dp_fedavg(dp_clip, dp_noise)` when cfg.dp_clip > 0, else the weighted `mean()` (an algorithm
     that averages uniformly passes weights of ones); then `server_optimizer` (an algorithm's own,
-    e.g. FedAdam's) or the run's `server_opt`, if any. Both at once are refused: one server optimiser."""
+    e.g. FedAdam's) or the run's `server_opt`, if any. Both at once are refused: one server optimiser.
+    `cfg.upload_stages` (e.g. an attack) come first, before any of these."""
     if server_optimizer is not None and cfg.server_opt is not None:
         raise ValueError(f"FedConfig: server_opt={type(cfg.server_opt).__name__} given to an algorithm that "
                          "applies its own server optimiser (fedavgm, fedadam, fedyogi); use fedavg with server_opt")
@@ -154,6 +163,7 @@ def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientT
         stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise, reduce)]
     else:
         stages = [cfg.secure_agg.mean() if cfg.secure_agg is not None else aggregators.mean()]
+    stages = [*cfg.upload_stages, *stages]
     if server_optimizer is None and cfg.server_opt is not None:
         server_optimizer = aggregators.transformation(cfg.server_opt)
     if server_optimizer is not None:

@@ -35,6 +35,8 @@ import typing
 from typing import Optional
 
 from fgl_jax import registry, schema
+from fgl_jax.aggregators.attacks import ATTACKS
+from fgl_jax.aggregators.robust import ROBUST
 from fgl_jax.aggregators.server_opt import SERVER_OPTS
 from fgl_jax.federated.config import EVAL_MODES
 from fgl_jax.federated.metrics import AVERAGES
@@ -53,6 +55,12 @@ GRAPH_TASKS = ("graph_cls", "graph_reg")
 # node-level options a graph-level task refuses when changed (they perturb or split nodes)
 NODE_ONLY = ("feature_sparsity", "feature_noise", "topology_sparsity", "topology_noise", "label_sparsity",
              "label_noise", "num_train_per_class", "num_val")
+# which aggregator / attack reads which option (the others must keep their defaults: see __post_init__)
+AGGREGATOR_OPTIONS = {"aggregator_trim": ("trimmed_mean",), "aggregator_f": ("krum", "multi_krum", "bulyan"),
+                      "aggregator_m": ("multi_krum",), "aggregator_clip": ("norm_bound",),
+                      "aggregator_noise": ("norm_bound",), "aggregator_iters": ("geomed",),
+                      "aggregator_nu": ("geomed",)}
+ATTACK_OPTIONS = {"attack_boost": ("scale",), "attack_std": ("gaussian",)}
 # algorithms that are FedAvg with a server optimiser: `server_opt` would add a second one
 SERVER_OPT_ALGORITHMS = tuple(algo for _, algo, _ in SERVER_OPTS.values())
 
@@ -148,6 +156,32 @@ class BaselineFields(RunSpec):
     server_opt: str = option("none", "server optimiser on the aggregate of any algorithm (Reddi et al.): momentum "
                              "(FedAvgM's server_lr, server_momentum), adam (FedAdam's adam_*), yogi (FedYogi's "
                              "yogi_*); none = the aggregate itself", choices=("none", *SERVER_OPTS))
+    # --- robust aggregation and attacks (docs/robustness.md) ---
+    aggregator: str = option("mean", "server reduction of the uploads: mean (FedAvg's weighted mean), median, "
+                             "trimmed_mean, krum, multi_krum, bulyan, norm_bound (clip + mean + weak noise), "
+                             "geomed (geometric median)", choices=ROBUST)
+    aggregator_trim: float = option(0.1, "trimmed_mean: fraction beta of the values dropped on each side per "
+                                    "coordinate (traced: sweeps run as one program)", low=0, high=0.5,
+                                    high_open=True, traced=True)
+    aggregator_f: int = option(1, "krum, multi_krum, bulyan: number f of attackers assumed (krum needs "
+                               ">= 2f + 3 clients per round, bulyan >= 4f + 3)", low=0)
+    aggregator_m: int = option(0, "multi_krum: uploads averaged, those of best Krum score (0 = n - f)", low=0)
+    aggregator_clip: float = option(1.0, "norm_bound: clip each client's update to this L2 norm (traced)",
+                                    low=0, low_open=True, traced=True)
+    aggregator_noise: float = option(0.0, "norm_bound: weak noise multiplier z, N(0, (z clip / m)^2) added to the "
+                                     "mean, no privacy accounted (traced)", low=0, traced=True)
+    aggregator_iters: int = option(4, "geomed: Weiszfeld iterations from the weighted mean", low=0)
+    aggregator_nu: float = option(1e-6, "geomed: smoothing floor nu of the distances in Weiszfeld's weights",
+                                  low=0, low_open=True)
+    attack: str = option("none", "model poisoning by the attacking clients: sign_flip (upload -update), scale "
+                         "(boost x update), gaussian (a noise update), label_flip (training labels shifted by "
+                         "one class); none = honest clients", choices=("none", *ATTACKS))
+    attackers: float = option(0.0, "fraction of the clients that attack, drawn from attack_seed (traced: the "
+                              "attacker set is data)", low=0, high=1, traced=True)
+    attack_boost: float = option(10.0, "attack scale: factor on the attacker's update (model replacement)",
+                                 low=0, low_open=True)
+    attack_std: float = option(1.0, "attack gaussian: std of the attacker's noise update", low=0, low_open=True)
+    attack_seed: int = option(0, "seed of the attacker set (the round(attackers x clients) of lowest U(0,1) score)")
     ldp: str = option("none", "OpenFGL's local DP for node classification: per-node gradient clipping and "
                       "noise on the local model after every step (laplace or gaussian)",
                       choices=("none", "laplace", "gaussian"))
@@ -219,6 +253,7 @@ class BaselineFields(RunSpec):
         if self.task == "link_pred" and self.select_metric not in ("auto", "auc", "ap"):
             raise ValueError(f"select_metric={self.select_metric!r}: link prediction reports auc and ap (and hits@K), "
                              "select it by auc or ap")
+        self._check_robustness()
         if self.task == "link_pred":
             self._check_link_pred()
         elif self.task in GRAPH_TASKS:
@@ -246,6 +281,23 @@ class BaselineFields(RunSpec):
         names = {"dirichlet_beta": "beta", "louvain_packing": "packing", "louvain_resolution": "resolution",
                  "num_communities": "num_communities", "communities": "communities"}
         return {names[k]: getattr(self, k) for k, methods in PARTITION_OPTIONS.items() if self.partition in methods}
+
+    def _check_robustness(self) -> None:
+        defaults = {f.name: f.default for f in dataclasses.fields(BaselineFields)}
+        for table, chosen, what in ((AGGREGATOR_OPTIONS, self.aggregator, "aggregator"),
+                                    (ATTACK_OPTIONS, self.attack, "attack")):
+            for name, owners in table.items():
+                if chosen not in owners and getattr(self, name) != defaults[name]:
+                    raise ValueError(f"{name}={getattr(self, name)!r} is an option of {what} {' / '.join(owners)}, "
+                                     f"not of {chosen!r}")
+        if self.attackers > 0 and self.attack == "none":
+            raise ValueError(f"attackers={self.attackers} needs an attack: set attack to one of {', '.join(ATTACKS)}")
+        if self.aggregator != "mean" and self.dp_clip > 0:
+            raise ValueError(f"dp_clip (DP-FedAvg) needs aggregator mean: its noise and accounting assume the uniform "
+                             f"mean, not {self.aggregator!r} (norm_bound adds weak noise without accounting)")
+        if self.algorithm == "local" and (self.aggregator != "mean" or self.attack != "none"):
+            raise ValueError(f"aggregator={self.aggregator!r}, attack={self.attack!r}: algorithm 'local' sends "
+                             "nothing to aggregate or attack")
 
     def _check_link_pred(self) -> None:
         total = self.lp_train_frac + self.lp_val_frac + self.lp_test_frac
@@ -292,6 +344,9 @@ class BaselineFields(RunSpec):
                              f"{self.task} deals whole graphs (partition random or dirichlet)")
         if self.norm != "none":
             raise ValueError(f"norm={self.norm!r} normalises the node-level models; task {self.task} uses graph_model")
+        if self.attack != "none":
+            raise ValueError(f"attack={self.attack!r} is wired for node-level tasks; task {self.task} takes the robust "
+                             "aggregators (--aggregator) without an attack")
         if self.eval_mode.endswith("global_data"):
             raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task {self.task} (each client's "
                              "graphs are its own): use auto, global_model_on_local_data or local_model_on_local_data")

@@ -22,6 +22,10 @@ from fgl_jax.federated.algorithm import HostInput
 from fgl_jax.federated.fedavg_family import BaselineState
 from fgl_jax.federated import communication
 from fgl_jax.federated.link import SELECT as LINK_SELECT
+from fgl_jax.aggregators import robust
+from fgl_jax.aggregators.attacks import UPLOAD_ATTACKS, attack
+from fgl_jax.aggregators.knobs import names as knob_names
+from fgl_jax.federated.adversary import attacker_ids, with_adversaries
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
@@ -214,10 +218,11 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         # OpenFGL's query count: rounds x the fraction of clients taking part
         fraction = cfg.clients_per_round / cfg.clients if cfg.clients_per_round else cfg.client_fraction
         ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
+    reduction, upload_stages, knobs = robust_aggregation(cfg)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
-                       dp_noise=cfg.dp_noise, ldp=ldp, server_opt=cfg.server_hparams(), model=spec,
-                       secure_agg=secure_agg_options(cfg))
+                       dp_noise=cfg.dp_noise, ldp=ldp, server_opt=cfg.server_hparams(), aggregator=reduction,
+                       upload_stages=upload_stages, model=spec, secure_agg=secure_agg_options(cfg))
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
@@ -229,6 +234,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         algorithm = algorithm._replace(select=SELECT_REG)
     elif cfg.task not in GRAPH_TASKS and cfg.select_metric not in ("auto", "acc"):
         algorithm = algorithm._replace(select=select_keys(cfg, graph))
+    algorithm = with_adversaries(algorithm, knobs, cfg.attack, cfg.attackers, cfg.attack_seed,
+                                 num_classes=None if link else graph.num_classes)
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
@@ -240,18 +247,32 @@ def secure_agg_options(cfg: RunConfig) -> Optional[SecureAgg]:
                      frac_bits=cfg.secure_agg_frac_bits)
 
 
+def robust_aggregation(cfg: RunConfig) -> tuple:
+    """(reduction or None, upload stages, knobs) of the config's `aggregator` and `attack`
+    (docs/robustness.md): the reduce aggregator replacing the mean, the attack stage before it, and
+    the traced values (name -> configured value) `with_adversaries` puts in `state.hp`."""
+    reduction = robust.by_name(cfg.aggregator, trim=cfg.aggregator_trim, f=cfg.aggregator_f, m=cfg.aggregator_m,
+                               clip=cfg.aggregator_clip, noise=cfg.aggregator_noise, iters=cfg.aggregator_iters,
+                               nu=cfg.aggregator_nu)
+    stages = (attack(cfg.attack, cfg.attack_boost, cfg.attack_std),) if cfg.attack in UPLOAD_ATTACKS else ()
+    names = knob_names(reduction.init(None)) if reduction is not None else set()
+    return reduction, stages, {n: getattr(cfg, n) for n in sorted(names)}
+
+
 def check_privacy(cfg: RunConfig, algorithm, data) -> None:
     """DP-FedAvg and the server optimiser are aggregators (`fgl_jax.aggregators`): refuse them for an
     algorithm that has no server aggregate (its state has no `aggregator` field: local, fedgta,
     fedproto, fedtgp). The local DP lives in the FedAvg family's round: refuse it elsewhere."""
-    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.server_opt == "none" and not cfg.secure_agg:
+    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.server_opt == "none" and not cfg.secure_agg \
+            and cfg.aggregator == "mean" and cfg.attack in ("none", "label_flip"):
         return
     if cfg.secure_agg:  # the round's clients must be able to unmask it (one line, before any tracing)
         m = participants(int(data.train.num_clients), cfg.client_fraction, cfg.clients_per_round)
         check_threshold(m, cfg.secure_agg_threshold or majority(m), dropped_count(m, cfg.secure_agg_dropout))
     state = jax.eval_shape(algorithm.init, jax.eval_shape(jax.random.key, 0), data)  # traced, never compiled
     for name, on in (("dp_clip", cfg.dp_clip > 0), ("server_opt", cfg.server_opt != "none"),
-                     ("secure_agg", cfg.secure_agg)):
+                     ("secure_agg", cfg.secure_agg), ("aggregator", cfg.aggregator != "mean"),
+                     ("attack", cfg.attack in UPLOAD_ATTACKS)):
         if on and not hasattr(state, "aggregator"):
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
@@ -302,6 +323,10 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
     if prepared.report is not None:
         describe["graph_report"] = prepared.report
+    if cfg.attack != "none":  # the attacker set of the configured fraction (a sweep's members draw theirs alike)
+        describe["attack"] = {"kind": cfg.attack, "fraction": cfg.attackers, "seed": cfg.attack_seed,
+                              "attackers": attacker_ids(cfg.attack_seed, int(prepared.data.eval.num_clients),
+                                                        cfg.attackers)}
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
     if cfg.dp_clip > 0 or cfg.secure_agg:
