@@ -20,8 +20,8 @@ from fgl_jax import table as _table
 from fgl_jax.systems.fedgc import EvalConfig
 
 from experiments.fedgc.cells import (ARCHS, BASE_NAME, BASES, CEILING_OF, DEFAULT_BASE, IB_FAST_LR, OPEN_KNOBS,
-                                               PAPER_PROTOCOL_FILE, PAPER_R, PAPER_ROW, PAPER_T1, PAPER_T2, PAPER_T3,
-                                               SYNTH_VARIANTS, VARIANTS, base_config, base_suffix)
+                                     PAPER_PROTOCOL_FILE, PAPER_R, PAPER_ROW, PAPER_T1, PAPER_T2, PAPER_T3, QUICK,
+                                     QUICK_VARIANTS, SYNTH_VARIANTS, VARIANTS, base_config, base_suffix)
 
 # flat FedGCConfig key -> where records written before the flat schema keep it
 _NESTED = {"ib_dim": ("ib", "dim"), "ib_hidden": ("ib", "hidden"), "gamma": ("ib", "gamma"), "ib_lr": ("ib", "lr"),
@@ -565,9 +565,17 @@ def deviations_text(runs: dict) -> str:
             "(paper: d), hence the code's random frozen decoder instead of φ_st; FedGC†, PL, Reg and LDP condense the raw "
             "binary features (feature_norm none: one-step MSE matching on row-normalised Cora features reached only "
             "55 % no-ft after 300 rounds against 69 % on raw features); full client neighbourhoods instead of the "
-            "[10,5] sampler. Quick mode (results_quick.md): 60 rounds, 50 self-training rounds, 10 IB epochs: a smoke "
+            "[10,5] sampler. Quick mode (results_quick.md): " + quick_text() + ": a smoke "
             "run, not a reproduction. Earlier 500-round runs without the L2 are kept in results_mia3.md (3 seeds), "
             "results_paperprot.md (test-based selection) and results_ablation.md.")
+
+
+def quick_text() -> str:
+    """What --quick shrinks (cells.QUICK, cells.QUICK_VARIANTS), in words."""
+    q = QUICK
+    return (f"{q['rounds']} rounds, {q['st_rounds']} self-training rounds, {q['ib_epochs']} IB epochs, "
+            f"{q['eval_iters']} evaluation iterations, the attack's GCNs {q['mia_iters']} steps and its MLP "
+            f"{q['mia_epochs']} epochs, Table 2 variants {', '.join(QUICK_VARIANTS)}")
 
 
 def markdown(runs: dict, tag: str, paper_protocol: Optional[dict] = None) -> tuple[str, list]:
