@@ -453,6 +453,7 @@ def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, *,
         todo = [c for c in todo if c.id not in known]
     measure = Measure(data_dir, plan.quick, g_configs(plan), known, log=log)
     t0 = time.perf_counter()
+    command = command or "fgl-jax reproduce fedgc" + (" --quick" if plan.quick else "")
     harness.run_cells(todo, measure, out, plan.quick, command=command, log=log)
     log(f"[fedgc] {len(todo)} cells in {time.perf_counter() - t0:.0f} s")
     return render(out, plan.quick, plan.table)
