@@ -175,62 +175,16 @@ def rows_lumos():
     return rows
 
 
-def _pct_or_frac(v):
-    """FedGC writes percentages (80.8); the index holds fractions."""
-    return None if v is None else (float(v) / 100 if abs(float(v)) > 1.0 else float(v))
-
-
-def _fedgc_paper():
-    """The paper numbers FedGC's reproduce script compares with (its PAPER_T1 / PAPER_T2 constants),
-    read without running it, for result files of the older schema that do not carry them."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("_fedgc_repro", ROOT / "experiments" / "fedgc" / "reproduce.py")
-    mod = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(mod)
-    except Exception as e:  # a broken script must not break the index
-        print(f"warning: could not read FedGC's paper numbers: {e}", file=sys.stderr)
-        return {}, {}
-    return getattr(mod, "PAPER_T1", {}), getattr(mod, "PAPER_T2", {})
+def _fedgc_runs() -> dict:
+    """FedGC's committed full run: id -> run dict ("full/<dataset>/r<rate>/<variant>/s<seed>", ...) from its records."""
+    from experiments.fedgc import paper
+    return paper.runs(RES / "fedgc")
 
 
 def rows_fedgc():
-    """FedGC: results.json {"rows": [{table, setting, paper, ours, reason}]} when present (percent or
-    fraction); otherwise the older per-run files results_*.json {"meta", "runs": [...]} (full runs only)."""
-    d = _load(RES / "fedgc" / "results.json")
-    if d and "rows" in d:
-        return [_row(r.get("table", ""), r.get("setting", ""), _pct_or_frac(r.get("paper")),
-                     _pct_or_frac(r.get("ours")), r.get("reason", "")) for r in d["rows"]]
-    if d and "comparison" in d:
-        return _generic("fedgc")
-    t1, t2 = _fedgc_paper()
-    best = {}
-    for path in sorted((RES / "fedgc").glob("results*.json")):  # results.json (runs schema) and results_*.json
-        runs = (_load(path) or {}).get("runs", [])
-        for r in runs:
-            parts = r.get("id", "").split("/")
-            if len(parts) != 5 or parts[0] != "full" or "test_acc" not in r:
-                continue
-            _, ds, rate, variant, _seed = parts
-            key = (ds, float(rate.lstrip("r")), variant)
-            rounds = r.get("config", {}).get("rounds", 0)
-            if key not in best or rounds > best[key][0]:
-                best[key] = (rounds, r, path.name)
-    rows = []
-    for (ds, rate, variant), (rounds, r, fname) in sorted(best.items()):
-        ours = r["test_acc"]
-        note = f"{rounds} rounds, 1 seed ({fname})"
-        if variant == "ib" and (ds, rate) in t1:
-            paper = t1[(ds, rate)] / 100
-            reason = (f"see fedgc/{fname.replace('.json', '.md')} (its deviations from the paper's protocol)"
-                      if abs(ours - paper) > 0.02 else "")
-            rows.append(_row("Table 1", f"{ds} rate {rate} FedGC ({note})", paper, ours, reason))
-        if ds in t2:
-            paper = t2[ds]["ib_acc" if variant == "ib" else "noib_acc"] / 100
-            reason = (f"see fedgc/{fname.replace('.json', '.md')}" if abs(ours - paper) > 0.02 else "")
-            rows.append(_row("Table 2 (ACC)", f"{ds} FedGC {'with' if variant == 'ib' else 'without'} IB ({note})",
-                             paper, ours, reason))
-    return rows
+    """FedGC: the results-index rows its renderer derives from the full run's records (fractions)."""
+    from experiments.fedgc import paper
+    return [_row(r["table"], r["setting"], r["paper"], r["ours"], r["reason"]) for r in paper.index_rows(RES / "fedgc")]
 
 
 def _generic(system: str):
@@ -447,12 +401,12 @@ def _note(path: Path, prefix: str) -> str:
 
 def headline_fedgc():
     import collections
-    d = _load(RES / "fedgc" / "results.json")
-    if not d:
+    from experiments.fedgc.cells import PAPER_T1 as t1, PAPER_T2 as t2
+    runs = _fedgc_runs()
+    if not runs:
         return ("", [])
-    t1, t2 = _fedgc_paper()
     acc = collections.defaultdict(list)
-    for r in d["runs"]:
+    for r in runs.values():
         parts = r.get("id", "").split("/")
         if len(parts) == 5 and parts[0] == "full" and "test_acc" in r and re.fullmatch(r"r[0-9.]+", parts[2]):
             acc[(parts[1], float(parts[2][1:]), parts[3])].append(100 * r["test_acc"])

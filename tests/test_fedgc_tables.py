@@ -1,14 +1,16 @@
-"""FedGC's result tables (`paper_tables`, rendered by tabulate through `fgl_jax.report.table`): every
-table of a stored results file is a well-formed markdown table (each row as many cells as its header,
-a '|' inside a cell escaped), and the numbers are the stored records' own, re-derived here by hand."""
-import json
+"""FedGC's result pages (experiments/fedgc: `tables` rendered by tabulate through `fgl_jax.table`, fed
+from the committed records): every table of a page is a well-formed markdown table (each row as many
+cells as its header, a '|' inside a cell escaped), the numbers are the records' own, re-derived here
+by hand, and the committed pages are the rendering of the committed records."""
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from fgl_jax.systems.fedgc import paper, paper_tables
+from experiments import harness
+from experiments.fedgc import paper, tables
+from fgl_jax import records
 
 RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results" / "fedgc"
 
@@ -18,7 +20,7 @@ def cells(line: str) -> list:
     return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
 
-def tables(md: str) -> list:
+def md_tables(md: str) -> list:
     """Every table of a markdown text as (header cells, [row cells]); separator rows checked and dropped."""
     out, cur = [], None
     for line in md.split("\n"):
@@ -35,23 +37,19 @@ def tables(md: str) -> list:
     return out
 
 
-def render(tmp_path: Path, name: str) -> tuple:
-    """write_md of a stored results file (copied: write_md rewrites the json's index rows)."""
-    for f in RESULTS.glob("results*.json"):
-        shutil.copy(f, tmp_path / f.name)
-    quick = name.startswith("results_quick")
-    paper_tables.OUT, paper_tables.SUFFIX = tmp_path, Path(name).stem[len("results_quick" if quick else "results"):]
-    data = json.loads((tmp_path / name).read_text())
-    md = paper_tables.write_md(paper.Store(tmp_path / name, False, data["meta"]), "quick" if quick else "full")
-    return md, {r["id"]: r for r in data["runs"]}
+def render(tmp_path: Path, quick: bool, table: str = paper.MAIN) -> tuple:
+    """The page of a committed table rendered again into tmp_path, and its runs (id -> flat run dict)."""
+    shutil.copytree(RESULTS / "records", tmp_path / "records")
+    if (RESULTS / "notes").is_dir():
+        shutil.copytree(RESULTS / "notes", tmp_path / "notes")
+    path = paper.render(tmp_path, quick, table)
+    return path, paper.runs(tmp_path, quick, table)
 
 
-@pytest.mark.parametrize("name", ["results_quick.json", "results.json"])
-def test_tables_are_well_formed(tmp_path, name):
-    if not (RESULTS / name).exists():
-        pytest.skip(f"{name} not stored")
-    md, _ = render(tmp_path, name)
-    found = tables(md)
+@pytest.mark.parametrize("quick", [True, False])
+def test_tables_are_well_formed(tmp_path, quick):
+    path, _ = render(tmp_path, quick)
+    found = md_tables(path.read_text())
     assert len(found) >= 4   # Table 1, 2, 3 and the index rows at least
     for header, rows in found:
         for row in rows:
@@ -59,23 +57,78 @@ def test_tables_are_well_formed(tmp_path, name):
 
 
 def test_table2_numbers_are_the_records(tmp_path):
-    if not (RESULTS / "results_quick.json").exists():
-        pytest.skip("results_quick.json not stored")
-    md, runs = render(tmp_path, "results_quick.json")
-    t2 = next((h, rows) for h, rows in tables(md) if h[:2] == ["dataset", "variant"] and "ours AUC Z" in h)
-    header, rows = t2
+    path, _ = render(tmp_path, True)
+    recs = {r["id"]: r for r in records.read_lines(RESULTS / "records" / "fedgc_quick.jsonl")}
+    header, rows = next((h, rows) for h, rows in md_tables(path.read_text())
+                        if h[:2] == ["dataset", "variant"] and "ours AUC Z" in h)
     assert rows, "Table 2 has no row"
+    checked = 0
     for row in rows:
         var = {"FedGC": "ib", "FedGC† (no IB)": "noib"}.get(row[1])
         if var is None:
             continue
-        rec = runs[f"quick/{row[0]}/r0.5/{var}/s0"]
+        m = recs[f"fedgc/{row[0]}/r0.5/{var}/s0"]["metrics"]   # read from the file, not through the renderer
         for col, key in (("ours ACC (ft)", "test_acc"), ("ours AUC Z", "mia_auc_z"), ("shadow AUC", "mia_shadow_auc")):
-            want = "–" if rec.get(key) is None else "%.1f" % (100 * rec[key])
+            want = "–" if m.get(key) is None else "%.1f" % (100 * m[key])
             assert row[header.index(col)] == want, (row[1], col)
+            checked += 1
+    assert checked >= 6
+
+
+def test_committed_pages_are_the_rendering_of_the_committed_records(tmp_path):
+    """Every results*.md beside the records is what `paper.render` makes of them (so the pages hold no
+    number the records do not), and every record file has its page."""
+    shutil.copytree(RESULTS / "records", tmp_path / "records")
+    shutil.copytree(RESULTS / "notes", tmp_path / "notes")
+    made = []
+    for quick in (False, True):
+        for table in paper.tables_in(tmp_path, quick):
+            got = paper.render(tmp_path, quick, table)
+            assert got.read_text() == (RESULTS / got.name).read_text(), got.name
+            made.append(got.name)
+    assert sorted(made) == sorted(p.name for p in RESULTS.glob("results*.md"))
+
+
+def test_committed_records_keep_the_original_provenance():
+    recs = harness.load(RESULTS, quick=False)
+    r = recs["fedgc/cora/r0.5/ibfs/s0"]
+    orig = r["provenance"]["original"]
+    assert r["provenance"]["converted_from"] == "experiments/results/fedgc/results.json"
+    assert orig["command"].startswith("python experiments/fedgc/reproduce.py") and orig["mode"] == "full"
+    # the config as that run stored it (this one in the nested schema of its time: `tables.conf` reads both)
+    assert r["seeds"] == [0] and r["metrics"]["dataset"] == "cora" and tables.conf(r, "ib_lr") == 0.01
+    # one number by hand against the committed page (results.md, Table 1, cora 0.5, ibfs: 81.0 / 80.9, round 750)
+    m = r["metrics"]
+    assert (round(100 * m["test_acc"], 1), round(100 * m["test_acc_noft"], 1), m["round"]) == (81.0, 80.9, 750)
+    assert (m["paper_acc"], m["paper_auc"]) == (80.8, 53.2)
+    # an architectures cell names the cell whose G' it trained on
+    arch = recs["fedgc/cora/r0.5/ibfs/s0/arch_gcond"]
+    assert arch["config"] == {"g_from": "fedgc/cora/r0.5/ibfs/s0", "arch_protocol": "gcond"}
+
+
+def test_cells_of_the_quick_plan():
+    """--quick: Cora only, one Table 2 variant per code path with the attack, Table 3 (both protocols) on
+    the base's G', the sparse-init synthetic run, at small settings; bad options are one-line errors."""
+    cs = paper.cells(paper.Plan.make(True))
+    ids = [c.id for c in cs]
+    assert ids == [f"fedgc/cora/r0.5/{v}/s0" for v in ("ibfs", "noib", "pl", "reg", "ldp")] + [
+        "fedgc/cora/r0.5/ibfs/s0/arch", "fedgc/cora/r0.5/ibfs/s0/arch_gcond", "fedgc/synthetic-arxiv/csbm-sparse-init"]
+    ibfs = cs[0].config
+    assert (ibfs.mia, ibfs.rounds, ibfs.mia_iters, ibfs.ib_lr, ibfs.pge_init_bias) == (True, 20, 100, 1e-2, -4.6)
+    assert ibfs.rounds > ibfs.adj_period > ibfs.adj_steps > 0        # both halves of the X'/Φ alternation run
+    assert {c.config.defence for c in cs[:5]} == {"ib", "none", "pl", "reg", "ldp"}
+    full = paper.cells(paper.Plan.make(False))
+    assert len(full) == 30 and full[0].config.rounds == 2000 and full[0].config.mia_iters == 600
+    with pytest.raises(ValueError, match="unknown part"):
+        paper.Plan.make(only="table9")
+    with pytest.raises(ValueError, match="unknown variants"):
+        paper.Plan.make(variants="ib,nope")
+    with pytest.raises(ValueError, match="gammas must be >= 0"):
+        paper.Plan.make(gammas="-1")
+    assert paper.Plan.make(protocol="paper").table == paper.PP_TABLE
 
 
 def test_pipe_inside_a_cell_is_escaped():
-    lines = paper_tables.md_table(["a", "b"], [["m = |V_tr| pairs", 1.50]])
+    lines = tables.md_table(["a", "b"], [["m = |V_tr| pairs", 1.50]])
     assert cells(lines[2]) == ["m = |V_tr| pairs", "1.5"] and "\\|V_tr\\|" in lines[2]
     assert len(lines) == 3 and set(lines[1]) <= set("|-")

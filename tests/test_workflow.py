@@ -139,26 +139,23 @@ def _make_index_module():
     return mod
 
 
-def test_index_reads_both_fedgc_schemas_and_links_sweeps(tmp_path, monkeypatch):
+def test_index_reads_fedgc_records_and_links_sweeps(tmp_path, monkeypatch):
+    from experiments import harness
+    from experiments.harness import Cell
     mi = _make_index_module()
     res = tmp_path / "results"
     (res / "fedgc").mkdir(parents=True)
     monkeypatch.setattr(mi, "RES", res)
-    monkeypatch.setattr(mi, "_fedgc_paper", lambda: ({("cora", 0.5): 80.8}, {"cora": {"ib_acc": 80.8, "noib_acc": 79.4}}))
-    # older schema: per-run records; the longest run of a cell wins
-    runs = [{"id": "full/cora/r0.5/ib/s0", "test_acc": 0.70, "config": {"rounds": 200}},
-            {"id": "quick/cora/r0.5/ib/s0", "test_acc": 0.10, "config": {"rounds": 60}}]
-    (res / "fedgc" / "results_a.json").write_text(json.dumps({"meta": {}, "runs": runs}))
-    (res / "fedgc" / "results_b.json").write_text(json.dumps(
-        {"meta": {}, "runs": [{"id": "full/cora/r0.5/ib/s0", "test_acc": 0.75, "config": {"rounds": 500}}]}))
+    # FedGC's index rows come from its full run's records (fractions; a reason where the gap is > 2 points)
+    cell = Cell("fedgc/cora/r0.5/ib/s0", {"rounds": 500, "dataset": "cora"}, (0,))
+    rec = harness.record(cell, {"test_acc": 0.75, "seed": 0, "dataset": "cora"},
+                         {k: None for k in ("command", "started", "finished", "commit", "dirty", "versions", "machine")})
+    harness.write_converted(res / "fedgc", False, [rec])
     rows = mi.rows_fedgc()
-    t1 = [r for r in rows if r["table"] == "Table 1"]
+    t1 = [r for r in rows if r["table"] == "Table 1 accuracy"]
     assert len(t1) == 1 and t1[0]["ours"] == 0.75 and abs(t1[0]["paper"] - 0.808) < 1e-12 and t1[0]["reason"]
-    # newer schema: ready-made rows (percent) take precedence
-    (res / "fedgc" / "results.json").write_text(json.dumps({"rows": [
-        {"table": "Table 1", "setting": "cora 0.5", "paper": 80.8, "ours": 80.1, "reason": ""}]}))
-    rows = mi.rows_fedgc()
-    assert len(rows) == 1 and abs(rows[0]["ours"] - 0.801) < 1e-12
+    t2 = [r for r in rows if r["setting"] == "cora FedGC ACC"]
+    assert len(t2) == 1 and abs(t2[0]["paper"] - 0.808) < 1e-12
     # sweeps written by `fgl-jax sweep --out results/sweeps/<name>` are listed with their plot
     (res / "sweeps" / "s1").mkdir(parents=True)
     (res / "sweeps" / "s1" / "sweep.json").write_text(json.dumps({

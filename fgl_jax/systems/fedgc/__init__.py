@@ -10,18 +10,16 @@
     evaluate.py   GNNs trained on G' and tested on the clients (line 15), cross-architecture tests
     attack.py     the membership inference attack (honest-but-curious server)
     program.py    build(cfg) -> Program (registered), its hooks (evaluation, selection, attack, archs)
-    paper.py      the paper's cells and tables (`fgl-jax reproduce fedgc`)
+
+The paper's cells and tables (`fgl-jax reproduce fedgc`) live in the checkout's experiments/fedgc/.
 
     from fgl_jax import run_config
     res = run_config(FedGCConfig(dataset="cora"), out="runs/fedgc")   # Table 1's headline cell
 
-Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below; `paper`
-(the cells, runs and tables) is imported on first use.
+Public API (what notebooks, benchmarks and experiments import): the names in `__all__` below.
 """
-from fgl_jax.systems import lazy_submodules
-
 from fgl_jax.systems.fedgc import program
-from fgl_jax.systems.fedgc.attack import MIAConfig, fedgc_attack
+from fgl_jax.systems.fedgc.attack import MIAConfig, central_gcn_accuracy, fedgc_attack
 from fgl_jax.systems.fedgc.config import DEFENCES, PROTOCOLS, FedGCConfig
 from fgl_jax.systems.fedgc.data import (expand_clients, expand_nodes, normalize_features, prepare, prepare_clients,
                                         train_class_counts)
@@ -29,14 +27,11 @@ from fgl_jax.systems.fedgc.ib import IBConfig, IBPosterior, ib_resample, ib_tran
 from fgl_jax.systems.fedgc.program import FedGCResult, FedGCRun, build, select_result
 from fgl_jax.systems.fedgc.selftrain import self_train, self_train_optimizer
 from fgl_jax.systems.fedgc.condense import condensed_graph
-from fgl_jax.systems.fedgc.evaluate import dense_graph_batch
-from fgl_jax.systems.fedgc.paper_cells import BASES, DEFAULT_BASE, GAMMA_GRID, PAPER_T1, PAPER_T2, VARIANTS
+from fgl_jax.systems.fedgc.evaluate import RECIPE_ARCHS, EvalConfig, client_graph_ceiling, dense_graph_batch
 
 __all__ = ["DEFENCES", "PROTOCOLS", "FedGCConfig", "FedGCResult", "FedGCRun", "IBConfig", "IBPosterior", "MIAConfig",
            "build", "expand_clients", "expand_nodes", "fedgc_attack", "ib_resample", "ib_transform", "kl_analytic",
            "kl_mc", "normalize_features", "prepare", "prepare_clients", "program", "select_result", "self_train",
-           "self_train_optimizer", "train_class_counts", "condensed_graph", "dense_graph_batch", "PAPER_T1", "PAPER_T2",
-           "BASES", "DEFAULT_BASE", "GAMMA_GRID", "VARIANTS", "paper"]
+           "self_train_optimizer", "train_class_counts", "condensed_graph", "dense_graph_batch", "EvalConfig",
+           "RECIPE_ARCHS", "central_gcn_accuracy", "client_graph_ceiling"]
 
-
-__getattr__ = lazy_submodules(__name__, ("paper",))

@@ -346,3 +346,16 @@ def query_accuracy(post_mem: Array, y_mem, post_non: Array, y_non, suffix: str) 
     acc = lambda p, y: float((np.asarray(p).argmax(-1) == np.asarray(y)).mean())
     return {f"mia_target_acc_members{suffix}": acc(post_mem, y_mem),
             f"mia_target_acc_nonmembers{suffix}": acc(post_non, y_non)}
+
+
+def central_gcn_accuracy(graph, iters: int, key: Array) -> float:
+    """Test accuracy of a 2-layer GCN trained centrally on a whole graph's training nodes (`attack.train_gcn`'s
+    recipe, `iters` Adam steps) on standardised features: the graph's learnability ceiling beside a condensed run."""
+    from fgl_jax.systems.fedgc.data import normalize_features
+    mcfg = dataclasses.replace(MIAConfig(), iters=iters)
+    gs = normalize_features(graph, "standard")
+    batch = unstack(full_graph_batch(gs), 0)  # one graph, no client axis
+    model, params = train_gcn(key, batch, batch.train_mask, gs.x.shape[1], graph.num_classes, mcfg)
+    pred = np.asarray(posteriors(model, params, batch)).argmax(-1)[:graph.num_nodes]  # drop node padding
+    te = np.asarray(graph.test_mask)
+    return float((pred[te] == graph.y[te]).mean())

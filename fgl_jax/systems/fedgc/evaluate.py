@@ -358,3 +358,47 @@ def pooled(result: dict, finetune: bool = True) -> dict:
     r = {k: np.asarray(v) for k, v in result.items()}
     return {"val_acc": float(r["val_correct" + sfx].sum() / max(r["val_total"].sum(), 1.0)),
             "test_acc": float(r["test_correct" + sfx].sum() / max(r["test_total"].sum(), 1.0))}
+
+
+def client_graph_ceiling(key: Array, batch: ClientBatch, in_dim: int, num_classes: int, steps: int = 300,
+                         check_every: int = 10) -> dict:
+    """The real-graph reference for any G' in a feature space: ONE 2-layer GCN (hidden 256, dropout 0.5,
+    Adam 1e-2, L2 5e-4) trained directly on every client's real local graph at once (shared weights,
+    loss over all clients' own training nodes), keeping the weights with the best pooled validation
+    accuracy (checked every `check_every` steps).
+
+    batch: stacked client graphs [M, ...] in that feature space. Returns pooled val_acc / test_acc of
+    the kept weights. Not a strict bound: the G' evaluation also fine-tunes locally and selects per
+    client, and can land above it.
+    """
+    from fgl_jax.batch import unstack
+    from fgl_jax.federated.evaluation import evaluate as evaluate_pooled
+    model = make_model("gcn", in_dim, num_classes, hidden=256, num_layers=2, dropout=0.5)
+    opt = optax.chain(optax.add_decayed_weights(5e-4), optax.adam(1e-2))
+    n_train = jnp.maximum(batch.train_mask.sum(), 1)
+
+    def loss(p, b, k):  # mean CE over all clients' own training nodes (b: every client, [M, ...])
+        ks = jax.random.split(k, b.y.shape[0])
+        per = jax.vmap(lambda c, kk: masked_cross_entropy(model.apply(p, c, train=True, rngs={"dropout": kk}),
+                                                          c.y, c.train_mask) * c.train_mask.sum())(b, ks)
+        return per.sum() / n_train
+
+    @jax.jit
+    def run(key):
+        k0, k1 = jax.random.split(key)
+        p = model.init(k0, unstack(batch, 0), train=False)
+
+        def chunk(carry, kk):
+            p, o, best_v, best_t = carry
+            p, o, _ = local_train(loss, opt, check_every, p, o, batch, kk, 1.0)
+            acc = evaluate_pooled(model, p, batch, per_client=False)
+            better = acc["val_acc"] > best_v
+            return (p, o, jnp.where(better, acc["val_acc"], best_v), jnp.where(better, acc["test_acc"], best_t)), None
+
+        init = (p, opt.init(p), jnp.float32(-1.0), jnp.float32(0.0))
+        (_, _, v, t), _ = jax.lax.scan(chunk, init, jax.random.split(k1, steps // check_every))
+        return v, t
+
+    v, t = run(key)
+    return {"val_acc": float(v), "test_acc": float(t)}
+

@@ -1,4 +1,4 @@
-"""FedGC's paper cells as data: the configurations every table of `paper.py` runs.
+"""FedGC's paper cells as data: the configurations every table of `paper.py` runs, and the paper's numbers.
 
 `base_config(quick)` is the headline cell (`FedGCConfig()`: Table 1, Cora, rate 0.5 with the code's IB
 lr and Φ init), shrunk in quick mode; `variant_config` gives Table 2's variants and the open knobs;
@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from fgl_jax.systems.fedgc.config import FedGCConfig
-from fgl_jax.systems.fedgc.evaluate import RECIPE_ARCHS
+from fgl_jax.systems.fedgc import RECIPE_ARCHS, FedGCConfig
 
 # Paper numbers (FedGC, AAAI 2025; transcribed in shared/specs/fedgc.md §4.5-4.7)
 PAPER_T1 = {("cora", 0.25): 81.0, ("cora", 0.5): 80.8, ("cora", 1.0): 82.0,
@@ -81,8 +80,14 @@ ARCHS = RECIPE_ARCHS
 # reached 55 % (no ft, 300 rounds) against 69 % (200 rounds) on the raw binary features, so the
 # no-IB runs use feature_norm="none" (diagnostic in results.md).
 NOIB = {"defence": "none", "feature_norm": "none"}
-# quick mode: a smoke run of the code, not a reproduction
-QUICK = {"rounds": 60, "eval_rounds": (60,), "st_rounds": 50, "ib_epochs": 10, "eval_iters": 200, "eval_decay_at": 100}
+# quick mode: a smoke run of the code, not a reproduction (CI runs it): every stage at its smallest
+# useful size. 20 rounds in periods of 10 with 2 Φ rounds each, so both halves of the X'/Φ alternation
+# run; the attack's GCNs and MLP train for 100 steps / 50 epochs instead of 600 / 300.
+QUICK = {"rounds": 20, "eval_rounds": (20,), "adj_period": 10, "adj_steps": 2, "st_rounds": 20, "ib_epochs": 5,
+         "eval_iters": 100, "eval_decay_at": 50, "mia_iters": 100, "mia_epochs": 50}
+# Table 2's variants in quick mode: one per code path (the default IB setting, no IB, and each defence);
+# `ib` differs from `ibfs` only in two knob values
+QUICK_VARIANTS = ("ibfs", "noib", "pl", "reg", "ldp")
 
 
 def base_config(quick: bool, overrides: Optional[dict] = None, **kw) -> FedGCConfig:
@@ -123,7 +128,7 @@ CEILING_SPACES = {"raw-x": NOIB, "z-lr0.002": {}, f"z-lr{IB_FAST_LR:g}": {"ib_lr
 OPEN_KNOBS = {"ib": ("ibs", "ibf", "ibfs"), "noib": ("noibs",)}
 # ceiling feature space -> the Table 2 variants that condense in it
 CEILING_OF = {"raw-x": ("noib", "noibs"), "z-lr0.002": ("ib", "ibs"), f"z-lr{IB_FAST_LR:g}": ("ibf", "ibfs")}
-PAPER_PROTOCOL_FILE = "results_pp2000.json"   # the same cells under `--protocol paper` (test-based choices)
+PAPER_PROTOCOL_FILE = "results_pp2000.json"   # the page (.md) of the same cells under `--protocol paper` (test-based choices)
 
 
 def config_cells() -> dict:
@@ -166,7 +171,7 @@ def write_config_files(folder) -> list:
     for name, cfg in config_cells().items():
         head = [f"# {line}" for line in config_notes(name)] + [
             "# run:   fgl-jax fedgc --config experiments/configs/fedgc/" + name + ".yaml",
-            "# written by fgl_jax.systems.fedgc.paper_cells.write_config_files (the cells of `fgl-jax reproduce fedgc`)"]
+            "# written by experiments.fedgc.cells.write_config_files (the cells of `fgl-jax reproduce fedgc`)"]
         path = folder / f"{name}.yaml"
         path.write_text("\n".join(head) + "\n" + schema.dump(cfg, "fedgc"))
         paths.append(path)

@@ -1,27 +1,28 @@
-"""FedGC's result tables (markdown) from the stored runs of `paper.py`: Table 1-3, the ablation and γ
-sweep, over-seeds, fresh-draw, pseudo-label split, attacked-checkpoint, open-knob, ceiling and
-synthetic sections, and the rows of the results index (paper vs ours with the reason of each gap).
+"""FedGC's result tables (markdown) from its cells' records: Table 1-3, the ablation and γ sweep,
+over-seeds, fresh-draw, pseudo-label split, attacked-checkpoint, open-knob, ceiling and synthetic
+sections, and the rows of the results index (paper vs ours with the reason of each gap).
 
-Every function reads run records (dicts, as stored in results*.json); records written before the
-flat schema (nested `config` with condense / ib / eval) are read too (`conf`).
+Every function reads *runs*: id -> the metrics of a cell's record as one flat dict ("<tag>/<cell id
+without its table>" -> {..., "config": the FedGCConfig it ran}; `paper.runs_of` builds them from the
+records). Runs converted from results written before the flat schema (nested `config` with condense /
+ib / eval) are read too (`conf`). `pp`: the runs of the same cells under the official code's
+test-based choices (`--protocol paper`, the records of results_pp2000.md), beside which a
+validation-selected cell states the code's test-set leak.
 """
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from fgl_jax import report
-from fgl_jax.systems.fedgc.evaluate import EvalConfig
-from fgl_jax.systems.fedgc.paper_cells import (ARCHS, BASE_NAME, BASES, CEILING_OF, DEFAULT_BASE, IB_FAST_LR, OPEN_KNOBS,
-                                               PAPER_PROTOCOL_FILE, PAPER_R, PAPER_ROW, PAPER_T1, PAPER_T2, PAPER_T3,
-                                               SYNTH_VARIANTS, VARIANTS, base_config, base_suffix)
+from fgl_jax import table as _table
+from fgl_jax.systems.fedgc import EvalConfig
 
-OUT: Optional[Path] = None   # the results folder of the current invocation (set by paper.reproduce)
-SUFFIX = ""
+from experiments.fedgc.cells import (ARCHS, BASE_NAME, BASES, CEILING_OF, DEFAULT_BASE, IB_FAST_LR, OPEN_KNOBS,
+                                     PAPER_PROTOCOL_FILE, PAPER_R, PAPER_ROW, PAPER_T1, PAPER_T2, PAPER_T3, QUICK,
+                                     QUICK_VARIANTS, SYNTH_VARIANTS, VARIANTS, base_config, base_suffix)
+
 # flat FedGCConfig key -> where records written before the flat schema keep it
 _NESTED = {"ib_dim": ("ib", "dim"), "ib_hidden": ("ib", "hidden"), "gamma": ("ib", "gamma"), "ib_lr": ("ib", "lr"),
            "lr_feat": ("condense", "lr_feat"), "finetune_steps": ("eval", "finetune_steps")}
@@ -32,7 +33,7 @@ def md_table(headers: list, rows: list) -> list:
     cells per row, len(headers) each; cells are printed as given (no number parsing), a '|' inside a
     cell escaped so it stays one cell."""
     cell = lambda v: str(v).replace("|", "\\|")
-    return report.table([dict(enumerate(map(cell, r))) for r in rows], columns=range(len(headers)),
+    return _table([dict(enumerate(map(cell, r))) for r in rows], columns=range(len(headers)),
                         headers=[cell(h) for h in headers], disable_numparse=True).split("\n")
 
 
@@ -97,21 +98,13 @@ def attack_selected_summary(runs: dict) -> list:
 
 
 
-def paper_protocol_runs() -> dict:
-    """Every stored `--protocol paper` run, by id ({} if none is stored)."""
-    path = OUT / PAPER_PROTOCOL_FILE
-    if not path.exists():
-        return {}
-    return {r["id"]: r for r in json.loads(path.read_text())["runs"]}
-
-
-def leak_text(r: dict, runs: dict) -> str:
+def leak_text(r: dict, runs: dict, pp_runs: dict) -> str:
     """The test-set leak of `r`'s cell, from the stored `--protocol paper` runs of the same cell: over
     the seeds both protocols have when there are several, else on `r`'s seed; '' if none is stored."""
     if r.get("config", {}).get("protocol", "val") != "val":
         return ""
     head = r["id"].rpartition("/s")[0]
-    pp = {q["seed"]: q for q in seed_groups(paper_protocol_runs(), "test_acc").get(head, [])}
+    pp = {q["seed"]: q for q in seed_groups(pp_runs, "test_acc").get(head, [])}
     val = {q["seed"]: q for q in seed_groups(runs, "test_acc").get(head, [])}
     both = sorted(set(pp) & set(val))
     where = f"self-training, Z*, max test over checkpoints; {PAPER_PROTOCOL_FILE.replace('.json', '.md')}"
@@ -127,7 +120,7 @@ def leak_text(r: dict, runs: dict) -> str:
             f"so {100 * (q['test_acc'] - r['test_acc']):.1f} points of the gap are the code's test-set leak; ")
 
 
-def reason_acc(r: dict, runs: dict | None = None) -> str:
+def reason_acc(r: dict, runs: dict | None = None, pp: Optional[dict] = None) -> str:
     """Why a FedGC (IB) accuracy is off the paper, from the run's own record (and, when stored, the
     same cell under the paper's test-based protocol and the same cell's other seeds in `runs`)."""
     pl = r.get("pseudo_label_test_acc")
@@ -136,7 +129,7 @@ def reason_acc(r: dict, runs: dict | None = None) -> str:
     seeds = (f"one seed here; over seeds {', '.join(str(q['seed']) for q in same)} this cell gives "
              f"{stat([100 * q['test_acc'] for q in same])} (over-seeds table)" if len(same) > 1
              else "one seed and one evaluation run (paper: 5 partitions x 3; the over-seeds table has the spread)")
-    return (leak_text(r, runs or {})
+    return (leak_text(r, runs or {}, pp or {})
             + (f"Z encodes the self-training pseudo-labels, whose test accuracy ({pl:.3f}) caps FedGC; " if pl else "")
             + reference_text(r, runs or {})
             + f"{r.get('config', {}).get('rounds', '?')} one-step rounds, {ib_text(r)}, {seeds}")
@@ -186,7 +179,7 @@ REASON_AUC_FRESH = ("the owner-Z query with a new draw of each node's z from the
                     "to one draw; see 'Fresh-draw query under IB' for the null and the seeds); one seed")
 
 
-def index_rows(runs: dict, tag: str) -> list:
+def index_rows(runs: dict, tag: str, pp: Optional[dict] = None) -> list:
     """Flat rows {table, setting, paper, ours, reason} (fractions) for experiments/make_index.py."""
     rows = []
 
@@ -203,7 +196,7 @@ def index_rows(runs: dict, tag: str) -> list:
             r = runs.get(f"{tag}/{ds}/r{rate}/{base}/s0")
             if r:
                 add("Table 1 accuracy", f"{ds} r={PAPER_R[(ds, rate)]} (rate {rate}) FedGC GCN{base_suffix(base)}", paper,
-                    r.get("test_acc"), reason_acc(r, runs))
+                    r.get("test_acc"), reason_acc(r, runs, pp))
     for ds, p in PAPER_T2.items():
         for var in ("noib", "pl", "reg", "ldp"):
             r = runs.get(f"{tag}/{ds}/r0.5/{var}/s0")
@@ -213,13 +206,13 @@ def index_rows(runs: dict, tag: str) -> list:
                 add("Table 2 MIA", f"{ds} {name} AUC (raw-X query)", p[var + "_auc"], r.get("mia_auc"), REASON_AUC_RAW)
         r = runs.get(f"{tag}/{ds}/r0.5/ib/s0")
         if r:
-            add("Table 2 MIA", f"{ds} FedGC ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs))
+            add("Table 2 MIA", f"{ds} FedGC ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs, pp))
             add("Table 2 MIA", f"{ds} FedGC AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"), REASON_AUC_IB)
             add("Table 2 MIA", f"{ds} FedGC AUC (owner-Z query, fresh draw of Z)", p["ib_auc"],
                 r.get("mia_auc_z_fresh"), REASON_AUC_FRESH)
         r = runs.get(f"{tag}/{ds}/r0.5/ibd/s0")
         if r:
-            add("Table 2 MIA", f"{ds} FedGC paper-sized IB ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs))
+            add("Table 2 MIA", f"{ds} FedGC paper-sized IB ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs, pp))
             add("Table 2 MIA", f"{ds} FedGC paper-sized IB AUC (raw-X query)", p["ib_auc"], r.get("mia_auc"),
                 REASON_AUC_RAW)
             add("Table 2 MIA", f"{ds} FedGC paper-sized IB AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"),
@@ -228,7 +221,7 @@ def index_rows(runs: dict, tag: str) -> list:
                           ("ibfs", f"IB encoder lr {IB_FAST_LR:g} + sparse A' init")):
             r = runs.get(f"{tag}/{ds}/r0.5/{var}/s0")
             if r:
-                add("Table 2 MIA", f"{ds} FedGC {name} ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs))
+                add("Table 2 MIA", f"{ds} FedGC {name} ACC", p["ib_acc"], r.get("test_acc"), reason_acc(r, runs, pp))
                 add("Table 2 MIA", f"{ds} FedGC {name} AUC (owner-Z query)", p["ib_auc"], r.get("mia_auc_z"),
                     REASON_AUC_IB)
     for ds, p in PAPER_T3.items():
@@ -572,21 +565,27 @@ def deviations_text(runs: dict) -> str:
             "(paper: d), hence the code's random frozen decoder instead of φ_st; FedGC†, PL, Reg and LDP condense the raw "
             "binary features (feature_norm none: one-step MSE matching on row-normalised Cora features reached only "
             "55 % no-ft after 300 rounds against 69 % on raw features); full client neighbourhoods instead of the "
-            "[10,5] sampler. Quick mode (results_quick.md): 60 rounds, 50 self-training rounds, 10 IB epochs: a smoke "
+            "[10,5] sampler. Quick mode (results_quick.md): " + quick_text() + ": a smoke "
             "run, not a reproduction. Earlier 500-round runs without the L2 are kept in results_mia3.md (3 seeds), "
             "results_paperprot.md (test-based selection) and results_ablation.md.")
 
 
-def write_md(store, tag):
-    runs = {r["id"]: r for r in store.data["runs"]}
-    meta = store.data["meta"]
+def quick_text() -> str:
+    """What --quick shrinks (cells.QUICK, cells.QUICK_VARIANTS), in words."""
+    q = QUICK
+    return (f"{q['rounds']} rounds, {q['st_rounds']} self-training rounds, {q['ib_epochs']} IB epochs, "
+            f"{q['eval_iters']} evaluation iterations, the attack's GCNs {q['mia_iters']} steps and its MLP "
+            f"{q['mia_epochs']} epochs, Table 2 variants {', '.join(QUICK_VARIANTS)}")
+
+
+def markdown(runs: dict, tag: str, paper_protocol: Optional[dict] = None) -> tuple[str, list]:
+    """The results page of `runs` (tag "full" or "quick": their ids' first part) and its index rows.
+    paper_protocol: the `--protocol paper` runs of the same cells (`leak_text`), {} or None when there are none.
+    Where the numbers come from (commands, commits, machines) is the records' footer
+    (`harness.write_table`); wall times (condensation s, evaluation s) are for scale only: a shared
+    2-core machine."""
+    paper_protocol = paper_protocol or {}
     L = [f"# FedGC reproduction ({tag})", "",
-         f"Command: `{meta['command']}`  "] + [
-         f"Merged from `{m['file']}`, written by `{m['command']}` in {m['wall_s'] or float('nan'):.0f} s  "
-         for m in meta.get("merged", [])] + [f"Versions: {meta['versions']}  ", f"Machine: {meta['machine']}  ",
-         f"Wall time of the last invocation: {runs.get('_meta_last', {}).get('wall_s', float('nan')):.0f} s "
-         "(a shared 2-core machine, usually with a second experiment process beside it; the load average at "
-         "the start of each invocation is in its Machine line). Wall times are for scale only.", "",
          "Protocol: label-Dirichlet(β=1) over all nodes, 10 clients, 2-hop expanded client graphs, "
          + selection_text(runs) + "; accuracies are "
          "test-count-weighted over clients, after 30-step local fine-tuning (`ft`) and without it (`no ft`). "
@@ -610,7 +609,7 @@ def write_md(store, tag):
         return (f"{stat([100 * r['test_acc'] for r in recs])} ({','.join(str(r['seed']) for r in recs)})"
                 if recs else "–")
     val_store = selection_text(runs) == selection_text({})
-    pp_runs = paper_protocol_runs() if val_store else {}
+    pp_runs = paper_protocol if val_store else {}
     rows = []
     for (ds, rate), paper in PAPER_T1.items():
         rs = [runs.get(f"{tag}/{ds}/r{rate}/{b}/s0") for b in BASES]
@@ -710,15 +709,9 @@ def write_md(store, tag):
     L += open_knob_summary(runs, tag)
     L += ceiling_summary(runs, tag)
     L += synthetic_summary(runs, tag)
-    store.data["rows"] = index_rows(runs, tag)
-    store.path.write_text(json.dumps(store.data, indent=1, default=float))
+    rows = index_rows(runs, tag, paper_protocol)
     L += ["## Rows for the results index (paper vs ours, fractions)", ""]
     L += md_table(["table", "setting", "paper", "ours", "reason"],
                   [[r['table'], r['setting'], "–" if r["paper"] is None else f"{r['paper']:.3f}", f"{r['ours']:.3f}",
-                    r['reason']] for r in store.data["rows"]])
-    (OUT / (("results_quick" if tag == "quick" else "results") + SUFFIX + ".md")).write_text("\n".join(L) + "\n")
-    return "\n".join(L)
-
-
-if __name__ == "__main__":
-    main()
+                    r['reason']] for r in rows])
+    return "\n".join(L), rows
