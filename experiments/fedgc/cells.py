@@ -80,14 +80,8 @@ ARCHS = RECIPE_ARCHS
 # reached 55 % (no ft, 300 rounds) against 69 % (200 rounds) on the raw binary features, so the
 # no-IB runs use feature_norm="none" (diagnostic in results.md).
 NOIB = {"defence": "none", "feature_norm": "none"}
-# quick mode: a smoke run of the code, not a reproduction (CI runs it): every stage at its smallest
-# useful size. 20 rounds in periods of 10 with 2 Φ rounds each, so both halves of the X'/Φ alternation
-# run; the attack's GCNs and MLP train for 100 steps / 50 epochs instead of 600 / 300.
-QUICK = {"rounds": 20, "eval_rounds": (20,), "adj_period": 10, "adj_steps": 2, "st_rounds": 20, "ib_epochs": 5,
-         "eval_iters": 100, "eval_decay_at": 50, "mia_iters": 100, "mia_epochs": 50}
-# Table 2's variants in quick mode: one per code path (the default IB setting, no IB, and each defence);
-# `ib` differs from `ibfs` only in two knob values
-QUICK_VARIANTS = ("ibfs", "noib", "pl", "reg", "ldp")
+# quick mode: a smoke run of the code, not a reproduction
+QUICK = {"rounds": 60, "eval_rounds": (60,), "st_rounds": 50, "ib_epochs": 10, "eval_iters": 200, "eval_decay_at": 100}
 
 
 def base_config(quick: bool, overrides: Optional[dict] = None, **kw) -> FedGCConfig:

@@ -127,8 +127,6 @@ class FedGCConfig(RunSpec):
     mia: bool = option(False, "run the membership inference attack on G' after condensing")
     mia_target: str = option("last", "G' the attack targets: the last round's or the reported checkpoint's",
                              choices=TARGET_GRAPHS)
-    mia_iters: int = option(600, "training steps of the attack's target, null and shadow GCNs", low=1)
-    mia_epochs: int = option(300, "training epochs of the attack MLP", low=1)
     archs: tuple[str, ...] = option((), "architectures also trained on the reported G' (all = every column)")
     arch_protocol: str = option("gcond", "how archs are trained: gcond (GCond's tester, Table 3) or recipe",
                                 choices=ARCH_PROTOCOLS)
@@ -203,4 +201,4 @@ class FedGCConfig(RunSpec):
 
     @property
     def mia_config(self) -> MIAConfig:
-        return MIAConfig(iters=self.mia_iters, attack_epochs=self.mia_epochs, target_graph=self.mia_target)
+        return MIAConfig(target_graph=self.mia_target)
