@@ -343,17 +343,11 @@ def _checkout() -> Optional[Path]:
 
 def paper_module(entry: registry.Entry) -> Optional[str]:
     """`experiments.<name>.paper` when the checkout holds the system's reproduction (its cells, on the
-    one harness experiments/harness.py), else `fgl_jax.systems.<name>.paper` while a system still ships
-    its own (until every system has moved), else None."""
-    import importlib.util
+    one harness experiments/harness.py), else None: the package ships no paper-table code."""
     root = _checkout()
     if root is not None and (root / "experiments" / entry.name / "paper.py").is_file():
         return f"experiments.{entry.name}.paper"
-    name = f"{entry.obj.__module__.rsplit('.', 1)[0]}.paper"
-    try:
-        return name if importlib.util.find_spec(name) is not None else None
-    except ModuleNotFoundError:
-        return None
+    return None
 
 
 def _import_reproduction(module: str):

@@ -245,3 +245,18 @@ def test_committed_lumos_studies_are_records_that_render_the_committed_pages(tmp
     for module in (noise_study, diagnostics):
         made = module.render_records(tmp_path)
         assert made.read_text() == (folder / made.name).read_text(), made.name
+
+
+def test_the_package_holds_no_paper_table_code_and_reproduce_uses_the_one_harness():
+    """Issue 46: every system's reproduction is `experiments/<system>/paper.py` on the harness; the
+    package ships none (no fgl_jax/systems/*/paper*.py, and `fgl-jax reproduce` does not look there)."""
+    from pathlib import Path
+
+    from fgl_jax import registry
+    from fgl_jax.cli import paper_module
+    root = Path(__file__).resolve().parents[1]
+    assert not sorted((root / "fgl_jax").rglob("paper*.py"))
+    systems = {e.name: paper_module(e) for e in registry.entries("system")}
+    for name in ("hifgl", "lumos", "fedhgn", "fedgc", "fedhgl"):
+        assert systems[name] == f"experiments.{name}.paper", (name, systems[name])
+        assert (root / "experiments" / name / "paper.py").is_file()
