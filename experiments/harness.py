@@ -80,6 +80,16 @@ def record(cell: Cell, metrics: Mapping[str, Any], provenance: Mapping[str, Any]
                         title=cell.title, provenance=provenance)
 
 
+def elapsed_log() -> Callable[[str], None]:
+    """The default progress log of a reproduction: each message printed with the seconds since this
+    call (`[  12.3s] msg`)."""
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", flush=True)
+    return log
+
+
 def run_cells(cells: Iterable[Cell], measure: Callable[[Cell], Mapping[str, Any]], out: Path | str, quick: bool,
               command: Optional[str | Sequence[str]] = None, log: Callable = print) -> list[dict]:
     """Measure every cell (`measure(cell)` runs it through the engine) and write its record; return

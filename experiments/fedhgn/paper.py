@@ -527,11 +527,7 @@ def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, *,
     out/records/fedhgn_<full|quick>.jsonl (written as each cell finishes), then out/results(_quick).md."""
     out = Path(out)
     plan = plan or Plan.make(quick)
-    if log is None:
-        t0 = time.perf_counter()
-
-        def log(msg):
-            print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", flush=True)
+    log = log or harness.elapsed_log()
     harness.run_cells(cells(plan), measure(data_dir, log), out, quick, log=log)
     path = render_records(out, plan, quick)
     log(f"done; wrote {path}")
