@@ -163,7 +163,7 @@ def cmd_system(args: argparse.Namespace) -> int:
     if getattr(cfg, "split_index", "") == "all":  # every fixed split as a member of one program
         if args.resume:
             raise ValueError("--split-index all runs in one go; --resume is for single runs")
-        from fgl_jax.fixed_splits import run_all_splits
+        from fgl_jax.systems.baseline.fixed_splits import run_all_splits
         run_all_splits(experiment.resolve_dataset(cfg), out=out, overwrite=args.overwrite)
         return 0
     res = experiment.run_config(cfg, out=out, resume=args.resume, overwrite=args.overwrite,

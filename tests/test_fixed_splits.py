@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fgl_jax.cli import main
-from fgl_jax.fixed_splits import stack_members
+from fgl_jax.systems.baseline.fixed_splits import stack_members
 
 TEXAS = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data")) / "heterophily" / "texas.npz"
 TINY = ["--clients", "2", "--rounds", "3", "--hidden", "8", "--no-progress"]

@@ -26,16 +26,37 @@ ATTACKS = (*UPLOAD_ATTACKS, "label_flip")
 
 
 def attacker_mask(seed: int, num_clients: int, fraction: Any) -> jax.Array:
-    """bool [num_clients]: the round(fraction * C) clients of lowest score u ~ U(0,1)^C drawn from
-    `seed`; `fraction` may be traced, and a larger fraction keeps the smaller one's attackers."""
+    """The attackers: the round(fraction * C) clients of lowest score u ~ U(0,1)^C drawn from `seed`,
+    so a larger fraction keeps the smaller one's attackers.
+
+    Args:
+        seed: the attacker draw's seed.
+        num_clients: C.
+        fraction: the attacker fraction in [0, 1] (may be traced).
+
+    Returns:
+        bool `[C]`: True for an attacker.
+    """
     u = jax.random.uniform(jax.random.key(seed), (num_clients,))
     rank = jnp.argsort(jnp.argsort(u))
     return rank < jnp.floor(jnp.asarray(fraction, jnp.float32) * num_clients + 0.5)
 
 
 def attack(kind: str, boost: float = 10.0, std: float = 1.0) -> Aggregator:
-    """Per client [C, ...] -> [C, ...]: the uploads of the clients in the state's Knobs
-    "attacker_mask" (bool [C]; None = no attacker) replaced as `kind` says (module docstring)."""
+    """Per client `[C, ...]` -> `[C, ...]`: the uploads of the clients in the state's Knobs
+    "attacker_mask" (bool `[C]`; None = no attacker) replaced as `kind` says (module docstring).
+
+    Args:
+        kind: "sign_flip", "scale" or "gaussian" (`UPLOAD_ATTACKS`).
+        boost: the scale attack's factor.
+        std: the Gaussian attack's standard deviation.
+
+    Returns:
+        An `Aggregator` of kind "per_client".
+
+    Raises:
+        ValueError: an unknown kind (label_flip changes data, not uploads).
+    """
     if kind not in UPLOAD_ATTACKS:
         raise ValueError(f"attack: kind must be one of {UPLOAD_ATTACKS} (label_flip changes data, not "
                          f"uploads), got {kind!r}")

@@ -86,7 +86,11 @@ def masked_median(x: jax.Array, valid: jax.Array) -> jax.Array:
 
 
 def median() -> Aggregator:
-    """Reduce [C, ...] -> [...]: the coordinate-wise median over the clients that count (unweighted)."""
+    """Reduce `[C, ...]` -> `[...]`: the coordinate-wise median over the clients that count (unweighted).
+
+    Returns:
+        A stateless `Aggregator` of kind "reduce" (clients outside `mask` or of weight 0 left out).
+    """
 
     def fn(updates: PyTree, weights: jax.Array, key, *, params=None, mask=None):
         valid = valid_clients(weights, mask)
@@ -113,8 +117,15 @@ def masked_trimmed_mean(x: jax.Array, weights: jax.Array, valid: jax.Array, beta
 
 
 def trimmed_mean(beta: float = 0.1) -> Aggregator:
-    """Reduce [C, ...] -> [...]: the coordinate-wise trimmed mean (see `masked_trimmed_mean`); beta is
-    the state's Knobs "aggregator_trim" (traced), initialised to `beta`."""
+    """Reduce `[C, ...]` -> `[...]`: the coordinate-wise trimmed mean (see `masked_trimmed_mean`).
+
+    Args:
+        beta: the fraction trimmed at each end, in [0, 0.5); the state's Knobs "aggregator_trim"
+            (traced, so a sweep varies it in one program) starts at it.
+
+    Returns:
+        An `Aggregator` of kind "reduce"; trim 0 is FedAvg's weighted mean.
+    """
     if not 0 <= beta < 0.5:
         raise ValueError(f"trimmed_mean: beta (the fraction trimmed on each side) must be in [0, 0.5), got {beta}")
 
@@ -166,8 +177,19 @@ def _weighted_mean_of(updates: PyTree, w: jax.Array) -> PyTree:
 
 
 def multi_krum(f: int = 1, m: int = 0) -> Aggregator:
-    """Reduce [C, ...] -> [...]: the weighted mean of the min(m, n) valid uploads with the lowest
-    Krum scores (`krum_scores`); m = 0 selects n - f. Needs C >= 2f + 3 clients per round."""
+    """Reduce `[C, ...]` -> `[...]`: the weighted mean of the min(m, n) valid uploads with the lowest
+    Krum scores (`krum_scores`).
+
+    Args:
+        f: the number of attackers assumed (static).
+        m: how many uploads to keep; 0 keeps n - f.
+
+    Returns:
+        An `Aggregator` of kind "reduce"; a round with fewer than 2f + 3 clients is refused in one line.
+
+    Raises:
+        ValueError: a negative f or m.
+    """
     _check_f_value("multi_krum", f)
     if isinstance(m, bool) or not isinstance(m, int) or m < 0:
         raise ValueError(f"multi_krum: m (uploads selected) must be an integer >= 0 (0 = n - f), got {m!r}")
@@ -187,7 +209,14 @@ def multi_krum(f: int = 1, m: int = 0) -> Aggregator:
 
 
 def krum(f: int = 1) -> Aggregator:
-    """Reduce [C, ...] -> [...]: the one valid upload of lowest Krum score (multi_krum with m = 1)."""
+    """Reduce `[C, ...]` -> `[...]`: the one valid upload of lowest Krum score (`multi_krum` with m = 1).
+
+    Args:
+        f: the number of attackers assumed (static); a round needs at least 2f + 3 clients.
+
+    Returns:
+        An `Aggregator` of kind "reduce".
+    """
     return multi_krum(f, 1)
 
 
@@ -206,9 +235,16 @@ def bulyan_selection(dist: jax.Array, valid: jax.Array, f: int) -> jax.Array:
 
 
 def bulyan(f: int = 1) -> Aggregator:
-    """Reduce [C, ...] -> [...]: Bulyan over Krum. The theta = n - 2f clients of `bulyan_selection`,
+    """Reduce `[C, ...]` -> `[...]`: Bulyan over Krum. The theta = n - 2f clients of `bulyan_selection`,
     then per coordinate the uniform mean of the beta = theta - 2f of their values closest to the
-    coordinate's median among them. Needs C >= 4f + 3 clients per round."""
+    coordinate's median among them.
+
+    Args:
+        f: the number of attackers assumed (static); a round needs at least 4f + 3 clients.
+
+    Returns:
+        An `Aggregator` of kind "reduce".
+    """
     _check_f_value("bulyan", f)
 
     def fn(updates: PyTree, weights: jax.Array, key, *, params=None, mask=None):
@@ -235,9 +271,17 @@ def bulyan(f: int = 1) -> Aggregator:
 
 
 def geometric_median(iters: int = 4, nu: float = 1e-6) -> Aggregator:
-    """Reduce [C, ...] -> [...]: the weighted geometric median by `iters` Weiszfeld steps from the
+    """Reduce `[C, ...]` -> `[...]`: the weighted geometric median by `iters` Weiszfeld steps from the
     weighted mean: z <- sum_i a_i u_i / sum_i a_i, a_i = w_i / max(nu, ||u_i - z||) (norm over
-    every leaf), w_i the weights of the valid clients."""
+    every leaf), w_i the weights of the valid clients.
+
+    Args:
+        iters: the Weiszfeld steps (static).
+        nu: the smoothing floor of the distances, > 0.
+
+    Returns:
+        An `Aggregator` of kind "reduce".
+    """
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 0:
         raise ValueError(f"geometric_median: iters must be an integer >= 0, got {iters!r}")
     if not nu > 0:
@@ -259,9 +303,15 @@ def geometric_median(iters: int = 4, nu: float = 1e-6) -> Aggregator:
 
 
 def norm_bound(clip_norm: float = 1.0) -> Aggregator:
-    """Per client [C, ...] -> [C, ...]: each update (upload - params, or the upload when params is
-    None) scaled to L2 norm at most the state's Knobs "aggregator_clip" (traced; initialised to
-    clip_norm), the norm over every leaf."""
+    """Per client `[C, ...]` -> `[C, ...]`: each update (upload - params, or the upload when params is
+    None) scaled to L2 norm at most the state's Knobs "aggregator_clip", the norm over every leaf.
+
+    Args:
+        clip_norm: the initial clipping norm, > 0 (traced in the state, so a sweep varies it).
+
+    Returns:
+        An `Aggregator` of kind "per_client".
+    """
     if not clip_norm > 0:
         raise ValueError(f"norm_bound: clip_norm must be > 0, got {clip_norm}")
 
@@ -278,9 +328,17 @@ def norm_bound(clip_norm: float = 1.0) -> Aggregator:
 
 
 def weak_noise(noise_multiplier: float = 0.0, clip_norm: float = 1.0) -> Aggregator:
-    """Server [...] -> [...]: adds N(0, (z M / m)^2) per coordinate, z = the Knobs "aggregator_noise"
+    """Server `[...]` -> `[...]`: adds N(0, (z M / m)^2) per coordinate, z = the Knobs "aggregator_noise"
     and M = "aggregator_clip" (both traced), m = the clients that count: Sun et al.'s weak DP after a
-    norm bound, with DP-FedAvg's scale. No privacy is accounted (the mean it follows is weighted)."""
+    norm bound, with DP-FedAvg's scale. No privacy is accounted (the mean it follows is weighted).
+
+    Args:
+        noise_multiplier: the initial z, >= 0.
+        clip_norm: the initial M, > 0.
+
+    Returns:
+        An `Aggregator` of kind "server".
+    """
     if noise_multiplier < 0:
         raise ValueError(f"weak_noise: noise_multiplier must be >= 0, got {noise_multiplier}")
 

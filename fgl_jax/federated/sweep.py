@@ -77,7 +77,7 @@ def sweep(algorithm: FederatedAlgorithm, data: Any, seeds: Sequence[int], num_ro
 
     data_axes: None (every member trains on `data`) or a pytree like `data` of 0 / None: the
     leaves marked 0 carry a leading member axis [S, ...] (e.g. the masks of S fixed splits,
-    `fgl_jax.fixed_splits`), so data that differs only in values is a member axis of the one
+    `fgl_jax.systems.baseline.fixed_splits`), so data that differs only in values is a member axis of the one
     program, like the seeds.
 
     Every member runs the one round body of `fgl_jax.run` (`fgl_jax.federated.run.scan_rounds`),

@@ -59,7 +59,7 @@ def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
     """The split done before partitioning (per-client splits are done after it: `split_clients`)."""
     if cfg.split in PER_CLIENT:
         return graph
-    if cfg.split_index not in ("", "all"):  # "all" is run by fgl_jax.fixed_splits, one split per member
+    if cfg.split_index not in ("", "all"):  # "all" is run by fgl_jax.systems.baseline.fixed_splits, one split per member
         graph = fixed_split(graph, int(cfg.split_index))
     if cfg.split == "random":
         out = random_split(graph, cfg.train_frac, cfg.val_frac, cfg.test_frac, seed=cfg.split_seed)
@@ -311,7 +311,7 @@ def secure_agg_columns(cfg: RunConfig, algorithm, data, m: int) -> dict:
 def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
     if cfg.split_index == "all":  # k programs' data as one member axis: not one Program
         raise ValueError("split_index all runs every fixed split as members of one program: use `fgl-jax run "
-                         "--split-index all` or fgl_jax.fixed_splits.run_all_splits (one Program is one split)")
+                         "--split-index all` or fgl_jax.systems.baseline.fixed_splits.run_all_splits (one Program is one split)")
     prepared = prepare(cfg, graph)
     algorithm = algorithm_from_config(cfg, prepared.graph)
     check_privacy(cfg, algorithm, prepared.data)
