@@ -67,13 +67,11 @@ def round_costs(args, clients: int) -> dict:
 
 
 def sweep_once(args) -> dict:
-    from fgl_jax.federated.sweep import run_grid
-    from fgl_jax.systems.baseline import RunConfig
-    from fgl_jax.systems.baseline.program import build
+    from fgl_jax import RunConfig, build, engine
     opts = dict(dataset="cora", clients=10, split="openfgl", rounds=args.sweep_rounds, aggregator="trimmed_mean",
                 attack="sign_flip")
     grid = {"attackers": [0.0, 0.1, 0.2, 0.3], "aggregator_trim": [0.1, 0.2]}
-    res = run_grid(lambda o: build(RunConfig(**o)), opts, [0], grid)
+    res = engine.run_grid(lambda o: build(RunConfig(**o)), opts, [0], grid)
     print(f"sweep: {len(res.rows)} members in {res.programs} program(s), compile {res.compile_seconds:.1f} s, "
           f"run {res.run_seconds:.1f} s", flush=True)
     return {"command": "fgl-jax sweep --dataset cora --clients 10 --split openfgl --rounds "

@@ -31,16 +31,14 @@ def main() -> None:
     ap.add_argument("--attacks", nargs="+", default=["sign_flip", "gaussian"], help="attacks to run")
     args = ap.parse_args()
     import numpy as np
-    from fgl_jax.federated.sweep import run_grid
-    from fgl_jax.systems.baseline import RunConfig
-    from fgl_jax.systems.baseline.program import build
+    from fgl_jax import RunConfig, build, engine
 
     base = dict(dataset="cora", clients=10, split="openfgl", rounds=args.rounds)
     rows, table = [], {}
     for attack in args.attacks:
         for agg, extra in AGGREGATORS.items():
             opts = {**base, "aggregator": agg, "attack": attack, **extra}
-            res = run_grid(lambda o: build(RunConfig(**o)), opts, args.seeds, {"attackers": FRACTIONS},
+            res = engine.run_grid(lambda o: build(RunConfig(**o)), opts, args.seeds, {"attackers": FRACTIONS},
                            log=lambda *a: None)
             assert res.programs == 1, res.messages
             for r in res.rows:
