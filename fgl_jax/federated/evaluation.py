@@ -113,4 +113,6 @@ def evaluate_logits(logits: jax.Array, batch, average: str = "pooled") -> dict:
     """`evaluate`'s metrics from per-client logits [C, N, K] already computed (for algorithms whose
     prediction is not one `model.apply`, e.g. AdaFGL's ensemble)."""
     counts = jax.vmap(lambda lg, b: client_counts(lg, b.y, b))(logits, batch)
-    return summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
+    res = summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
+    res.update(client_spread(counts, batch.client_mask))   # each client's own prediction, as `evaluate`
+    return res
