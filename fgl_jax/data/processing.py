@@ -186,3 +186,27 @@ def perturb(graph: Graph, *, seed: int = 0, feature_noise_std: float = 1.0, **ra
         if rates.get(kind, 0.0):
             graph = fns[kind](graph, rates[kind], seed)
     return graph
+
+
+def normalize_features(graph: Graph, how: str = "row") -> Graph:
+    """Row-normalise (PyG NormalizeFeatures) or standardise the features; CSR stays CSR.
+
+    Args:
+        graph: the graph whose features `x` `[N, F]` are transformed.
+        how: "row" (each row divided by its L1 norm; all-zero rows stay zero), "standard" (each
+            column to mean 0, sd 1; dense) or "none" (unchanged).
+
+    Returns:
+        The graph with the new features (float32).
+    """
+    if how == "none":
+        return graph
+    if how == "row":
+        x = sp.csr_matrix(graph.x) if sp.issparse(graph.x) else np.asarray(graph.x, np.float32)
+        s = np.asarray(abs(x).sum(1)).ravel()
+        inv = np.where(s > 0, 1.0 / np.maximum(s, 1e-12), 0.0).astype(np.float32)
+        x = (sp.diags(inv) @ x).tocsr().astype(np.float32) if sp.issparse(x) else x * inv[:, None]
+    else:
+        x = graph.dense_x()
+        x = (x - x.mean(0)) / np.where(x.std(0) > 0, x.std(0), 1.0)
+    return dataclasses.replace(graph, x=x)

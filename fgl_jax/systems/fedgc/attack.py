@@ -351,7 +351,7 @@ def query_accuracy(post_mem: Array, y_mem, post_non: Array, y_non, suffix: str) 
 def central_gcn_accuracy(graph, iters: int, key: Array) -> float:
     """Test accuracy of a 2-layer GCN trained centrally on a whole graph's training nodes (`attack.train_gcn`'s
     recipe, `iters` Adam steps) on standardised features: the graph's learnability ceiling beside a condensed run."""
-    from fgl_jax.systems.fedgc.data import normalize_features
+    from fgl_jax.data.processing import normalize_features
     mcfg = dataclasses.replace(MIAConfig(), iters=iters)
     gs = normalize_features(graph, "standard")
     batch = unstack(full_graph_batch(gs), 0)  # one graph, no client axis

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 
 from fgl_jax import progress
 from fgl_jax.batch import stack_graphs, with_ell_features
+from fgl_jax.data.processing import normalize_features  # noqa: F401 (re-exported by fgl_jax.systems.fedgc)
 from fgl_jax.graph import Graph
 from fgl_jax.nn import make_model
 from fgl_jax.partition import label_dirichlet_partition
@@ -31,21 +31,6 @@ from fgl_jax.systems.fedgc.selftrain import self_train
 
 if TYPE_CHECKING:
     from fgl_jax.systems.fedgc.config import FedGCConfig
-
-
-def normalize_features(graph: Graph, how: str = "row") -> Graph:
-    """Row-normalise (PyG NormalizeFeatures) or standardise the features; CSR stays CSR."""
-    if how == "none":
-        return graph
-    if how == "row":
-        x = sp.csr_matrix(graph.x) if sp.issparse(graph.x) else np.asarray(graph.x, np.float32)
-        s = np.asarray(abs(x).sum(1)).ravel()
-        inv = np.where(s > 0, 1.0 / np.maximum(s, 1e-12), 0.0).astype(np.float32)
-        x = (sp.diags(inv) @ x).tocsr().astype(np.float32) if sp.issparse(x) else x * inv[:, None]
-    else:
-        x = graph.dense_x()
-        x = (x - x.mean(0)) / np.where(x.std(0) > 0, x.std(0), 1.0)
-    return dataclasses.replace(graph, x=x)
 
 
 def expand_nodes(graph: Graph, nodes: np.ndarray, hops: int) -> np.ndarray:
