@@ -194,14 +194,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    if args.download:
+        return _download(args)
+    if args.to:
+        raise ValueError("--to goes with --download NAME (where to write the downloaded files)")
     from fgl_jax.data import list_datasets
     rows = list_datasets(args.data_dir)
     width = max(len(r["name"]) for r in rows)
-    print(f"{'name':<{width}}  {'kind':<10}  {'files':<30}  where / description")
+    print(f"{'name':<{width}}  {'kind':<10}  {'files':<30}  where / description / source")
     for r in rows:
         state = "found" if r["found"] else "MISSING " + ", ".join(r["missing"][:3])
         print(f"{r['name']:<{width}}  {r['kind']:<10}  {state:<30}  {r.get('where', '')}  {r.get('description', '')}")
+        if r.get("source") and r["source"] != "generated":
+            print(f"{'':<{width}}  {'':<10}  {'source':<30}  {r['source']}")
     print(YOUR_OWN)
+    return 0
+
+
+def _download(args: argparse.Namespace) -> int:
+    """`fgl-jax datasets --download NAME [--to DIR]`: each file fetched and checked (`fgl_jax.data.download`)."""
+    from fgl_jax import progress
+    from fgl_jax.data.download import download
+    from fgl_jax.data.registry import get_info
+    to = args.to if args.to else args.data_dir
+    info = get_info(args.download)  # an unknown name: one line listing the names
+    with progress.report(not args.no_progress):
+        done = download(info.name, to)
+    for f in done:
+        what = "already present" if f.status == "present" else "downloaded"
+        check = "sha256 ok" if f.verified else "no published sha256: unverified"
+        print(f"{f.path}: {what} ({f.size:,} bytes, {check})")
     return 0
 
 
@@ -508,8 +530,16 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.add_argument("--dpi", type=int, default=100, help="resolution of a raster image (default: 100)")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("datasets", help="list datasets of every kind and whether their files are found")
+    p = sub.add_parser("datasets", help="list datasets of every kind, whether their files are found and where they "
+                                        "are published; --download NAME fetches one")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
+    p.add_argument("--download", default=None, metavar="NAME",
+                   help="fetch dataset NAME's files from their public source (each checked against its published "
+                        "sha256; an interrupted download resumes when run again)")
+    p.add_argument("--to", default=None, metavar="DIR",
+                   help="with --download: the data directory to write into (default: --data-dir, else $FGL_JAX_DATA, "
+                        "else ~/.cache/fgl_jax/data)")
+    p.add_argument("--no-progress", action="store_true", help="with --download: no progress bar on standard error")
     p.set_defaults(func=cmd_datasets)
 
     p = sub.add_parser("inspect", help="statistics of a dataset (name or path) and what a partition gives",

@@ -14,6 +14,8 @@ preparation stage) calls `phase` without knowing whether anyone listens: outside
 scope opened with enabled=False (`--no-progress`), it prints nothing. The lines are for someone
 watching: they appear when standard error is a terminal, or when FGL_JAX_PHASES=1 (a batch job's
 log, tests), so a user error in a script's captured stderr stays the one line `fgl-jax: error: ...`.
+`transfer(label, done, total)` is the byte-count bar of a download (`fgl-jax datasets --download`),
+redrawn in place on a terminal, its last state one line in a log.
 The standard library only, so the command line can import it before JAX.
 """
 from __future__ import annotations
@@ -64,3 +66,25 @@ def phase(name: str, detail: Optional[str] = None) -> None:
 def enabled() -> bool:
     """Whether `phase` prints now (a reporting scope is open and not silenced)."""
     return bool(_SCOPE) and _SCOPE[-1][0]
+
+
+def transfer(label: str, done: int, total: Optional[int], final: bool = False) -> None:
+    """A download's progress bar, when a reporting scope is open and enabled: on a terminal one
+    line redrawn in place (`label [#####.....] 1.2/3.4 MB 35%`), elsewhere (a log) only the final
+    state. done: bytes so far; total: the expected size (None when the server did not say);
+    final: the transfer ended (the line is finished with a newline)."""
+    if not enabled():
+        return
+    terminal = _is_terminal()
+    if not (terminal or final):
+        return
+    scale, unit = (1e6, "MB") if (total or done) >= 1e6 else (1e3, "kB")
+    mb = f"{done / scale:.1f}" + (f"/{total / scale:.1f} {unit}" if total else f" {unit}")
+    if total:
+        filled = min(20, int(20 * done / total))
+        bar = f"[{'#' * filled}{'.' * (20 - filled)}] {mb} {100 * done // total}%"
+    else:
+        bar = mb
+    line = f"fgl-jax: {label} {bar} [{time.perf_counter() - _SCOPE[-1][1]:.1f} s]"
+    sys.stderr.write(("\r" if terminal else "") + line + ("\n" if final else ""))
+    sys.stderr.flush()

@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
+from .paths import DataFormatError, PathLike, find_dataset_dir, github_files, verify_files
 
 __all__ = ["HeteroGraph", "CanonicalEtype", "parse_ntriples", "load_aifb", "load_mutag", "load_acm3025",
            "load_dblp", "load_imdb", "load_hetero", "RDF_SHA256", "ACM_SHA256",
@@ -498,6 +498,11 @@ def load_mutag(data_dir: Optional[PathLike] = None, reverse: bool = True, val_fr
 # ACM3025 (HAN), MAGNN DBLP / IMDB
 # ---------------------------------------------------------------------------------------------
 ACM_SHA256 = {"hetero/acm3025/ACM3025.mat": "b10e486a49892307a56a3d9ad48128a948d2bf2da19db9e6e7f79c6622529fdc"}
+# where the files are published (see /work/shared/data/README.md §2.5, §2.8)
+ACM_URLS = github_files("googlebaba/WWW2020-O2MAC", "f663628eddd253c23c5c60f5a098c1ad38e92e6d", "data/",
+                        "hetero/acm3025/", ACM_SHA256)
+RDF_URLS = {name: github_files("alexanderdesouza/latent-GCN", "9a3b70966ae041f41105315ca4fc55e13af89681",
+                               f"data/{name}/", f"rdf/{name}/", RDF_SHA256[name]) for name in RDF_SHA256}
 
 
 def _mask(n: int, idx) -> np.ndarray:
@@ -611,19 +616,23 @@ def load_hetero(name: str, data_dir: Optional[PathLike] = None, **kw) -> HeteroG
 
 
 def _register_builtin() -> None:
-    from .magnn import magnn_files
+    from .magnn import MAGNN_SHA256, MAGNN_URLS, magnn_files
     from .registry import register
     d = "heterogeneous graph (FedHGN)"
     register("aifb", load_aifb, tuple(RDF_SHA256["aifb"]), kind="hetero",
-             description=f"AIFB RDF graph, target persons (4 classes); {d}")
+             description=f"AIFB RDF graph, target persons (4 classes); {d}",
+             sha256=RDF_SHA256["aifb"], urls=RDF_URLS["aifb"])
     register("mutag", load_mutag, tuple(RDF_SHA256["mutag"]), kind="hetero",
-             description=f"MUTAG RDF graph, target molecules (2 classes); {d}")
+             description=f"MUTAG RDF graph, target molecules (2 classes); {d}",
+             sha256=RDF_SHA256["mutag"], urls=RDF_URLS["mutag"])
     register("acm3025", load_acm3025, tuple(ACM_SHA256), kind="hetero",
-             description=f"ACM (HAN's 3,025 papers, 3 classes); {d}")
+             description=f"ACM (HAN's 3,025 papers, 3 classes); {d}", sha256=ACM_SHA256, urls=ACM_URLS)
     register("dblp", load_dblp, magnn_files("dblp"), kind="hetero",
-             description=f"MAGNN DBLP, target authors (4 classes); {d}")
+             description=f"MAGNN DBLP, target authors (4 classes); {d}",
+             sha256=MAGNN_SHA256["dblp"], urls=MAGNN_URLS["dblp"])
     register("imdb", load_imdb, magnn_files("imdb"), kind="hetero",
-             description=f"MAGNN IMDB, target movies (3 classes); {d}")
+             description=f"MAGNN IMDB, target movies (3 classes); {d}",
+             sha256=MAGNN_SHA256["imdb"], urls=MAGNN_URLS["imdb"])
 
 
 _register_builtin()

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph, LabelledNodes
-from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
+from .paths import DataFormatError, PathLike, find_dataset_dir, github_files, verify_files
 from .safe_pickle import safe_load
 
 Features = Union[np.ndarray, sp.csr_matrix]
@@ -273,6 +273,13 @@ HYPERGCN_SHA256: dict[str, dict[str, str]] = {
 }
 
 
+# where they are published (malllabiisc/HyperGCN @ de049387, data/coauthorship/cora/, data/cocitation/<name>/)
+HYPERGCN_URLS: dict[str, dict[str, str]] = {
+    name: github_files("malllabiisc/HyperGCN", "de049387d8d8c9fe6ebab83cb4b49cacfd4ed534",
+                       "data/" + name.replace("_", "/") + "/", f"hypergraph/{name}/", files)
+    for name, files in HYPERGCN_SHA256.items()}
+
+
 def load_hypergcn(name: str, data_dir: Optional[PathLike] = None, verify: bool = True,
                   binary: bool = True) -> Hypergraph:
     """A HyperGCN hypergraph (``hypergraph/<name>/{features,hypergraph,labels}.pickle``).
@@ -421,19 +428,23 @@ def _load_coraca(data_dir: Optional[PathLike] = None, verify: bool = True) -> Hy
 
 
 def _register_builtin() -> None:
-    from .magnn import magnn_files
+    from .magnn import MAGNN_SHA256, MAGNN_URLS, magnn_files
     from .registry import add_view, register
     d = "hypergraph (FedHGL; plain graphs become 1-hop hypergraphs there too)"
     register("coraca", _load_coraca,
              tuple(HYPERGCN_SHA256["coauthorship_cora"]), kind="hypergraph",
-             description=f"Cora co-authorship (HyperGCN), 2,708 nodes, 7 classes; {d}")
+             description=f"Cora co-authorship (HyperGCN), 2,708 nodes, 7 classes; {d}",
+             sha256=HYPERGCN_SHA256["coauthorship_cora"], urls=HYPERGCN_URLS["coauthorship_cora"])
     for name in ("cocitation_cora", "cocitation_citeseer"):
         register(name, functools.partial(load_hypergcn, name),
-                 tuple(HYPERGCN_SHA256[name]), kind="hypergraph", description=f"{name} (HyperGCN); {d}")
+                 tuple(HYPERGCN_SHA256[name]), kind="hypergraph", description=f"{name} (HyperGCN); {d}",
+                 sha256=HYPERGCN_SHA256[name], urls=HYPERGCN_URLS[name])
     register("dblp4k", load_dblp4k, magnn_files("dblp"), kind="hypergraph",
-             description=f"DBLP4k authors from MAGNN DBLP, 4 classes; {d}")
+             description=f"DBLP4k authors from MAGNN DBLP, 4 classes; {d}",
+             sha256=MAGNN_SHA256["dblp"], urls=MAGNN_URLS["dblp"])
     register("imdb4k", load_imdb4k, magnn_files("imdb"), kind="hypergraph",
-             description=f"IMDB4k movies from MAGNN IMDB, 3 classes; {d}")
+             description=f"IMDB4k movies from MAGNN IMDB, 3 classes; {d}",
+             sha256=MAGNN_SHA256["imdb"], urls=MAGNN_URLS["imdb"])
     # the paper's own hypergraphs of three plain graphs (binarised / raw features, spec §7.1)
     for name in ("cora", "citeseer"):
         add_view(name, "hypergraph", functools.partial(load_planetoid_hypergraph, name))

@@ -27,9 +27,9 @@ from typing import Optional, Union
 import numpy as np
 import scipy.sparse as sp
 
-from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
+from .paths import DataFormatError, PathLike, find_dataset_dir, github_files, verify_files
 
-__all__ = ["MagnnRaw", "read_magnn", "MAGNN_SHA256", "MAGNN_TYPE_NAMES", "magnn_files"]
+__all__ = ["MagnnRaw", "read_magnn", "MAGNN_SHA256", "MAGNN_URLS", "MAGNN_TYPE_NAMES", "magnn_files"]
 
 # sha256 of the published files (see /work/shared/data/README.md §2.3-2.4).
 MAGNN_SHA256: dict[str, dict[str, str]] = {
@@ -50,6 +50,13 @@ MAGNN_SHA256: dict[str, dict[str, str]] = {
         "hetero/imdb_magnn/node_types.npy": "af34f572338f0730419d14f3978ebceede0682eabf3d2efac6ff0fc428a2c1d0",
         "hetero/imdb_magnn/train_val_test_idx.npz": "8b3c388427ce6fc9981b46fa4c3241d8713c3ef6f2f44dd2144e794d5b6a8926",
     },
+}
+# where they are published (the MAGNN releases as copied into two public repositories)
+MAGNN_URLS: dict[str, dict[str, str]] = {
+    "dblp": github_files("liuhao33/MSGNN2", "0e2bc4d8b56c1bb5ab322421a3ca63e38fe2d228", "data/DBLP_processed/",
+                         "hetero/dblp_magnn/", MAGNN_SHA256["dblp"]),
+    "imdb": github_files("myeonghak/MAGNN_BERT", "8a6c0690e1e5902800453c712c63c90edd752baf",
+                         "data/preprocessed/IMDB_processed/", "hetero/imdb_magnn/", MAGNN_SHA256["imdb"]),
 }
 MAGNN_TYPE_NAMES: dict[str, tuple[str, ...]] = {
     "dblp": ("author", "paper", "term", "venue"),

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph, symmetrize
-from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
+from .paths import DataFormatError, PathLike, find_dataset_dir, github_files, verify_files
 
 # sha256 of the published files (karateclub @ efbd6505; FEATHER @ 045db796).
 FACEBOOK_SHA256: dict[str, str] = {
@@ -35,6 +35,14 @@ LASTFM_ASIA_SHA256: dict[str, str] = {
 }
 FACEBOOK_FILES = tuple(FACEBOOK_SHA256)
 LASTFM_ASIA_FILES = tuple(LASTFM_ASIA_SHA256)
+# where they are published (the commits above)
+FACEBOOK_URLS = github_files("benedekrozemberczki/karateclub", "efbd6505472b0a94ea659ccfe42f28a9dbcff95f",
+                             "dataset/node_level/facebook/", "facebook/", FACEBOOK_FILES)
+LASTFM_ASIA_URLS = {
+    **github_files("benedekrozemberczki/FEATHER", "045db7963fb367eb9aed6439ceea96320e8ac7cc",
+                   "new_node_level_dataset/edges/", "lastfm_asia/", LASTFM_ASIA_FILES[:1]),
+    **github_files("benedekrozemberczki/FEATHER", "045db7963fb367eb9aed6439ceea96320e8ac7cc",
+                   "new_node_level_dataset/target/", "lastfm_asia/", LASTFM_ASIA_FILES[1:])}
 LASTFM_FEATURE_CHOICES = ("degree_onehot", "constant")
 
 

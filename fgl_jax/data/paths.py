@@ -8,7 +8,9 @@ Search order for a data directory (first match wins):
 3. the user cache directory ``$XDG_CACHE_HOME/fgl_jax/data`` (default ``~/.cache/fgl_jax/data``).
 
 A data directory holds one sub-folder per dataset in the layout of the public releases
-(``planetoid/ind.cora.x``, ``facebook/edges.csv``, ...). Nothing is ever downloaded.
+(``planetoid/ind.cora.x``, ``facebook/edges.csv``, ...). Nothing is downloaded while loading;
+``fgl-jax datasets --download NAME`` (`fgl_jax.data.download`) fetches a built-in dataset's files
+from the public location its registration names (`github_files` builds those URLs).
 
 Every file a loader reads is checked against the sha256 of the public file it expects (the
 constants live next to each loader), so a truncated or substituted file is caught before it is
@@ -125,6 +127,37 @@ def resolve_data_dir(data_dir: Optional[PathLike] = None) -> Path:
         The directory's `Path` (possibly not existing).
     """
     return candidate_dirs(data_dir)[0][0]
+
+
+GITHUB_RAW = "https://raw.githubusercontent.com"
+
+
+def github_files(repo: str, commit: str, remote: str, local: str, files: Sequence[str]) -> dict[str, str]:
+    """Where each of a dataset's files is published on GitHub: relative path -> raw-file URL.
+
+    Each path in `files` starts with the data-directory folder `local` (e.g. ``"planetoid/"``);
+    the rest of it is found under the repository folder `remote` (e.g. ``"data/"``) at `commit`,
+    so the URL names the exact bytes whose sha256 the loader checks.
+
+    Args:
+        repo: "owner/name" of the GitHub repository.
+        commit: the full commit id the files were copied from.
+        remote: folder in the repository ("" for its root, else ending in "/").
+        local: folder prefix of the relative paths ("" or ending in "/").
+        files: relative paths under a data directory, each starting with `local`.
+
+    Returns:
+        {relative path: "https://raw.githubusercontent.com/<repo>/<commit>/<remote><rest>"}.
+
+    Raises:
+        ValueError: a path in `files` that does not start with `local`.
+    """
+    out = {}
+    for rel in files:
+        if not rel.startswith(local):
+            raise ValueError(f"github_files({repo!r}): {rel!r} does not start with {local!r}")
+        out[rel] = f"{GITHUB_RAW}/{repo}/{commit}/{remote}{rel[len(local):]}"
+    return out
 
 
 def missing_files(folder: Path, relpaths: Sequence[str]) -> list[str]:

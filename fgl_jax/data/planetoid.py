@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph, symmetrize
-from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
+from .paths import DataFormatError, PathLike, find_dataset_dir, github_files, verify_files
 from .safe_pickle import safe_load
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,12 @@ def planetoid_files(name: str) -> tuple[str, ...]:
     """Relative paths of the eight files of one Planetoid dataset."""
     name = _check_name(name)
     return tuple(f"planetoid/ind.{name}.{s}" for s in _SUFFIXES)
+
+
+def planetoid_urls(name: str) -> dict[str, str]:
+    """Where the eight files of one Planetoid dataset are published (kimiyoung/planetoid @ af6abf46)."""
+    return github_files("kimiyoung/planetoid", "af6abf468a772cc055bec88c52e4d6f51b7c37e3", "data/", "planetoid/",
+                        planetoid_files(name))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,14 +25,15 @@ import hashlib
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from .. import registry
 from ..graph import Graph
 from .files import detect_format, is_path, load_path, object_format, resolve_path
-from .musae import FACEBOOK_FILES, LASTFM_ASIA_FILES, load_facebook, load_lastfm_asia
+from .musae import (FACEBOOK_FILES, FACEBOOK_SHA256, FACEBOOK_URLS, LASTFM_ASIA_FILES, LASTFM_ASIA_SHA256,
+                    LASTFM_ASIA_URLS, load_facebook, load_lastfm_asia)
 from .paths import PathLike, candidate_dirs, check_data_dir, find_dataset_dir, missing_files, sha256_file
-from .planetoid import load_planetoid, planetoid_files
+from .planetoid import PLANETOID_SHA256, load_planetoid, planetoid_files, planetoid_urls
 from .synthetic import csbm
 
 
@@ -57,6 +58,8 @@ class DatasetInfo:
     files: tuple[str, ...]
     description: str
     kind: str = "graph"  # graph | hypergraph | hetero | graphs (a GraphSet): what the loader returns
+    sha256: Mapping[str, str] = dataclasses.field(default_factory=dict)  # relative path -> published sha256
+    urls: Mapping[str, str] = dataclasses.field(default_factory=dict)  # relative path -> public URL
 
 
 DATA_KINDS = ("graph", "hypergraph", "hetero", "graphs")
@@ -67,7 +70,8 @@ def _key(name: str) -> str:
 
 
 def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (), description: str = "",
-             *, overwrite: bool = False, kind: str = "graph") -> None:
+             *, overwrite: bool = False, kind: str = "graph", sha256: Optional[Mapping[str, str]] = None,
+             urls: Optional[Mapping[str, str]] = None) -> None:
     """Make `load(name)` call `loader(data_dir=..., **kwargs)` (stored in `fgl_jax.registry`, kind "dataset").
 
     Args:
@@ -78,6 +82,10 @@ def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (),
       overwrite: replace an existing registration instead of raising ValueError.
       kind: what the loader returns: "graph" (a Graph), "hypergraph" (a Hypergraph, FedHGL) or
         "hetero" (a HeteroGraph, FedHGN).
+      sha256: relative path -> the published file's sha256 (the digests the loader checks);
+        `fgl_jax.data.download` refuses a downloaded file that differs.
+      urls: relative path -> the public URL of that file (`fgl-jax datasets` names it, and
+        `fgl-jax datasets --download NAME` fetches it); every file of `files` needs one.
 
     Returns:
       None; the dataset is registered.
@@ -92,8 +100,14 @@ def register(name: str, loader: Callable[..., Any], files: tuple[str, ...] = (),
         raise ValueError(f"register({name!r}): files must be a tuple of relative paths, got {files!r}")
     if kind not in DATA_KINDS:
         raise ValueError(f"register({name!r}): kind must be one of {DATA_KINDS}, got {kind!r}")
+    urls, sha256 = dict(urls or {}), {k: str(v).lower() for k, v in (sha256 or {}).items()}
+    if urls and set(urls) != set(files):
+        raise ValueError(f"register({name!r}): urls must name every file and no other; missing "
+                         f"{sorted(set(files) - set(urls))}, extra {sorted(set(urls) - set(files))}")
+    if set(sha256) - set(files):
+        raise ValueError(f"register({name!r}): sha256 names files that are not in files: {sorted(set(sha256) - set(files))}")
     registry.add("dataset", name, loader, overwrite=overwrite, files=tuple(files), help=str(description),
-                 data=kind)
+                 data=kind, sha256=sha256, urls=urls)
 
 
 def dataset_names(kind: Optional[str] = None) -> list[str]:
@@ -105,7 +119,8 @@ def get_info(name: str) -> DatasetInfo:
     if not registry.has("dataset", name):
         raise UnknownDatasetError(name, dataset_names())
     e = registry.entry("dataset", name)
-    return DatasetInfo(e.name, e.obj, e.info.get("files", ()), e.help, e.info.get("data", "graph"))
+    return DatasetInfo(e.name, e.obj, e.info.get("files", ()), e.help, e.info.get("data", "graph"),
+                       e.info.get("sha256", {}), e.info.get("urls", {}))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,6 +300,22 @@ def check_registered_sha256(name: str, expected: str, data_dir: Optional[PathLik
                          f"(sha256 {actual}); pass that digest, or leave dataset_sha256 out")
 
 
+def source_of(info: DatasetInfo) -> str:
+    """Where a dataset's files are published, in one short line: the common URL prefix of its
+    files' URLs and "*" ("https://raw.githubusercontent.com/owner/repo/<commit>/data/ind.cora.*"), the URLs
+    joined by ", " when they share no repository commit, "generated" for a generator, "" when unknown."""
+    if not info.files:
+        return "generated"
+    urls = sorted(info.urls.values())
+    if not urls:
+        return ""
+    if len(urls) == 1:
+        return urls[0]
+    prefix = os.path.commonprefix(urls)
+    # below a repository's commit (https://host/owner/repo/commit/...) a prefix names the files; above it, no
+    return prefix + "*" if prefix.count("/") >= 6 else ", ".join(urls)
+
+
 def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
     """One dict per registered dataset of every kind: name, kind, description, found, missing, where.
 
@@ -297,7 +328,7 @@ def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
 
     Returns:
         One dict per dataset, in name order: "name", "kind", "description", "found" (bool),
-        "missing" (list of str) and "where" (str).
+        "missing" (list of str), "where" (str) and "source" (`source_of`: where the files are published).
 
     Raises:
         DataDirNotFoundError: `data_dir` is given and does not exist.
@@ -307,7 +338,7 @@ def list_datasets(data_dir: Optional[PathLike] = None) -> list[dict[str, Any]]:
     out = []
     for key in dataset_names():
         info = get_info(key)
-        row = {"name": key, "kind": info.kind, "description": info.description}
+        row = {"name": key, "kind": info.kind, "description": info.description, "source": source_of(info)}
         if not info.files:
             row.update(found=True, missing=[], where="built-in (generated, no files)")
         else:
@@ -345,19 +376,29 @@ _csbm.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [inspect.Parameter("data_dir", inspect.Parameter.KEYWORD_ONLY, default=None)]
     + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(csbm).parameters.values()])
 
+def _planetoid_sha256(name: str) -> dict[str, str]:
+    return {r: PLANETOID_SHA256[r] for r in planetoid_files(name) if r in PLANETOID_SHA256}
+
+
 register("cora", _cora, planetoid_files("cora"),
-         "Cora citation graph (Planetoid files): 2,708 nodes, 5,278 edges, 1,433 bag-of-words features, 7 classes")
+         "Cora citation graph (Planetoid files): 2,708 nodes, 5,278 edges, 1,433 bag-of-words features, 7 classes",
+         sha256=_planetoid_sha256("cora"), urls=planetoid_urls("cora"))
 def _pubmed(data_dir: Optional[PathLike] = None, verify: bool = True, keep_self_loops: bool = False) -> Graph:
     return load_planetoid("pubmed", data_dir, verify, keep_self_loops)
 
 
 register("pubmed", _pubmed, planetoid_files("pubmed"),
-         "PubMed (Planetoid files): NOT in the offline data; supply the eight ind.pubmed.* files yourself")
+         "PubMed (Planetoid files): not in the offline data; `fgl-jax datasets --download pubmed` fetches the eight "
+         "ind.pubmed.* files (no published sha256 is known for them: they are saved and parsed unverified)",
+         urls=planetoid_urls("pubmed"))
 register("citeseer", _citeseer, planetoid_files("citeseer"),
-         "CiteSeer citation graph (Planetoid files): 3,327 nodes, 4,552 edges, 3,703 features, 6 classes")
+         "CiteSeer citation graph (Planetoid files): 3,327 nodes, 4,552 edges, 3,703 features, 6 classes",
+         sha256=_planetoid_sha256("citeseer"), urls=planetoid_urls("citeseer"))
 register("facebook", load_facebook, FACEBOOK_FILES,
-         "Facebook Page-Page (MUSAE): 22,470 nodes, 171,002 edges, 4,714 sparse features, 4 classes; no split")
+         "Facebook Page-Page (MUSAE): 22,470 nodes, 171,002 edges, 4,714 sparse features, 4 classes; no split",
+         sha256=FACEBOOK_SHA256, urls=FACEBOOK_URLS)
 register("lastfm_asia", load_lastfm_asia, LASTFM_ASIA_FILES,
-         "LastFM Asia (structure + labels only): 7,624 nodes, 27,806 edges, 18 classes; degree features; no split")
+         "LastFM Asia (structure + labels only): 7,624 nodes, 27,806 edges, 18 classes; degree features; no split",
+         sha256=LASTFM_ASIA_SHA256, urls=LASTFM_ASIA_URLS)
 register("csbm", _csbm, (),
          "Contextual stochastic block model (synthetic, tunable homophily); 60/20/20 split; the default")

@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 
 from .files import register_format
-from .paths import DataFormatError, PathLike, find_dataset_dir, verify_files
+from .paths import DataFormatError, PathLike, find_dataset_dir, github_files, verify_files
 from .registry import register
 
 # sha256 of the published files (docs: /work/shared/data/README.md section 2.9; TU collection copies)
@@ -391,6 +391,24 @@ def tu_files(name: str) -> tuple[str, ...]:
     return tuple(k for k in TU_SHA256 if k.startswith(f"tu/{name}/{name}_") and not k.endswith("readme.txt"))
 
 
+# which public repository (@ commit, folder) holds each registered set's files (README.md §2.9 of the data)
+_TU_ORIGINS = {
+    **{n: ("XuelinHu/Matrix-ResGNN-GraphClassificatio", "f76543d8bd82c7ebe1c16f59d9219d038c62ac8e",
+           f"data/TUDataset/{n}/raw/") for n in ("AIDS", "ENZYMES", "MUTAG", "PROTEINS")},
+    **{n: ("tvayer/FGW", "3d2128a5e4e2cb8ed8a272295feff13641a36cef", f"data/{n}/") for n in ("BZR", "COX2")},
+    **{n: ("sunfanyunn/InfoGraph", "1f286d5cc48c1ea142dd6fa9d9ef5a449a09cf08", f"data/{n}/")
+       for n in ("NCI1", "PTC_MR")},
+    **{n: ("sunfanyunn/InfoGraph", "1f286d5cc48c1ea142dd6fa9d9ef5a449a09cf08", "data/")
+       for n in ("IMDB-BINARY", "IMDB-MULTI")},
+}
+
+
+def tu_urls(name: str) -> dict[str, str]:
+    """Where the data files of registered TU set `name` (`tu_files`) are published."""
+    repo, commit, remote = _TU_ORIGINS[name]
+    return github_files(repo, commit, remote, "tu/" if name.startswith("IMDB") else f"tu/{name}/", tu_files(name))
+
+
 def load_tu_set(name: str, data_dir: Optional[PathLike] = None, verify: bool = True,
                 degree_cap: Optional[int] = None) -> GraphSet:
     """Registered TU set `name` from `<data dir>/tu/`, its files checked against the published sha256."""
@@ -404,4 +422,5 @@ def load_tu_set(name: str, data_dir: Optional[PathLike] = None, verify: bool = T
 # registered under their TU names, except MUTAG: "mutag" is the RDF MUTAG (FedHGN), so the TU set is "mutag_tu"
 REGISTERED_AS = {name: ("MUTAG_TU" if name == "MUTAG" else name) for name in TU_SETS}
 for _name, _text in TU_SETS.items():
-    register(REGISTERED_AS[_name], functools.partial(load_tu_set, _name), tu_files(_name), _text, kind="graphs")
+    register(REGISTERED_AS[_name], functools.partial(load_tu_set, _name), tu_files(_name), _text, kind="graphs",
+             sha256={k: TU_SHA256[k] for k in tu_files(_name)}, urls=tu_urls(_name))
