@@ -73,7 +73,7 @@ def test_list_datasets_found(clean_env, data_dir):
     rows = {r["name"]: r for r in list_datasets(data_dir)}
     for name in BUILTIN:
         assert rows[name]["found"] and rows[name]["missing"] == [], name
-        assert set(rows[name]) == {"name", "kind", "description", "found", "missing", "where"}
+        assert set(rows[name]) == {"name", "kind", "description", "found", "missing", "where", "source"}
     assert rows["cora"]["where"] == str(data_dir)
     assert "built-in" in rows["csbm"]["where"]
 
@@ -103,7 +103,7 @@ def test_register_new_dataset(scratch_registry, clean_env, tmp_path):
     (tmp_path / "mine" / "a.txt").write_text("x")
     row = next(r for r in list_datasets(tmp_path) if r["name"] == "my_data")
     assert row == {"name": "my_data", "kind": "graph", "description": "test dataset", "found": True, "missing": [],
-                   "where": str(tmp_path)}
+                   "where": str(tmp_path), "source": ""}
     with pytest.raises(ValueError, match="already registered"):
         register("my_data", loader)
     register("my_data", loader, overwrite=True)

@@ -38,8 +38,9 @@ from .safe_pickle import safe_load
 
 log = logging.getLogger(__name__)
 
-# PubMed's files are not in the offline data (its feature file is > 4 MiB); a user may supply the eight
-# published ind.pubmed.* files, which are then parsed without a checksum (no hash is embedded for them).
+# PubMed's files are not in the offline data (its feature file is > 4 MiB); a user may supply (or
+# `fgl-jax datasets --download pubmed` fetch) the eight published ind.pubmed.* files, which are then
+# parsed without a checksum (no hash is embedded for them).
 PLANETOID_NAMES = ("cora", "citeseer", "pubmed")
 _SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 NUM_VAL = 500  # the standard split's validation size (Kipf & Welling; Yang et al.)
