@@ -24,10 +24,12 @@ the Python traceback instead (and the checkpoint library's own error logs).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from fgl_jax import registry, schema
 
@@ -463,6 +465,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
         p = sub.add_parser(name, help=e.help, description=e.help)
         schema.add_flags(p, e.info["config"], title=f"{name} options")
         _add_run_controls(p, name)
+        _add_verbosity(p)
         p.set_defaults(func=cmd_system, system=e.name)
     if only is not None:
         return parser
@@ -495,6 +498,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.add_argument("--no-progress", action="store_true",
                    help="no phase lines (loading, preparing, compiling, running) on standard error")
     _add_cache_flag(p)
+    _add_verbosity(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 
     p = sub.add_parser("demo", help="FedAvg-GCN on the embedded synthetic graph (no downloads)")
@@ -503,6 +507,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.add_argument("--overwrite", action="store_true", help="replace what --out holds")
     p.add_argument("--no-progress", action="store_true", help="no phase lines or progress bar on standard error")
     _add_cache_flag(p)
+    _add_verbosity(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("reproduce", help="run a paper's cells and write its tables and figures")
@@ -514,6 +519,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write the tables into OUT/<system>/ (default: the checkout's experiments/results)")
     _add_cache_flag(p)
+    _add_verbosity(p)
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("plot", help="draw the loss/accuracy (and communication) curves of runs on one figure",
@@ -528,6 +534,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
                    help="comma-separated legend labels, one per RUN (default: the directory names)")
     p.add_argument("--title", default=None, help="figure title (default: none)")
     p.add_argument("--dpi", type=int, default=100, help="resolution of a raster image (default: 100)")
+    _add_verbosity(p)
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("datasets", help="list datasets of every kind, whether their files are found and where they "
@@ -540,6 +547,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
                    help="with --download: the data directory to write into (default: --data-dir, else $FGL_JAX_DATA, "
                         "else ~/.cache/fgl_jax/data)")
     p.add_argument("--no-progress", action="store_true", help="with --download: no progress bar on standard error")
+    _add_verbosity(p)
     p.set_defaults(func=cmd_datasets)
 
     p = sub.add_parser("inspect", help="statistics of a dataset (name or path) and what a partition gives",
@@ -555,8 +563,17 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     p.add_argument("--partition-option", action="append", metavar="KEY=VALUE",
                    help="a keyword of the partitioner, repeatable (e.g. packing=whole for louvain, beta=0.1 for "
                         "dirichlet, num_communities=50 for metis_plus)")
+    _add_verbosity(p)
     p.set_defaults(func=cmd_inspect)
     return parser
+
+
+def _add_verbosity(p: argparse.ArgumentParser) -> None:
+    """-v / -q: how much the `fgl_jax` logger prints on standard error (`_logging`)."""
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="more detail on standard error (-vv: debugging lines)")
+    p.add_argument("-q", "--quiet", action="count", default=0,
+                   help="no data notices on standard error (errors only)")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -580,7 +597,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
     parser = build_parser(sweep_system, command=argv[0] if argv else None)
     args = parser.parse_args(argv)
-    _one_line_notices()
+    with _logging(getattr(args, "verbose", 0) - getattr(args, "quiet", 0)):
+        return _command(args, argv)
+
+
+def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if getattr(args, "coordinator", None) is not None or getattr(args, "num_processes", None) is not None \
             or getattr(args, "process_id", None) is not None:
         from fgl_jax.federated import devices  # before anything touches a device
@@ -620,22 +641,42 @@ def _one_line(e: BaseException) -> str:
     return text.splitlines()[0] if isinstance(e, OSError) else text
 
 
-def _one_line_notices() -> None:
-    """A data notice (`fgl_jax.data.DataNotice`: symmetrised edges, default split, ...) as one line
-    `fgl-jax: notice: ...` instead of Python's two-line warning with a source line."""
-    import warnings
-    from fgl_jax.data import DataNotice
-    default = warnings.formatwarning
-    if getattr(default, "fgl_jax_notices", False):
-        return
+class _StderrLines(logging.Handler):
+    """The `fgl_jax` logger's records as one line each on the current standard error (looked up at
+    each record, so a test's captured stream gets them): `fgl-jax: notice: ...` for a warning (a data
+    notice: symmetrised edges, default split, ...), `fgl-jax: error: ...`, `fgl-jax: ...` for details."""
 
-    def fmt(message, category, filename, lineno, line=None):
-        if issubclass(category, DataNotice):
-            return f"fgl-jax: notice: {message}\n"
-        return default(message, category, filename, lineno, line)
+    PREFIX = {logging.WARNING: "notice: ", logging.ERROR: "error: ", logging.CRITICAL: "error: "}
 
-    fmt.fgl_jax_notices = True
-    warnings.formatwarning = fmt
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = " ".join(record.getMessage().splitlines())
+            sys.stderr.write(f"fgl-jax: {self.PREFIX.get(record.levelno, '')}{text}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed stderr: nothing to report to
+            pass
+
+
+VERBOSITY = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG}
+
+
+@contextlib.contextmanager
+def _logging(verbosity: int) -> Iterator[None]:
+    """For one command: the `fgl_jax` logger prints through `_StderrLines` at the level -q / -v chose
+    (-q: errors only, no notices; default: notices; -v: details; -vv: debugging), not to the
+    root logger's handlers (no line twice); a Python caller's logging is restored afterwards."""
+    logger = logging.getLogger("fgl_jax")
+    before = (logger.level, logger.propagate)
+    handler = _StderrLines()
+    logger.addHandler(handler)
+    logger.setLevel(VERBOSITY[max(-1, min(2, verbosity))])
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(before[0])
+        logger.propagate = before[1]
 
 
 def _resume_hint(args: argparse.Namespace, argv: Sequence[str]) -> str:

@@ -28,7 +28,10 @@ What it does, in order (each problem named by `source`, field and an example val
   When some but not all masks are given, the missing ones are empty (with a notice).
 * reported, not refused: isolated nodes, classes without training nodes.
 
-Notices are Python warnings of category `DataNotice` (a UserWarning), one line each, so
+Notices are one line each on the ``fgl_jax.data`` logger (level WARNING: shown on standard error
+without any logging set up, by Python's last-resort handler; the CLI prints them as
+``fgl-jax: notice: ...`` and `-q` silences them). Each is also a Python warning of category
+`DataNotice` (a UserWarning), not displayed by default (the log line is the display), so
 ``warnings.simplefilter("error", DataNotice)`` turns them into errors and tests can expect them.
 They are also kept, in order, in ``graph.meta["notices"]``.
 
@@ -36,6 +39,7 @@ Shapes: N nodes, E edges, F features.
 """
 from __future__ import annotations
 
+import logging
 import warnings
 from typing import Any, Optional, Sequence, Union
 
@@ -46,7 +50,7 @@ from ..graph import Graph
 from .paths import DataFormatError
 from .splits import stratified_split
 
-__all__ = ["DataNotice", "build_graph", "check_labels", "check_masks", "check_edge_weights", "DEFAULT_SPLIT",
+__all__ = ["DataNotice", "notify", "build_graph", "check_labels", "check_masks", "check_edge_weights", "DEFAULT_SPLIT",
            "ON_DIRECTED", "MAX_FEATURES"]
 
 ArrayLike = Any
@@ -62,10 +66,31 @@ class DataNotice(UserWarning):
     """Something about a user's graph was changed or looks suspicious (never silently)."""
 
 
+# the log line is a notice's display; the warning is for code that filters or expects it (a user's
+# filter, `pytest.warns`, "error" placed before this one still applies)
+warnings.filterwarnings("ignore", category=DataNotice, append=True)
+log = logging.getLogger("fgl_jax.data")
+
+
+def notify(line: str, stacklevel: int = 2) -> None:
+    """Report a data notice: one line on the ``fgl_jax.data`` logger (WARNING), and a `DataNotice`
+    warning (not displayed by default) for code that filters or expects it.
+
+    Args:
+        line: the notice, one line naming the file or field and what was done.
+        stacklevel: the warning's stack level, counted from the caller of `notify` (1 = that caller).
+
+    Returns:
+        None.
+    """
+    log.warning(line)
+    warnings.warn(line, DataNotice, stacklevel=stacklevel + 1)
+
+
 def _notify(notes: list[str], source: str, text: str) -> None:
     line = f"{source}: {text}"
     notes.append(line)
-    warnings.warn(line, DataNotice, stacklevel=3)
+    notify(line, stacklevel=3)
 
 
 def _as_int_ids(values: ArrayLike, source: str, field: str) -> np.ndarray:

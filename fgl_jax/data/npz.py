@@ -57,7 +57,6 @@ removed, labels and masks checked).
 """
 from __future__ import annotations
 
-import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -67,7 +66,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from .checks import MAX_FEATURES, DataNotice, build_graph, check_edge_weights, check_masks
+from .checks import MAX_FEATURES, build_graph, check_edge_weights, check_masks, notify
 from .files import register_format
 from .paths import DataFormatError, PathLike
 from .safe_pickle import UnsafePickleError, safe_load_npy_object
@@ -222,7 +221,7 @@ def _object_array(z: Any, path: Path, key: str, notes: list[str]) -> Optional[An
     except (UnsafePickleError, DataFormatError, KeyError, OSError, zipfile.BadZipFile, zlib.error) as e:
         line = f"{path}: optional field {key} skipped ({e})"
         notes.append(line)
-        warnings.warn(line, DataNotice, stacklevel=3)
+        notify(line, stacklevel=3)
         return None
 
 

@@ -12,14 +12,13 @@ can be traced back to them. Everything then goes through `fgl_jax.data.convert.f
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
 from ..graph import Graph
-from .checks import DataNotice
+from .checks import notify
 from .convert import MASKS, from_networkx
 from .files import register_format
 from .paths import DataFormatError, PathLike
@@ -54,7 +53,7 @@ def _features(G: Any, path: Path) -> Any:
     numeric = [k for k in names if all(isinstance(G.nodes[v].get(k), (int, float)) for v in nodes)]
     if numeric:
         return np.asarray([[float(G.nodes[v][k]) for k in numeric] for v in nodes], np.float32)
-    warnings.warn(f"{path}: no numeric node attributes: one-hot node ids as features", DataNotice, stacklevel=3)
+    notify(f"{path}: no numeric node attributes: one-hot node ids as features", stacklevel=3)
     return "identity"
 
 
