@@ -32,7 +32,6 @@ import types
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 
 OFF = ("off", "0", "none", "false", "no")
 MAX_BYTES = 1 << 30  # the compilation cache is pruned (least recently used first) beyond 1 GiB
@@ -130,6 +129,7 @@ def prune(directory: Path, max_bytes: int) -> int:
 # ---- preparation cache ---------------------------------------------------------------------------
 
 def _digest(h, a: Any) -> None:
+    import numpy as np  # here, not at the top: the CLI reads `default_root` before anything heavy
     if hasattr(a, "tocsr"):  # scipy sparse
         a = a.tocsr()
         for part in (a.indptr, a.indices, a.data, np.asarray(a.shape)):
@@ -160,6 +160,7 @@ def load_arrays(key: str) -> Optional[dict]:
     if base is None:
         return None
     path = base / "prep" / f"{key}.npz"
+    import numpy as np
     try:
         with np.load(path, allow_pickle=False) as z:
             out = {k: z[k] for k in z.files}
@@ -175,6 +176,7 @@ def store_arrays(key: str, arrays: dict) -> None:
     if base is None:
         return
     d = base / "prep"
+    import numpy as np
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".npz", dir=d)
         with os.fdopen(fd, "wb") as f:
@@ -241,6 +243,7 @@ def tree_digest(tree: Any) -> str:
 def _environment_text() -> str:
     import jax
     import jaxlib
+    import numpy as np
     versions = {"python": sys.version, "jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpy": np.__version__}
     for name in ("flax", "optax", "jraph"):
         mod = sys.modules.get(name)

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from fgl_jax import registry, schema
+from fgl_jax import registry
 
 
 def _command_name(entry: registry.Entry) -> str:
@@ -119,6 +119,7 @@ def _add_cache_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _resolve(entry: registry.Entry, args: argparse.Namespace):
+    from fgl_jax import schema
     cls = entry.info["config"]
     return schema.resolve(cls, args.config, schema.given_flags(args, cls), system=entry.name)
 
@@ -148,7 +149,7 @@ def print_result(system: str, cfg, res) -> None:
 
 def cmd_system(args: argparse.Namespace) -> int:
     """`fgl-jax <system>` / `fgl-jax run`: config -> program -> engine -> the four outputs."""
-    from fgl_jax import experiment
+    from fgl_jax import experiment, schema
     entry = registry.entry("system", args.system)
     cfg = _resolve(entry, args)
     if args.print_config:
@@ -261,6 +262,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _parse_seeds(text: str) -> list[int]:
+    from fgl_jax import schema
     try:
         seeds = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -276,6 +278,7 @@ def _parse_seeds(text: str) -> list[int]:
 
 def _parse_grid(texts: Optional[Sequence[str]], cls: type) -> dict:
     """`--grid name=v1,v2` (repeatable) -> {name: [checked values]}."""
+    from fgl_jax import schema
     specs = schema.fields(cls)
     grid = {}
     for text in texts or []:
@@ -308,6 +311,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from fgl_jax import schema
     from fgl_jax.federated.sweep import merge_grids, run_grid
     from fgl_jax.report import write_grid_report
     entry = registry.entry("system", args.system)
@@ -444,6 +448,7 @@ def _sweep_system(argv: Sequence[str]) -> str:
     if known.system:
         return known.system
     if known.config and Path(known.config).is_file():
+        from fgl_jax import schema
         try:
             return str(schema.read_yaml_text(Path(known.config).read_text(encoding="utf-8"), known.config)
                        .get("system", "run"))
@@ -456,6 +461,7 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     """The CLI's parser. command: the command line's first word; when it names a system, the
     parser holds that system's command alone (its flags and help are the same), so the other
     systems are not imported."""
+    from fgl_jax import schema
     parser = argparse.ArgumentParser(prog="fgl-jax", description="Federated graph learning in JAX")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     only = _only_system(command)
@@ -470,8 +476,14 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     if only is not None:
         return parser
 
-    # sweep: the flags of one system (chosen with --system, default run) + seeds and grid
-    e = _system_for_command(sweep_system)
+    _add_sweep_command(sub, _system_for_command(sweep_system), systems)
+    _add_builtin_commands(sub, systems)
+    return parser
+
+
+def _add_sweep_command(sub, e: registry.Entry, systems: Sequence[registry.Entry]) -> None:
+    """`sweep`: the flags of one system `e` (chosen with --system, default run) + seeds and grid."""
+    from fgl_jax import schema
     name = _command_name(e)
     p = sub.add_parser("sweep", help="seeds x option grid of any system (traced values in one program)",
                        description=f"Sweep {name} ({e.help}). `fgl-jax sweep --system S --help` lists S's options.")
@@ -501,6 +513,9 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
     _add_verbosity(p)
     p.set_defaults(func=cmd_sweep, system=e.name)
 
+
+def _add_builtin_commands(sub, systems: Sequence[registry.Entry]) -> None:
+    """demo, reproduce, plot, datasets, inspect."""
     p = sub.add_parser("demo", help="FedAvg-GCN on the embedded synthetic graph (no downloads)")
     p.add_argument("--rounds", type=int, default=100, help="number of federated rounds (default: 100)")
     p.add_argument("--out", default=None, metavar="DIR", help="also write the run's outputs here")
@@ -565,7 +580,165 @@ def build_parser(sweep_system: str = "run", command: Optional[str] = None) -> ar
                         "dirichlet, num_communities=50 for metis_plus)")
     _add_verbosity(p)
     p.set_defaults(func=cmd_inspect)
-    return parser
+
+
+# ---- help and argument errors without JAX ---------------------------------------------------------
+#
+# The parser is generated from the systems' config classes, and a config class is composed from the
+# registered algorithms' hyperparameters (`fgl_jax.systems.baseline.config`): building it imports every
+# algorithm module, hence JAX (seconds). So the parser built once is kept as plain data (JSON) in the
+# cache directory (<cache>/cli/, see `fgl_jax.cache`), keyed by the package's source files (path,
+# size, mtime) and the Python version; `--help` and a mistyped flag or choice are answered from that
+# copy without importing JAX. It is only a gate: a command line it accepts is parsed again by the
+# real parser, so the copy never changes what runs (an edited copy could print wrong help or refuse a
+# flag; deleting it restores the real parser). No copy (the first command after an install or an
+# edit writes it, importing every system once; FGL_JAX_CACHE_DIR=off or --no-cache write none) or a
+# system or algorithm registered from outside fgl_jax (a notebook calling `main`): the real parser.
+
+_ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
+            "_StoreConstAction": "store_const", "_AppendAction": "append", "_CountAction": "count",
+            "BooleanOptionalAction": "boolean"}
+_TYPES = {None: None, str: "str", int: "int", float: "float"}
+
+
+def _snapshot_parser(p: argparse.ArgumentParser) -> dict:
+    """A parser (without its sub-commands) as JSON-able data: prog, description, its argument groups
+    with every action's constructor arguments. Raises TypeError for what the copy cannot hold (a
+    custom action or type), so that parser is then never copied."""
+    group_of = {id(a): i for i, g in enumerate(p._action_groups) for a in g._group_actions}
+    actions = []
+    for a in p._actions:  # in the order they were added: the usage line's order
+        kind = type(a).__name__
+        if kind in ("_HelpAction", "_SubParsersAction"):
+            continue
+        if kind not in _ACTIONS or a.type not in _TYPES:
+            raise TypeError(f"{p.prog}: {a.dest} ({kind}) cannot be copied")
+        actions.append({"kind": _ACTIONS[kind], "option_strings": list(a.option_strings), "dest": a.dest,
+                        "nargs": a.nargs, "const": a.const, "default": a.default, "type": _TYPES[a.type],
+                        "choices": list(a.choices) if a.choices is not None else None, "required": a.required,
+                        "help": a.help, "metavar": a.metavar, "group": group_of[id(a)]})
+    return {"prog": p.prog, "usage": p.usage, "description": p.description, "actions": actions,
+            "groups": [{"title": g.title, "description": g.description} for g in p._action_groups]}
+
+
+def _rebuild_parser(data: dict, p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Fill `p` (made with data's prog and description) with the snapshot's groups and actions."""
+    types = {v: k for k, v in _TYPES.items()}
+    groups = [p._action_groups[i] if i < 2 else p.add_argument_group(g["title"], g["description"])
+              for i, g in enumerate(data["groups"])]
+    for a in data["actions"]:
+        where = groups[a["group"]]
+        kw = {k: a[k] for k in ("default", "help", "metavar", "required", "choices", "nargs", "const")}
+        kw["type"] = types[a["type"]]
+        opts = a["option_strings"]
+        if a["kind"] == "boolean":  # it adds the --no- spelling itself
+            opts = [o for o in opts if not o.startswith("--no-")]
+            kw = {"default": a["default"], "help": a["help"], "required": a["required"],
+                  "action": argparse.BooleanOptionalAction}
+        elif a["kind"] in ("store_true", "store_false", "count"):
+            kw = {"default": a["default"], "help": a["help"], "required": a["required"], "action": a["kind"]}
+        else:
+            kw["action"] = a["kind"]
+            if kw["const"] is None:
+                kw.pop("const")
+            if kw["nargs"] is None:
+                kw.pop("nargs")
+        if not opts:  # a positional: its dest is its name
+            kw.pop("required", None)
+            where.add_argument(a["dest"], **kw)
+        else:
+            where.add_argument(*opts, dest=a["dest"], **kw)
+    return p
+
+
+def _source_key() -> str:
+    """What the parser is generated from: the package's source files (path, size, mtime), the
+    Python version and whether a checkout's experiments/ is there (`reproduce`'s choices)."""
+    import hashlib
+    h = hashlib.sha256(f"{sys.version}\0{_checkout() is not None}\0".encode())
+    root = Path(__file__).resolve().parent
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for d in sorted(it, key=lambda d: d.name):
+                if d.is_dir(follow_symlinks=False) and d.name != "__pycache__":
+                    stack.append(d.path)
+                elif d.name.endswith(".py"):
+                    st = d.stat()
+                    h.update(f"{d.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def _snapshot_path() -> Optional[Path]:
+    from fgl_jax.cache import default_root
+    root = default_root()
+    return None if root is None else root / "cli" / f"parser-{_source_key()}.json"
+
+
+def _snapshot_all() -> dict:
+    """Every command's parser as data (`_snapshot_parser`), and `sweep`'s for each system it can sweep."""
+    full = build_parser()
+    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help for c in sub._choices_actions}
+    systems = registry.entries("system")
+    sweeps = {}
+    for e in systems:
+        holder = argparse.ArgumentParser(prog="fgl-jax").add_subparsers()
+        _add_sweep_command(holder, e, systems)
+        sweeps[_command_name(e)] = _snapshot_parser(holder.choices["sweep"])
+    return {"top": _snapshot_parser(full), "metavar": sub.metavar, "dest": sub.dest,
+            "commands": [[name, helps.get(name), _snapshot_parser(p)] for name, p in sub.choices.items()],
+            "sweep": sweeps, "systems": {e.name: _command_name(e) for e in systems}}
+
+
+def _save_snapshot() -> None:
+    """Write the parser's copy for the next commands (atomic; failures ignored: it is only a cache)."""
+    path = _snapshot_path()
+    if path is None or path.is_file() or registry.foreign():
+        return
+    import json
+    import tempfile
+    try:
+        data = json.dumps(_snapshot_all())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for old in path.parent.glob("parser-*.json"):  # copies of other versions of the source
+            old.unlink()
+        fd, tmp = tempfile.mkstemp(prefix=".parser.", suffix=".json", dir=path.parent)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _light_parser(argv: Sequence[str]) -> Optional[tuple[argparse.ArgumentParser, dict]]:
+    """The CLI's parser rebuilt from its saved copy (no JAX imported), with the copy; None when there
+    is no usable copy or a system / algorithm is registered from outside fgl_jax."""
+    if any(registry.foreign()):
+        return None
+    path = _snapshot_path()
+    if path is None:
+        return None
+    import json
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    try:
+        top = data["top"]
+        parser = _rebuild_parser(top, argparse.ArgumentParser(prog=top["prog"], description=top["description"]))
+        sub = parser.add_subparsers(dest=data["dest"], required=True, metavar=data["metavar"])
+        sweep = _sweep_system(argv[1:]) if argv[:1] == ["sweep"] else "run"
+        sweep = data["systems"].get(sweep, sweep)
+        for name, help, p in data["commands"]:
+            p = data["sweep"].get(sweep, p) if name == "sweep" else p
+            kw = {"help": help} if help is not None else {}
+            made = sub.add_parser(name, description=p["description"], usage=p["usage"], **kw)
+            if argv[:1] == [name]:  # only the command given is parsed: the others need their name and help
+                _rebuild_parser(p, made)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    return parser, data
 
 
 def _add_verbosity(p: argparse.ArgumentParser) -> None:
@@ -587,6 +760,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    light = _light_parser(argv)
+    if light is not None:  # --help and argument errors end here, before JAX is imported
+        parser, data = light
+        if argv[:1] == ["sweep"]:
+            commands = list(data["systems"].values())
+            sweep_system = _sweep_system(argv[1:])
+            if sweep_system not in commands + list(data["systems"]):
+                print(f"fgl-jax: error: --system must be one of {', '.join(commands)}, got {sweep_system!r}",
+                      file=sys.stderr)
+                return 2
+        parser.parse_args(argv)
     sweep_system = "run"
     if argv[:1] == ["sweep"]:
         sweep_system = _sweep_system(argv[1:])
@@ -595,6 +779,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                   f"{', '.join(_command_name(e) for e in registry.entries('system'))}, got {sweep_system!r}",
                   file=sys.stderr)
             return 2
+    if light is None and "--no-cache" not in argv:
+        _save_snapshot()  # for the next command's --help and argument errors (imports every system, once)
     parser = build_parser(sweep_system, command=argv[0] if argv else None)
     args = parser.parse_args(argv)
     with _logging(getattr(args, "verbose", 0) - getattr(args, "quiet", 0)):
