@@ -700,6 +700,9 @@ def _save_snapshot() -> None:
     import tempfile
     try:
         data = json.dumps(_snapshot_all())
+    except Exception:  # noqa: BLE001 (a system that cannot be imported here: its own command says why)
+        return
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for old in path.parent.glob("parser-*.json"):  # copies of other versions of the source
             old.unlink()
