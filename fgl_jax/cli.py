@@ -591,9 +591,10 @@ def _add_builtin_commands(sub, systems: Sequence[registry.Entry]) -> None:
 # size, mtime) and the Python version; `--help` and a mistyped flag or choice are answered from that
 # copy without importing JAX. It is only a gate: a command line it accepts is parsed again by the
 # real parser, so the copy never changes what runs (an edited copy could print wrong help or refuse a
-# flag; deleting it restores the real parser). No copy (the first command after an install or an
-# edit writes it, importing every system once; FGL_JAX_CACHE_DIR=off or --no-cache write none) or a
-# system or algorithm registered from outside fgl_jax (a notebook calling `main`): the real parser.
+# flag; deleting it restores the real parser). No copy (the first --help or argument error after an
+# install or an edit writes it once the real parser has answered, importing every system then; a run
+# never does; FGL_JAX_CACHE_DIR=off or --no-cache write none) or a system or algorithm registered
+# from outside fgl_jax (a notebook calling `main`): the real parser.
 
 _ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
             "_StoreConstAction": "store_const", "_AppendAction": "append", "_CountAction": "count",
@@ -782,10 +783,13 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                   f"{', '.join(_command_name(e) for e in registry.entries('system'))}, got {sweep_system!r}",
                   file=sys.stderr)
             return 2
-    if light is None and "--no-cache" not in argv:
-        _save_snapshot()  # for the next command's --help and argument errors (imports every system, once)
     parser = build_parser(sweep_system, command=argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:  # help or an argument error, answered by the real parser: copy it for the next ones
+        if light is None and "--no-cache" not in argv:
+            _save_snapshot()  # (imports every system, once per version of the source; a run never pays it)
+        raise
     with _logging(getattr(args, "verbose", 0) - getattr(args, "quiet", 0)):
         return _command(args, argv)
 
