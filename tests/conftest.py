@@ -8,6 +8,13 @@ import pytest
 # computes what it checks; tests/test_cache.py turns them on in directories of its own.
 os.environ["FGL_JAX_CACHE_DIR"] = "off"
 
+# The suite's time is mostly XLA compiling small programs that then run for milliseconds: LLVM at
+# optimisation level 0 cut the CPU time of tests/test_round_body.py by 23 % (42.2 -> 32.7 CPU-s, same
+# results). Set before jax is imported (here and in CLI subprocesses, through the environment); a level
+# the caller put in XLA_FLAGS wins.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:

@@ -8,7 +8,9 @@ from fgl_jax.systems.fedgc import FedGCConfig
 SMALL = dict(dataset="csbm", clients=3, rate=0.2, rounds=12, eval_rounds=(6, 12), st_rounds=20, st_hidden=16,
              relay_hidden=16, pge_hidden=8, adj_period=6, adj_steps=2, ib_hidden=8, ib_dim=None, ib_epochs=5,
              ib_decoder_hidden=16, eval_hidden=16, eval_lr=0.05, eval_iters=40, eval_decay_at=20,
-             eval_check_every=20, finetune_steps=10, ft_check_every=5)
+             eval_check_every=20, finetune_steps=10, ft_check_every=5,
+             # the code's knobs, as these tests were written against (FedGCConfig's defaults are `ibfs`'s)
+             ib_lr=2e-3, pge_init_bias=None)
 
 
 def small_config(**kw) -> FedGCConfig:

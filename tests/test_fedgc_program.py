@@ -28,7 +28,8 @@ def test_defaults_are_the_papers_headline_cell():
     assert (c.eval_hidden, c.eval_dropout, c.eval_lr, c.eval_weight_decay) == (256, 0.5, 5e-3, 5e-4)  # spec §2.6
     assert (c.eval_iters, c.eval_decay_at, c.finetune_steps) == (600, 300, 30)
     assert (c.st_optimizer, c.st_lr, c.st_rounds, c.st_weight_decay) == ("adam", 0.01, 200, 5e-4)
-    assert (c.ib_epochs, c.ib_lr, c.ib_hidden, c.ib_dim) == (100, 2e-3, 128, 128)
+    # the two open knobs at the headline setting (`ibfs`; the code: ib_lr 2e-3, torch's Φ init)
+    assert (c.ib_epochs, c.ib_lr, c.ib_hidden, c.ib_dim, c.pge_init_bias) == (100, 1e-2, 128, 128, -4.6)
     assert (c.lr_feat, c.lr_adj, c.feature_norm, c.protocol) == (1e-2, 1e-3, "row", "val")
     assert (c.ldp_clip, c.ldp_scale) == (0.1, 0.2)   # ε = 2·0.1/0.2 = 1, the code's clip / laplace_lambda
     assert not c.mia and c.archs == ()
@@ -137,8 +138,9 @@ def test_every_config_file_resolves_and_names_its_cell():
     files = sorted(CONFIGS.glob("*.yaml"))
     assert len(files) >= 30
     cfgs = {f.stem: schema.resolve(FedGCConfig, f, system="fedgc") for f in files}
-    c = cfgs["table1_cora_rate0.5"]
-    assert c == FedGCConfig(dataset="cora")          # the headline cell is the defaults
+    assert cfgs["table1_cora_rate0.5_ibfs"] == FedGCConfig(dataset="cora")   # the headline cell is the defaults
+    c = cfgs["table1_cora_rate0.5"]                  # the code's knobs
+    assert (c.ib_lr, c.pge_init_bias) == (2e-3, None) and c == FedGCConfig(dataset="cora", ib_lr=2e-3, pge_init_bias=None)
     assert cfgs["table1_citeseer_rate0.25"].rate == 0.25 and cfgs["table1_citeseer_rate0.25"].dataset == "citeseer"
     ibfs = cfgs["table1_cora_rate1.0_ibfs"]
     assert (ibfs.rate, ibfs.ib_lr, ibfs.pge_init_bias) == (1.0, 1e-2, -4.6)

@@ -10,6 +10,7 @@ import pytest
 
 from experiments import harness
 from experiments.fedgc import paper, tables
+from experiments.fedgc.cells import VARIANTS
 from fgl_jax import records
 
 RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results" / "fedgc"
@@ -64,7 +65,7 @@ def test_table2_numbers_are_the_records(tmp_path):
     assert rows, "Table 2 has no row"
     checked = 0
     for row in rows:
-        var = {"FedGC": "ib", "FedGC† (no IB)": "noib"}.get(row[1])
+        var = {"FedGC": "ib", "FedGC† (no IB)": "noib", VARIANTS["ibfs"][0]: "ibfs"}.get(row[1])
         if var is None:
             continue
         m = recs[f"fedgc/{row[0]}/r0.5/{var}/s0"]["metrics"]   # read from the file, not through the renderer
@@ -107,11 +108,18 @@ def test_committed_records_keep_the_original_provenance():
 
 
 def test_cells_of_the_quick_plan():
-    """--quick: Cora only, Table 2's six variants with the attack, Table 3 on the base's G', the
-    sparse-init synthetic run; bad options are one-line errors naming them."""
-    ids = [c.id for c in paper.cells(paper.Plan.make(True))]
-    assert ids[:6] == [f"fedgc/cora/r0.5/{v}/s0" for v in ("ib", "ibfs", "noib", "pl", "reg", "ldp")]
-    assert "fedgc/cora/r0.5/ibfs/s0/arch_gcond" in ids and "fedgc/synthetic-arxiv/csbm-sparse-init" in ids
+    """--quick: Cora only, one Table 2 variant per code path with the attack, Table 3 (both protocols) on
+    the base's G', the sparse-init synthetic run, at small settings; bad options are one-line errors."""
+    cs = paper.cells(paper.Plan.make(True))
+    ids = [c.id for c in cs]
+    assert ids == [f"fedgc/cora/r0.5/{v}/s0" for v in ("ibfs", "noib", "pl", "reg", "ldp")] + [
+        "fedgc/cora/r0.5/ibfs/s0/arch", "fedgc/cora/r0.5/ibfs/s0/arch_gcond", "fedgc/synthetic-arxiv/csbm-sparse-init"]
+    ibfs = cs[0].config
+    assert (ibfs.mia, ibfs.rounds, ibfs.mia_iters, ibfs.ib_lr, ibfs.pge_init_bias) == (True, 20, 100, 1e-2, -4.6)
+    assert ibfs.rounds > ibfs.adj_period > ibfs.adj_steps > 0        # both halves of the X'/Φ alternation run
+    assert {c.config.defence for c in cs[:5]} == {"ib", "none", "pl", "reg", "ldp"}
+    full = paper.cells(paper.Plan.make(False))
+    assert len(full) == 30 and full[0].config.rounds == 2000 and full[0].config.mia_iters == 600
     with pytest.raises(ValueError, match="unknown part"):
         paper.Plan.make(only="table9")
     with pytest.raises(ValueError, match="unknown variants"):

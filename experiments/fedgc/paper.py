@@ -38,19 +38,20 @@ if __package__ in (None, ""):  # run as a script: the checkout's root on the pat
 import numpy as np
 
 import fgl_jax as fj
-from fgl_jax.systems.fedgc import (FedGCRun, MIAConfig, central_gcn_accuracy, client_graph_ceiling, normalize_features,
+from fgl_jax.systems.fedgc import (FedGCRun, central_gcn_accuracy, client_graph_ceiling, normalize_features,
                                    prepare)
 
 from experiments import harness
 from experiments.harness import Cell
 from experiments.fedgc import tables
 from experiments.fedgc.cells import (BASES, CEILING_SPACES, DEFAULT_BASE, GAMMA_GRID, PAPER_ROW, PAPER_T1, PAPER_T2,
-                                     PAPER_T3, SPARSE_INIT_BIAS, SYNTH_VARIANTS, VARIANTS, base_config,
+                                     PAPER_T3, QUICK_VARIANTS, SPARSE_INIT_BIAS, SYNTH_VARIANTS, VARIANTS, base_config,
                                      synthetic_config, variant_config)
 
 PARTS = ("table1", "table2", "table3", "ablation", "gamma", "synthetic", "synthinit", "zceiling", "attacksel")
 QUICK_PARTS = "table2,table3,synthetic"       # the CI smoke run
 FULL_PARTS = "table1,table2,table3,ablation,gamma,synthetic"
+FULL_VARIANTS = "ib,ibfs,noib,pl,reg,ldp"   # Table 2's variants (--quick: cells.QUICK_VARIANTS)
 MAIN = "fedgc"          # the table of results.md / results_quick.md
 PP_TABLE = "pp2000"     # the `--protocol paper` runs of the main cells (results_pp2000.md)
 RESULTS = harness.RESULTS / "fedgc"
@@ -79,7 +80,7 @@ class Plan:
 
     @staticmethod
     def make(quick: bool = False, only: Optional[str] = None, datasets: str = "cora,citeseer", seeds: int = 1,
-             seed_start: int = 0, variants: str = "ib,ibfs,noib,pl,reg,ldp", rates: Optional[str] = None,
+             seed_start: int = 0, variants: str = FULL_VARIANTS, rates: Optional[str] = None,
              gammas: Optional[str] = None, base: str = DEFAULT_BASE, protocol: str = "val",
              rounds: Optional[int] = None, eval_rounds: Optional[Sequence[int]] = None, ib_dim: Optional[int] = None,
              ib_hidden: Optional[int] = None, table: Optional[str] = None) -> "Plan":
@@ -90,6 +91,8 @@ class Plan:
         unknown = sorted(set(parts) - set(PARTS) - {"none"})
         if unknown:
             raise ValueError(f"unknown part(s) {unknown}; choose from {', '.join(PARTS)}")
+        if quick and variants == FULL_VARIANTS:
+            variants = ",".join(QUICK_VARIANTS)
         chosen = tuple(v for v in variants.split(",") if v)
         bad = [v for v in chosen if v not in VARIANTS]
         if bad:
@@ -315,7 +318,7 @@ class Measure:
         m = {"dataset": cfg.dataset, "seed": cfg.seed, "variant": what_of(table2).split("/")[2],
              "test_acc": res.final["test_acc"], "round": res.final.get("round")}
         for which in ("last", "selected"):
-            got = run.attack(res, MIAConfig(target_graph=which))
+            got = run.attack(res, dataclasses.replace(cfg.mia_config, target_graph=which))
             m[which] = {k: v for k, v in got.items() if k.startswith("mia_")}
         m["wall_s"] = time.perf_counter() - t
         return m
@@ -508,7 +511,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="run the cells already in the records again")
     ap.add_argument("--render", action="store_true", help="only re-render the pages from the records in --out")
     ap.add_argument("--write-md-only", action="store_true", help="the same as --render (the older name)")
-    ap.add_argument("--variants", default="ib,ibfs,noib,pl,reg,ldp", help="Table 2 variants, of: " + ",".join(VARIANTS))
+    ap.add_argument("--variants", default=FULL_VARIANTS, help="Table 2 variants, of: " + ",".join(VARIANTS)
+                    + " (--quick: " + ",".join(QUICK_VARIANTS) + ")")
     ap.add_argument("--ib-dim", type=int, default=None, help="override dim(z) of every cell")
     ap.add_argument("--ib-hidden", type=int, default=None, help="override the IB encoder hidden width of every cell")
     ap.add_argument("--table", default=None, help=f"record file and page of the cells (default {MAIN!r}, "
