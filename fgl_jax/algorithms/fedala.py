@@ -104,7 +104,7 @@ def learn_weights(loss_fn, theta: PyTree, w: PyTree, weights: tuple, top: tuple[
     return ws
 
 
-@register("algorithm", "fedala", tasks=("node_cls",), features="ell", hparams=FedALAHParams,
+@register("algorithm", "fedala", tasks=("node_cls", "graph_cls", "graph_reg"), features="ell", hparams=FedALAHParams,
           paper="J. Zhang, Hua, Wang, Song, Xue, Ma, Guan, AAAI 2023, arXiv:2212.01197",
           help="FedALA: each client starts from its model + (global - its model) * W, element-wise W learnt locally")
 def fedala(model, common: FedConfig, hp: FedALAHParams) -> FederatedAlgorithm:

@@ -16,6 +16,9 @@ clipping norm). A step is one full-batch pass over the client's subgraph, so the
 Reported metrics (eval_mode auto): each client's model (the new global body + its own head) on its
 own subgraph; `train_loss` is the body phase's first-step loss, `head_train_loss` the head phase's.
 With `fedrep_head_layers` 0 there is no head: FedRep is FedAvg (global model evaluation included).
+Graph tasks (`fgl_jax.nn.graph.GraphClassifier`): the head is the last 1 or 2 Dense layers of the
+model's MLP head after the readout (`head_1`, then `head_0`); every conv layer is body
+(`graph_head_mask`).
 Difference from the paper: its Algorithm 1 uses SGD; `--optimizer sgd` gives that update.
 """
 from __future__ import annotations
@@ -35,6 +38,7 @@ from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.fedavg_family import personal_mask
+from fgl_jax.nn.graph import is_graph
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -69,6 +73,15 @@ def split_tree(tree: PyTree, mask: PyTree) -> tuple[dict, dict]:
     return a or {}, b or {}
 
 
+def graph_head_mask(params: PyTree, head_layers: int) -> PyTree:
+    """Bool tree: True on the last `head_layers` (1 or 2) Dense layers of a graph model's MLP head
+    (`head_1`, `head_0` of `fgl_jax.nn.graph.GraphClassifier`; its conv names `conv_<i>_<j>` carry
+    two numbers, so FedPer's `layer_index` does not order them)."""
+    names = {f"head_{1 - j}" for j in range(head_layers)}
+    return jax.tree_util.tree_map_with_path(
+        lambda p, _: any(str(getattr(e, "key", e)) in names for e in p), params)
+
+
 def join_trees(a: dict, b: dict) -> dict:
     """The nested dict holding the leaves of both halves of a `split_tree`."""
     out = dict(a)
@@ -88,7 +101,7 @@ class FedRepState:
     aggregator: PyTree = None  # the server aggregator's state over the body (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "fedrep", tasks=("node_cls", "link_pred"), features="ell", hparams=FedRepHParams,
+@register("algorithm", "fedrep", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=FedRepHParams,
           paper="Collins, Hassani, Mokhtari, Shakkottai, ICML 2021, arXiv:2102.07078",
           help="FedRep: shared body averaged, personal head per client; the head trains first (body frozen), "
                "then the body")
@@ -98,7 +111,11 @@ def fedrep(model, common: FedConfig, hp: FedRepHParams) -> FederatedAlgorithm:
     loss_fn = node_loss_fn(model)
     num_layers = int(getattr(model, "num_layers", 2))
     has_head = hp.fedrep_head_layers > 0
-    if hp.fedrep_head_layers >= num_layers:
+    graph = is_graph(model)
+    if graph and hp.fedrep_head_layers > 2:
+        raise ValueError(f"fedrep_head_layers={hp.fedrep_head_layers}: a graph model's head has 2 Dense layers "
+                         "after the readout; use 1 or 2")
+    if not graph and hp.fedrep_head_layers >= num_layers:
         raise ValueError(f"fedrep_head_layers={hp.fedrep_head_layers} leaves no shared body of the "
                          f"{num_layers}-layer model; use fewer head layers (or algorithm local)")
     if has_head and common.eval_mode.startswith("global_model"):
@@ -106,6 +123,8 @@ def fedrep(model, common: FedConfig, hp: FedRepHParams) -> FederatedAlgorithm:
                          "model; use a local_model_* mode or 'auto'")
 
     def halves(params: PyTree) -> tuple[dict, dict]:   # (head, body)
+        if graph:
+            return split_tree(params, graph_head_mask(params, hp.fedrep_head_layers))
         return split_tree(params, personal_mask(params, "fedper", num_layers, hp.fedrep_head_layers))
 
     def init(key: jax.Array, data: FedData) -> FedRepState:
