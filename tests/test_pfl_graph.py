@@ -63,3 +63,17 @@ def test_every_personalised_method_runs_on_graphs(task):
         res = run(prog.algorithm, prog.data, jax.random.key(0), cfg.rounds, progress=False)
         for key in ("train_loss", metric):
             assert np.isfinite(res.history[key]).all(), (name, key)
+
+
+def test_graph_top_mask_counts_layers_from_the_output():
+    from fgl_jax.federated.fedavg_family import graph_top_mask
+    z = np.zeros(1)
+    params = {"params": {"conv_0_0": {"kernel": z}, "conv_0_1": {"kernel": z}, "norm_scale_0": z,
+                         "conv_1_0": {"kernel": z}, "conv_1_1": {"kernel": z}, "norm_scale_1": z,
+                         "head_0": {"kernel": z}, "head_1": {"kernel": z, "bias": z}}}
+    picked = lambda top: sorted({k for k, v in graph_top_mask(params, 2, top)["params"].items()
+                                 if any(jax.tree.leaves(v))})
+    assert picked(1) == ["head_1"]
+    assert picked(2) == ["head_0", "head_1"]
+    assert picked(3) == ["conv_1_0", "conv_1_1", "head_0", "head_1", "norm_scale_1"]
+    assert len(picked(4)) == 8

@@ -18,7 +18,7 @@ own subgraph; `train_loss` is the body phase's first-step loss, `head_train_loss
 With `fedrep_head_layers` 0 there is no head: FedRep is FedAvg (global model evaluation included).
 Graph tasks (`fgl_jax.nn.graph.GraphClassifier`): the head is the last 1 or 2 Dense layers of the
 model's MLP head after the readout (`head_1`, then `head_0`); every conv layer is body
-(`graph_head_mask`).
+(`fgl_jax.federated.fedavg_family.graph_top_mask`).
 Difference from the paper: its Algorithm 1 uses SGD; `--optimizer sgd` gives that update.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.config import FedConfig, server_aggregator
-from fgl_jax.federated.fedavg_family import personal_mask
+from fgl_jax.federated.fedavg_family import graph_top_mask, personal_mask
 from fgl_jax.nn.graph import is_graph
 from fgl_jax.registry import register
 from fgl_jax.schema import option
@@ -71,15 +71,6 @@ def split_tree(tree: PyTree, mask: PyTree) -> tuple[dict, dict]:
 
     a, b = cut(tree, mask)
     return a or {}, b or {}
-
-
-def graph_head_mask(params: PyTree, head_layers: int) -> PyTree:
-    """Bool tree: True on the last `head_layers` (1 or 2) Dense layers of a graph model's MLP head
-    (`head_1`, `head_0` of `fgl_jax.nn.graph.GraphClassifier`; its conv names `conv_<i>_<j>` carry
-    two numbers, so FedPer's `layer_index` does not order them)."""
-    names = {f"head_{1 - j}" for j in range(head_layers)}
-    return jax.tree_util.tree_map_with_path(
-        lambda p, _: any(str(getattr(e, "key", e)) in names for e in p), params)
 
 
 def join_trees(a: dict, b: dict) -> dict:
@@ -124,7 +115,7 @@ def fedrep(model, common: FedConfig, hp: FedRepHParams) -> FederatedAlgorithm:
 
     def halves(params: PyTree) -> tuple[dict, dict]:   # (head, body)
         if graph:
-            return split_tree(params, graph_head_mask(params, hp.fedrep_head_layers))
+            return split_tree(params, graph_top_mask(params, num_layers, hp.fedrep_head_layers))
         return split_tree(params, personal_mask(params, "fedper", num_layers, hp.fedrep_head_layers))
 
     def init(key: jax.Array, data: FedData) -> FedRepState:
