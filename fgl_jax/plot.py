@@ -8,7 +8,9 @@
 One panel per kind of metric a run logged, each run one line (same colour in every panel):
 losses (`*loss`), accuracies (`*_acc`) and, when rows carry fields whose name contains "bytes",
 the cumulative communication in MB (round totals such as `comm_up_bytes`; per-client columns only when a
-run logs no totals) and, for a DP run, the accountant's epsilon after each round (`dp_epsilon`).
+run logs no totals), for a DP run the accountant's epsilon after each round (`dp_epsilon`) and, for a
+personalised method, the per-client test accuracy's distribution (`client_spread_band`: the mean over
+clients with a band of one standard deviation, and the mean of the worst 10 % dashed).
 matplotlib is imported only here, when a figure is drawn.
 """
 from __future__ import annotations
@@ -26,7 +28,12 @@ PANELS = (
     ("accuracy", lambda k: k.endswith("_acc")),
     ("communication, cumulative MB", lambda k: "bytes" in k),
     ("privacy, epsilon spent", lambda k: k == "dp_epsilon"),
+    ("per-client test accuracy", lambda k: k.startswith(SPREAD_PREFIX)),
 )
+# the per-client spread's row fields (`fgl_jax.federated.evaluation.SPREAD_KEYS`; named here so that
+# drawing a figure does not import jax)
+SPREAD_PREFIX = "test_acc_clients_"
+SPREAD_FIELDS = ("test_acc_clients_mean", "test_acc_clients_worst10", "test_acc_clients_sd")
 
 
 def read_run(run: os.PathLike) -> list[dict]:
@@ -53,6 +60,24 @@ def _series(rows: list[dict]) -> dict[str, tuple[list[int], list[float]]]:
             xs.append(int(row["round"]))
             ys.append(float(v))
     return out
+
+
+def client_spread_band(series: dict) -> Optional[dict]:
+    """The per-client accuracy band of one run's `_series` output, or None when it logs no spread.
+
+    Args:
+      series: metric name -> (rounds, values), as `_series` returns.
+    Returns:
+      {"round": [R], "mean": [R], "low": [R] (mean - sd), "high": [R] (mean + sd), "worst10": [R]} over
+      the rounds that log all three spread fields.
+    """
+    if not all(k in series for k in SPREAD_FIELDS):
+        return None
+    by = [dict(zip(*series[k])) for k in SPREAD_FIELDS]
+    rounds = sorted(set(by[0]) & set(by[1]) & set(by[2]))
+    mean, worst, sd = ([b[r] for r in rounds] for b in by)
+    return {"round": rounds, "mean": mean, "low": [m - s for m, s in zip(mean, sd)],
+            "high": [m + s for m, s in zip(mean, sd)], "worst10": worst}
 
 
 def plot_runs(runs: Sequence[os.PathLike], out: os.PathLike = "runs.png", *,
@@ -105,6 +130,13 @@ def plot_runs(runs: Sequence[os.PathLike], out: os.PathLike = "runs.png", *,
     styles = ("-", "--", ":", "-.")
     for ax, (panel, keys) in zip(axes[0], panels):
         for i, (s, label) in enumerate(zip(series, labels)):
+            band = client_spread_band(s) if panel.startswith("per-client") else None
+            if band is not None:   # mean over clients, +- one sd shaded, the worst 10 % dashed
+                c = colors[i % len(colors)]
+                ax.plot(band["round"], band["mean"], color=c, lw=1.3, label=f"{label}: mean ± sd")
+                ax.fill_between(band["round"], band["low"], band["high"], color=c, alpha=0.15, lw=0)
+                ax.plot(band["round"], band["worst10"], color=c, ls="--", lw=1.1, label=f"{label}: worst 10 %")
+                continue
             for j, k in enumerate(keys):
                 if k not in s:
                     continue

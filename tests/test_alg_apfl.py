@@ -1,5 +1,5 @@
 """APFL against independent references: with alpha fixed at 0 its global model trains and reports
-exactly as FedAvg's, and two rounds on a tiny graph re-derived in NumPy (softmax regression, 3
+exactly as FedAvg's, and three rounds on a tiny graph re-derived in NumPy (softmax regression, 3
 clients, plain SGD, 2 local steps): w is FedAvg's, v_k steps on the gradient at the mixed model
 times alpha_k, alpha_k steps on <grad F(mix), v_k - w> and is clipped to [0, 1], and the reported
 accuracy is that of the personalised models alpha_k v_k + (1 - alpha_k) w."""
@@ -35,7 +35,7 @@ def test_alpha_fixed_at_zero_is_fedavg():
             np.testing.assert_allclose(float(mp[k]), float(ma[k]), rtol=1e-6, atol=1e-7)
 
 
-def test_two_rounds_and_the_alpha_gradient_match_numpy():
+def test_three_rounds_and_the_alpha_gradient_match_numpy():
     data, model, common = toy_setup(model="mlp", local_steps=STEPS, lr=LR, optimizer="sgd")
     common = dataclasses.replace(common, optim=dataclasses.replace(common.optim, momentum=0.0))
     model = model.clone(num_layers=1)
@@ -52,7 +52,7 @@ def test_two_rounds_and_the_alpha_gradient_match_numpy():
     vw, vb = [w.copy() for _ in range(ct)], [b.copy() for _ in range(ct)]
     alpha = [ALPHA] * ct
     moved = []
-    for r in range(2):
+    for r in range(3):
         new_w, new_b = [], []
         for i in range(ct):
             yw, yb, a = w.copy(), b.copy(), alpha[i]

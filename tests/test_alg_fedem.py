@@ -1,5 +1,5 @@
 """FedEM against two independent references: with one component it is FedAvg (same init, keys and
-optimiser), and two rounds with two components on a tiny graph re-derived in NumPy (softmax regression,
+optimiser), and three rounds with two components on a tiny graph re-derived in NumPy (softmax regression,
 3 clients, plain SGD): the E-step's responsibilities q_j(m) ~ pi(m) exp(-CE_m(j)), pi = mean q over
 training nodes, each component trained on sum_j q_j(m) CE_m(j) / n, components averaged, and the
 reported accuracy that of each client's mixture sum_m pi(m) softmax(Theta_m x)."""
@@ -38,7 +38,7 @@ def _softmax(z):
     return p / p.sum(1, keepdims=True)
 
 
-def test_two_rounds_match_a_numpy_rederivation():
+def test_three_rounds_match_a_numpy_rederivation():
     data, model, _ = toy_setup(model="mlp")
     model = model.clone(num_layers=1)
     common = FedConfig(local_steps=STEPS, optim=OptimConfig(name="sgd", lr=LR, momentum=0.0))
@@ -54,7 +54,7 @@ def test_two_rounds_match_a_numpy_rederivation():
     nc, ct = int(model.num_classes), xs.shape[0]
     share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
     pis = [np.full(K, 1.0 / K) for _ in range(ct)]
-    for r in range(2):
+    for r in range(3):
         trained = []
         for i in range(ct):
             x, y, msk = xs[i], ys[i], ms[i]

@@ -1,5 +1,5 @@
 """FedRep against independent references: without a head (fedrep_head_layers 0) it is FedAvg with
-the same step count, and two rounds of a 2-layer MLP re-derived in NumPy (plain SGD, 3 clients):
+the same step count, and three rounds of a 2-layer MLP re-derived in NumPy (plain SGD, 3 clients):
 each client trains its own head with the body frozen, then the body with its new head frozen; the
 server averages only the bodies; the reported accuracy is each client's (global body + own head)."""
 import dataclasses
@@ -44,7 +44,7 @@ def test_without_a_head_it_is_fedavg():
             np.testing.assert_allclose(float(mr[k]), float(ma[k]), rtol=1e-6, atol=1e-7)
 
 
-def test_two_rounds_match_a_numpy_rederivation():
+def test_three_rounds_match_a_numpy_rederivation():
     data, model, common = toy_setup(model="mlp", local_steps=BODY, lr=LR, optimizer="sgd")
     common = dataclasses.replace(common, optim=dataclasses.replace(common.optim, momentum=0.0))
     alg = _fedrep(model, common, fedrep_head_layers=1, fedrep_head_epochs=HEAD)
@@ -62,7 +62,7 @@ def test_two_rounds_match_a_numpy_rederivation():
     share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
     w0, b0 = p["w0"], p["b0"]
     heads = [(p["w1"].copy(), p["b1"].copy()) for _ in range(ct)]
-    for r in range(2):
+    for r in range(3):
         bodies = []
         for i in range(ct):
             w1, b1 = heads[i]

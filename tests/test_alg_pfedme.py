@@ -1,4 +1,4 @@
-"""pFedMe against two independent references: two rounds on a tiny graph re-derived in NumPy (softmax
+"""pFedMe against two independent references: three rounds on a tiny graph re-derived in NumPy (softmax
 regression, 3 clients, plain SGD: K inner gradient steps on f + (lambda/2)||theta - w||^2 warm-started
 from the previous theta, the outer step w <- w - eta lambda (w - theta), the server's
 w <- (1 - beta) w + beta * mean), and the large-lambda limit: with beta 1 and personal LR 1/lambda the
@@ -25,7 +25,7 @@ def _softmax_setup(lr, steps):
     return data, model.clone(num_layers=1), common
 
 
-def test_two_rounds_match_a_numpy_rederivation():
+def test_three_rounds_match_a_numpy_rederivation():
     data, model, common = _softmax_setup(LR, STEPS)
     alg = _pfedme(model, common, pfedme_lambda=LAM, pfedme_inner_steps=K, pfedme_personal_lr=PLR, pfedme_beta=BETA)
     state = alg.init(jax.random.key(0), data)
@@ -36,7 +36,7 @@ def test_two_rounds_match_a_numpy_rederivation():
     ys = ys.astype(int)
     k, ct = int(model.num_classes), xs.shape[0]
     share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
-    for r in range(2):
+    for r in range(3):
         local_w, local_b, thetas = [], [], []
         for i in range(ct):
             lw, lb = w.copy(), b.copy()          # w_i = theta_i = w^t at the round's start

@@ -138,7 +138,8 @@ def test_every_graph_algorithm_runs_two_rounds():
     and the registry's tasks field is what admits it (a node-only one is refused by the config)."""
     from fgl_jax import registry, run
     able = {e.name for e in registry.entries("algorithm") if "graph_cls" in e.spec.tasks}
-    assert set(GRAPH_ALGORITHMS) | {"gcfl"} == able
+    personalised = {"ditto", "fedbn", "fedrep", "apfl", "pfedme", "fedala"}   # tests/test_pfl_graph.py
+    assert set(GRAPH_ALGORITHMS) | {"gcfl"} | personalised == able
     gs = toy_set(num_graphs=24, seed=6)
     for name in GRAPH_ALGORITHMS:
         cfg = make_cfg(algorithm=name, clients=3, rounds=2, hidden=4, num_layers=1)

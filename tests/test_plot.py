@@ -2,6 +2,8 @@
 import json
 import struct
 
+import numpy as np
+
 from fgl_jax.cli import main
 
 
@@ -61,3 +63,22 @@ def test_missing_metrics_is_one_clear_line(tmp_path, capsys):
     assert not (tmp_path / "x.png").exists()
     assert main(["plot", str(a), "--metrics", "nope", "--out", str(tmp_path / "y.png")]) == 2
     assert "'nope'" in capsys.readouterr().err
+
+
+def test_personalised_run_gets_the_per_client_spread_panel(tmp_path):
+    """A run logging the per-client spread (test_acc_clients_mean/_worst10/_sd) gets one more panel, and
+    its band is mean -/+ sd with the worst 10 % beside it, read from the rows as written."""
+    from fgl_jax.plot import _series, client_spread_band
+    spread = [(0.6, 0.3, 0.1), (0.7, 0.45, 0.05), (0.72, 0.5, 0.04)]
+    rows = [{**row, "test_acc_clients_mean": m, "test_acc_clients_worst10": w, "test_acc_clients_sd": s}
+            for row, (m, w, s) in zip(_rows(3), spread)]
+    p = _run_dir(tmp_path / "ditto", rows)
+    band = client_spread_band(_series(rows))
+    assert band["round"] == [1, 2, 3]
+    np.testing.assert_allclose(band["low"], [0.5, 0.65, 0.68])
+    np.testing.assert_allclose(band["high"], [0.7, 0.75, 0.76])
+    assert band["worst10"] == [0.3, 0.45, 0.5]
+    assert client_spread_band(_series(_rows(3))) is None   # a FedAvg run: no spread, no panel
+    out = tmp_path / "spread.png"
+    assert main(["plot", str(p), "--out", str(out), "--dpi", "50"]) == 0
+    assert _png_size(out) == (round(3 * 4.2 * 50), round(3.4 * 50))   # loss, accuracy, per-client

@@ -71,7 +71,7 @@ def mix(alpha: jax.Array, v: PyTree, w: PyTree) -> PyTree:
     return jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, v, w)
 
 
-@register("algorithm", "apfl", tasks=("node_cls", "link_pred"), features="ell", hparams=APFLHParams,
+@register("algorithm", "apfl", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=APFLHParams,
           paper="Deng, Kamani, Mahdavi, 2020, arXiv:2003.13461",
           help="APFL: FedAvg's global model w + local models v mixed as alpha v + (1-alpha) w, alpha learnt per client")
 def apfl(model, common: FedConfig, hp: APFLHParams) -> FederatedAlgorithm:

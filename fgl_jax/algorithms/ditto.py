@@ -60,7 +60,7 @@ class DittoState:
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "ditto", tasks=("node_cls", "link_pred"), features="ell", hparams=DittoHParams,
+@register("algorithm", "ditto", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=DittoHParams,
           paper="Li, Hu, Beirami, Smith, ICML 2021, arXiv:2012.04221",
           help="Ditto: FedAvg's global model + personal models trained with a proximal pull (lambda) toward it")
 def ditto(model, common: FedConfig, hp: DittoHParams) -> FederatedAlgorithm:

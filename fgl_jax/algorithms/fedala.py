@@ -40,7 +40,8 @@ from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.evaluation import evaluate_models
-from fgl_jax.federated.fedavg_family import layer_index
+from fgl_jax.federated.fedavg_family import graph_top_mask, layer_index
+from fgl_jax.nn.graph import is_graph
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -73,9 +74,11 @@ class FedALAState:
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
-def top_leaves(params: PyTree, num_layers: int, top: int) -> tuple[int, ...]:
+def top_leaves(params: PyTree, num_layers: int, top: int, graph: bool = False) -> tuple[int, ...]:
     """Positions in `jax.tree.leaves(params)` of the parameters of the top `top` layers (by the
-    `<name>_<i>` layer numbering of fgl_jax.nn)."""
+    `<name>_<i>` layer numbering of fgl_jax.nn; a graph model's by `graph_top_mask`: its MLP head first)."""
+    if graph:
+        return tuple(i for i, m in enumerate(jax.tree.leaves(graph_top_mask(params, num_layers, top))) if m)
     paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
     return tuple(i for i, path in enumerate(paths) if layer_index(path) >= num_layers - top)
 
@@ -104,7 +107,7 @@ def learn_weights(loss_fn, theta: PyTree, w: PyTree, weights: tuple, top: tuple[
     return ws
 
 
-@register("algorithm", "fedala", tasks=("node_cls",), features="ell", hparams=FedALAHParams,
+@register("algorithm", "fedala", tasks=("node_cls", "graph_cls", "graph_reg"), features="ell", hparams=FedALAHParams,
           paper="J. Zhang, Hua, Wang, Song, Xue, Ma, Guan, AAAI 2023, arXiv:2212.01197",
           help="FedALA: each client starts from its model + (global - its model) * W, element-wise W learnt locally")
 def fedala(model, common: FedConfig, hp: FedALAHParams) -> FederatedAlgorithm:
@@ -118,7 +121,7 @@ def fedala(model, common: FedConfig, hp: FedALAHParams) -> FederatedAlgorithm:
     def init(key: jax.Array, data: FedData) -> FedALAState:
         params = init_params(model, key, data)
         c, ct = data.eval.num_clients, data.train.num_clients
-        top = top_leaves(params, num_layers, hp.fedala_layers)
+        top = top_leaves(params, num_layers, hp.fedala_layers, is_graph(model))
         leaves = jax.tree.leaves(params)
         return FedALAState(round=jnp.zeros((), jnp.int32), server=params, local=stack(params, c),
                            weights=tuple(jnp.ones((c,) + leaves[i].shape, leaves[i].dtype) for i in top),
@@ -129,7 +132,7 @@ def fedala(model, common: FedConfig, hp: FedALAHParams) -> FederatedAlgorithm:
 
     def round_fn(state: FedALAState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
-        top = top_leaves(state.server, num_layers, hp.fedala_layers)
+        top = top_leaves(state.server, num_layers, hp.fedala_layers, is_graph(model))
         glob, opt, scale = round_start(optimizer, common, state, data)
         theta = take_clients(state.local, data.train_index)
         weights = take_clients(state.weights, data.train_index)

@@ -28,7 +28,7 @@ def model_norm(model) -> str:
     return str(getattr(getattr(model, "encoder", model), "norm", "none"))
 
 
-@register("algorithm", "fedbn", tasks=("node_cls", "link_pred"), features="ell",
+@register("algorithm", "fedbn", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell",
           paper="Li, Jiang, Zhang, Kamp, Dou, ICLR 2021, arXiv:2102.07623",
           help="FedBN: everything averaged but the normalisation layers (run with --norm batch), kept per client")
 def fedbn(model, common: FedConfig, hp=None):

@@ -16,6 +16,9 @@ clipping norm). A step is one full-batch pass over the client's subgraph, so the
 Reported metrics (eval_mode auto): each client's model (the new global body + its own head) on its
 own subgraph; `train_loss` is the body phase's first-step loss, `head_train_loss` the head phase's.
 With `fedrep_head_layers` 0 there is no head: FedRep is FedAvg (global model evaluation included).
+Graph tasks (`fgl_jax.nn.graph.GraphClassifier`): the head is the last 1 or 2 Dense layers of the
+model's MLP head after the readout (`head_1`, then `head_0`); every conv layer is body
+(`fgl_jax.federated.fedavg_family.graph_top_mask`).
 Difference from the paper: its Algorithm 1 uses SGD; `--optimizer sgd` gives that update.
 """
 from __future__ import annotations
@@ -34,7 +37,8 @@ from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.config import FedConfig, server_aggregator
-from fgl_jax.federated.fedavg_family import personal_mask
+from fgl_jax.federated.fedavg_family import graph_top_mask, personal_mask
+from fgl_jax.nn.graph import is_graph
 from fgl_jax.registry import register
 from fgl_jax.schema import option
 
@@ -88,7 +92,7 @@ class FedRepState:
     aggregator: PyTree = None  # the server aggregator's state over the body (`fgl_jax.aggregators`)
 
 
-@register("algorithm", "fedrep", tasks=("node_cls", "link_pred"), features="ell", hparams=FedRepHParams,
+@register("algorithm", "fedrep", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=FedRepHParams,
           paper="Collins, Hassani, Mokhtari, Shakkottai, ICML 2021, arXiv:2102.07078",
           help="FedRep: shared body averaged, personal head per client; the head trains first (body frozen), "
                "then the body")
@@ -98,7 +102,11 @@ def fedrep(model, common: FedConfig, hp: FedRepHParams) -> FederatedAlgorithm:
     loss_fn = node_loss_fn(model)
     num_layers = int(getattr(model, "num_layers", 2))
     has_head = hp.fedrep_head_layers > 0
-    if hp.fedrep_head_layers >= num_layers:
+    graph = is_graph(model)
+    if graph and hp.fedrep_head_layers > 2:
+        raise ValueError(f"fedrep_head_layers={hp.fedrep_head_layers}: a graph model's head has 2 Dense layers "
+                         "after the readout; use 1 or 2")
+    if not graph and hp.fedrep_head_layers >= num_layers:
         raise ValueError(f"fedrep_head_layers={hp.fedrep_head_layers} leaves no shared body of the "
                          f"{num_layers}-layer model; use fewer head layers (or algorithm local)")
     if has_head and common.eval_mode.startswith("global_model"):
@@ -106,6 +114,8 @@ def fedrep(model, common: FedConfig, hp: FedRepHParams) -> FederatedAlgorithm:
                          "model; use a local_model_* mode or 'auto'")
 
     def halves(params: PyTree) -> tuple[dict, dict]:   # (head, body)
+        if graph:
+            return split_tree(params, graph_top_mask(params, num_layers, hp.fedrep_head_layers))
         return split_tree(params, personal_mask(params, "fedper", num_layers, hp.fedrep_head_layers))
 
     def init(key: jax.Array, data: FedData) -> FedRepState:

@@ -83,7 +83,7 @@ def envelope_step(loss_fn, inner_steps: int, w: PyTree, theta: PyTree, batch, ke
     return theta, jax.tree.map(lambda a, b: lam * (a - b), w, theta), first
 
 
-@register("algorithm", "pfedme", tasks=("node_cls", "link_pred"), features="ell", hparams=PFedMeHParams,
+@register("algorithm", "pfedme", tasks=("node_cls", "link_pred", "graph_cls", "graph_reg"), features="ell", hparams=PFedMeHParams,
           paper="T. Dinh, Tran, Nguyen, NeurIPS 2020, arXiv:2006.08848",
           help="pFedMe: personal models from Moreau envelopes (lambda), local models follow the envelope's gradient")
 def pfedme(model, common: FedConfig, hp: PFedMeHParams) -> FederatedAlgorithm:

@@ -61,6 +61,37 @@ def is_norm(path) -> bool:
     return any(str(getattr(e, "key", e)).startswith(NORM_PREFIX) for e in path)
 
 
+def graph_top_mask(params: PyTree, num_layers: int, top: int) -> PyTree:
+    """Bool tree: True on the top `top` layers of a graph model (`fgl_jax.nn.graph.GraphClassifier`),
+    counted from the output: its MLP head's `head_1`, `head_0`, then the conv layers from the last
+    (`conv_<i>...` with its `norm_*_<i>`). Its GIN conv names carry two numbers (`conv_<i>_<j>`), so
+    `layer_index` does not order them; FedRep's head and FedALA's top layers on graph tasks use this.
+
+    Args:
+      params: the graph model's parameter tree.
+      num_layers: its conv layer count.
+      top: how many layers from the output are selected.
+    Returns:
+      A bool tree shaped like `params`.
+    """
+    def rank(path) -> int:
+        for e in path:
+            name = str(getattr(e, "key", e))
+            if name in ("head_1", "head_0"):
+                return 0 if name == "head_1" else 1
+            if name.startswith("conv_") or name.startswith(NORM_PREFIX):
+                return 2 + (num_layers - 1 - _conv_number(name))
+        return 2 + num_layers
+    return jax.tree_util.tree_map_with_path(lambda p, _: rank(p) < top, params)
+
+
+def _conv_number(name: str) -> int:
+    """The conv layer i of a graph model's parameter name `conv_<i>`, `conv_<i>_<j>`, `conv_<i>_bias` or
+    `norm_<kind>_<i>`."""
+    parts = name.split("_")
+    return int(parts[1]) if name.startswith("conv_") else int(parts[-1])
+
+
 def personal_mask(params: PyTree, algorithm: str, num_layers: int, personal_layers: int) -> PyTree:
     """Bool pytree: True where a parameter stays with the client."""
     if algorithm == "local":

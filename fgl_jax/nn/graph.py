@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from fgl_jax import ops
+from fgl_jax.nn import layers
 from fgl_jax.nn.models import EMBEDDING
 
 Array = jax.Array
@@ -64,7 +65,10 @@ def flatten_stack(batch) -> tuple:
 
 class GraphClassifier(nn.Module):
     """num_layers GIN (2-layer MLP, eps = 0, GIN-0) or GCN layers with ReLU, a readout, then the head
-    Dense(hidden) - ReLU - dropout - Dense(num_classes). Parameters: conv_i, head_0, head_1.
+    Dense(hidden) - ReLU - dropout - Dense(num_classes). Parameters: conv_i, head_0, head_1, and with
+    `norm` batch or layer a scale and shift per conv layer (`fgl_jax.nn.layers.normalise`, before the
+    ReLU; batch statistics over the real nodes of what is applied: a mini-batch in training, the
+    client's whole stack in evaluation), which FedBN keeps per client.
     The graph embedding (the readout, the head's input) is sown for `apply_with_embedding` (MOON)."""
 
     in_dim: int
@@ -75,6 +79,7 @@ class GraphClassifier(nn.Module):
     conv: str = "gin"
     pooling: str = "sum"
     task: str = "graph_cls"
+    norm: str = "none"        # none | batch | layer after each conv layer
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
@@ -91,7 +96,7 @@ class GraphClassifier(nn.Module):
             else:
                 h = ops.gcn_propagate(nn.Dense(self.hidden, use_bias=False, name=f"conv_{i}")(h), s, r, em, n)
                 h = h + self.param(f"conv_{i}_bias", nn.initializers.zeros, (self.hidden,), jnp.float32)
-            h = nn.relu(h)
+            h = nn.relu(layers.normalise(self, i, h, self.norm, nm))
         g = readout(h, node_graph, nm, num_graphs, self.pooling)
         self.sow("intermediates", EMBEDDING, g)
         out = nn.Dense(self.num_classes, name="head_1")(drop(nn.relu(nn.Dense(self.hidden, name="head_0")(g))))

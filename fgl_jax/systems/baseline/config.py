@@ -342,8 +342,6 @@ class BaselineFields(RunSpec):
         if self.partition_file or self.split_index:
             raise ValueError(f"{'partition_file' if self.partition_file else 'split_index'} assigns nodes; task "
                              f"{self.task} deals whole graphs (partition random or dirichlet)")
-        if self.norm != "none":
-            raise ValueError(f"norm={self.norm!r} normalises the node-level models; task {self.task} uses graph_model")
         if self.attack != "none":
             raise ValueError(f"attack={self.attack!r} is wired for node-level tasks; task {self.task} takes the robust "
                              "aggregators (--aggregator) without an attack")

@@ -98,4 +98,4 @@ def graph_model(cfg, gs: GraphSet) -> GraphClassifier:
     """The configured graph classifier (one output for graph_reg)."""
     return GraphClassifier(in_dim=gs.num_features, hidden=cfg.hidden, num_classes=gs.num_classes or 1,
                            num_layers=cfg.num_layers, dropout=cfg.dropout, conv=cfg.graph_model,
-                           pooling=cfg.graph_pooling, task=cfg.task)
+                           pooling=cfg.graph_pooling, task=cfg.task, norm=cfg.norm)
