@@ -16,6 +16,7 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fgl_jax import ops
 from fgl_jax.nn.models import EMBEDDING
@@ -65,7 +66,12 @@ def flatten_stack(batch) -> tuple:
 class GraphClassifier(nn.Module):
     """num_layers GIN (2-layer MLP, eps = 0, GIN-0) or GCN layers with ReLU, a readout, then the head
     Dense(hidden) - ReLU - dropout - Dense(num_classes). Parameters: conv_i, head_0, head_1.
-    The graph embedding (the readout, the head's input) is sown for `apply_with_embedding` (MOON)."""
+    The graph embedding (the readout, the head's input) is sown for `apply_with_embedding` (MOON).
+
+    Cross-domain sets (`fgl_jax.data.graph_domains`): with `domains` = D class ranges (lo, hi), the
+    last D feature columns are each node's one-hot dataset (read, not fed to the layers) and a graph's
+    logits outside its dataset's range are set to -1e9, so each dataset's block of head_1 is its own
+    head (softmax, loss and argmax over that dataset's classes only)."""
 
     in_dim: int
     hidden: int
@@ -75,11 +81,14 @@ class GraphClassifier(nn.Module):
     conv: str = "gin"
     pooling: str = "sum"
     task: str = "graph_cls"
+    domains: tuple = ()       # cross-domain: ((lo, hi), ...) class range of each dataset
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
         x, s, r, em, node_graph, nm, num_graphs = flatten_stack(batch)
         n = x.shape[0]
+        if self.domains:  # the trailing one-hot dataset columns pick the head, they are no input
+            x, which = x[:, :-len(self.domains)], x[:, -len(self.domains):]
         drop = lambda h: nn.Dropout(self.dropout, deterministic=not train)(h) if self.dropout > 0 else h
         h = x
         for i in range(self.num_layers):
@@ -95,6 +104,12 @@ class GraphClassifier(nn.Module):
         g = readout(h, node_graph, nm, num_graphs, self.pooling)
         self.sow("intermediates", EMBEDDING, g)
         out = nn.Dense(self.num_classes, name="head_1")(drop(nn.relu(nn.Dense(self.hidden, name="head_0")(g))))
+        if self.domains:
+            blocks = np.zeros((len(self.domains), self.num_classes), np.float32)
+            for i, (lo, hi) in enumerate(self.domains):
+                blocks[i, lo:hi] = 1.0
+            own = readout(which, node_graph, nm, num_graphs, "max") @ jnp.asarray(blocks)   # [G, K]
+            out = jnp.where(own > 0, out, -1e9)
         out = out.reshape(batch.y.shape + (self.num_classes,))
         return out[..., 0] if self.task == "graph_reg" else out
 
