@@ -6,7 +6,8 @@
         --seeds 0 1 2 --rounds 20
 
 What is shared, by construction: fgl_jax loads the TU files, deals the graphs to clients by label
-skew (Dirichlet beta, partition seed 0) and splits each client's graphs with OpenFGL's per-client
+skew (Dirichlet beta, the first partition seed from 0 whose every client holds a validation and a
+test graph) and splits each client's graphs with OpenFGL's per-client
 80/10/10 split (split seed = the run's seed); the client of every graph and the masks are written
 into OpenFGL's graph_fl cache (`run_openfgl_graph_fl.py`), where OpenFGL's own TUDataset (from the
 same TU files) is cut into exactly those clients and splits. Both sides: a 2-layer GIN of width
@@ -55,16 +56,33 @@ def openfgl_tu_path(data_dir: Path, name: str) -> str:
     return str(d if d.is_dir() else data_dir / "tu" / f"{name}.zip")
 
 
-def export(cfg, gs, path: Path) -> dict:
-    """The client of every graph and the per-client split of fgl_jax's run of `cfg` (the same
-    functions `prepare` calls), for run_openfgl_graph_fl.py; returns the clients' sizes."""
+def split_masks(cfg, gs):
+    """(assignment, masks) of fgl_jax's run of `cfg`: the same functions `prepare` calls."""
     from fgl_jax.systems.baseline.graph_fl import OPENFGL_GRAPH_FRACTIONS, graph_assignment
     from fgl_jax.partition.graphs import per_client_graph_split
     assignment = graph_assignment(gs, cfg)
-    masks = per_client_graph_split(gs.y, assignment, cfg.clients, OPENFGL_GRAPH_FRACTIONS, cfg.split_seed)
+    return assignment, per_client_graph_split(gs.y, assignment, cfg.clients, OPENFGL_GRAPH_FRACTIONS, cfg.split_seed)
+
+
+def usable_partition_seed(cfg, gs, tries: int = 50) -> int:
+    """The first partition seed from 0 whose clients all hold a validation and a test graph: OpenFGL's
+    evaluation raises on a client with an empty split (sklearn's accuracy of no samples), which the
+    label skew gives small clients (OpenFGL's own simulation redraws below `least_samples` graphs)."""
+    for seed in range(tries):
+        c = cfg.replace(partition_seed=seed)
+        assignment, masks = split_masks(c, gs)
+        if all(masks[s][assignment == k].any() for s in ("val", "test") for k in range(cfg.clients)):
+            return seed
+    raise RuntimeError(f"no partition seed in 0..{tries - 1} gives every client a validation and a test graph")
+
+
+def export(cfg, gs, path: Path) -> dict:
+    """The client of every graph and the per-client split of fgl_jax's run of `cfg` (the same
+    functions `prepare` calls), for run_openfgl_graph_fl.py; returns the clients' sizes."""
+    assignment, masks = split_masks(cfg, gs)
     np.savez(path, assignment=assignment.astype(np.int64), y=np.asarray(gs.y, np.int64),
              **{f"{k}_mask": v for k, v in masks.items()})
-    return {"graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist(),
+    return {"partition_seed": cfg.partition_seed, "graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist(),
             "test_graphs": int(masks["test"].sum())}
 
 
@@ -156,6 +174,7 @@ def main(argv=None) -> None:
                                 **extra)
                 for seed in a.seeds:
                     c = cfg.replace(split_seed=seed, seed=seed)
+                    c = c.replace(partition_seed=usable_partition_seed(c, prepare(c).graph))
                     prep = prepare(c)
                     algorithm = algorithm_from_config(c, prep.graph)
                     work = Path(tmp) / f"{ds}_{algo}_{seed}"
@@ -214,7 +233,7 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
                          "cpu speed-up": f"{oc / fc:.1f}x",
                          "load avg": f"{np.mean([r['loadavg'][0] for r in mine]):.1f}"})
     md = table(rows, disable_numparse=True)
-    notes = ["", f"Setting: {a['clients']} clients, label skew Dirichlet {a['beta']} (fgl_jax's draw, partition seed 0), "
+    notes = ["", f"Setting: {a['clients']} clients, label skew Dirichlet {a['beta']} (fgl_jax's draw, the first partition seed from 0 that leaves every client a validation and a test graph, as OpenFGL's evaluation needs: `partition_seed` in each run), "
              "OpenFGL's per-client 80/10/10 split drawn by fgl_jax (split seed = run seed), both exported to OpenFGL; "
              f"GIN 2 layers x {a['hidden']}, dropout {a['dropout']}, Adam lr {a['lr']}, weight decay {a['weight_decay']}, "
              f"{a['local_epochs']} local epochs over mini-batches of {a['batch_size']} graphs, {a['rounds']} rounds, "

@@ -75,7 +75,9 @@ def _algorithms() -> list[str]:
 class BaselineFields(RunSpec):
     """Everything that determines a baseline run (dataset -> split -> partition -> train)."""
 
-    dataset: str = option("csbm", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory; csbm is built in")
+    dataset: str = option("csbm", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory; csbm is "
+                          "built in; with --partition cross_domain a group of TU sets (chem, biochem, social, "
+                          "biochem_social) or names joined by commas")
     algorithm: str = option("fedavg", "FL algorithm", choices=_algorithms)
     model: str = option("gcn", "GNN model", choices=lambda: registry.names("model"))
     hidden: int = option(64, "hidden width of the model", low=1)
