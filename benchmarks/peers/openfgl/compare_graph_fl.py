@@ -123,7 +123,7 @@ def main(argv=None) -> None:
     ap.add_argument("--local-epochs", type=int, default=3, help="local epochs per round (OpenFGL's default 3)")
     ap.add_argument("--batch-size", type=int, default=128, help="graphs per mini-batch (OpenFGL's default 128)")
     ap.add_argument("--hidden", type=int, default=64, help="hidden width (OpenFGL's default 64)")
-    ap.add_argument("--dropout", type=float, default=0.5, help="dropout (OpenFGL's default 0.5)")
+    ap.add_argument("--dropout", type=float, default=0.5, help="dropout rate (OpenFGL's default 0.5)")
     ap.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (OpenFGL's default 0.01)")
     ap.add_argument("--weight-decay", type=float, default=5e-4, help="L2 weight decay (OpenFGL's default 5e-4)")
     ap.add_argument("--prox-mu", type=float, default=1e-3, help="FedProx mu (OpenFGL's fedprox_config default)")
