@@ -58,10 +58,8 @@ def openfgl_tu_path(data_dir: Path, name: str) -> str:
 
 def split_masks(cfg, gs):
     """(assignment, masks) of fgl_jax's run of `cfg`: the same functions `prepare` calls."""
-    from fgl_jax.systems.baseline.graph_fl import OPENFGL_GRAPH_FRACTIONS, graph_assignment
-    from fgl_jax.partition.graphs import per_client_graph_split
-    assignment = graph_assignment(gs, cfg)
-    return assignment, per_client_graph_split(gs.y, assignment, cfg.clients, OPENFGL_GRAPH_FRACTIONS, cfg.split_seed)
+    from fgl_jax.systems.baseline import graph_split
+    return graph_split(cfg, gs)
 
 
 def usable_partition_seed(cfg, gs, tries: int = 50) -> int:

@@ -74,15 +74,29 @@ def task_targets(gs: GraphSet, task: str) -> GraphSet:
     return dataclasses.replace(gs, y=values[gs.y], num_classes=0)
 
 
+def graph_split(cfg, gs: GraphSet) -> tuple[np.ndarray, dict]:
+    """The configured run's client of every graph and per-client split (what `prepare` packs; the
+    OpenFGL harness exports the same arrays).
+
+    Args:
+        cfg: the run's RunConfig (partition, clients, seeds, split fractions, task).
+        gs: its graph set (`load_graph_set(cfg)`, after `task_targets`).
+
+    Returns:
+        (assignment int32 [G], {"train", "val", "test"}: bool [G] masks).
+    """
+    assignment = graph_assignment(gs, cfg)
+    fracs = (cfg.train_frac, cfg.val_frac, cfg.test_frac) if cfg.split == "per_client" else OPENFGL_GRAPH_FRACTIONS
+    return assignment, per_client_graph_split(gs.y, assignment, cfg.clients, fracs, cfg.split_seed,
+                                              by_class=cfg.task == "graph_cls")
+
+
 def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     """(GraphSet, FedData, report) of the configured graph-level run."""
     gs = task_targets(check_graph_set(gs if gs is not None else load_graph_set(cfg)), cfg.task)
     if cfg.clients > gs.num_graphs:
         raise ValueError(f"clients={cfg.clients} is more than the {gs.num_graphs} graphs of {gs.name!r}")
-    assignment = graph_assignment(gs, cfg)
-    fracs = (cfg.train_frac, cfg.val_frac, cfg.test_frac) if cfg.split == "per_client" else OPENFGL_GRAPH_FRACTIONS
-    masks = per_client_graph_split(gs.y, assignment, cfg.clients, fracs, cfg.split_seed,
-                                   by_class=cfg.task == "graph_cls")
+    assignment, masks = graph_split(cfg, gs)
     clients = cfg.clients
     if registry.algorithm(cfg.algorithm).data == "full_graph":  # centralised: one client, the same split
         assignment, clients = np.zeros_like(assignment), 1
