@@ -16,6 +16,7 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fgl_jax import ops
 from fgl_jax.nn import layers
@@ -69,7 +70,12 @@ class GraphClassifier(nn.Module):
     `norm` batch or layer a scale and shift per conv layer (`fgl_jax.nn.layers.normalise`, before the
     ReLU; batch statistics over the real nodes of what is applied: a mini-batch in training, the
     client's whole stack in evaluation), which FedBN keeps per client.
-    The graph embedding (the readout, the head's input) is sown for `apply_with_embedding` (MOON)."""
+    The graph embedding (the readout, the head's input) is sown for `apply_with_embedding` (MOON).
+
+    Cross-domain sets (`fgl_jax.data.graph_domains`): with `domains` = D class ranges (lo, hi), the
+    last D feature columns are each node's one-hot dataset (read, not fed to the layers) and a graph's
+    logits outside its dataset's range are set to -1e9, so each dataset's block of head_1 is its own
+    head (softmax, loss and argmax over that dataset's classes only)."""
 
     in_dim: int
     hidden: int
@@ -80,11 +86,14 @@ class GraphClassifier(nn.Module):
     pooling: str = "sum"
     task: str = "graph_cls"
     norm: str = "none"        # none | batch | layer after each conv layer
+    domains: tuple = ()       # cross-domain: ((lo, hi), ...) class range of each dataset
 
     @nn.compact
     def __call__(self, batch, train: bool = False):
         x, s, r, em, node_graph, nm, num_graphs = flatten_stack(batch)
         n = x.shape[0]
+        if self.domains:  # the trailing one-hot dataset columns pick the head, they are no input
+            x, which = x[:, :-len(self.domains)], x[:, -len(self.domains):]
         drop = lambda h: nn.Dropout(self.dropout, deterministic=not train)(h) if self.dropout > 0 else h
         h = x
         for i in range(self.num_layers):
@@ -100,6 +109,12 @@ class GraphClassifier(nn.Module):
         g = readout(h, node_graph, nm, num_graphs, self.pooling)
         self.sow("intermediates", EMBEDDING, g)
         out = nn.Dense(self.num_classes, name="head_1")(drop(nn.relu(nn.Dense(self.hidden, name="head_0")(g))))
+        if self.domains:
+            blocks = np.zeros((len(self.domains), self.num_classes), np.float32)
+            for i, (lo, hi) in enumerate(self.domains):
+                blocks[i, lo:hi] = 1.0
+            own = readout(which, node_graph, nm, num_graphs, "max") @ jnp.asarray(blocks)   # [G, K]
+            out = jnp.where(own > 0, out, -1e9)
         out = out.reshape(batch.y.shape + (self.num_classes,))
         return out[..., 0] if self.task == "graph_reg" else out
 

@@ -52,6 +52,8 @@ PARTITION_OPTIONS = {"dirichlet_beta": ("dirichlet", "community_dirichlet"),
                      "communities": ("community_dirichlet",)}
 TASKS = ("node_cls", "link_pred", "graph_cls", "graph_reg")
 GRAPH_TASKS = ("graph_cls", "graph_reg")
+# graph-level simulations that deal whole graphs only (docs/graph_fl.md); random and dirichlet serve both levels
+GRAPH_PARTITIONS = ("topology_skew", "feature_skew", "cross_domain")
 # node-level options a graph-level task refuses when changed (they perturb or split nodes)
 NODE_ONLY = ("feature_sparsity", "feature_noise", "topology_sparsity", "topology_noise", "label_sparsity",
              "label_noise", "num_train_per_class", "num_val")
@@ -73,7 +75,9 @@ def _algorithms() -> list[str]:
 class BaselineFields(RunSpec):
     """Everything that determines a baseline run (dataset -> split -> partition -> train)."""
 
-    dataset: str = option("csbm", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory; csbm is built in")
+    dataset: str = option("csbm", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory; csbm is "
+                          "built in; with --partition cross_domain a group of TU sets (chem, biochem, social, "
+                          "biochem_social) or names joined by commas")
     algorithm: str = option("fedavg", "FL algorithm", choices=_algorithms)
     model: str = option("gcn", "GNN model", choices=lambda: registry.names("model"))
     hidden: int = option(64, "hidden width of the model", low=1)
@@ -83,8 +87,11 @@ class BaselineFields(RunSpec):
                        "client's nodes, the batch's statistics in training and evaluation), layer (each node "
                        "over its features); FedBN keeps its parameters local", choices=("none", "batch", "layer"))
     clients: int = option(5, "number of clients", low=1)
-    partition: str = option("random", "how nodes are split over clients",
-                            choices=lambda: registry.names("partition"))
+    partition: str = option("random", "how nodes are split over clients (graph_cls / graph_reg: how whole graphs "
+                            "are dealt: random, dirichlet = label skew, topology_skew = sorted by mean degree, "
+                            "feature_skew = sorted by mean feature value, cross_domain = one dataset per client, "
+                            "--dataset a group chem / biochem / social / biochem_social or a comma list)",
+                            choices=lambda: registry.names("partition") + list(GRAPH_PARTITIONS))
     partition_file: str = option("", "a file holding one client id per node (.npy, .txt or .csv; "
                                  "fgl_jax.partition.from_file): the run uses exactly that partition instead of "
                                  "--partition (e.g. to reproduce OpenFGL's clients)")
@@ -259,6 +266,9 @@ class BaselineFields(RunSpec):
         elif self.task in GRAPH_TASKS:
             self._check_graph_task()
         else:
+            if self.partition in GRAPH_PARTITIONS:
+                raise ValueError(f"partition={self.partition!r} deals whole graphs (task graph_cls / graph_reg), not "
+                                 f"the nodes of task {self.task!r}")
             for name in ("graph_model", "graph_pooling", "graph_batch_size"):
                 default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
                 if getattr(self, name) != default:
@@ -323,9 +333,13 @@ class BaselineFields(RunSpec):
             able = [e.name for e in registry.entries("algorithm") if self.task in e.spec.tasks]
             raise ValueError(f"task {self.task}: algorithm {self.algorithm!r} needs node-level structure (it serves "
                              f"{', '.join(tasks)}); graph-level algorithms: {', '.join(able)}")
-        if self.partition not in ("random", "dirichlet"):
+        if self.partition not in ("random", "dirichlet") + GRAPH_PARTITIONS:
             raise ValueError(f"partition={self.partition!r} splits nodes; task {self.task} deals whole graphs: use "
-                             "random (uniform) or dirichlet (label skew over graph labels, dirichlet_beta)")
+                             "random (uniform), dirichlet (label skew over graph labels, dirichlet_beta), "
+                             "topology_skew, feature_skew or cross_domain")
+        if self.partition == "cross_domain" and self.task != "graph_cls":
+            raise ValueError("partition cross_domain joins classification sets, each with its own classes: use task "
+                             "graph_cls")
         if self.task == "graph_reg" and self.partition == "dirichlet":
             raise ValueError("partition dirichlet skews class labels; task graph_reg has none (use random)")
         if self.split not in ("standard", "openfgl", "per_client"):

@@ -14,23 +14,51 @@ import numpy as np
 
 from fgl_jax import registry
 from fgl_jax.data import load, source
+from fgl_jax.data.graph_domains import combine_graph_sets, domain_group
 from fgl_jax.data.tu import GraphSet, check_graph_set
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.graph_batch import GraphBatch, pack_clients, select_graph_clients
 from fgl_jax.nn.graph import GraphClassifier
-from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, per_client_graph_split,
+from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, domain_partition, mean_degree,
+                                      mean_feature, per_client_graph_split, sorted_segment_partition,
                                       uniform_graph_partition)
 
 OPENFGL_GRAPH_FRACTIONS = (0.8, 0.1, 0.1)   # openfgl/task/graph_cls.py default_train_val_test_split
 
 
 def load_graph_set(cfg) -> GraphSet:
-    """The run's set of graphs; any other kind of dataset is refused in one line."""
-    src = source(cfg.dataset, cfg.data_dir)
+    """The run's set of graphs; any other kind of dataset is refused in one line. With partition
+    cross_domain, `cfg.dataset` is a group or a comma list and the sets are joined
+    (`fgl_jax.data.graph_domains`; meta["domain"] holds each graph's dataset)."""
+    if cfg.partition == "cross_domain":
+        gs, domain = combine_graph_sets([_load_one(name, cfg) for name in domain_group(cfg.dataset)])
+        gs.meta["domain"] = domain
+        return gs
+    return _load_one(cfg.dataset, cfg)
+
+
+def _load_one(name: str, cfg) -> GraphSet:
+    src = source(name, cfg.data_dir)
     if src.kind != "graphs":
         raise ValueError(f"task {cfg.task}: dataset {src.label} is a {src.kind} dataset, not a set of graphs (the TU "
                          "sets, kind 'graphs' in `fgl-jax datasets`, or a TU directory / zip)")
-    return load(cfg.dataset, data_dir=cfg.data_dir)
+    return load(name, data_dir=cfg.data_dir)
+
+
+def graph_assignment(gs: GraphSet, cfg) -> np.ndarray:
+    """int32 [G]: the configured simulation's client of every graph (`fgl_jax.partition.graphs`)."""
+    if cfg.partition == "dirichlet":
+        return dirichlet_graph_partition(gs.y, cfg.clients, cfg.dirichlet_beta, cfg.partition_seed)
+    if cfg.partition == "topology_skew":
+        return sorted_segment_partition(mean_degree(gs), cfg.clients)
+    if cfg.partition == "feature_skew":
+        return sorted_segment_partition(mean_feature(gs), cfg.clients)
+    if cfg.partition == "cross_domain":
+        if "domain" not in gs.meta:
+            raise ValueError(f"partition cross_domain: graph set {gs.name!r} was not joined from several datasets "
+                             "(give --dataset a group such as chem or a comma list)")
+        return domain_partition(gs.meta["domain"], cfg.clients, cfg.partition_seed)
+    return uniform_graph_partition(gs.num_graphs, cfg.clients, cfg.partition_seed)
 
 
 def task_targets(gs: GraphSet, task: str) -> GraphSet:
@@ -46,18 +74,29 @@ def task_targets(gs: GraphSet, task: str) -> GraphSet:
     return dataclasses.replace(gs, y=values[gs.y], num_classes=0)
 
 
+def graph_split(cfg, gs: GraphSet) -> tuple[np.ndarray, dict]:
+    """The configured run's client of every graph and per-client split (what `prepare` packs; the
+    OpenFGL harness exports the same arrays).
+
+    Args:
+        cfg: the run's RunConfig (partition, clients, seeds, split fractions, task).
+        gs: its graph set (`load_graph_set(cfg)`, after `task_targets`).
+
+    Returns:
+        (assignment int32 [G], {"train", "val", "test"}: bool [G] masks).
+    """
+    assignment = graph_assignment(gs, cfg)
+    fracs = (cfg.train_frac, cfg.val_frac, cfg.test_frac) if cfg.split == "per_client" else OPENFGL_GRAPH_FRACTIONS
+    return assignment, per_client_graph_split(gs.y, assignment, cfg.clients, fracs, cfg.split_seed,
+                                              by_class=cfg.task == "graph_cls")
+
+
 def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     """(GraphSet, FedData, report) of the configured graph-level run."""
     gs = task_targets(check_graph_set(gs if gs is not None else load_graph_set(cfg)), cfg.task)
     if cfg.clients > gs.num_graphs:
         raise ValueError(f"clients={cfg.clients} is more than the {gs.num_graphs} graphs of {gs.name!r}")
-    if cfg.partition == "dirichlet":
-        assignment = dirichlet_graph_partition(gs.y, cfg.clients, cfg.dirichlet_beta, cfg.partition_seed)
-    else:
-        assignment = uniform_graph_partition(gs.num_graphs, cfg.clients, cfg.partition_seed)
-    fracs = (cfg.train_frac, cfg.val_frac, cfg.test_frac) if cfg.split == "per_client" else OPENFGL_GRAPH_FRACTIONS
-    masks = per_client_graph_split(gs.y, assignment, cfg.clients, fracs, cfg.split_seed,
-                                   by_class=cfg.task == "graph_cls")
+    assignment, masks = graph_split(cfg, gs)
     clients = cfg.clients
     if registry.algorithm(cfg.algorithm).data == "full_graph":  # centralised: one client, the same split
         assignment, clients = np.zeros_like(assignment), 1
@@ -75,6 +114,9 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     report = {"graphs_per_client": np.bincount(assignment, minlength=clients).tolist(),
               "train_graphs_per_client": [int((masks["train"] & (assignment == c)).sum()) for c in range(clients)],
               "train_batch": shape(train_batch), "eval_batch": shape(eval_batch)}
+    if "domains" in gs.meta:
+        report["datasets"] = list(gs.meta["domains"])
+        report["class_blocks"] = [list(b) for b in gs.meta["class_blocks"]]
     if gs.num_classes:
         report["labels_per_client"] = [np.bincount(gs.y[assignment == c], minlength=gs.num_classes).tolist()
                                        for c in range(clients)]
@@ -96,6 +138,7 @@ def make_graph_fed_data(eval_batch: GraphBatch, train_batch: GraphBatch):
 
 def graph_model(cfg, gs: GraphSet) -> GraphClassifier:
     """The configured graph classifier (one output for graph_reg)."""
-    return GraphClassifier(in_dim=gs.num_features, hidden=cfg.hidden, num_classes=gs.num_classes or 1,
+    domains = tuple(gs.meta.get("class_blocks", ()))
+    return GraphClassifier(in_dim=gs.num_features - len(domains), hidden=cfg.hidden, num_classes=gs.num_classes or 1,
                            num_layers=cfg.num_layers, dropout=cfg.dropout, conv=cfg.graph_model,
-                           pooling=cfg.graph_pooling, task=cfg.task, norm=cfg.norm)
+                           pooling=cfg.graph_pooling, task=cfg.task, norm=cfg.norm, domains=domains)

@@ -1,0 +1,255 @@
+"""fgl_jax vs OpenFGL 1.1.0 on graph-level FL (graph classification), same clients and same split
+(outside CI; never imported by tests). The harness pattern of compare.py:
+
+    FGL_JAX_DATA=/work/shared/data nice python -m benchmarks.peers.openfgl.compare_graph_fl \
+        --venv /work/peers/openfgl-venv --datasets PROTEINS IMDB-BINARY NCI1 --algorithms fedavg fedprox \
+        --seeds 0 1 2 --rounds 20
+
+What is shared, by construction: fgl_jax loads the TU files, deals the graphs to clients by label
+skew (Dirichlet beta, the first partition seed from 0 whose every client holds a validation and a
+test graph) and splits each client's graphs with OpenFGL's per-client
+80/10/10 split (split seed = the run's seed); the client of every graph and the masks are written
+into OpenFGL's graph_fl cache (`run_openfgl_graph_fl.py`), where OpenFGL's own TUDataset (from the
+same TU files) is cut into exactly those clients and splits. Both sides: a 2-layer GIN of width
+`hidden`, dropout, Adam with lr and L2 weight decay, `local_epochs` epochs over mini-batches of
+`batch_size` training graphs in a fixed order, the same rounds, each client's model on its own data,
+per-client accuracy weighted by the client's graph count, the round of best validation accuracy
+(first maximum) reported. What differs is in DIFFERENCES and in the record's notes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.peers.openfgl.compare import DEFAULT_VENV, HERE, machine_info, mean_sd
+
+ALGORITHMS = {"fedavg": "fedavg", "fedprox": "fedprox", "local": "isolate"}
+DATASETS = ("PROTEINS", "NCI1", "IMDB-BINARY", "IMDB-MULTI", "ENZYMES", "BZR", "COX2", "PTC_MR", "AIDS")
+
+DIFFERENCES = [
+    "Model: OpenFGL's GIN (openfgl/model/gin.py) has learnable eps (train_eps), an MLP Linear(in, 2h) - "
+    "BatchNorm - ReLU - Linear(2h, h) per layer, BatchNorm + ReLU + dropout after each layer, sum "
+    "readout, then Linear(h, h) - BatchNorm - ReLU - dropout - Linear(h, classes). fgl_jax's "
+    "GraphClassifier is GIN-0 (eps = 0), MLP Linear(in, h) - ReLU - Linear(h, h), ReLU, dropout "
+    "between layers, no batch norm, a mean readout (its default: sum without batch norm diverges at "
+    "lr 0.01, docs/graph_fl.md), then Linear(h, h) - ReLU - dropout - Linear(h, classes). fgl_jax has "
+    "no batch norm in its graph model; the accuracies compare two architectures on one split.",
+    "Features: PyG's TUDataset puts node attributes before the one-hot node labels, fgl_jax after (same "
+    "columns, another order); IMDB: both one-hot degrees up to the set's largest degree.",
+    "FedAvg weights: OpenFGL a client's number of graphs (all splits), fgl_jax its training graphs.",
+    "Initialisation and dropout masks come from different RNGs (torch vs JAX); OpenFGL evaluates after "
+    "the clients' local training (local_model_on_local_data) as fgl_jax does.",
+]
+
+
+def openfgl_tu_path(data_dir: Path, name: str) -> str:
+    """The TU directory or zip of `name` in the shared data (what PyG's TUDataset gets as raw files)."""
+    d = data_dir / "tu" / name
+    return str(d if d.is_dir() else data_dir / "tu" / f"{name}.zip")
+
+
+def split_masks(cfg, gs):
+    """(assignment, masks) of fgl_jax's run of `cfg`: the same functions `prepare` calls."""
+    from fgl_jax.systems.baseline import graph_split
+    return graph_split(cfg, gs)
+
+
+def usable_partition_seed(cfg, gs, tries: int = 50) -> int:
+    """The first partition seed from 0 whose clients all hold a validation and a test graph: OpenFGL's
+    evaluation raises on a client with an empty split (sklearn's accuracy of no samples), which the
+    label skew gives small clients (OpenFGL's own simulation redraws below `least_samples` graphs)."""
+    for seed in range(tries):
+        c = cfg.replace(partition_seed=seed)
+        assignment, masks = split_masks(c, gs)
+        if all(masks[s][assignment == k].any() for s in ("val", "test") for k in range(cfg.clients)):
+            return seed
+    raise RuntimeError(f"no partition seed in 0..{tries - 1} gives every client a validation and a test graph")
+
+
+def export(cfg, gs, path: Path) -> dict:
+    """The client of every graph and the per-client split of fgl_jax's run of `cfg` (the same
+    functions `prepare` calls), for run_openfgl_graph_fl.py; returns the clients' sizes."""
+    assignment, masks = split_masks(cfg, gs)
+    np.savez(path, assignment=assignment.astype(np.int64), y=np.asarray(gs.y, np.int64),
+             **{f"{k}_mask": v for k, v in masks.items()})
+    return {"partition_seed": cfg.partition_seed, "graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist(),
+            "test_graphs": int(masks["test"].sum())}
+
+
+def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
+    import jax
+    from fgl_jax import run
+    c0 = time.process_time()
+    res = run(algorithm, prep.data, jax.random.key(seed), rounds)
+    cpu = time.process_time() - c0
+    return {"best_val": float(res.best["best_val"]), "best_test": float(res.best["best_test"]),
+            "best_round": int(res.best["best_round"]), "final_test": float(res.history["test_acc"][-1]),
+            "test_history": [float(v) for v in res.history["test_acc"]], "rounds": res.rounds_run,
+            "compile_seconds": float(res.compile_seconds), "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run,
+            "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run}
+
+
+def run_openfgl(work: Path, job: dict, venv_python: Path) -> dict:
+    (work / "job.json").write_text(json.dumps(job))
+    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
+    proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl_graph_fl.py"), str(work / "job.json"),
+                           str(work / "result.json")], capture_output=True, text=True, env=env)
+    if proc.returncode:
+        raise RuntimeError(f"OpenFGL failed ({job['openfgl_algorithm']}, {job['openfgl_dataset']}, seed "
+                           f"{job['seed']}):\n{proc.stderr[-3000:]}")
+    return json.loads((work / "result.json").read_text())
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=["PROTEINS", "NCI1", "IMDB-BINARY"], choices=DATASETS,
+                    help="TU sets of the shared data (OpenFGL's names)")
+    ap.add_argument("--algorithms", nargs="+", default=["fedavg", "fedprox"], choices=sorted(ALGORITHMS),
+                    help="fgl_jax names (OpenFGL's: fedavg, fedprox, isolate)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="run seeds (= fgl_jax split seeds)")
+    ap.add_argument("--rounds", type=int, default=20, help="communication rounds on both sides")
+    ap.add_argument("--clients", type=int, default=10, help="number of clients")
+    ap.add_argument("--beta", type=float, default=0.5, help="label-skew Dirichlet concentration")
+    ap.add_argument("--local-epochs", type=int, default=3, help="local epochs per round (OpenFGL's default 3)")
+    ap.add_argument("--batch-size", type=int, default=128, help="graphs per mini-batch (OpenFGL's default 128)")
+    ap.add_argument("--hidden", type=int, default=64, help="hidden width (OpenFGL's default 64)")
+    ap.add_argument("--dropout", type=float, default=0.5, help="dropout rate (OpenFGL's default 0.5)")
+    ap.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (OpenFGL's default 0.01)")
+    ap.add_argument("--weight-decay", type=float, default=5e-4, help="L2 weight decay (OpenFGL's default 5e-4)")
+    ap.add_argument("--prox-mu", type=float, default=1e-3, help="FedProx mu (OpenFGL's fedprox_config default)")
+    ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout")
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads per side")
+    ap.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)), help="OpenFGL's venv")
+    ap.add_argument("--out", default=str(HERE / "results_graph_fl"), help="stem of the record <out>.json / .md")
+    ap.add_argument("--render-only", action="store_true", help="rewrite <out>.md from <out>.json, running nothing")
+    ap.add_argument("--merge", action="store_true", help="keep the record's runs of other (dataset, algorithm, seed) "
+                    "cells (same settings) and add this invocation's")
+    a = ap.parse_args(argv)
+    if a.render_only:
+        from fgl_jax import records
+        rec = records.read(Path(a.out).with_suffix(".json"))
+        payload = {k: v for k, v in rec["metrics"].items() if k != "rows"}
+        render(payload, rec["config"], Path(a.out), rec["provenance"])
+        return
+    venv_python = Path(a.venv) / "bin" / "python"
+    if not venv_python.exists():
+        sys.exit(f"OpenFGL venv missing at {a.venv}: run benchmarks/peers/openfgl/setup.sh {a.venv} first")
+    if a.threads == 1 and "jax" not in sys.modules:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    from fgl_jax import RunConfig, records, resolve_data_dir
+    from fgl_jax.systems.baseline import algorithm_from_config, prepare
+
+    started = time.time()
+    info = machine_info()
+    data_dir = Path(resolve_data_dir(None))
+    runs, i, sizes = [], 0, {}
+    settings = vars(a)
+    if a.merge and Path(a.out).with_suffix(".json").exists():
+        old = records.read(Path(a.out).with_suffix(".json"))
+        mine = {(d, al, s) for d in a.datasets for al in a.algorithms for s in a.seeds}
+        runs = [r for r in old["metrics"]["runs"] if (r["dataset"], r["algorithm"], r["seed"]) not in mine]
+        for key in ("datasets", "algorithms", "seeds"):
+            settings = {**settings, key: list(dict.fromkeys(old["config"][key] + settings[key]))}
+        info["loadavg_start"] = old["metrics"]["machine"]["loadavg_start"]
+    with tempfile.TemporaryDirectory(prefix="openfgl_gfl_") as tmp:
+        for ds in a.datasets:
+            fgl_name = "MUTAG_TU" if ds == "MUTAG" else ds
+            for algo in a.algorithms:
+                extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else {}
+                cfg = RunConfig(dataset=fgl_name, algorithm=algo, task="graph_cls", clients=a.clients,
+                                partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
+                                graph_pooling=a.pooling, graph_batch_size=a.batch_size, hidden=a.hidden, num_layers=2,
+                                dropout=a.dropout, local_steps=a.local_epochs, lr=a.lr, weight_decay=a.weight_decay,
+                                rounds=a.rounds, eval_mode="local_model_on_local_data", eval_average="client_nodes",
+                                **extra)
+                for seed in a.seeds:
+                    c = cfg.replace(split_seed=seed, seed=seed)
+                    c = c.replace(partition_seed=usable_partition_seed(c, prepare(c).graph))
+                    prep = prepare(c)
+                    algorithm = algorithm_from_config(c, prep.graph)
+                    work = Path(tmp) / f"{ds}_{algo}_{seed}"
+                    work.mkdir(parents=True)
+                    sizes[(ds, seed)] = export(c, prep.graph, work / "arrays.npz")
+                    job = {"root": str(work / "root"), "tu_path": openfgl_tu_path(data_dir, ds),
+                           "arrays": str(work / "arrays.npz"), "openfgl_dataset": ds,
+                           "openfgl_algorithm": ALGORITHMS[algo], "clients": a.clients, "beta": a.beta,
+                           "rounds": a.rounds, "hidden": a.hidden, "num_layers": 2, "dropout": a.dropout,
+                           "lr": a.lr, "weight_decay": a.weight_decay, "local_epochs": a.local_epochs,
+                           "batch_size": a.batch_size, "seed": seed, "prox_mu": a.prox_mu, "threads": a.threads}
+                    sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
+                             ("openfgl", lambda: run_openfgl(work, job, venv_python))]
+                    if i % 2:   # alternate which side runs first
+                        sides.reverse()
+                    rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
+                           "loadavg": list(os.getloadavg()), **sizes[(ds, seed)]}
+                    for name, fn in sides:
+                        rec[name] = fn()
+                    runs.append(rec)
+                    i += 1
+                    print(f"{ds} {algo} seed {seed}: fgl_jax test acc {rec['fgl_jax']['best_test']:.4f} "
+                          f"({rec['fgl_jax']['ms_per_round']:.0f} ms/round), OpenFGL {rec['openfgl']['best_test']:.4f} "
+                          f"({rec['openfgl']['ms_per_round']:.0f} ms/round)", flush=True)
+                    # the record after every run: a run cut short still leaves what it measured
+                    info["loadavg_end"] = list(os.getloadavg())
+                    render({"runs": runs, "machine": info, "differences": DIFFERENCES}, settings, Path(a.out),
+                           records.provenance(started=started))
+
+
+def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
+    """The record <out>.json and its table <out>.md from the runs (`--render-only` redoes them)."""
+    from fgl_jax import records, table
+    runs, info = payload["runs"], payload["machine"]
+    rows = []
+    for ds in a["datasets"]:
+        for algo in a["algorithms"]:
+            mine = [r for r in runs if (r["dataset"], r["algorithm"]) == (ds, algo)]
+            if not mine:
+                continue
+            fa, fs = mean_sd([100 * r["fgl_jax"]["best_test"] for r in mine])
+            oa, os_ = mean_sd([100 * r["openfgl"]["best_test"] for r in mine])
+            ff, _ = mean_sd([100 * r["fgl_jax"]["final_test"] for r in mine])
+            of, _ = mean_sd([100 * r["openfgl"]["final_test"] for r in mine])
+            ft, _ = mean_sd([r["fgl_jax"]["ms_per_round"] for r in mine])
+            ot, _ = mean_sd([r["openfgl"]["ms_per_round"] for r in mine])
+            fc, _ = mean_sd([r["fgl_jax"]["cpu_ms_per_round"] for r in mine])
+            oc, _ = mean_sd([r["openfgl"]["cpu_ms_per_round"] for r in mine])
+            rows.append({"dataset": ds, "algorithm": f"{algo} / {ALGORITHMS[algo]}", "seeds": len(mine),
+                         "fgl_jax test acc %": f"{fa:.2f} ± {fs:.2f}", "OpenFGL test acc %": f"{oa:.2f} ± {os_:.2f}",
+                         "diff (pts)": f"{fa - oa:+.2f}",
+                         "last-round test acc % fgl_jax / OpenFGL": f"{ff:.2f} / {of:.2f}",
+                         "best rounds fgl_jax / OpenFGL": " ".join(str(r["fgl_jax"]["best_round"]) for r in mine)
+                         + " / " + " ".join(str(r["openfgl"]["best_round"]) for r in mine),
+                         "fgl_jax ms/round": f"{ft:.1f}", "OpenFGL ms/round": f"{ot:.1f}", "speed-up": f"{ot / ft:.1f}x",
+                         "cpu speed-up": f"{oc / fc:.1f}x",
+                         "load avg": f"{np.mean([r['loadavg'][0] for r in mine]):.1f}"})
+    md = table(rows, disable_numparse=True)
+    notes = ["", f"Setting: {a['clients']} clients, label skew Dirichlet {a['beta']} (fgl_jax's draw, the first partition seed from 0 that leaves every client a validation and a test graph, as OpenFGL's evaluation needs: `partition_seed` in each run), "
+             "OpenFGL's per-client 80/10/10 split drawn by fgl_jax (split seed = run seed), both exported to OpenFGL; "
+             f"GIN 2 layers x {a['hidden']}, dropout {a['dropout']}, Adam lr {a['lr']}, weight decay {a['weight_decay']}, "
+             f"{a['local_epochs']} local epochs over mini-batches of {a['batch_size']} graphs, {a['rounds']} rounds, "
+             f"seeds {a['seeds']}, fgl_jax readout {a['pooling']}; each client's model on its own data, accuracy "
+             "weighted by the client's graph count, test accuracy at the round of best validation accuracy.",
+             f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores, load average "
+             f"{info['loadavg_start'][0]:.1f} at start / {info.get('loadavg_end', [float('nan')])[0]:.1f} at end "
+             "(shared with other jobs: both sides' times are far above an idle machine's; the sides alternate who "
+             "runs first). ms/round = wall time of the training rounds (evaluation included) / rounds; cpu "
+             "speed-up = the ratio of process CPU time per round.",
+             "", "Differences that remain:", ""] + [f"- {d}" for d in payload["differences"]]
+    notes += payload.get("notes", [])
+    rec = records.make(out.name, {"rows": rows, **payload}, config=a, seeds=a["seeds"], provenance=provenance,
+                       title="fgl_jax vs OpenFGL 1.1.0, graph-level FL (graph classification)")
+    records.write(out.with_suffix(".json"), rec, markdown=md + "\n" + "\n".join(notes))
+    print(md)
+    print(f"wrote {out}.md and {out}.json")
+
+
+if __name__ == "__main__":
+    main()

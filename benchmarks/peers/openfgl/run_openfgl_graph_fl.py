@@ -1,0 +1,151 @@
+"""OpenFGL side of the graph_fl comparison; runs in OpenFGL's venv (never imports fgl_jax).
+`compare_graph_fl.py` writes a job (JSON) and fgl_jax's client of every graph and per-client split
+(NPZ); this script lays them out where OpenFGL's loaders look, so OpenFGL trains on exactly the same
+graphs in the same clients and splits, then runs FGLTrainer (scenario graph_fl, task graph_cls).
+
+    python run_openfgl_graph_fl.py JOB.json RESULT.json
+
+Where OpenFGL 1.1.0 reads from:
+  <root>/global/graph_fl/<NAME>/raw/<NAME>_*.txt      the TU text files (symlinks into the shared data,
+                                                      or the shared zip unpacked; no download); PyG's
+                                                      TUDataset builds its own features from them
+  <root>/distrib/graph_fl_label_skew_<a>_<NAME>_client_<C>/data_<i>.pt
+                                                      client i's graphs: the global set's subset of
+                                                      fgl_jax's client i, ascending graph ids, as
+                                                      OpenFGL's own simulations build it
+  .../graph_cls/default_split/{train,val,test}_<i>.pt, glb_{train,val,test}_<i>.pkl
+                                                      fgl_jax's per-client split (GraphClsTask skips
+                                                      its own split when these exist)
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import pickle
+import resource
+import sys
+import time
+import zipfile
+
+import numpy as np
+
+os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # OpenFGL torch.load()s whole dataset objects
+
+import torch  # noqa: E402
+
+
+def simulation_dir(job: dict) -> str:
+    """OpenFGL's processed dir of a single-dataset label-skew simulation (FGLDataset.processed_dir)."""
+    return os.path.join(job["root"], "distrib",
+                        f"graph_fl_label_skew_{job['beta']:.2f}_{job['openfgl_dataset']}_client_{job['clients']}")
+
+
+def lay_out_raw(job: dict) -> None:
+    """The TU files where PyG's TUDataset looks (<root>/global/graph_fl/<NAME>/raw/)."""
+    name = job["openfgl_dataset"]
+    raw = os.path.join(job["root"], "global", "graph_fl", name, "raw")
+    os.makedirs(raw, exist_ok=True)
+    src = job["tu_path"]
+    if src.endswith(".zip"):
+        with zipfile.ZipFile(src) as z:
+            for member in z.namelist():
+                base = os.path.basename(member)
+                if base.startswith(name + "_") and base.endswith(".txt") and not os.path.exists(os.path.join(raw, base)):
+                    with z.open(member) as f_in, open(os.path.join(raw, base), "wb") as f_out:
+                        f_out.write(f_in.read())
+        return
+    for base in os.listdir(src):
+        if base.startswith(name + "_") and base.endswith(".txt") and not os.path.exists(os.path.join(raw, base)):
+            os.symlink(os.path.join(src, base), os.path.join(raw, base))
+
+
+def lay_out_clients(job: dict, arrays: dict) -> dict:
+    """Client datasets and split files; returns facts about the global set OpenFGL built."""
+    from openfgl.data.global_dataset_loader import load_global_dataset
+    glob = load_global_dataset(os.path.join(job["root"], "global"), scenario="graph_fl", dataset=job["openfgl_dataset"])
+    assign = arrays["assignment"]
+    y = glob.y.numpy()
+    if len(y) != len(assign) or not np.array_equal(y, arrays["y"]):
+        raise ValueError(f"OpenFGL's {job['openfgl_dataset']} has labels that differ from fgl_jax's "
+                         f"({len(y)} vs {len(assign)} graphs)")
+    proc = simulation_dir(job)
+    split_dir = os.path.join(proc, "graph_cls", "default_split")
+    os.makedirs(split_dir, exist_ok=True)
+    for k in range(job["clients"]):
+        mine = np.flatnonzero(assign == k)           # ascending global ids, as OpenFGL's simulations sort them
+        local = glob.copy(torch.as_tensor(mine))
+        local.num_global_classes = glob.num_classes
+        local.global_map = {i: int(g) for i, g in enumerate(mine)}
+        torch.save(local, os.path.join(proc, f"data_{k}.pt"))
+        for split in ("train", "val", "test"):
+            m = arrays[f"{split}_mask"][mine]
+            torch.save(torch.as_tensor(m), os.path.join(split_dir, f"{split}_{k}.pt"))
+            with open(os.path.join(split_dir, f"glb_{split}_{k}.pkl"), "wb") as f:
+                pickle.dump([int(g) for g in mine[m]], f)
+    return {"openfgl_num_features": int(glob.num_features), "openfgl_num_graphs": int(len(glob))}
+
+
+def make_args(job: dict):
+    from openfgl.config import parser
+    args = parser.parse_args([])
+    args.root = job["root"]
+    args.dataset = [job["openfgl_dataset"]]
+    args.scenario, args.task = "graph_fl", "graph_cls"
+    args.simulation_mode = "graph_fl_label_skew"
+    args.skew_alpha = args.dirichlet_alpha = job["beta"]     # FGLDataset.processed_dir reads skew_alpha
+    args.num_clients, args.num_rounds = job["clients"], job["rounds"]
+    args.fl_algorithm = job["openfgl_algorithm"]
+    args.model = ["gin"]
+    args.hid_dim, args.num_layers, args.dropout = job["hidden"], job["num_layers"], job["dropout"]
+    args.lr, args.weight_decay, args.num_epochs, args.optim = job["lr"], job["weight_decay"], job["local_epochs"], "adam"
+    args.batch_size = job["batch_size"]
+    args.metrics = ["accuracy"]
+    args.evaluation_mode = "local_model_on_local_data"
+    args.use_cuda = False
+    args.seed = job["seed"]
+    args.train_val_test = "default_split"
+    return args
+
+
+def main(job_path: str, result_path: str) -> None:
+    with open(job_path) as f:
+        job = json.load(f)
+    arrays = dict(np.load(job["arrays"]))
+    torch.set_num_threads(job.get("threads") or torch.get_num_threads())
+    lay_out_raw(job)
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        facts = lay_out_clients(job, arrays)
+    from openfgl.flcore.trainer import FGLTrainer
+    from openfgl.utils.basic_utils import seed_everything
+    if job["openfgl_algorithm"] == "fedprox":
+        from openfgl.flcore.fedprox.fedprox_config import config
+        config["fedprox_mu"] = job["prox_mu"]
+    args = make_args(job)
+    seed_everything(args.seed)
+    with contextlib.redirect_stdout(quiet):
+        trainer = FGLTrainer(args)
+    rows = []
+    add_log = trainer.logger.add_log
+    trainer.logger.add_log = lambda r: (rows.append(dict(r)), add_log(r))[-1]
+    with contextlib.redirect_stdout(quiet):   # OpenFGL prints every client every round
+        t0, c0 = time.perf_counter(), time.process_time()
+        trainer.train()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    best = trainer.evaluation_result
+    out = {"best_val": float(best["best_val_accuracy"]), "best_test": float(best["best_test_accuracy"]),
+           "best_round": int(best["best_round"]) + 1,
+           "final_test": float(rows[-1]["current_test_accuracy"]) if rows else None,
+           "test_history": [float(r["current_test_accuracy"]) for r in rows],
+           "rounds": len(rows), "train_seconds": wall, "ms_per_round": 1000.0 * wall / max(len(rows), 1),
+           "cpu_ms_per_round": 1000.0 * cpu / max(len(rows), 1),
+           "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **facts}
+    with open(result_path, "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
