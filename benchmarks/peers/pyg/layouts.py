@@ -89,10 +89,10 @@ def layout_files(work: Path, data: Path = DATA) -> list[dict]:
 
 def fgl_counts(kind: str, path: str) -> dict:
     """fgl_jax's reading of one file (its loader's defaults), as the counts PyG's side reports."""
-    from fgl_jax.data import load
+    import fgl_jax as fj
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the loaders' notices (symmetrised, self-loops removed): expected here
-        g = load(path)
+        g = fj.load(path)
     if kind == "tu":
         return {"graphs": int(g.num_graphs), "nodes": int(g.num_nodes), "edges": int(g.num_edges),
                 "features": int(g.num_features), "classes": int(g.num_classes)}

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from fgl_jax.data.splits import fixed_split
-from fgl_jax.data import is_path, load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
+from fgl_jax.data import load_graph, openfgl_fractions, source, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.config import SecureAgg
 from fgl_jax.federated.algorithm import HostInput
@@ -131,7 +131,7 @@ def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
 def load_dataset_graph(cfg: RunConfig) -> Graph:
     """The configured dataset as a Graph; `cfg.directed == "keep"` keeps a file's one-way edges."""
     if cfg.directed == "keep":
-        if not is_path(cfg.dataset):
+        if source(cfg.dataset, cfg.data_dir).path is None:
             raise ValueError(f"directed=keep: dataset {cfg.dataset!r} is a registered name, built undirected; "
                              "keep applies to a graph file or directory given as a path")
         return load_graph(cfg.dataset, data_dir=cfg.data_dir, on_directed="keep")
