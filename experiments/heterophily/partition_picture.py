@@ -11,14 +11,14 @@ experiments/results/heterophily/partition.json (the numbers drawn; overwritten).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from harness import write_record  # noqa: E402
 DATA = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data"))
 
 
@@ -68,9 +68,9 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = ("num_nodes", "edge_homophily", "client_cross_edge_fraction", "label_counts", "homophily",
             "cross_edge_fraction")
-    out.write_text(json.dumps({"command": "python experiments/heterophily/partition_picture.py "
-                               + " ".join(sys.argv[1:]), "dataset": g.name, "partition": "louvain",
-                               "clients": args.clients, "seed": 0, **{key: s[key] for key in keep}}, indent=1) + "\n")
+    write_record(out, {"command": "python experiments/heterophily/partition_picture.py " + " ".join(sys.argv[1:]),
+                       "dataset": g.name, "partition": "louvain", "clients": args.clients, "seed": 0,
+                       **{key: s[key] for key in keep}}, kind="experiment")
     print(f"wrote {img} and {out}")
 
 
