@@ -19,7 +19,7 @@ import pytest
 from fgl_jax.data import load
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORD = json.loads((ROOT / "benchmarks" / "peers" / "pyg" / "layouts.json").read_text())
+RECORD = json.loads((ROOT / "benchmarks" / "peers" / "pyg" / "layouts.json").read_text())["metrics"]
 DATA = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data"))
 SLOW = {"tu/NCI1", "tu/AIDS", "tu/PROTEINS", "tu/IMDB-BINARY.zip", "tu/IMDB-MULTI.zip", "tu/COX2", "tu/BZR",
         "tu/ENZYMES", "heterophily/squirrel.npz", "heterophily/actor.npz", "heterophily/chameleon.npz",

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -30,6 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 
 HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[2]), str(HERE.parents[1])]
+from harness import write_record  # noqa: E402
 DEFAULT_PYG = Path("/work/peers/pyg-venv/bin/python")
 DATA = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data"))
 
@@ -123,7 +126,7 @@ def main() -> None:
     import jax
     record = {"command": "python benchmarks/peers/pyg/layouts.py", "torch": pyg["torch"],
               "torch_geometric": pyg["torch_geometric"], "jax": jax.__version__, "data": str(DATA), "files": rows}
-    (HERE / "layouts.json").write_text(json.dumps(record, indent=1) + "\n")
+    write_record(HERE / "layouts.json", record)
     lines = ["# Every public layout: fgl_jax's loader against PyTorch Geometric's reader (issue 48)", "",
              f"Written by `{record['command']}` (torch {record['torch']}, torch_geometric "
              f"{record['torch_geometric']}, jax {record['jax']}); data from `{DATA}`. Counts: nodes, stored "
