@@ -126,7 +126,8 @@ def main() -> None:
     import jax
     record = {"command": "python benchmarks/peers/pyg/layouts.py", "torch": pyg["torch"],
               "torch_geometric": pyg["torch_geometric"], "jax": jax.__version__, "data": str(DATA), "files": rows}
-    write_record(HERE / "layouts.json", record)
+    write_record(HERE / "layouts.json", record,
+                 title="every public layout: fgl_jax's loader vs PyG's readers (node/edge/feature/class counts)")
     lines = ["# Every public layout: fgl_jax's loader against PyTorch Geometric's reader (issue 48)", "",
              f"Written by `{record['command']}` (torch {record['torch']}, torch_geometric "
              f"{record['torch_geometric']}, jax {record['jax']}); data from `{DATA}`. Counts: nodes, stored "
