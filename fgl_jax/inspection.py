@@ -3,9 +3,10 @@
     for line in inspect_dataset("cora", partition="louvain", clients=10):
         print(line)
 
-A plain graph gets nodes, undirected edges, features, classes, edge homophily, degree statistics
-(min / median / max, isolated nodes), split sizes and, with `partition`, what that partitioner
-gives (client sizes, cut edges); a hypergraph gets its hyperedge sizes; a heterogeneous graph its
+A plain graph gets nodes, undirected edges, features, classes, edge / class / adjusted homophily
+(`fgl_jax.homophily`), degree statistics (min / median / max, isolated nodes), split sizes and,
+with `partition`, what that partitioner gives (client sizes, cut edges, per-client homophily,
+cross-client edge fraction and label counts); a hypergraph gets its hyperedge sizes; a heterogeneous graph its
 node types and relations. Only host-side NumPy: no JAX is imported.
 """
 from __future__ import annotations
@@ -53,15 +54,16 @@ def _labels(obj: Any) -> str:
 def graph_lines(g: Graph) -> list[str]:
     """Statistics of a plain graph, one per line."""
     deg = np.bincount(g.receivers[g.senders != g.receivers], minlength=g.num_nodes)
-    from fgl_jax.data import edge_homophily
-    h = edge_homophily(g)
+    from fgl_jax.homophily import homophily_stats
+    h = homophily_stats(g)
     self_loops = int((g.senders == g.receivers).sum())
     return [f"nodes:      {g.num_nodes}",
             f"edges:      {g.num_undirected_edges()} undirected ({g.num_edges} directed stored"
             + (f", {self_loops} self-loops" if self_loops else "") + ")",
             f"features:   {_features(g.x)}",
             f"classes:    {_labels(g)}",
-            f"homophily:  {h:.3f} (edge homophily: fraction of edges whose endpoints share a label)",
+            f"homophily:  {h['edge']:.3f} (edge homophily: fraction of edges whose endpoints share a label); "
+            f"class {h['class']:.3f} (Lim et al.), adjusted {h['adjusted']:.3f} (Platonov et al.; 0 = random wiring)",
             f"degree:     {_stats(deg)}; isolated {int((deg == 0).sum())}",
             f"split:      {_split(g)}"]
 
@@ -88,6 +90,17 @@ def partition_lines(g: Graph, method: str, clients: int, seed: int = 0, options:
         lines.append(f"  label skew:   total-variation distance from the global label mix: mean "
                      f"{r['label_tv']['mean']:.3f}, max {r['label_tv']['max']:.3f}; classes per client: mean "
                      f"{c['mean']:.1f}, min {c['min']} of {c['of']}")
+    ch = [v for v in s["edge_homophily"] if v is not None]
+    if ch:
+        per = ", ".join("-" if v is None else f"{v:.2f}" for v in s["edge_homophily"])
+        lines.append(f"  client edge homophily (own edges): mean {np.mean(ch):.3f}, min {min(ch):.3f}, max {max(ch):.3f}"
+                     + (f" ({per})" if clients <= 20 else ""))
+    cf = np.asarray(s["client_cross_edge_fraction"])
+    lines.append(f"  cross-client edge fraction per client: mean {cf.mean():.3f}, min {cf.min():.3f}, max {cf.max():.3f}"
+                 + (f" ({', '.join(f'{v:.2f}' for v in cf)})" if clients <= 20 else ""))
+    if clients <= 20 and r["label_tv"] is not None:
+        for i, row in enumerate(s["label_counts"]):
+            lines.append(f"  client {i:>2} labels: {row}")
     if g.train_mask.any():
         tr = np.asarray(s["train_nodes"])
         lines.append(f"  train nodes per client: {_stats(tr)}" + ("; some client has none" if (tr == 0).any() else ""))

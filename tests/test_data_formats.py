@@ -52,7 +52,8 @@ def test_each_builtin_format_recognises_its_layout(tmp_path, files, arg, fmt, ta
 def test_the_builtin_formats_are_registry_entries_with_their_kind():
     files = {e.name: e.info["data"] for e in registry.entries("format") if e.info["sniff"] is None}
     assert files == {"npz": "graph", "csv": "graph", "ogb": "graph", "hypergraph": "hypergraph", "hetero": "hetero",
-                     "graphml": "graph", "gml": "graph", "edgelist": "graph", "tu": "graphs"}
+                     "graphml": "graph", "gml": "graph", "edgelist": "graph", "tu": "graphs",
+                     "planetoid": "graph"}
     objects = {e.name for e in registry.entries("format") if e.info["sniff"] is not None}
     assert objects == {"scipy", "networkx", "jraph", "pyg", "dgl"}
 
@@ -77,7 +78,6 @@ def test_a_graph_object_of_another_library_loads_through_its_format():
 
 
 @pytest.mark.parametrize("files, message", [
-    (("d/a.npz", "d/b.npz"), "directory in no known layout (it holds a.npz, b.npz)"),
     (("d/notes.md",), "directory in no known layout (it holds notes.md)"),
     (("graph.dot",), "unrecognised graph file"),
 ])
@@ -89,6 +89,14 @@ def test_an_unknown_layout_is_one_line_listing_the_registered_formats(tmp_path, 
     text = str(e.value)
     assert message in text and "\n" not in text
     assert "node_types.csv + edges/<relation>.csv (hetero)" in text and "one .npz file (npz)" in text
+
+
+def test_a_directory_with_several_files_of_one_layout_asks_for_one(tmp_path):
+    _touch(tmp_path, "d/a.npz", "d/b.npz")
+    with pytest.raises(DataFormatError) as e:
+        detect_format(tmp_path / "d")
+    text = str(e.value)
+    assert "holds 2 datasets in the npz layout (a.npz, b.npz); pass one of these files" in text and "\n" not in text
 
 
 def test_a_new_format_is_one_registration(tmp_path):

@@ -205,3 +205,29 @@ def test_unknown_planetoid_name(tmp_path):
     from fgl_jax.data import DatasetNotFoundError
     with pytest.raises(DatasetNotFoundError, match="ind.pubmed.allx"):
         load_planetoid("pubmed", data_dir=tmp_path)
+
+
+@pytest.mark.filterwarnings("ignore::fgl_jax.data.DataNotice")
+@pytest.mark.parametrize("name", ["cora", "citeseer"])
+def test_the_raw_files_given_as_a_path_are_the_registered_dataset(data_dir, name):
+    """`--dataset .../ind.<name>.test.index` (the Planetoid layout as a path) gives exactly the graph
+    the registered name gives: edges, features, labels and the standard split."""
+    from fgl_jax.data import load
+    path = data_dir / "planetoid" / f"ind.{name}.test.index"
+    if not path.exists():
+        pytest.skip(f"{path} is not on this machine")
+    got, want = load(str(path)), load_planetoid(name, data_dir)
+    assert got.meta["format"] == "planetoid"
+    assert _edge_set(got) == _edge_set(want)
+    assert (got.x != want.x).nnz == 0 and np.array_equal(got.y, want.y) and got.num_classes == want.num_classes
+    for m in ("train_mask", "val_mask", "test_mask"):
+        assert np.array_equal(getattr(got, m), getattr(want, m))
+
+
+def test_a_folder_with_two_planetoid_sets_names_both(data_dir):
+    from fgl_jax.data import load
+    if not (data_dir / "planetoid" / "ind.cora.test.index").exists():
+        pytest.skip("no planetoid data here")
+    with pytest.raises(DataFormatError, match=r"holds 2 datasets in the planetoid layout \(ind.citeseer.test.index, "
+                                              r"ind.cora.test.index\); pass one of these files"):
+        load(str(data_dir / "planetoid"))

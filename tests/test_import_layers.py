@@ -24,7 +24,7 @@ PACKAGE = ROOT / "fgl_jax"
 # those below. A unit is a top-level module or subpackage of fgl_jax ("__init__" is the package's
 # own __init__.py, the flat public API). The page prints this same table; the test below reads it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("registry", "graph", "ops", "reduce", "validate", "cache", "progress"),
+    ("registry", "graph", "ops", "reduce", "validate", "cache", "progress", "homophily"),
     ("data", "schema", "nn", "partition", "batch", "graph_batch", "augment", "privacy"),
     ("rundir", "tensorboard", "inspection", "plot", "aggregators"),
     ("federated",),

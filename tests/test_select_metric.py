@@ -1,5 +1,6 @@
 """Issue 48 item 3: binary, imbalanced node labels get ROC-AUC and AP in metrics.jsonl and summary.json
-(checked against a NumPy re-derivation on the model's own scores; scikit-learn is not installed here)
+(checked against scikit-learn's roc_auc_score / average_precision_score, part of the `test` extra, and a
+NumPy re-derivation on the model's own scores)
 and --select-metric auc|ap|acc|loss picks the reported round, stated in summary.json."""
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+try:  # the `test` extra installs it; the NumPy references below still run without it
+    from sklearn.metrics import average_precision_score, roc_auc_score
+except ImportError:  # pragma: no cover
+    roc_auc_score = average_precision_score = None
 
 from fgl_jax import experiment
 from fgl_jax.cli import main
@@ -48,6 +54,19 @@ def test_binary_scores_with_many_ties_match_the_reference(seed):
     assert float(ap) == pytest.approx(ref_ap(score[mask], pos[mask]), abs=1e-6)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_binary_scores_with_ties_match_scikit_learn(seed):
+    if roc_auc_score is None:
+        pytest.skip("scikit-learn is not installed (pip install -e '.[test]')")
+    rng = np.random.default_rng(seed)
+    score = rng.integers(0, 5, 300).astype(np.float32) / 5  # five distinct values: ties everywhere
+    pos = rng.random(300) < 0.1                            # imbalanced
+    mask = rng.random(300) < 0.7
+    auc, ap = binary_scores(jnp.asarray(score), jnp.asarray(pos), jnp.asarray(mask))
+    assert float(auc) == pytest.approx(roc_auc_score(pos[mask], score[mask]), abs=1e-6)
+    assert float(ap) == pytest.approx(average_precision_score(pos[mask], score[mask]), abs=1e-6)
+
+
 def _binary_file(path, n=150, seed=1):
     rng = np.random.default_rng(seed)
     y = (rng.random(n) < 0.2).astype(int)                  # 20 % positives
@@ -80,7 +99,10 @@ def test_auc_and_ap_of_a_run_equal_the_reference_on_its_scores_and_select_by_auc
     for split in ("val", "test"):
         m = (np.asarray(getattr(b, f"{split}_mask")) & np.asarray(b.node_mask)).ravel()
         assert 0 < pos[m].sum() < m.sum()
-        for name, ref in (("auc", ref_auc), ("ap", ref_ap)):
+        refs = [("auc", ref_auc), ("ap", ref_ap)]
+        if roc_auc_score is not None:  # the same scores through scikit-learn
+            refs += [("auc", lambda sc, p: roc_auc_score(p, sc)), ("ap", lambda sc, p: average_precision_score(p, sc))]
+        for name, ref in refs:
             want = ref(score[m], pos[m])
             assert rows[-1][f"{split}_{name}"] == pytest.approx(want, abs=1e-5)
             assert summary["final"][f"{split}_{name}"] == pytest.approx(want, abs=1e-5)

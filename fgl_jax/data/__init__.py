@@ -28,7 +28,8 @@ from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_
 from .nxfiles import load_edgelist, load_gml, load_graphml
 from .safe_pickle import UnsafePickleError, safe_load
 from .splits import openfgl_fractions, per_class_split, per_client_split, random_split, stratified_split
-from .synthetic import csbm, edge_homophily
+from .synthetic import csbm
+from fgl_jax.homophily import edge_homophily  # moved down to layer 0; kept here for old callers
 from . import processing  # noqa: F401 (robustness perturbations: processing.perturb and friends)
 
 __all__ = [

@@ -55,7 +55,7 @@ __all__ = ["DataNotice", "notify", "build_graph", "check_labels", "check_masks",
 
 ArrayLike = Any
 DEFAULT_SPLIT = (0.6, 0.2, 0.2)
-ON_DIRECTED = ("symmetrize", "error")
+ON_DIRECTED = ("symmetrize", "error", "keep")
 # Most feature columns a graph may declare: 2**24 (16.8 M) keeps the first layer's [F, hidden]
 # weight and the int32 column indices of the sparse kernels (`fgl_jax.ops.ell_features`) in range;
 # real bag-of-words features have thousands.
@@ -345,6 +345,10 @@ def _edges(senders: ArrayLike, receivers: ArrayLike, n: int, source: str, on_dir
         if on_directed == "error":
             raise DataFormatError(f"{source}: {msg} (on_directed='error'; pass on_directed='symmetrize' to add "
                                   "the reverse edges)")
+        if on_directed == "keep":  # asked for: models aggregate along u -> v only (docs/your_own_graph.md)
+            _notify(notes, source, f"{msg}; kept one-way (on_directed='keep')")
+            order = np.lexsort((s, r))
+            return s[order].astype(np.int32), r[order].astype(np.int32)
         _notify(notes, source, f"{msg}; added the reverse edges (symmetrised)")
         key = np.unique(np.concatenate([uniq, rev]))
         s, r = key // n, key % n
@@ -368,7 +372,8 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
       num_classes: optional; default max label + 1.
       train_mask, val_mask, test_mask: optional bool [N] or index arrays; none -> default split.
       name: the graph's name; source: how problems are prefixed (a file path; default `name`).
-      on_directed: "symmetrize" (default, with a notice) or "error".
+      on_directed: "symmetrize" (default, with a notice), "error", or "keep" (one-way edges stay one-way,
+        with a notice; ``meta["directed"]`` is then True).
       keep_self_loops: keep u -> u edges instead of removing them.
       split, split_seed: fractions and seed of the default stratified split (used only without masks).
       meta: extra entries for ``graph.meta`` (e.g. the path and format a loader read).
@@ -381,7 +386,7 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
       DataFormatError: one line naming `source`, the field and the value: no nodes, missing or
         non-numeric features, edges naming nodes outside [0, N), bad labels or masks, a directed
         graph with on_directed="error".
-      ValueError: `on_directed` is not one of "symmetrize", "error".
+      ValueError: `on_directed` is not one of "symmetrize", "error", "keep".
 
     Example:
       >>> g = build_graph([0, 1], [1, 2], np.eye(3), [0, 1, 1])   # doctest: +SKIP
@@ -426,4 +431,6 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
                                    f"class {int(missing[0])}")
     info = meta
     info.update(notices=notes, split=split_info)
+    if on_directed == "keep":
+        info["directed"] = bool(np.isin(s.astype(np.int64) * n + r, r.astype(np.int64) * n + s, invert=True).any())
     return Graph(name, s, r, feats, labels, k, masks[0], masks[1], masks[2], meta=info)

@@ -156,11 +156,18 @@ def _detect(p: Path) -> Optional[tuple[registry.Entry, Path]]:
     for e in formats:
         if any((p / marker).is_file() for marker in e.info["inside"]):
             return e, p
+    several = None
     for e in formats:
         found = sorted(q for q in p.iterdir() if q.is_file() and q.name.lower().endswith(e.info["suffixes"])) \
             if e.info["suffixes"] else []
         if len(found) == 1:
             return e, found[0]
+        if len(found) > 1 and several is None:
+            several = e, found
+    if several is not None:  # e.g. a planetoid/ folder with Cora's and CiteSeer's files: which one is meant?
+        e, found = several
+        raise DataFormatError(f"{p}: holds {len(found)} datasets in the {e.name} layout "
+                              f"({', '.join(q.name for q in found[:6])}); pass one of these files as the path")
     return None
 
 

@@ -27,12 +27,14 @@ import warnings
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph, symmetrize
+from .checks import build_graph
+from .files import register_format
 from .paths import DataFormatError, PathLike, find_dataset_dir, github_files, verify_files
 from .safe_pickle import safe_load
 
@@ -184,7 +186,28 @@ def read_planetoid(name: str, data_dir: Optional[PathLike] = None, verify: bool 
     elif verify:
         warnings.warn(f"dataset {name!r}: no published checksum is known for its files; only their structure "
                       "is checked", stacklevel=2)
-    p = {s: root / r for s, r in zip(_SUFFIXES, rel)}
+    return read_planetoid_files(root / "planetoid", name)
+
+
+def read_planetoid_files(folder: Path, name: str) -> PlanetoidRaw:
+    """Parse the eight files ``folder/ind.<name>.*`` (any name: a user's own copy; no checksum).
+
+    Args:
+      folder: the directory holding the files.
+      name: the ``<name>`` of ``ind.<name>.x`` etc.
+
+    Returns:
+      The parsed `PlanetoidRaw` (x CSR [N, F], y int32 [N], unique undirected edges [M, 2]).
+
+    Raises:
+      DataFormatError: a file missing, unsafe to unpickle, or inconsistent with another (one line
+        naming the file).
+    """
+    p = {s: Path(folder) / f"ind.{name}.{s}" for s in _SUFFIXES}
+    missing = [q.name for q in p.values() if not q.is_file()]
+    if missing:
+        raise DataFormatError(f"{folder}: Planetoid dataset {name!r} lacks {', '.join(missing)} (the layout is "
+                              f"ind.<name>.{{{','.join(_SUFFIXES)}}})")
 
     x, tx, allx = (_as_csr(safe_load(p[s]), p[s]) for s in ("x", "tx", "allx"))
     (y, cy), (ty, cty), (ally, c) = (_onehot_labels(safe_load(p[s]), p[s]) for s in ("y", "ty", "ally"))
@@ -273,3 +296,44 @@ def load_planetoid(name: str, data_dir: Optional[PathLike] = None, verify: bool 
     test[raw.test_index] = True
     return Graph(name=raw.name, senders=s, receivers=r, x=raw.x, y=raw.y, num_classes=raw.num_classes,
                  train_mask=train & labelled, val_mask=val & labelled, test_mask=test & labelled)
+
+
+@register_format("planetoid", kind="graph", suffixes=(".test.index",),
+                 layout="Planetoid raw files ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} "
+                        "(a directory holding one such set, or its ind.<name>.test.index)")
+def load_planetoid_path(path: PathLike, name: Optional[str] = None, **options: Any) -> Graph:
+    """A user's Planetoid files (Cora, CiteSeer, PubMed or any set in that layout) with the standard split.
+
+    The pickles are read with the restricted unpickler (`fgl_jax.data.safe_pickle`); no checksum is
+    known for a user's copy, so only their structure is checked.
+
+    Args:
+      path: the ``ind.<name>.test.index`` file (its directory holds the other seven).
+      name: the dataset's name (default: ``<name>``).
+      **options: for `fgl_jax.data.checks.build_graph` (keep_self_loops, on_directed, ...).
+
+    Returns:
+      A Graph with the standard split (train = the first len(y) nodes, val = the next 500, test =
+      the test.index ids; unlabelled nodes in none), edges symmetric and de-duplicated.
+    """
+    f = Path(path)
+    stem = f.name[: -len(".test.index")]
+    if not stem.startswith("ind.") or len(stem) <= 4:
+        raise DataFormatError(f"{f}: a Planetoid index file is named ind.<name>.test.index")
+    raw = read_planetoid_files(f.parent, stem[4:])
+    n = raw.x.shape[0]
+    if raw.num_train + NUM_VAL > n:
+        raise DataFormatError(f"{f.parent}: {raw.num_train} train + {NUM_VAL} val nodes exceed {n} nodes")
+    train, val, test = (np.zeros(n, bool) for _ in range(3))
+    train[: raw.num_train] = True
+    val[raw.num_train: raw.num_train + NUM_VAL] = True
+    test[raw.test_index] = True
+    lab = raw.y >= 0
+    e = raw.edges
+    # the adjacency lists are undirected by definition: both directions (self-loops once), so no "directed" notice
+    rev = e[e[:, 0] != e[:, 1]]
+    s, r = np.concatenate([e[:, 0], rev[:, 1]]), np.concatenate([e[:, 1], rev[:, 0]])
+    meta = {"path": str(f.parent), "format": "planetoid", "missing_test_ids": int(raw.missing_test_ids.size)}
+    return build_graph(s, r, raw.x, raw.y, num_classes=raw.num_classes, train_mask=train & lab,
+                       val_mask=val & lab, test_mask=test & lab, name=name or raw.name, source=str(f.parent),
+                       meta=meta, **options)

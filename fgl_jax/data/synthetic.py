@@ -159,11 +159,3 @@ def csbm(num_nodes: int = 1000, num_classes: int = 4, num_features: int = 64, av
               train_mask=empty, val_mask=empty, test_mask=empty)
     split_seed = int(ss_split.generate_state(1)[0])
     return random_split(g, 0.6, 0.2, 0.2, seed=split_seed)
-
-
-def edge_homophily(graph: Graph) -> float:
-    """Fraction of (directed) edges whose endpoints share a label, over the edges whose endpoints are
-    both labelled (y >= 0); nan when there is none."""
-    ys, yr = graph.y[graph.senders], graph.y[graph.receivers]
-    lab = (ys >= 0) & (yr >= 0)
-    return float(np.mean(ys[lab] == yr[lab])) if lab.any() else float("nan")

@@ -22,12 +22,23 @@ from fgl_jax import ops, registry
 from fgl_jax.nn import layers
 
 
-def _model(*names: str) -> Callable[[type], type]:
+# How a model treats edge direction (registry info "direction"; `--directed keep` reads it):
+#   "uses"       messages flow u -> v only (each node aggregates its in-neighbours; GCN-style
+#                normalisations use in-degrees, as PyG's gcn_norm does on a directed edge_index)
+#   "symmetric"  needs an undirected graph (a spectral filter: the scaled Laplacian with
+#                lambda_max = 2 holds for a symmetric adjacency only); refused with --directed keep
+#   "none"       reads no edges
+DIRECTION = ("uses", "symmetric", "none")
+
+
+def _model(*names: str, direction: str = "uses") -> Callable[[type], type]:
     """Register a model class in the one registry (kind "model") under `names`: its name, then
-    its aliases ("graphsage" for "sage"); `make_model` and the CLI choices read the registry."""
+    its aliases ("graphsage" for "sage"); `make_model` and the CLI choices read the registry.
+    direction: one of `DIRECTION` (what a directed graph means to the model)."""
+    assert direction in DIRECTION, direction
     def deco(cls: type) -> type:
         for name in names:
-            registry.add("model", name, cls, help=(cls.__doc__ or name).strip().splitlines()[0])
+            registry.add("model", name, cls, help=(cls.__doc__ or name).strip().splitlines()[0], direction=direction)
         return cls
     return deco
 
@@ -217,7 +228,7 @@ class SGC(nn.Module):
         return h + self.param("bias_0", nn.initializers.zeros, (self.num_classes,), jnp.float32)
 
 
-@_model("mlp")
+@_model("mlp", direction="none")
 class MLP(nn.Module):
     """Graph-agnostic MLP on node features."""
 
@@ -298,7 +309,7 @@ def _cheb_scaled_laplacian(h: jax.Array, senders, receivers, edge_mask, num_node
     return jax.ops.segment_sum(h[senders] * coef[:, None], receivers, num_segments=num_nodes)
 
 
-@_model("cheb", "chebnet", "cheby")
+@_model("cheb", "chebnet", "cheby", direction="symmetric")
 class ChebNet(nn.Module):
     """ChebNet (Defferrard et al. 2016) with PyG ChebConv layers: H' = sum_{k<K} T_k(L̂) H W_k + b,
 
@@ -340,7 +351,7 @@ class ChebNet(nn.Module):
         return _relu_stack(self, batch, train, layer)
 
 
-@_model("cheb_gcond")
+@_model("cheb_gcond", direction="symmetric")
 class GCondCheby(nn.Module):
     """GCond's `Cheby` (models/mycheby.py with its defaults single_param=True, K=2), the model behind
     the "Cheby" column of FedGC's Table 3 (GCond's cross-architecture tester):

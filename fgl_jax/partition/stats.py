@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from fgl_jax.graph import Graph
+from fgl_jax.homophily import client_homophily, homophily_stats
 from fgl_jax.partition.base import Partition, validate
 
 
@@ -55,9 +56,12 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
     Per-client lists (length K): num_nodes, intra_edges_undirected, intra_edges_directed,
     train_nodes, val_nodes, test_nodes, labelled_nodes, label_counts (`[K, num_classes]`), label_tv (TV distance
     of the client's label distribution from the global one; None for a client without labelled
-    nodes), classes_present, leakage_count, leakage (ε_p^i as a fraction).
+    nodes), classes_present, leakage_count, leakage (ε_p^i as a fraction), edge_homophily (of the
+    client's intra-client edges; None without one), client_cross_edge_fraction (of the stored edges
+    leaving the client's nodes, the share ending in another client) (`fgl_jax.homophily`).
     Scalars: num_clients, cross_edges_undirected, cross_edges_directed, cross_edge_fraction
     (undirected cross / all undirected pairs), cross_edge_fraction_directed,
+    homophily ({edge, class, adjusted} of the whole graph; None where undefined),
     mean_intra_edges_undirected, mean_intra_edges_directed, table2_cross_ratio
     (cross_undirected / (mean_intra_undirected + cross_undirected), the paper's mixed-unit figure;
     CiteSeer's 95.21% is this), table2_cross_ratio_directed_intra (same with the directed intra mean;
@@ -95,6 +99,7 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
     np.add.at(label_counts, (a[lab], np.clip(y[lab], 0, graph.num_classes - 1)), 1)
     leak_counts, leak = leakage(graph, partition)
     tv = label_tv(label_counts)
+    hom = client_homophily(graph, a, k)
 
     return {
         "method": partition.method,
@@ -123,6 +128,9 @@ def partition_stats(graph: Graph, partition: Partition) -> dict[str, Any]:
         "leakage_count": leak_counts.tolist(),
         "leakage": leak.tolist(),
         "leakage_mean": float(leak.mean()),
+        "edge_homophily": hom["edge_homophily"],
+        "client_cross_edge_fraction": hom["cross_edge_fraction"],
+        "homophily": {key: (None if np.isnan(v) else v) for key, v in homophily_stats(graph).items()},
     }
 
 
@@ -148,7 +156,10 @@ def partition_report(graph: Graph, partition: Partition, stats: dict | None = No
     Keys: method, seed, clients; client_nodes {min, median, max, cv (std / mean)} (+ "sizes" list
     for K <= 50); edge_cut (undirected cross-client edges), edge_cut_fraction (of all undirected
     edges); label_tv {mean, max} over clients with labels; classes_per_client {mean, min} (of
-    num_classes); leakage_mean (HiFGL's ε_p); clients_without_train (clients holding no training node).
+    num_classes); leakage_mean (HiFGL's ε_p); clients_without_train (clients holding no training node);
+    homophily {edge, class, adjusted} of the whole graph and client_edge_homophily {mean, min, max}
+    over clients with an intra-client labelled edge (+ "per_client" and client_cross_edge_fraction
+    lists for K <= 50).
 
     Args:
         graph: the partitioned graph.
@@ -170,7 +181,12 @@ def partition_report(graph: Graph, partition: Partition, stats: dict | None = No
     if s["num_clients"] <= 50:
         nodes["sizes"] = [int(v) for v in sizes]
     has_tv = ~np.isnan(tv)
-    return {
+    ch = np.array([v for v in s["edge_homophily"] if v is not None], np.float64)
+    client_h: dict[str, Any] | None = ({"mean": float(ch.mean()), "min": float(ch.min()), "max": float(ch.max())}
+                                       if ch.size else None)
+    if client_h is not None and s["num_clients"] <= 50:
+        client_h["per_client"] = s["edge_homophily"]
+    out = {
         "method": s["method"], "seed": s["seed"], "clients": s["num_clients"],
         "client_nodes": nodes,
         "edge_cut": s["cross_edges_undirected"],
@@ -181,4 +197,9 @@ def partition_report(graph: Graph, partition: Partition, stats: dict | None = No
                                "of": graph.num_classes},
         "leakage_mean": s["leakage_mean"],
         "clients_without_train": int((np.asarray(s["train_nodes"]) == 0).sum()),
+        "homophily": s["homophily"],
+        "client_edge_homophily": client_h,
     }
+    if s["num_clients"] <= 50:
+        out["client_cross_edge_fraction"] = s["client_cross_edge_fraction"]
+    return out

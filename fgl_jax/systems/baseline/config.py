@@ -78,6 +78,10 @@ class BaselineFields(RunSpec):
     dataset: str = option("csbm", "dataset name (see `fgl-jax datasets`) or path to a graph file or directory; csbm is "
                           "built in; with --partition cross_domain a group of TU sets (chem, biochem, social, "
                           "biochem_social) or names joined by commas")
+    directed: str = option("symmetrize", "a directed graph file: symmetrize (add every missing reverse edge, with a "
+                           "notice) or keep (edges stay one-way: messages flow u -> v; models gcn, sage, gat, sgc, "
+                           "appnp, gcn_sum use direction, mlp reads no edges, the Chebyshev models need symmetric "
+                           "input and are refused; node_cls only)", choices=("symmetrize", "keep"))
     algorithm: str = option("fedavg", "FL algorithm", choices=_algorithms)
     model: str = option("gcn", "GNN model", choices=lambda: registry.names("model"))
     hidden: int = option(64, "hidden width of the model", low=1)
@@ -232,6 +236,15 @@ class BaselineFields(RunSpec):
     graph_batch_size: int = option(32, "graph_cls / graph_reg: graphs per mini-batch (local_steps = local epochs "
                                    "over a client's mini-batches)", low=1)
 
+    def _check_directed(self) -> None:
+        """--directed keep: a graph file, node classification, a model that reads direction."""
+        if self.task != "node_cls":
+            raise ValueError(f"directed=keep is for task node_cls; task {self.task} needs an undirected graph")
+        if registry.entry("model", self.model).info.get("direction") == "symmetric":
+            raise ValueError(f"directed=keep: model {self.model!r} needs a symmetric graph (its Chebyshev filter "
+                             "assumes an undirected Laplacian); use gcn, sage, gat, sgc, appnp or gcn_sum, which "
+                             "aggregate along u -> v, or directed=symmetrize")
+
     def __post_init__(self):
         super().__post_init__()
         if self.local_steps == 0:  # the algorithm's default, resolved here so config.yaml records the number
@@ -260,6 +273,8 @@ class BaselineFields(RunSpec):
         if self.task == "link_pred" and self.select_metric not in ("auto", "auc", "ap"):
             raise ValueError(f"select_metric={self.select_metric!r}: link prediction reports auc and ap (and hits@K), "
                              "select it by auc or ap")
+        if self.directed == "keep":
+            self._check_directed()
         self._check_robustness()
         if self.task == "link_pred":
             self._check_link_pred()

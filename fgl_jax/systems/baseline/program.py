@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from fgl_jax.data.splits import fixed_split
-from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
+from fgl_jax.data import load_graph, openfgl_fractions, source, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.config import SecureAgg
 from fgl_jax.federated.algorithm import HostInput
@@ -30,7 +30,7 @@ from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
 from fgl_jax.privacy.secure_sum import check_threshold, dropped_count, majority, protocol_bytes
-from fgl_jax.graph import Graph
+from fgl_jax.graph import Graph, symmetrize
 from fgl_jax.nn import ModelSpec
 from fgl_jax.nn.link import LinkModel
 from fgl_jax.partition import Partition, make_partition, partition_report
@@ -122,7 +122,20 @@ def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
     if cfg.partition_file:  # a partition made elsewhere, node by node
         return partition_from_file(graph, cfg.partition_file, cfg.clients)
+    if graph.meta.get("directed"):  # --directed keep: the partitioners (Louvain, METIS) read undirected structure
+        s, r = symmetrize(graph.senders, graph.receivers, graph.num_nodes)
+        graph = dataclasses.replace(graph, senders=s, receivers=r)
     return make_partition(graph, cfg.partition, cfg.clients, seed=cfg.partition_seed, **cfg.partition_kwargs())
+
+
+def load_dataset_graph(cfg: RunConfig) -> Graph:
+    """The configured dataset as a Graph; `cfg.directed == "keep"` keeps a file's one-way edges."""
+    if cfg.directed == "keep":
+        if source(cfg.dataset, cfg.data_dir).path is None:
+            raise ValueError(f"directed=keep: dataset {cfg.dataset!r} is a registered name, built undirected; "
+                             "keep applies to a graph file or directory given as a path")
+        return load_graph(cfg.dataset, data_dir=cfg.data_dir, on_directed="keep")
+    return load_graph(cfg.dataset, data_dir=cfg.data_dir)
 
 
 def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
@@ -131,7 +144,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         gs, data, report = prepare_graph_task(cfg, graph)
         return Prepared(gs, None, data, report=report)
     if graph is None:
-        graph = load_graph(cfg.dataset, data_dir=cfg.data_dir)
+        graph = load_dataset_graph(cfg)
     progress.phase("preparing", f"{cfg.split} split, {cfg.partition} partition into {cfg.clients} clients")
     if cfg.task == "link_pred":
         return prepare_links(perturb_structure(graph, cfg), cfg)
