@@ -103,3 +103,4 @@ def test_bad_fanout_is_one_line():
         parse_fanout("10,x")
     with pytest.raises(ValueError, match="fanout"):
         parse_fanout("0,5")
+
