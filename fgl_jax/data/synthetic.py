@@ -36,7 +36,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import Graph, symmetrize
+from ..graph import Graph, symmetrize, unique_keys
 from .splits import random_split
 
 
@@ -67,13 +67,6 @@ def _sample_pairs(rng: np.random.Generator, m: int, n: int, draw: Callable[[int]
         u, v = draw(int(need * 1.1) + 16)
         keys = np.union1d(keys, np.minimum(u, v) * n + np.maximum(u, v))
     return rng.choice(keys, size=m, replace=False) if len(keys) > m else keys
-
-
-def _sorted_unique(a: np.ndarray) -> np.ndarray:
-    """np.unique of int keys by an in-place sort (NumPy 2's hash-based unique was ~15x slower on
-    tens of millions of int64 keys here)."""
-    a.sort()
-    return a[np.concatenate([[True], a[1:] != a[:-1]])] if a.size else a
 
 
 def csbm(num_nodes: int = 1000, num_classes: int = 4, num_features: int = 64, avg_degree: float = 8.0,
@@ -265,7 +258,7 @@ def block_csbm(num_nodes: int = 200_000, num_blocks: int = 200, num_classes: int
             need = m - len(keys)
             want = int(need * 1.02) + 16
             parts = [draw(min(chunk, want - i)) for i in range(0, want, chunk)]
-            keys = _sorted_unique(np.concatenate([keys] + parts))
+            keys = unique_keys(np.concatenate([keys] + parts))
         # keep m of them uniformly (np.unique sorted them: a plain truncation would favour small ids)
         return rng.choice(keys, size=m, replace=False) if len(keys) > m else keys
 
