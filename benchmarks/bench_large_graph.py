@@ -28,9 +28,8 @@ def worker(args) -> None:
     sys.path.insert(0, str(ROOT))
     import numpy as np
     import fgl_jax as fj
-    from fgl_jax.data import block_csbm
     t0, c0 = time.perf_counter(), time.process_time()
-    g = block_csbm(num_nodes=args.nodes, num_blocks=args.blocks, num_classes=47, num_features=100,
+    g = fj.block_csbm(num_nodes=args.nodes, num_blocks=args.blocks, num_classes=47, num_features=100,
                    avg_degree=2 * 61_859_140 / 2_449_029, seed=0)
     row = {"nodes": args.nodes, "blocks": args.blocks, "directed_edges": int(g.num_edges),
            "generation_s": time.perf_counter() - t0, "generation_cpu_s": time.process_time() - c0,
