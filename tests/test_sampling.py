@@ -104,3 +104,17 @@ def test_bad_fanout_is_one_line():
     with pytest.raises(ValueError, match="fanout"):
         parse_fanout("0,5")
 
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"batch_size": 64, "algorithm": "fedgta"}, "neighbour sampling serves"),
+    ({"batch_size": 64, "fanout": "10"}, "one fan-out per GNN layer"),
+    ({"batch_size": 64, "model": "gat"}, "not supported with neighbour"),
+    ({"fanout": "5,5"}, "set batch_size > 0"),
+    ({"batch_size": 64, "fanout": "5,-1"}, "fanout"),
+])
+def test_run_config_refuses_bad_sampling_options(changes, message):
+    from fgl_jax.systems.baseline.config import RunConfig
+    with pytest.raises(ValueError, match=message):
+        RunConfig(**changes)
+    RunConfig(batch_size=64, fanout="5,5")   # a good one is accepted
