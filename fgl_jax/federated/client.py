@@ -150,7 +150,9 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
 
     A graph-level client (`fgl_jax.graph_batch.GraphBatch` `[M, ...]`) trains `steps` local epochs,
     each one step per mini-batch in order (`_minibatch_epochs`); the returned loss is then the mean
-    over the first epoch's mini-batches.
+    over the first epoch's mini-batches. A node-level client with a neighbour sampler
+    (`ClientBatch.sampler`, `fgl_jax.federated.sampling`) likewise trains `steps` epochs of sampled
+    mini-batches (`_sampled_epochs`).
     """
 
     def shifted(p):   # w + offset
