@@ -58,7 +58,7 @@ _EXPORTS = {
     "enable_cache": "fgl_jax.cache",
     # data, partitions, client batches, models
     "Graph": "fgl_jax.graph", "load": "fgl_jax.data", "load_graph": "fgl_jax.data",
-    "register_dataset": "fgl_jax.data", "list_datasets": "fgl_jax.data", "csbm": "fgl_jax.data",
+    "register_dataset": "fgl_jax.data", "list_datasets": "fgl_jax.data", "csbm": "fgl_jax.data", "block_csbm": "fgl_jax.data",
     "random_split": "fgl_jax.data", "per_class_split": "fgl_jax.data", "symmetrize": "fgl_jax.graph",
     "load_planetoid": "fgl_jax.data", "load_facebook": "fgl_jax.data", "load_lastfm_asia": "fgl_jax.data",
     "load_aifb": "fgl_jax.data.hetero", "load_official_split": "fgl_jax.data.hetero_dglbin",

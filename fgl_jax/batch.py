@@ -80,6 +80,8 @@ class ClientBatch:
         node_ids: int32 `[C, N]`, each row's id in the source graph, -1 for padding.
         client_mask: bool `[C]`, False for padded (dummy) clients.
         pairs: `LinkPairs` with `[C, P]` arrays for link prediction (`link_client_batch`), else None.
+        sampler: a `fgl_jax.federated.sampling.NeighbourSampler` (`[C, ...]` CSR and training nodes)
+            when local training samples neighbour mini-batches (`with_sampler`), else None (full batch).
     """
 
     graph: jraph.GraphsTuple
@@ -93,6 +95,7 @@ class ClientBatch:
     node_ids: Array
     client_mask: Array
     pairs: Optional[LinkPairs] = None
+    sampler: Optional[object] = None
 
     @property
     def num_clients(self) -> int:

@@ -192,6 +192,22 @@ class Graph(LabelledNodes):
             train_mask=self.train_mask[nodes], val_mask=self.val_mask[nodes], test_mask=self.test_mask[nodes])
 
 
+def unique_keys(keys: np.ndarray) -> np.ndarray:
+    """`np.unique` of integer keys by an in-place sort (sorts `keys` itself).
+
+    NumPy 2's `np.unique` hashes integer arrays; on tens of millions of int64 edge keys that was
+    about 15x slower here than sorting once and keeping the first of each run.
+
+    Args:
+        keys: int `[M]` (sorted in place).
+
+    Returns:
+        The distinct keys, ascending.
+    """
+    keys.sort()
+    return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+
+
 def symmetrize(senders: np.ndarray, receivers: np.ndarray, num_nodes: int,
                keep_self_loops: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Unique directed edges with both directions of every pair, sorted by (receiver, sender).

@@ -108,3 +108,24 @@ def test_10k_nodes():
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         csbm(**kwargs)
+
+
+def test_block_csbm_edges_and_homophily():
+    """block_csbm: symmetric int32 pairs without self-loops or duplicates; mean degree and the fraction of
+    edges inside a block near their targets (blocks re-derived from the labels is impossible after the id
+    permutation, so class homophily is checked against h + (1 - h) * P(cross-block pair shares a class))."""
+    from fgl_jax.data.synthetic import block_csbm, edge_homophily
+    n, nb, c, h, deg = 3000, 30, 5, 0.7, 12.0
+    g = block_csbm(num_nodes=n, num_blocks=nb, num_classes=c, num_features=4, avg_degree=deg, homophily=h, seed=2)
+    s, r = g.senders, g.receivers
+    assert s.dtype == np.int32 and r.dtype == np.int32
+    assert not (s == r).any()
+    key = s.astype(np.int64) * n + r
+    assert np.unique(key).size == key.size                                   # no duplicate directed edge
+    assert np.array_equal(np.sort(key), np.sort(r.astype(np.int64) * n + s))  # symmetric
+    assert abs(s.size / n - deg) < 0.5                                       # E[2|E|/N] = deg, sd ~ 0.1
+    same_class_cross = (nb // c - 1) / (nb - 1)   # a cross-block pair's blocks share a class
+    expected = h + (1 - h) * same_class_cross
+    assert abs(edge_homophily(g) - expected) < 0.03
+    assert np.bincount(g.y).tolist() == [n // c] * c
+    assert g.x.dtype == np.float32 and g.x.shape == (n, 4)

@@ -28,7 +28,7 @@ from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_
 from .nxfiles import load_edgelist, load_gml, load_graphml
 from .safe_pickle import UnsafePickleError, safe_load
 from .splits import openfgl_fractions, per_class_split, per_client_split, random_split, stratified_split
-from .synthetic import csbm
+from .synthetic import block_csbm, csbm
 from fgl_jax.homophily import edge_homophily  # moved down to layer 0; kept here for old callers
 from . import processing  # noqa: F401 (robustness perturbations: processing.perturb and friends)
 
@@ -41,7 +41,7 @@ __all__ = [
     "from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl",
     "load_graphml", "load_gml", "load_edgelist", "save_graph",
     "load_planetoid", "read_planetoid", "GraphSet", "load_tu", "read_tu", "load_facebook", "load_lastfm_asia",
-    "csbm", "edge_homophily", "random_split", "per_class_split", "per_client_split", "openfgl_fractions",
+    "csbm", "block_csbm", "edge_homophily", "random_split", "per_class_split", "per_client_split", "openfgl_fractions",
     "safe_load", "resolve_data_dir", "sha256_file", "verify_files",
     "DataError", "DataFormatError", "DataChecksumError", "DatasetNotFoundError", "DataDirNotFoundError",
     "UnsafePickleError",

@@ -34,7 +34,7 @@ from .musae import (FACEBOOK_FILES, FACEBOOK_SHA256, FACEBOOK_URLS, LASTFM_ASIA_
                     LASTFM_ASIA_URLS, load_facebook, load_lastfm_asia)
 from .paths import PathLike, candidate_dirs, check_data_dir, find_dataset_dir, missing_files, sha256_file
 from .planetoid import PLANETOID_SHA256, load_planetoid, planetoid_files, planetoid_urls
-from .synthetic import csbm
+from .synthetic import block_csbm, csbm
 
 
 class UnknownDatasetError(KeyError, ValueError):
@@ -400,5 +400,30 @@ register("facebook", load_facebook, FACEBOOK_FILES,
 register("lastfm_asia", load_lastfm_asia, LASTFM_ASIA_FILES,
          "LastFM Asia (structure + labels only): 7,624 nodes, 27,806 edges, 18 classes; degree features; no split",
          sha256=LASTFM_ASIA_SHA256, urls=LASTFM_ASIA_URLS)
+# ogbn-products' size (OGB's table): 2,449,029 nodes, 61,859,140 undirected edges, 100 features, 47 classes
+PRODUCTS_NODES, PRODUCTS_EDGES = 2_449_029, 61_859_140
+
+
+def _block_csbm(data_dir: Optional[PathLike] = None, **kwargs: Any) -> Graph:
+    del data_dir  # generated; no files
+    return block_csbm(**kwargs)
+
+
+def _csbm_products(data_dir: Optional[PathLike] = None, seed: int = 0) -> Graph:
+    del data_dir  # generated; no files
+    return block_csbm(num_nodes=PRODUCTS_NODES, num_blocks=PRODUCTS_NODES // 1000, num_classes=47, num_features=100,
+                      avg_degree=2 * PRODUCTS_EDGES / PRODUCTS_NODES, seed=seed, name="csbm_products")
+
+
+_block_csbm.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter("data_dir", inspect.Parameter.KEYWORD_ONLY, default=None)]
+    + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(block_csbm).parameters.values()])
+
+register("block_csbm", _block_csbm, (),
+         "Community CSBM (synthetic): 200,000 nodes in 200 blocks, mean degree 50.5, 100 features, 47 classes; "
+         "60/20/20 split")
+register("csbm_products", _csbm_products, (),
+         "Community CSBM of ogbn-products' size (synthetic): 2,449,029 nodes, ~61.9 M edges, 100 features, "
+         "47 classes; 60/20/20 split; about 1-3 min to generate")
 register("csbm", _csbm, (),
          "Contextual stochastic block model (synthetic, tunable homophily); 60/20/20 split; the default")

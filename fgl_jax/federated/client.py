@@ -15,6 +15,7 @@ import optax
 from fgl_jax.federated.graph_task import graph_loss_fn, is_graph
 from fgl_jax.federated.link import is_link, link_loss_fn
 from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax.federated.sampling import epoch_seeds, sample_minibatch, sampled_step_count
 from fgl_jax import validate as V
 
 PyTree = Any
@@ -149,7 +150,9 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
 
     A graph-level client (`fgl_jax.graph_batch.GraphBatch` `[M, ...]`) trains `steps` local epochs,
     each one step per mini-batch in order (`_minibatch_epochs`); the returned loss is then the mean
-    over the first epoch's mini-batches.
+    over the first epoch's mini-batches. A node-level client with a neighbour sampler
+    (`ClientBatch.sampler`, `fgl_jax.federated.sampling`) likewise trains `steps` epochs of sampled
+    mini-batches (`_sampled_epochs`).
     """
 
     def shifted(p):   # w + offset
@@ -172,7 +175,9 @@ def local_train(loss_fn: Callable, optimizer: optax.GradientTransformation, step
             p = post_step(p, jax.random.fold_in(k, 1))
         return (p, o), val
 
-    if getattr(batch, "num_minibatches", None) is None:
+    if getattr(batch, "sampler", None) is not None:   # neighbour-sampled mini-batches (sampling.py)
+        new, opt_state, first = _sampled_epochs(step_on, steps, params, opt_state, batch, key)
+    elif getattr(batch, "num_minibatches", None) is None:
         step = lambda carry, k: step_on(carry, batch, k)
         (new, opt_state), losses = jax.lax.scan(step, (params, opt_state), jax.random.split(key, steps))
         first = losses[0]
@@ -205,9 +210,35 @@ def _minibatch_epochs(step_on: Callable, epochs: int, params: PyTree, opt_state:
     return p, o, (losses[:m] * w).sum() / jnp.maximum(w.sum(), 1.0)
 
 
+def _sampled_epochs(step_on: Callable, epochs: int, params: PyTree, opt_state: PyTree, batch, key: jax.Array):
+    """`epochs` passes over a node-level client's training nodes in neighbour-sampled mini-batches
+    (`fgl_jax.federated.sampling`), one optimiser step each, as one scan of epochs * M steps (M =
+    the largest client's mini-batch count). A mini-batch without a real seed (this client has fewer
+    training nodes than the largest) leaves params and optimiser state unchanged, as in
+    `_minibatch_epochs`. Returns (params, opt_state, mean loss over the first epoch's real mini-batches)."""
+    m = batch.sampler.num_minibatches
+    k_order, k_steps = jax.random.split(key)
+    seeds, real = jax.vmap(lambda k: epoch_seeds(batch.sampler, k))(jax.random.split(k_order, epochs))
+    seeds, real = seeds.reshape(epochs * m, -1), real.reshape(epochs * m, -1)
+
+    def step(carry, xs):
+        k, s, r = xs
+        k_sample, k_step = jax.random.split(k)
+        new, val = step_on(carry, sample_minibatch(batch, s, r, k_sample), k_step)
+        any_real = r.any()
+        kept = jax.tree.map(lambda a, old: jnp.where(any_real, a, old), new, carry)
+        return kept, (val, any_real)
+
+    (p, o), (losses, used) = jax.lax.scan(step, (params, opt_state), (jax.random.split(k_steps, epochs * m), seeds, real))
+    w = used[:m].astype(jnp.float32)
+    return p, o, (losses[:m] * w).sum() / jnp.maximum(w.sum(), 1.0)
+
+
 def local_step_count(steps: int, batch):
     """Optimiser steps of one `local_train` call: `steps`, or for a graph-level client `steps` epochs
     times its mini-batches holding a training graph (traced; SCAFFOLD's K)."""
+    if getattr(batch, "sampler", None) is not None:
+        return sampled_step_count(steps, batch)
     if getattr(batch, "num_minibatches", None) is None:
         return steps
     return steps * batch.train_mask.any(-1).sum().astype(jnp.float32)

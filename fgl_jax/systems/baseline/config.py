@@ -40,6 +40,7 @@ from fgl_jax.aggregators.robust import ROBUST
 from fgl_jax.aggregators.server_opt import SERVER_OPTS
 from fgl_jax.federated.config import EVAL_MODES
 from fgl_jax.federated.metrics import AVERAGES
+from fgl_jax.federated.sampling import parse_fanout
 from fgl_jax.nn.link import DECODERS, NEGATIVES
 from fgl_jax.schema import RunSpec, option
 
@@ -51,6 +52,12 @@ PARTITION_OPTIONS = {"dirichlet_beta": ("dirichlet", "community_dirichlet"),
                      "num_communities": ("metis_plus", "community_dirichlet"),
                      "communities": ("community_dirichlet",)}
 TASKS = ("node_cls", "link_pred", "graph_cls", "graph_reg")
+# algorithms whose local step is the shared `local_train` with the plain node loss on the client's
+# batch, so a neighbour-sampled mini-batch can stand in for it (`fgl_jax.federated.sampling`)
+SAMPLED_ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "fedbn", "global", "fedavgm", "fedadam", "fedyogi",
+                      "ditto", "scaffold", "gcfl", "fedala", "fedrep")
+# models whose outputs at the seeds are exact on the sampled computation trees (see sampling.py)
+SAMPLED_MODELS = ("gcn", "sage", "graphsage")
 GRAPH_TASKS = ("graph_cls", "graph_reg")
 # graph-level simulations that deal whole graphs only (docs/graph_fl.md); random and dirichlet serve both levels
 GRAPH_PARTITIONS = ("topology_skew", "feature_skew", "cross_domain")
@@ -235,6 +242,11 @@ class BaselineFields(RunSpec):
                                 "batch norm; sum: the GIN paper's)", choices=("sum", "mean", "max"))
     graph_batch_size: int = option(32, "graph_cls / graph_reg: graphs per mini-batch (local_steps = local epochs "
                                    "over a client's mini-batches)", low=1)
+    batch_size: int = option(0, "node_cls: seed nodes per neighbour-sampled mini-batch of local training (0 = "
+                             "full-batch local steps); local_steps then counts local epochs over a client's "
+                             "training nodes (docs/scaling.md)", low=0)
+    fanout: str = option("10,5", "with --batch-size: neighbours sampled per node at each hop, one per GNN layer "
+                         "(without replacement; all of a node's neighbours when it has fewer)")
 
     def _check_directed(self) -> None:
         """--directed keep: a graph file, node classification, a model that reads direction."""
@@ -289,6 +301,7 @@ class BaselineFields(RunSpec):
                 if getattr(self, name) != default:
                     raise ValueError(f"{name}={getattr(self, name)!r} is an option of task graph_cls / graph_reg, "
                                      f"not of {self.task!r}")
+        self._check_sampling()
         # one pass over the hyperparameter fields (names are unique across algorithms: `_compose`);
         # looking each default up again was a noticeable part of every command's start-up
         if self.server_opt != "none" and self.algorithm in SERVER_OPT_ALGORITHMS:
@@ -323,6 +336,28 @@ class BaselineFields(RunSpec):
         if self.algorithm == "local" and (self.aggregator != "mean" or self.attack != "none"):
             raise ValueError(f"aggregator={self.aggregator!r}, attack={self.attack!r}: algorithm 'local' sends "
                              "nothing to aggregate or attack")
+
+    def _check_sampling(self) -> None:
+        if not self.batch_size:
+            if self.fanout != "10,5":
+                raise ValueError(f"fanout={self.fanout!r} is an option of neighbour sampling: set batch_size > 0")
+            return
+        if self.task != "node_cls":
+            raise ValueError(f"batch_size={self.batch_size}: neighbour-sampled mini-batches are for task node_cls, "
+                             f"not {self.task!r}")
+        if self.algorithm not in SAMPLED_ALGORITHMS:
+            raise ValueError(f"batch_size={self.batch_size}: algorithm {self.algorithm!r} trains on whole client "
+                             f"graphs; neighbour sampling serves {', '.join(SAMPLED_ALGORITHMS)}")
+        if self.model not in SAMPLED_MODELS:
+            raise ValueError(f"batch_size={self.batch_size}: model {self.model!r} is not supported with neighbour "
+                             f"sampling (use {', '.join(SAMPLED_MODELS)})")
+        if self.ldp != "none":
+            raise ValueError(f"batch_size={self.batch_size}: ldp={self.ldp!r} clips per-node gradients of the whole "
+                             "client graph; it is not available with neighbour sampling")
+        fanouts = parse_fanout(self.fanout)
+        if len(fanouts) != self.num_layers:
+            raise ValueError(f"fanout={self.fanout!r} has {len(fanouts)} hops for num_layers={self.num_layers}: "
+                             "give one fan-out per GNN layer")
 
     def _check_link_pred(self) -> None:
         total = self.lp_train_frac + self.lp_val_frac + self.lp_test_frac

@@ -10,7 +10,7 @@ import sys
 from typing import Optional
 
 from fgl_jax import progress, registry
-from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batch, with_ell_features
+from fgl_jax.batch import build_client_batch, full_graph_batch, link_client_batch, stack_partition, with_ell_features
 import jax
 import numpy as np
 
@@ -18,6 +18,7 @@ from fgl_jax.data.splits import fixed_split
 from fgl_jax.data import load_graph, openfgl_fractions, source, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.config import SecureAgg
+from fgl_jax.federated.sampling import parse_fanout, with_sampler
 from fgl_jax.federated.algorithm import HostInput
 from fgl_jax.federated.fedavg_family import BaselineState
 from fgl_jax.federated import communication
@@ -114,6 +115,15 @@ def first_layer_layout(batch, cfg: RunConfig, graph: Graph):
     return with_ell_features(batch, graph.num_features)
 
 
+def training_layout(batch, cfg: RunConfig, graph: Graph):
+    """`first_layer_layout`, or with --batch-size the batch with a neighbour sampler attached
+    (`fgl_jax.federated.sampling.with_sampler`: dense features, per-client CSR) so local training
+    runs on sampled mini-batches."""
+    if not cfg.batch_size:
+        return first_layer_layout(batch, cfg, graph)
+    return with_sampler(batch, parse_fanout(cfg.fanout), cfg.batch_size, num_features=graph.num_features)
+
+
 def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
     """The configured partition of `graph`'s nodes over `cfg.clients` clients: the one place both
     tasks (node_cls and link_pred) turn the config into partitioner options (`cfg.partition_kwargs`),
@@ -154,16 +164,19 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     full = registry.algorithm(cfg.algorithm).data == "full_graph"
     if full and cfg.split not in PER_CLIENT:
         batch = full_graph_batch(graph)
-        return Prepared(graph, None, make_fed_data(first_layer_layout(batch, cfg, graph),
+        return Prepared(graph, None, make_fed_data(training_layout(batch, cfg, graph),
                                                    glob=batch if needs_global_graph(cfg) else None))
     part = partition_clients(graph, cfg)
     if cfg.split in PER_CLIENT:
         graph = perturb_labels(split_clients(graph, part.assignment, cfg), cfg)
         if full:  # centralised training on the union of the clients' splits
             batch = full_graph_batch(graph)
-            return Prepared(graph, part, make_fed_data(first_layer_layout(batch, cfg, graph),
+            return Prepared(graph, part, make_fed_data(training_layout(batch, cfg, graph),
                                                        glob=batch if needs_global_graph(cfg) else None))
-    batch = build_client_batch(graph, part.assignment, cfg.clients)
+    # stack_partition builds build_client_batch's arrays in O(N + E) instead of one pass over the
+    # graph per client: what a sampled run at ogbn-products scale needs (tests/test_sharding.py: equal)
+    build = stack_partition if cfg.batch_size else build_client_batch
+    batch = build(graph, part.assignment, cfg.clients)
     glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
     extra, pre = None, None
     spec = registry.algorithm(cfg.algorithm)
@@ -173,7 +186,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
         pre = {"up_bytes": int(up), "down_bytes": int(down)}
     if spec.prepare is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
         batch, extra = spec.prepare(inp, cfg.hparams())
-    batch = first_layer_layout(batch, cfg, graph)
+    batch = training_layout(batch, cfg, graph)
     return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre)
 
 
