@@ -114,7 +114,7 @@ def test_block_csbm_edges_and_homophily():
     """block_csbm: symmetric int32 pairs without self-loops or duplicates; mean degree and the fraction of
     edges inside a block near their targets (blocks re-derived from the labels is impossible after the id
     permutation, so class homophily is checked against h + (1 - h) * P(cross-block pair shares a class))."""
-    from fgl_jax.data.synthetic import block_csbm, edge_homophily
+    from fgl_jax.data import block_csbm, edge_homophily
     n, nb, c, h, deg = 3000, 30, 5, 0.7, 12.0
     g = block_csbm(num_nodes=n, num_blocks=nb, num_classes=c, num_features=4, avg_degree=deg, homophily=h, seed=2)
     s, r = g.senders, g.receivers
