@@ -271,8 +271,12 @@ class BaselineFields(RunSpec):
                              "server optimiser; use algorithm fedavg with server_opt")
         # the server optimiser's options are those of the algorithm that is FedAvg with it
         server_algo = SERVER_OPTS[self.server_opt][1] if self.server_opt != "none" else None
+        # an option several algorithms share (GCFL's thresholds, read by gcfl, gcfl_plus, gcfl_plus_dws)
+        # is fine when any of them is the chosen one
+        own = {f.name for a in (self.algorithm, server_algo) if a is not None
+               for f in dataclasses.fields(registry.algorithm(a).hparams or _NoOptions)}
         for algo, name, f, _tp in _hparam_fields():
-            if algo not in (self.algorithm, server_algo) and getattr(self, name) != f.default:
+            if name not in own and getattr(self, name) != f.default:
                 raise ValueError(f"{name}={getattr(self, name)!r} is an option of algorithm {algo!r}, "
                                  f"not of {self.algorithm!r}")
 
@@ -465,7 +469,13 @@ def _compose() -> type:
         if name in base:
             raise TypeError(f"algorithm {algo!r}: hyperparameter {name!r} shadows a common baseline option")
         if name in seen:
-            raise TypeError(f"algorithms {seen[name]!r} and {algo!r} both define hyperparameter {name!r}")
+            # one option read by a family of algorithms (they subclass one hparams dataclass): it must
+            # be the very same field; two different options under one name are refused
+            first = seen[name]
+            prev = next(x for a, n, x, _t in _hparam_fields() if a == first and n == name)
+            if prev.default != f.default or prev.metadata.get("help") != f.metadata.get("help"):
+                raise TypeError(f"algorithms {first!r} and {algo!r} both define hyperparameter {name!r}")
+            continue
         seen[name] = algo
         # flags grouped per algorithm in --help (`schema.add_flags` reads `group`)
         group = f"{algo} options (--algorithm {algo}; {registry.algorithm(algo).help})"
