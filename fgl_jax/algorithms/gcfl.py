@@ -41,7 +41,8 @@ the convolution layers (the head stays local and the criterion's norms are over 
 here GCFL's whole model is the cluster model, as in `gcfl`. OpenFGL counts rounds from 0, so its
 first possible split is one round later (round > 20 of 0..R-1). Both collect sequences from the
 sampled clients only and require every client's window to be full (with sampling, a client not
-sampled since the last split delays it); here too. Split history: `GCFLState.born` / `parent` (the
+sampled since the last split delays it); here too, over the clients holding training graphs (a
+client without any never trains, so it would block every split). Split history: `GCFLState.born` / `parent` (the
 round each cluster label appeared and the label it split from), the picture of the cluster tree.
 """
 from __future__ import annotations
@@ -98,6 +99,8 @@ class GCFLState:
     parent: jax.Array = None   # int32 [C]: the label cluster l split from (-1: the root or unused)
     seq: jax.Array = None      # GCFL+: float32 [C, L] each client's last L norms, oldest first
     seq_count: jax.Array = None  # GCFL+: int32 [C] norms collected since the last split (capped at L)
+    trains: jax.Array = None     # GCFL+: bool [C] clients holding training graphs (the only ones whose
+                                 # windows must be full: one without training graphs never reports)
 
 
 class GradNormState(NamedTuple):
@@ -359,12 +362,13 @@ def clustered(model, common: FedConfig, hp: GCFLHParams, sequence: Optional[str]
     def init(key: jax.Array, data: FedData) -> GCFLState:
         params = init_params(model, key, data)
         c = data.eval.num_clients
-        seq = (jnp.zeros((c, length), jnp.float32), jnp.zeros(c, jnp.int32)) if sequence else (None, None)
+        seq = ((jnp.zeros((c, length), jnp.float32), jnp.zeros(c, jnp.int32),
+                jnp.zeros(c, bool).at[data.train_index].set(True)) if sequence else (None, None, None))
         return GCFLState(round=jnp.zeros((), jnp.int32), models=stack(params, c), cluster=jnp.zeros(c, jnp.int32),
                          opt=stack(optimizer.init(params), data.train.num_clients),
                          hp={"lr": jnp.float32(common.optim.lr)},
                          born=jnp.full(c, -1, jnp.int32).at[0].set(0), parent=jnp.full(c, -1, jnp.int32),
-                         seq=seq[0], seq_count=seq[1])
+                         seq=seq[0], seq_count=seq[1], trains=seq[2])
 
     def round_fn(state: GCFLState, data: FedData, key: jax.Array):
         c, ct = data.eval.num_clients, data.train.num_clients
@@ -383,7 +387,7 @@ def clustered(model, common: FedConfig, hp: GCFLHParams, sequence: Optional[str]
             value = jnp.zeros(c, jnp.float32).at[data.train_index].set(value_t)
             seq = jnp.where(trained[:, None], jnp.concatenate([seq[:, 1:], value[:, None]], axis=1), seq)
             count = jnp.minimum(count + trained.astype(jnp.int32), length)
-            allow = allow & (count >= length).all()          # every client holds a full window
+            allow = allow & ((count >= length) | ~state.trains).all()    # every client holds a full window
             dist = dtw_matrix(seq, hp.gcfl_standardize)
         cluster = split_clusters(dw, state.cluster, trained, allow, hp.gcfl_eps1, hp.gcfl_eps2,
                                  dist=dist, once=sequence is not None)
@@ -400,7 +404,7 @@ def clustered(model, common: FedConfig, hp: GCFLHParams, sequence: Optional[str]
         metrics["lr"] = scale
         metrics["num_clusters"] = jnp.zeros(c, bool).at[cluster].set(True).sum().astype(jnp.float32)
         return GCFLState(round=state.round + 1, models=models, cluster=cluster, opt=opt, hp=state.hp,
-                         born=born, parent=parent, seq=seq, seq_count=count), metrics
+                         born=born, parent=parent, seq=seq, seq_count=count, trains=state.trains), metrics
 
     # up: the update dW_i (model-sized; GCFL+ adds one norm); down: the cluster's model
     one = lambda s: jax.tree.map(lambda a: a[0], s.models)

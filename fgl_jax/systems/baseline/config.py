@@ -464,26 +464,31 @@ def _hparam_fields() -> list[tuple[str, str, dataclasses.Field, object]]:
 
 def _compose() -> type:
     base = {f.name for f in dataclasses.fields(BaselineFields)}
-    extra, seen = [], {}
+    fields, owners = {}, {}
     for algo, name, f, tp in _hparam_fields():
         if name in base:
             raise TypeError(f"algorithm {algo!r}: hyperparameter {name!r} shadows a common baseline option")
-        if name in seen:
-            # one option read by a family of algorithms (they subclass one hparams dataclass): it must
-            # be the very same field; two different options under one name are refused
-            first = seen[name]
-            prev = next(x for a, n, x, _t in _hparam_fields() if a == first and n == name)
+        if name in fields:
+            # one option read by a family of algorithms (they share one hparams dataclass or subclass
+            # it, as gcfl / gcfl_plus / gcfl_plus_dws): it must be the very same field; two different
+            # options under one name are refused
+            prev = fields[name][1]
             if prev.default != f.default or prev.metadata.get("help") != f.metadata.get("help"):
-                raise TypeError(f"algorithms {first!r} and {algo!r} both define hyperparameter {name!r}")
+                raise TypeError(f"algorithms {owners[name][0]!r} and {algo!r} both define hyperparameter {name!r}")
+            owners[name].append(algo)
             continue
-        seen[name] = algo
-        # flags grouped per algorithm in --help (`schema.add_flags` reads `group`)
-        group = f"{algo} options (--algorithm {algo}; {registry.algorithm(algo).help})"
+        fields[name], owners[name] = (tp, f), [algo]
+    extra = []
+    for name, (tp, f) in fields.items():
+        # flags grouped per algorithm (or family reading them) in --help (`schema.add_flags` reads `group`)
+        first = owners[name][0]
+        algos = ", ".join(owners[name])
+        group = f"{first} options (--algorithm {algos}; {registry.algorithm(first).help})"
         extra.append((name, tp, dataclasses.field(default=f.default, metadata={**f.metadata, "group": group})))
     cls = dataclasses.make_dataclass("RunConfig", extra, bases=(BaselineFields,), frozen=True)
     cls.__module__ = __name__
     cls.__doc__ = BaselineFields.__doc__ + "\n\n    Algorithm options: " + ", ".join(
-        f"{n} ({a})" for n, a in seen.items()) + "."
+        f"{n} ({', '.join(a)})" for n, a in owners.items()) + "."
     return cls
 
 
