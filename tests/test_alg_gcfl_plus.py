@@ -140,3 +140,17 @@ def test_record_splits_builds_the_tree():
     born, parent = step(born, parent, jnp.array([0, 1, 0, 1]), jnp.array([0, 1, 2, 1]), 5)
     np.testing.assert_array_equal(np.asarray(born), [0, 3, 5, -1])
     np.testing.assert_array_equal(np.asarray(parent), [-1, 0, 0, -1])
+
+
+def test_gcfl_family_shares_its_options():
+    """gcfl_eps1 & co. belong to gcfl, gcfl_plus and gcfl_plus_dws; the window options to the last two."""
+    from fgl_jax import schema
+    from fgl_jax.systems.baseline.config import RunConfig
+    make = lambda **kw: schema.make(RunConfig, dict(task="graph_cls", dataset="unused", **kw))
+    hp = make(algorithm="gcfl_plus_dws", gcfl_eps1=0.5, gcfl_seq_length=3).hparams()
+    assert (hp.gcfl_eps1, hp.gcfl_seq_length) == (0.5, 3)
+    assert make(algorithm="gcfl", gcfl_eps1=0.5).hparams().gcfl_eps1 == 0.5
+    with pytest.raises(ValueError, match="gcfl_seq_length=3 is an option of algorithm 'gcfl_plus'"):
+        make(algorithm="gcfl", gcfl_seq_length=3)
+    with pytest.raises(ValueError, match="gcfl_eps1=0.5 is an option of algorithm 'gcfl'"):
+        make(algorithm="fedavg", gcfl_eps1=0.5)
