@@ -9,7 +9,8 @@ import numpy as np
 import optax
 import pytest
 
-from fgl_jax.algorithms.gcfl import dtw_distance, dtw_matrix, param_norm, record_grad_norm, record_splits, split_clusters
+from fgl_jax.algorithms.gcfl import (dtw_distance, dtw_matrix, param_norm, record_grad_norm, record_splits,
+                                     split_clusters)
 
 
 def numpy_dtw(a, b) -> float:

@@ -42,8 +42,9 @@ here GCFL's whole model is the cluster model, as in `gcfl`. OpenFGL counts round
 first possible split is one round later (round > 20 of 0..R-1). Both collect sequences from the
 sampled clients only and require every client's window to be full (with sampling, a client not
 sampled since the last split delays it); here too, over the clients holding training graphs (a
-client without any never trains, so it would block every split). Split history: `GCFLState.born` / `parent` (the
-round each cluster label appeared and the label it split from), the picture of the cluster tree.
+client without any never trains, so it would block every split). Split history: `GCFLState.born`
+and `parent` (the round each cluster label appeared and the label it split from), the picture of
+the cluster tree (notebooks/08_graph_fl.ipynb).
 """
 from __future__ import annotations
 
