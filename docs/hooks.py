@@ -241,10 +241,12 @@ def algorithms_table(dataset: str = "cora", clients: int = 10, partition: str = 
 
 def algorithm_modules() -> str:
     """One mkdocstrings block per registered algorithm's module (its docstring: what it implements
-    and where it departs from its paper and from OpenFGL), in the registry's order."""
+    and where it departs from its paper and from OpenFGL), in the registry's order; a module that
+    registers several algorithms (gcfl: gcfl, gcfl_plus, gcfl_plus_dws) appears once."""
     from fgl_jax import registry
-    blocks = [f"::: {e.obj.__module__}\n    options:\n      members: false\n      show_root_heading: true\n"
-              f"      heading_level: 2\n" for e in registry.entries("algorithm")]
+    modules = dict.fromkeys(e.obj.__module__ for e in registry.entries("algorithm"))
+    blocks = [f"::: {m}\n    options:\n      members: false\n      show_root_heading: true\n"
+              f"      heading_level: 2\n" for m in modules]
     return "\n".join(blocks)
 
 

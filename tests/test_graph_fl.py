@@ -44,16 +44,20 @@ def test_graph_regression_learns_a_planted_target():
     assert res.best["best_val"] == pytest.approx(max(res.history["val_score"]))   # selected by val_score
 
 
-def test_one_client_equals_centralised_training():
+@pytest.mark.parametrize("algorithm", ["fedavg", "gcfl_plus"])
+def test_one_client_equals_centralised_training(algorithm):
     gs = toy_set(num_graphs=30, seed=2)
-    cfg = make_cfg(clients=1, rounds=3, local_steps=2, graph_batch_size=4)
+    cfg = make_cfg(algorithm=algorithm, clients=1, rounds=3, local_steps=2, graph_batch_size=4)
     prog = build(cfg, graph=gs)
     alg, data = prog.algorithm, prog.data
+    # GCFL+ keeps every client's cluster model on the client axis: one client, one cluster
+    model_of = (lambda s: s.server) if algorithm == "fedavg" else (lambda s: jax.tree.map(lambda a: a[0], s.models))
     state = alg.init(jax.random.key(0), data)
-    params0 = state.server
+    params0 = model_of(state)
     round_fn = jax.jit(alg.round)
     for r in range(cfg.rounds):
         state, _ = round_fn(state, data, jax.random.key(r + 1))
+    final = model_of(state)
     # the reference: plain Adam over the client's training mini-batches, in order, epoch after epoch
     from fgl_jax.systems.baseline.graph_fl import graph_model
     model = graph_model(cfg, gs)
@@ -72,10 +76,10 @@ def test_one_client_equals_centralised_training():
     for _ in range(cfg.rounds * cfg.local_steps):
         for j in real:
             p, o = adam_step(p, o, batch.minibatch(j))
-    for a, b in zip(jax.tree.leaves(state.server), jax.tree.leaves(p)):
+    for a, b in zip(jax.tree.leaves(final), jax.tree.leaves(p)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=2e-6)
     # and the global model moved (the comparison is not of two untouched initialisations)
-    assert max(float(jnp.abs(a - b).max()) for a, b in zip(jax.tree.leaves(state.server),
+    assert max(float(jnp.abs(a - b).max()) for a, b in zip(jax.tree.leaves(final),
                                                            jax.tree.leaves(params0))) > 1e-3
 
 
@@ -130,16 +134,24 @@ def test_cli_fedavg_mutag_resume_and_sampling(tmp_path, data_dir):
     assert sum(report["graphs_per_client"]) == 188
 
 
-GRAPH_ALGORITHMS = ("fedavg", "fedprox", "scaffold", "moon", "local", "global", "fedavgm", "fedadam", "fedyogi")
+GRAPH_ALGORITHMS = ("fedavg", "fedprox", "scaffold", "moon", "local", "global", "fedavgm", "fedadam", "fedyogi",
+                    "fedproto", "fedtgp", "gcfl", "gcfl_plus", "gcfl_plus_dws")
 
 
-def test_every_graph_algorithm_runs_two_rounds():
-    """Each algorithm registered for graph_cls runs through build + run on a toy set: finite metrics,
-    and the registry's tasks field is what admits it (a node-only one is refused by the config)."""
-    from fgl_jax import registry, run
+def test_graph_algorithms_are_the_registered_ones():
+    """The registry's tasks field is what admits an algorithm to graph_cls (a node-only one is refused
+    by the config): the list the smoke below runs is exactly the registered one."""
+    from fgl_jax import registry
     able = {e.name for e in registry.entries("algorithm") if "graph_cls" in e.spec.tasks}
     personalised = {"ditto", "fedbn", "fedrep", "apfl", "pfedme", "fedala"}   # tests/test_pfl_graph.py
-    assert set(GRAPH_ALGORITHMS) | {"gcfl"} | personalised == able
+    assert set(GRAPH_ALGORITHMS) | personalised == able
+
+
+@pytest.mark.slow
+def test_every_graph_algorithm_runs_two_rounds():
+    """Each algorithm registered for graph_cls runs through build + run on a toy set: finite metrics
+    (one compile per algorithm: behind `slow`)."""
+    from fgl_jax import run
     gs = toy_set(num_graphs=24, seed=6)
     for name in GRAPH_ALGORITHMS:
         cfg = make_cfg(algorithm=name, clients=3, rounds=2, hidden=4, num_layers=1)

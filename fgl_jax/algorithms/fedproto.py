@@ -23,6 +23,10 @@ L_R is a sum over classes of per-class MSEs, sum_k mean_{v in k}||z_v - C^k||^2 
 weights (`proto_weights=uniform`). Differences from the paper: inference by the nearest global
 prototype (the paper's test metric) is not offered; the models' logits are used.
 
+Graph classification (`--task graph_cls`): the embedding is a graph's readout (the head's input),
+so the prototypes are per-class mean graph embeddings over the client's training graphs, and L_R
+runs over the training graphs of each local step's mini-batch. graph_reg has no classes: refused.
+
 Server step: prototype aggregation (no global model), so it does not go through
 `fgl_jax.aggregators`; DP-FedAvg and `--server-opt` are refused.
 """
@@ -149,7 +153,9 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
 
             p, o, first = local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
             z, _ = apply_with_embedding(model, p, b, train=False)
-            protos, counts = class_prototypes(z, b.y, b.train_mask, num_classes)
+            # graph_cls: z holds the graph embeddings (the readout) of the client's M mini-batches as
+            # one union [M*G, D]; labels and masks [M, G] flatten to match (padding slots are unmasked)
+            protos, counts = class_prototypes(z, b.y.reshape(-1), b.train_mask.reshape(-1), num_classes)
             return p, o, first, protos, counts
 
         new, opt, losses, local, counts = map_clients(client, common.client_chunk)(
@@ -171,7 +177,7 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
     return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
 
 
-@register("algorithm", "fedproto", hparams=FedProtoHParams,
+@register("algorithm", "fedproto", hparams=FedProtoHParams, tasks=("node_cls", "graph_cls"),
           paper="Tan, Long, Liu, Zhou, Lu, Jiang, Zhang, AAAI 2022, arXiv:2105.00243",
           help="FedProto: personal models regularised towards averaged class prototypes")
 def fedproto(model, common: FedConfig, hp: FedProtoHParams) -> FederatedAlgorithm:

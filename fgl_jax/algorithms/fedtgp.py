@@ -26,6 +26,9 @@ number of clients once per class (a bug shrinking every gap, hence the margin, b
 the regulariser is the sum of per-class MSEs (`fedproto` proto_loss=per_class). OpenFGL's defaults:
 10 server epochs, Adam lr 0.01 with the clients' weight decay, lambda 1.
 
+Graph classification (`--task graph_cls`): as FedProto's, the prototypes are per-class mean graph
+embeddings (the readout) over a client's training graphs.
+
 Server step: trainable global prototypes (no global model), so it does not go through
 `fgl_jax.aggregators`; DP-FedAvg and `--server-opt` are refused.
 """
@@ -98,7 +101,7 @@ def margin_loss(gen: dict, x: jax.Array, y: jax.Array, valid: jax.Array, margin:
     return (ce * v).sum() / jnp.maximum(v.sum(), 1.0)
 
 
-@register("algorithm", "fedtgp", hparams=FedTGPHParams,
+@register("algorithm", "fedtgp", hparams=FedTGPHParams, tasks=("node_cls", "graph_cls"),
           paper="Zhang, Hua, Cao, Wang, Guan, Ma, AAAI 2024, arXiv:2401.03230",
           help="FedTGP: trainable global prototypes with an adaptive-margin contrastive server loss")
 def fedtgp(model, common: FedConfig, hp: FedTGPHParams):

@@ -309,8 +309,12 @@ class BaselineFields(RunSpec):
                              "server optimiser; use algorithm fedavg with server_opt")
         # the server optimiser's options are those of the algorithm that is FedAvg with it
         server_algo = SERVER_OPTS[self.server_opt][1] if self.server_opt != "none" else None
+        # an option several algorithms share (GCFL's thresholds, read by gcfl, gcfl_plus, gcfl_plus_dws)
+        # is fine when any of them is the chosen one
+        own = {f.name for a in (self.algorithm, server_algo) if a is not None
+               for f in dataclasses.fields(registry.algorithm(a).hparams or _NoOptions)}
         for algo, name, f, _tp in _hparam_fields():
-            if algo not in (self.algorithm, server_algo) and getattr(self, name) != f.default:
+            if name not in own and getattr(self, name) != f.default:
                 raise ValueError(f"{name}={getattr(self, name)!r} is an option of algorithm {algo!r}, "
                                  f"not of {self.algorithm!r}")
 
@@ -522,20 +526,31 @@ def _hparam_fields() -> list[tuple[str, str, dataclasses.Field, object]]:
 
 def _compose() -> type:
     base = {f.name for f in dataclasses.fields(BaselineFields)}
-    extra, seen = [], {}
+    fields, owners = {}, {}
     for algo, name, f, tp in _hparam_fields():
         if name in base:
             raise TypeError(f"algorithm {algo!r}: hyperparameter {name!r} shadows a common baseline option")
-        if name in seen:
-            raise TypeError(f"algorithms {seen[name]!r} and {algo!r} both define hyperparameter {name!r}")
-        seen[name] = algo
-        # flags grouped per algorithm in --help (`schema.add_flags` reads `group`)
-        group = f"{algo} options (--algorithm {algo}; {registry.algorithm(algo).help})"
+        if name in fields:
+            # one option read by a family of algorithms (they share one hparams dataclass or subclass
+            # it, as gcfl / gcfl_plus / gcfl_plus_dws): it must be the very same field; two different
+            # options under one name are refused
+            prev = fields[name][1]
+            if prev.default != f.default or prev.metadata.get("help") != f.metadata.get("help"):
+                raise TypeError(f"algorithms {owners[name][0]!r} and {algo!r} both define hyperparameter {name!r}")
+            owners[name].append(algo)
+            continue
+        fields[name], owners[name] = (tp, f), [algo]
+    extra = []
+    for name, (tp, f) in fields.items():
+        # flags grouped per algorithm (or family reading them) in --help (`schema.add_flags` reads `group`)
+        first = owners[name][0]
+        algos = ", ".join(owners[name])
+        group = f"{first} options (--algorithm {algos}; {registry.algorithm(first).help})"
         extra.append((name, tp, dataclasses.field(default=f.default, metadata={**f.metadata, "group": group})))
     cls = dataclasses.make_dataclass("RunConfig", extra, bases=(BaselineFields,), frozen=True)
     cls.__module__ = __name__
     cls.__doc__ = BaselineFields.__doc__ + "\n\n    Algorithm options: " + ", ".join(
-        f"{n} ({a})" for n, a in seen.items()) + "."
+        f"{n} ({', '.join(a)})" for n, a in owners.items()) + "."
     return cls
 
 
