@@ -137,9 +137,11 @@ class BaselineFields(RunSpec):
                                     low_open=True)
     clients_per_round: Optional[int] = option(None, "fixed number of clients sampled each round (instead of "
                                               "client_fraction)", low=1)
-    dp_clip: float = option(0.0, "DP-FedAvg: clip each client's update to this L2 norm C (0 = no DP)", low=0)
+    dp_clip: float = option(0.0, "DP-FedAvg: clip each client's update to this L2 norm C (0 = no DP; traced when "
+                            "> 0: a sweep over C runs as one program)", low=0, traced=True)
     dp_noise: float = option(0.0, "DP-FedAvg noise multiplier z: the server adds N(0, (z C / m)^2) to the mean "
-                             "of the m clipped updates", low=0)
+                             "of the m clipped updates (traced: a sweep over z runs as one program, each member "
+                             "accounted with its own z)", low=0, traced=True)
     dp_delta: float = option(1e-5, "delta at which the DP accountant reports epsilon after each round", low=0,
                              high=1, low_open=True, high_open=True)
     dp_sampling: str = option("poisson", "how the accountant models the client sample: poisson (q = m/N, the "

@@ -256,6 +256,8 @@ def robust_aggregation(cfg: RunConfig) -> tuple:
                                nu=cfg.aggregator_nu)
     stages = (attack(cfg.attack, cfg.attack_boost, cfg.attack_std),) if cfg.attack in UPLOAD_ATTACKS else ()
     names = knob_names(reduction.init(None)) if reduction is not None else set()
+    if cfg.dp_clip > 0:  # DP-FedAvg's clip and noise stages (FedConfig's dp_fedavg) read these Knobs
+        names |= {"dp_clip", "dp_noise"}
     return reduction, stages, {n: getattr(cfg, n) for n in sorted(names)}
 
 
@@ -346,4 +348,19 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
               "(docs/aggregators.md)", file=sys.stderr)
     return Program(algorithm, prepared.data, cfg.rounds, describe,
-                   per_round=per_round_columns(cfg, algorithm, prepared.data))
+                   per_round=per_round_columns(cfg, algorithm, prepared.data),
+                   account=dp_account(cfg, prepared.data) if cfg.dp_clip > 0 else None)
+
+
+def dp_account(cfg: RunConfig, data):
+    """A sweep member's DP-FedAvg accounting: (traced values, rounds) -> {"dp_epsilon": epsilon after
+    `rounds` rounds of the member's own noise multiplier} (the clipping norm does not change it)."""
+    num_train = int(data.train.num_clients)
+    m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
+
+    def account(values, rounds: int) -> dict:
+        if rounds <= 0:
+            return {}
+        z = float(values.get("dp_noise", cfg.dp_noise))
+        return {"dp_epsilon": float(epsilons(z, m, num_train, rounds, cfg.dp_delta, cfg.dp_sampling)[-1])}
+    return account
