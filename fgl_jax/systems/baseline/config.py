@@ -193,6 +193,14 @@ class BaselineFields(RunSpec):
                                 "queries (OpenFGL's rule)", low=0, low_open=True)
     ldp_delta: float = option(1e-5, "local DP (gaussian): total delta, split like epsilon", low=0, high=1,
                               low_open=True, high_open=True)
+    node_dp_degree: int = option(0, "node-level DP (Daigavane et al.; docs/privacy.md): sample the edges so every node "
+                                 "has at most this many in- and out-neighbours, clip per-node gradients, add Gaussian "
+                                 "noise to each SGD step (0 = off; needs optimizer sgd)", low=0)
+    node_dp_clip: float = option(1.0, "node-level DP: per-node gradient L2 clipping norm C", low=0, low_open=True)
+    node_dp_noise: float = option(1.0, "node-level DP: noise multiplier sigma; the step's noise std is sigma x the "
+                                  "sensitivity 2 C sum_{i<=layers} K^i over the client's training nodes", low=0)
+    node_dp_delta: float = option(1e-5, "node-level DP: delta at which summary.json states epsilon", low=0, high=1,
+                                  low_open=True, high_open=True)
     feature_sparsity: float = option(0.0, "robustness: zero this fraction of the nonzero feature entries",
                                      low=0, high=1)
     feature_noise: float = option(0.0, "robustness: add Gaussian noise to this fraction of the feature entries",
@@ -256,6 +264,7 @@ class BaselineFields(RunSpec):
             raise ValueError(f"select_metric={self.select_metric!r}: link prediction reports auc and ap (and hits@K), "
                              "select it by auc or ap")
         self._check_robustness()
+        self._check_node_dp()
         if self.task == "link_pred":
             self._check_link_pred()
         elif self.task in GRAPH_TASKS:
@@ -300,6 +309,21 @@ class BaselineFields(RunSpec):
         if self.algorithm == "local" and (self.aggregator != "mean" or self.attack != "none"):
             raise ValueError(f"aggregator={self.aggregator!r}, attack={self.attack!r}: algorithm 'local' sends "
                              "nothing to aggregate or attack")
+
+    def _check_node_dp(self) -> None:
+        if self.node_dp_degree == 0:
+            for name, default in (("node_dp_clip", 1.0), ("node_dp_noise", 1.0), ("node_dp_delta", 1e-5)):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name}={getattr(self, name)!r} is an option of node-level DP, which is off "
+                                     "(set node_dp_degree > 0)")
+            return
+        if self.task != "node_cls":
+            raise ValueError(f"node_dp_degree={self.node_dp_degree}: node-level DP is for task node_cls, not {self.task}")
+        if self.ldp != "none":
+            raise ValueError(f"node_dp_degree and ldp={self.ldp!r} both noise the local steps: choose one")
+        if self.optimizer != "sgd":
+            raise ValueError(f"node_dp_degree={self.node_dp_degree} needs optimizer sgd (its noise is added to the "
+                             f"SGD step; {self.optimizer}'s step is not a noised gradient)")
 
     def _check_link_pred(self) -> None:
         total = self.lp_train_frac + self.lp_val_frac + self.lp_test_frac

@@ -29,6 +29,7 @@ from fgl_jax.federated.adversary import attacker_ids, with_adversaries
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
+from fgl_jax.privacy import node_dp
 from fgl_jax.privacy.secure_sum import check_threshold, dropped_count, majority, protocol_bytes
 from fgl_jax.graph import Graph
 from fgl_jax.nn import ModelSpec
@@ -95,6 +96,16 @@ def perturb_structure(graph: Graph, cfg: RunConfig) -> Graph:
                               topology_sparsity=cfg.topology_sparsity, topology_noise=cfg.topology_noise)
 
 
+def bound_degrees(graph: Graph, cfg: RunConfig) -> Graph:
+    """Node-level DP's edge sampling (`fgl_jax.privacy.node_dp.bounded_degree_edges`, seed
+    processing_seed): every node keeps at most node_dp_degree in- and out-edges. Unchanged when off."""
+    if cfg.node_dp_degree <= 0:
+        return graph
+    keep = node_dp.bounded_degree_edges(graph.senders, graph.receivers, cfg.node_dp_degree, cfg.processing_seed)
+    return dataclasses.replace(graph, senders=np.asarray(graph.senders)[keep], receivers=np.asarray(graph.receivers)[keep],
+                               meta={**graph.meta, "node_dp_edges": {"before": int(keep.size), "after": int(keep.sum())}})
+
+
 def perturb_labels(graph: Graph, cfg: RunConfig) -> Graph:
     """The label perturbations, on the training nodes (right after the split that defines them)."""
     return processing.perturb(graph, seed=cfg.processing_seed, label_sparsity=cfg.label_sparsity,
@@ -135,7 +146,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     progress.phase("preparing", f"{cfg.split} split, {cfg.partition} partition into {cfg.clients} clients")
     if cfg.task == "link_pred":
         return prepare_links(perturb_structure(graph, cfg), cfg)
-    graph = split_graph(perturb_structure(graph, cfg), cfg)
+    graph = bound_degrees(split_graph(perturb_structure(graph, cfg), cfg), cfg)
     if cfg.split not in PER_CLIENT:
         graph = perturb_labels(graph, cfg)
     full = registry.algorithm(cfg.algorithm).data == "full_graph"
@@ -218,6 +229,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         # OpenFGL's query count: rounds x the fraction of clients taking part
         fraction = cfg.clients_per_round / cfg.clients if cfg.clients_per_round else cfg.client_fraction
         ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
+    if cfg.node_dp_degree > 0:
+        ldp = node_dp.NodeDP(cfg.node_dp_clip, cfg.node_dp_noise, cfg.node_dp_degree, cfg.num_layers)
     reduction, upload_stages, knobs = robust_aggregation(cfg)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
@@ -265,7 +278,8 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
     """DP-FedAvg and the server optimiser are aggregators (`fgl_jax.aggregators`): refuse them for an
     algorithm that has no server aggregate (its state has no `aggregator` field: local, fedgta,
     fedproto, fedtgp). The local DP lives in the FedAvg family's round: refuse it elsewhere."""
-    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.server_opt == "none" and not cfg.secure_agg \
+    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.node_dp_degree == 0 and cfg.server_opt == "none" \
+            and not cfg.secure_agg \
             and cfg.aggregator == "mean" and cfg.attack in ("none", "label_flip"):
         return
     if cfg.secure_agg:  # the round's clients must be able to unmask it (one line, before any tracing)
@@ -278,6 +292,9 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
         if on and not hasattr(state, "aggregator"):
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
+    if cfg.node_dp_degree > 0 and not isinstance(state, BaselineState):
+        raise ValueError(f"node_dp_degree: node-level DP is implemented in the FedAvg family's round (fedavg, fedprox, "
+                         f"fedper, fedbn, fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r}")
     if cfg.ldp != "none" and not isinstance(state, BaselineState):
         raise ValueError(f"ldp is implemented in the FedAvg family's round (fedavg, fedprox, fedper, fedbn, "
                          f"fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
@@ -342,6 +359,10 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
                                               "threshold": cfg.secure_agg_threshold or majority(m),
                                               "dropped_per_round": dropped_count(m, cfg.secure_agg_dropout),
                                               "frac_bits": cfg.secure_agg_frac_bits, "field": "GF(2^31 - 1)"}
+    if cfg.node_dp_degree > 0:  # every round x local step of a client is one noised full-batch step
+        describe["node_privacy"] = node_dp.describe(
+            node_dp.NodeDP(cfg.node_dp_clip, cfg.node_dp_noise, cfg.node_dp_degree, cfg.num_layers),
+            cfg.rounds * cfg.local_steps, cfg.node_dp_delta, prepared.graph.meta.get("node_dp_edges"))
     uncovered = registry.algorithm(cfg.algorithm).dp_uncovered
     if cfg.dp_clip > 0 and uncovered:  # DP-FedAvg clips and noises what the aggregator sees, nothing else
         describe["dp_uncovered"] = uncovered
