@@ -193,6 +193,9 @@ class BaselineFields(RunSpec):
                                 "queries (OpenFGL's rule)", low=0, low_open=True)
     ldp_delta: float = option(1e-5, "local DP (gaussian): total delta, split like epsilon", low=0, high=1,
                               low_open=True, high_open=True)
+    eval_mia: bool = option(False, "after the run, attack the final model (global, or each client's own when "
+                            "evaluated personalised) with loss- and confidence-threshold membership inference: "
+                            "summary.json extras.mia has the AUC of training vs test nodes (0.5 = no leakage)")
     node_dp_degree: int = option(0, "node-level DP (Daigavane et al.; docs/privacy.md): sample the edges so every node "
                                  "has at most this many in- and out-neighbours, clip per-node gradients, add Gaussian "
                                  "noise to each SGD step (0 = off; needs optimizer sgd)", low=0)
@@ -265,6 +268,8 @@ class BaselineFields(RunSpec):
                              "select it by auc or ap")
         self._check_robustness()
         self._check_node_dp()
+        if self.eval_mia and self.task != "node_cls":
+            raise ValueError(f"eval_mia attacks node classifiers (training vs test nodes), not task {self.task}")
         if self.task == "link_pred":
             self._check_link_pred()
         elif self.task in GRAPH_TASKS:

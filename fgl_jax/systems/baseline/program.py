@@ -18,7 +18,7 @@ from fgl_jax.data.splits import fixed_split
 from fgl_jax.data import load_graph, openfgl_fractions, per_class_split, per_client_split, processing, random_split
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.config import SecureAgg
-from fgl_jax.federated.algorithm import HostInput
+from fgl_jax.federated.algorithm import Hooks, HostInput
 from fgl_jax.federated.fedavg_family import BaselineState
 from fgl_jax.federated import communication
 from fgl_jax.federated.link import SELECT as LINK_SELECT
@@ -208,17 +208,62 @@ def select_keys(cfg: RunConfig, graph: Graph) -> tuple:
     return SELECT_KEYS["acc" if cfg.select_metric == "auto" else cfg.select_metric]
 
 
+def model_from_config(cfg: RunConfig, graph: Graph) -> tuple:
+    """(model, ModelSpec or None) of the configured task: the graph classifier for graph tasks
+    (graph_fl.py, no node-level ModelSpec), else the node model (link prediction: `hidden` outputs)."""
+    if cfg.task in GRAPH_TASKS:
+        return graph_model(cfg, graph), None
+    spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if cfg.task == "link_pred" else graph.num_classes,
+                     hidden=cfg.hidden, num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
+    return spec.build(), spec
+
+
+def membership_hook(cfg: RunConfig, graph: Graph, data):
+    """`Hooks.finalize` of --eval-mia: the loss- and confidence-threshold membership attacks
+    (`fgl_jax.privacy.inference`) on the final model's logits of every client's nodes, training nodes
+    (members) vs test nodes (non-members). The model is the global one (`state.server`) or, for a
+    personalised evaluation (eval_mode resolving to local_model_on_local_data), each client's own
+    (the FedAvg family's personal layers over the global ones)."""
+    from fgl_jax.federated.evaluation import resolve_eval_mode
+    from fgl_jax.federated.fedavg_family import personal_mask
+    from fgl_jax.privacy import inference
+    model, _ = model_from_config(cfg, graph)
+    batch = data.eval
+    personal = resolve_eval_mode(cfg.eval_mode, cfg.algorithm).startswith("local_model")
+
+    def finalize(result) -> dict:
+        state = result.state
+        server = getattr(state, "server", None)
+        if server is None:
+            raise ValueError(f"eval_mia: algorithm {cfg.algorithm!r} keeps no global model (state.server) to attack")
+        c = int(batch.num_clients)
+        if personal and getattr(state, "personal", None) is not None:
+            mask = personal_mask(server, cfg.algorithm, cfg.num_layers, getattr(cfg.hparams(), "personal_layers", 1))
+            params = jax.tree.map(lambda m, s, p: p if m else jax.numpy.broadcast_to(s, p.shape), mask, server,
+                                  state.personal)
+            logits = jax.jit(jax.vmap(lambda p, b: model.apply(p, b, train=False)))(params, batch)
+            which = "personal"
+        else:
+            logits = jax.jit(jax.vmap(lambda b: model.apply(server, b, train=False)))(batch)
+            which = "global"
+        real = np.asarray(batch.client_mask, bool)[:, None] if hasattr(batch, "client_mask") else np.ones((c, 1), bool)
+        node = np.asarray(batch.node_mask, bool) if hasattr(batch, "node_mask") else True
+        members = np.asarray(batch.train_mask, bool) & node & real
+        nonmembers = np.asarray(batch.test_mask, bool) & node & real
+        y = np.asarray(batch.y)
+        out = {"model": which, "members": int(members.sum()), "nonmembers": int(nonmembers.sum())}
+        for kind in inference.SCORES:
+            out[f"auc_{kind}"] = inference.membership_auc(np.asarray(logits), y, members, nonmembers, kind)
+        return {"mia": out}
+    return finalize
+
+
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
     """The registered algorithm with the configured model and common hyperparameters (for task
     link_pred: the model is a `LinkModel` whose encoder outputs `hidden`-wide embeddings, and the
     reported round is selected by val_auc)."""
     link = cfg.task == "link_pred"
-    if cfg.task in GRAPH_TASKS:  # the graph classifier (graph_fl.py); no node-level ModelSpec
-        model, spec = graph_model(cfg, graph), None
-    else:
-        spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if link else graph.num_classes, hidden=cfg.hidden,
-                         num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
-        model = spec.build()
+    model, spec = model_from_config(cfg, graph)
     if link:
         model = LinkModel(model, decoder=cfg.lp_decoder, hidden=cfg.hidden, dropout=cfg.dropout,
                           train_negatives=cfg.lp_negatives, hits_k=cfg.lp_hits_k)
@@ -368,7 +413,8 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["dp_uncovered"] = uncovered
         print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
               "(docs/aggregators.md)", file=sys.stderr)
-    return Program(algorithm, prepared.data, cfg.rounds, describe,
+    hooks = Hooks(finalize=membership_hook(cfg, prepared.graph, prepared.data)) if cfg.eval_mia else Hooks()
+    return Program(algorithm, prepared.data, cfg.rounds, describe, hooks=hooks,
                    per_round=per_round_columns(cfg, algorithm, prepared.data),
                    account=dp_account(cfg, prepared.data) if cfg.dp_clip > 0 else None)
 
