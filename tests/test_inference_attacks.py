@@ -10,7 +10,7 @@ import pytest
 
 from fgl_jax.privacy import inference
 from fgl_jax.systems.baseline import RunConfig
-from fgl_jax.systems.baseline.program import build, membership_hook
+from fgl_jax.systems.baseline.program import build, model_from_config
 from tests.helpers import toy_graph
 
 
@@ -57,15 +57,16 @@ def test_the_run_hook_attacks_every_clients_nodes_with_the_final_global_model():
     g = toy_graph(n=60, num_features=8, sparse=True, seed=1)
     cfg = RunConfig(dataset="toy", clients=3, rounds=1, hidden=8, split="keep", eval_mia=True)
     prog = build(cfg, g)
-    state = prog.algorithm.init(jax.random.key(0), prog.data)
+    state = jax.jit(prog.algorithm.init)(jax.random.key(0), prog.data)
     got = prog.hooks.finalize(type("R", (), {"state": state})())["mia"]
     # reference: the model applied client by client, the masks read from the batch, pairs counted
-    model = membership_hook.__globals__["model_from_config"](cfg, prog.graph if hasattr(prog, "graph") else g)[0]
+    model = model_from_config(cfg, g)[0]
+    apply = jax.jit(lambda one: jax.nn.log_softmax(model.apply(state.server, one, train=False), -1))
     b = prog.data.eval
     pos, neg = [], []
-    for c in range(int(b.num_clients)):
+    for c in range(int(b.num_clients)):  # one client at a time (padded alike: one compilation)
         one = jax.tree.map(lambda a: a[c], b)
-        lp = np.asarray(jax.nn.log_softmax(model.apply(state.server, one, train=False), -1), np.float64)
+        lp = np.asarray(apply(one), np.float64)
         s = lp[np.arange(lp.shape[0]), np.asarray(one.y)]
         real = np.asarray(one.node_mask, bool)
         pos.append(s[np.asarray(one.train_mask, bool) & real])
