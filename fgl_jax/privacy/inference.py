@@ -122,7 +122,7 @@ def linear_probe(embeddings, attribute, mask=None, seed: int = 0, steps: int = 3
 
     Args:
         embeddings: float `[N, d]`, what the server receives per node.
-        attribute: int `[N]`, the held-out node attribute (classes 0..A-1).
+        attribute: int `[N]`, the held-out node attribute (classes 0..A-1; negative = unknown, left out).
         mask: bool `[N]` or None, the nodes with a real embedding and attribute.
         seed: the split's and the fit's seed.
         steps: gradient steps.
@@ -142,7 +142,7 @@ def linear_probe(embeddings, attribute, mask=None, seed: int = 0, steps: int = 3
     if x.ndim != 2 or x.shape[0] != a.shape[0] or keep.shape != a.shape:
         raise ValueError(f"linear_probe: embeddings {x.shape}, attribute {a.shape} and mask {keep.shape} must "
                          "be [N, d], [N], [N]")
-    x, a = x[keep], a[keep]
+    x, a = x[keep & (a >= 0)], a[keep & (a >= 0)]  # a negative attribute is unknown (an unlabelled node)
     if len(a) < 4:
         raise ValueError(f"linear_probe needs at least 4 nodes, got {len(a)}")
     rng = np.random.default_rng(seed)
