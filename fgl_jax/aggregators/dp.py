@@ -46,7 +46,8 @@ def clip(clip_norm: float) -> Aggregator:
         raise ValueError(f"clip: clip_norm must be > 0, got {clip_norm}")
 
     def aggregate(state: Knobs, updates: PyTree, weights, key, *, params: Optional[PyTree] = None, mask=None):
-        bound = state.get("dp_clip")
+        # a stateless caller's () state (the stage before it kept Knobs) keeps the configured norm
+        bound = state.get("dp_clip") if isinstance(state, Knobs) else clip_norm
         if params is None:
             return clip_updates(updates, bound)[0], state
         delta = jax.tree.map(lambda u, p: u - p, updates, params)
@@ -80,7 +81,9 @@ def gaussian_noise(noise_multiplier: float, clip_norm: float) -> Aggregator:
     def aggregate(state: Knobs, agg: PyTree, weights: jax.Array, key: jax.Array, *, params=None,
                   mask: Optional[jax.Array] = None):
         m = weights.shape[0] if mask is None else jnp.maximum(mask.sum(), 1).astype(jnp.float32)
-        std = state.get("dp_noise") * state.get("dp_clip") / m
+        z, c = (state.get("dp_noise"), state.get("dp_clip")) if isinstance(state, Knobs) else (noise_multiplier,
+                                                                                              clip_norm)
+        std = z * c / m
         leaves, treedef = jax.tree.flatten(agg)
         keys = jax.random.split(key, len(leaves))
         return jax.tree.unflatten(treedef, [x + (std * jax.random.normal(k, x.shape, x.dtype)).astype(x.dtype)
