@@ -16,7 +16,8 @@ Three entry points run things: `run`, `sweep` and `run_config` (`run` and `run_c
 
 What is public: the names in `fgl_jax.__all__` (functions, classes and namespaces: `schema`
 for config files and flags, `aggregators` for the server's aggregation stages, `field` / `lcc` for the prime-field and Lagrange-coding primitives,
-`onebit` for the one-bit LDP encoder, `records` for result records, and `engine`, the documented
+`onebit` for the one-bit LDP encoder, `inference` for membership / attribute inference attacks, `node_dp`
+for node-level DP of GNN training, `records` for result records, and `engine`, the documented
 internal namespace of the engine's inner entry points: `execute`, `run_sharded`, `make_scan`, ...,
 importable but not API), and each paper system's package `fgl_jax.systems.<name>`
 through its own documented `__all__`. Everything else (`fgl_jax.federated.run`, ...) is internal
@@ -45,7 +46,7 @@ _EXPORTS = {
     # simulation knobs (docs/simulation.md): partial participation, communication bytes, DP, perturbations
     "with_participation": "fgl_jax.federated.participation", "participants": "fgl_jax.federated.participation",
     "sample_clients": "fgl_jax.federated.participation", "message_bytes": "fgl_jax.federated.communication",
-    "dp_epsilons": "fgl_jax.privacy.dp", "private_mean": "fgl_jax.aggregators", "perturb": "fgl_jax.data.processing",
+    "dp_epsilons": "fgl_jax.privacy.dp", "fedgcn_server_view": "fgl_jax.algorithms.fedgcn", "private_mean": "fgl_jax.aggregators", "perturb": "fgl_jax.data.processing",
     # server aggregation (fgl_jax.aggregators): composable like optax's transformations
     # (the namespace `fgl_jax.aggregators` holds the stages: mean, clip, gaussian_noise, server_optimizer, ...)
     "Aggregator": "fgl_jax.aggregators",
@@ -103,6 +104,7 @@ _RENAMED = {"register_dataset": "register", "dp_epsilons": "epsilons", "enable_c
 _MODULES = {"schema": "fgl_jax.schema", "aggregators": "fgl_jax.aggregators", "field": "fgl_jax.privacy.field",
             "lcc": "fgl_jax.privacy.lcc", "onebit": "fgl_jax.privacy.onebit", "records": "fgl_jax.records",
             "secure_sum": "fgl_jax.privacy.secure_sum", "rdp": "fgl_jax.privacy.rdp",
+            "inference": "fgl_jax.privacy.inference", "node_dp": "fgl_jax.privacy.node_dp",
             "engine": "fgl_jax.engine"}
 
 __all__ = sorted({*_EXPORTS, *_MODULES})

@@ -1,7 +1,7 @@
 """Every public function documents its parameters and result; every public class has a docstring.
 
 The public API is `fgl_jax.__all__` (issue 46 item 7): its functions and classes, and the members of
-its public namespaces (`aggregators`, `schema`, `field`, `lcc`, `onebit`, `records`, `secure_sum`, `rdp`:
+its public namespaces (`aggregators`, `schema`, `field`, `lcc`, `onebit`, `records`, `secure_sum`, `rdp`, `inference`, `node_dp`:
 their `__all__`, or the names without a leading underscore that the module itself defines). `engine`
 is left out: it is the documented internal namespace, importable but not API. A function with
 parameters needs an `Args:` section and every function a `Returns:` (or `Yields:`) section, in the
@@ -30,7 +30,8 @@ def _problem(name: str, obj: object) -> str | None:
 
 
 # the public namespaces whose members are API (fgl_jax._MODULES without the internal `engine`)
-NAMESPACES = ("aggregators", "schema", "field", "lcc", "onebit", "records", "secure_sum", "rdp")
+NAMESPACES = ("aggregators", "schema", "field", "lcc", "onebit", "records", "secure_sum", "rdp", "inference",
+              "node_dp")
 
 
 def _members(module) -> list[str]:

@@ -80,6 +80,22 @@ def neighbour_aggregate(graph: Graph, variant: str = "paper") -> sp.csr_matrix:
     return sp.csr_matrix(s @ x, dtype=np.float32)
 
 
+def fedgcn_server_view(graph: Graph, variant: str = "paper") -> np.ndarray:
+    """What FedGCN's server learns per node in the pre-training exchange: the sum of the clients'
+    shares of row i, i.e. the whole graph's first-layer aggregate (S X)_i (A X for the fedgraph
+    variant), whatever the partition. The target of the attribute-inference probe
+    (`fgl_jax.inference.linear_probe`, experiments/robustness/attribute_inference.py).
+
+    Args:
+        graph: the whole graph (N nodes, F features).
+        variant: "paper" or "fedgraph" (`FedGCNHParams.fedgcn_variant`).
+
+    Returns:
+        float32 `[N, F]`, dense.
+    """
+    return np.asarray(neighbour_aggregate(graph, variant).toarray(), np.float32)
+
+
 def client_node_sets(graph: Graph, assignment: np.ndarray, num_clients: int, extended: bool) -> list[np.ndarray]:
     """Each client's node ids (ascending); extended: plus every in-neighbour of them (1 hop)."""
     out = []

@@ -11,7 +11,7 @@ Shapes: C clients, C_t the clients holding training nodes, N padded nodes per cl
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 import flax
 import jax
@@ -140,6 +140,10 @@ class Program(NamedTuple):
         hooks: the system's `Hooks`.
         per_round: host-computed per-round values added to every metrics.jsonl row and the history
             (communication bytes, the DP accountant's epsilon): name -> array `[num_rounds]`.
+        account: None, or the host-side columns of a sweep member whose traced values (`state.hp`
+            entries, name -> float) differ from the configured ones, after `rounds` rounds:
+            `account(values, rounds) -> {name: float}` (e.g. the dp_epsilon of its own noise
+            multiplier); a sweep row takes them over `per_round`'s.
     """
 
     algorithm: FederatedAlgorithm
@@ -151,6 +155,8 @@ class Program(NamedTuple):
     # host-computed per-round values added to every metrics.jsonl row and the history
     # (communication bytes, the DP accountant's epsilon): name -> array [num_rounds]
     per_round: dict = {}
+    # a sweep member's host-side columns from its traced values: (values, rounds) -> {name: float}
+    account: Optional[Callable[[Mapping[str, float], int], dict]] = None
 
 
 def x64_scope(algorithm: FederatedAlgorithm):

@@ -160,7 +160,8 @@ def server_aggregator(cfg: FedConfig, server_optimizer: Optional[optax.GradientT
         stages = [cfg.aggregator]
     elif cfg.dp_clip > 0:
         reduce = cfg.secure_agg.mean("uniform") if cfg.secure_agg is not None else None
-        stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise, reduce)]
+        # the noise stage even at z = 0: z is a traced Knobs value a sweep may set > 0 in this program
+        stages = [aggregators.dp_fedavg(cfg.dp_clip, cfg.dp_noise, reduce, traced=True)]
     else:
         stages = [cfg.secure_agg.mean() if cfg.secure_agg is not None else aggregators.mean()]
     stages = [*cfg.upload_stages, *stages]

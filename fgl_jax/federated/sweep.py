@@ -370,8 +370,10 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
             for name, hist in res.history.items():  # every metric's last round (e.g. FedHGL's sel_test_acc)
                 if hist.ndim == 2:
                     row[f"final_{name}"] = float(hist[i, -1])
-            row.update(resource_columns(getattr(program, "per_round", None) or {},
-                                         rounds_run(res.history, i, int(program.num_rounds))))
+            ran = rounds_run(res.history, i, int(program.num_rounds))
+            row.update(resource_columns(getattr(program, "per_round", None) or {}, ran))
+            if getattr(program, "account", None) is not None and vector:  # e.g. dp_epsilon of its own dp_noise
+                row.update(program.account({k: float(m[1 + j]) for j, k in enumerate(vector)}, ran))
             rows.append(row)
             hists.append({k: np.asarray(v[i], np.float64) for k, v in res.history.items() if v.ndim == 2})
     names = sorted(set().union(*[h.keys() for h in hists]))

@@ -1,6 +1,7 @@
 """Privacy primitives: prime-field arithmetic (:mod:`.field`), Lagrange coded computing (:mod:`.lcc`),
 pairwise-mask secure aggregation (:mod:`.secure_sum`), the RDP accountant of the subsampled Gaussian
-(:mod:`.rdp`), DP-FedAvg's clipping and accounting (:mod:`.dp`)."""
+(:mod:`.rdp`), DP-FedAvg's clipping and accounting (:mod:`.dp`), node-level DP of GNN training
+(:mod:`.node_dp`), membership / attribute inference attacks (:mod:`.inference`)."""
 from fgl_jax.privacy import field, lcc, rdp, secure_sum
 from fgl_jax.privacy.field import (
     MAX_MODULUS,

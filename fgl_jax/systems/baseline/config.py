@@ -155,9 +155,11 @@ class BaselineFields(RunSpec):
                                     low_open=True)
     clients_per_round: Optional[int] = option(None, "fixed number of clients sampled each round (instead of "
                                               "client_fraction)", low=1)
-    dp_clip: float = option(0.0, "DP-FedAvg: clip each client's update to this L2 norm C (0 = no DP)", low=0)
+    dp_clip: float = option(0.0, "DP-FedAvg: clip each client's update to this L2 norm C (0 = no DP; traced when "
+                            "> 0: a sweep over C runs as one program)", low=0, traced=True)
     dp_noise: float = option(0.0, "DP-FedAvg noise multiplier z: the server adds N(0, (z C / m)^2) to the mean "
-                             "of the m clipped updates", low=0)
+                             "of the m clipped updates (traced: a sweep over z runs as one program, each member "
+                             "accounted with its own z)", low=0, traced=True)
     dp_delta: float = option(1e-5, "delta at which the DP accountant reports epsilon after each round", low=0,
                              high=1, low_open=True, high_open=True)
     dp_sampling: str = option("poisson", "how the accountant models the client sample: poisson (q = m/N, the "
@@ -209,6 +211,17 @@ class BaselineFields(RunSpec):
                                 "queries (OpenFGL's rule)", low=0, low_open=True)
     ldp_delta: float = option(1e-5, "local DP (gaussian): total delta, split like epsilon", low=0, high=1,
                               low_open=True, high_open=True)
+    eval_mia: bool = option(False, "after the run, attack the final model (global, or each client's own when "
+                            "evaluated personalised) with loss- and confidence-threshold membership inference: "
+                            "summary.json extras.mia has the AUC of training vs test nodes (0.5 = no leakage)")
+    node_dp_degree: int = option(0, "node-level DP (Daigavane et al.; docs/privacy.md): sample the edges so every node "
+                                 "has at most this many in- and out-neighbours, clip per-node gradients, add Gaussian "
+                                 "noise to each SGD step (0 = off; needs optimizer sgd)", low=0)
+    node_dp_clip: float = option(1.0, "node-level DP: per-node gradient L2 clipping norm C", low=0, low_open=True)
+    node_dp_noise: float = option(1.0, "node-level DP: noise multiplier sigma; the step's noise std is sigma x the "
+                                  "sensitivity 2 C sum_{i<=layers} K^i over the client's training nodes", low=0)
+    node_dp_delta: float = option(1e-5, "node-level DP: delta at which summary.json states epsilon", low=0, high=1,
+                                  low_open=True, high_open=True)
     feature_sparsity: float = option(0.0, "robustness: zero this fraction of the nonzero feature entries",
                                      low=0, high=1)
     feature_noise: float = option(0.0, "robustness: add Gaussian noise to this fraction of the feature entries",
@@ -288,6 +301,9 @@ class BaselineFields(RunSpec):
         if self.directed == "keep":
             self._check_directed()
         self._check_robustness()
+        self._check_node_dp()
+        if self.eval_mia and self.task != "node_cls":
+            raise ValueError(f"eval_mia attacks node classifiers (training vs test nodes), not task {self.task}")
         if self.task == "link_pred":
             self._check_link_pred()
         elif self.task in GRAPH_TASKS:
@@ -362,6 +378,21 @@ class BaselineFields(RunSpec):
         if len(fanouts) != self.num_layers:
             raise ValueError(f"fanout={self.fanout!r} has {len(fanouts)} hops for num_layers={self.num_layers}: "
                              "give one fan-out per GNN layer")
+
+    def _check_node_dp(self) -> None:
+        if self.node_dp_degree == 0:
+            for name, default in (("node_dp_clip", 1.0), ("node_dp_noise", 1.0), ("node_dp_delta", 1e-5)):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name}={getattr(self, name)!r} is an option of node-level DP, which is off "
+                                     "(set node_dp_degree > 0)")
+            return
+        if self.task != "node_cls":
+            raise ValueError(f"node_dp_degree={self.node_dp_degree}: node-level DP is for task node_cls, not {self.task}")
+        if self.ldp != "none":
+            raise ValueError(f"node_dp_degree and ldp={self.ldp!r} both noise the local steps: choose one")
+        if self.optimizer != "sgd":
+            raise ValueError(f"node_dp_degree={self.node_dp_degree} needs optimizer sgd (its noise is added to the "
+                             f"SGD step; {self.optimizer}'s step is not a noised gradient)")
 
     def _check_link_pred(self) -> None:
         total = self.lp_train_frac + self.lp_val_frac + self.lp_test_frac

@@ -19,7 +19,7 @@ from fgl_jax.data import load_graph, openfgl_fractions, source, per_class_split,
 from fgl_jax.federated import FedConfig, OptimConfig, Program, make_fed_data
 from fgl_jax.federated.config import SecureAgg
 from fgl_jax.federated.sampling import parse_fanout, with_sampler
-from fgl_jax.federated.algorithm import HostInput
+from fgl_jax.federated.algorithm import Hooks, HostInput
 from fgl_jax.federated.fedavg_family import BaselineState
 from fgl_jax.federated import communication
 from fgl_jax.federated.link import SELECT as LINK_SELECT
@@ -30,6 +30,7 @@ from fgl_jax.federated.adversary import attacker_ids, with_adversaries
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
+from fgl_jax.privacy import node_dp
 from fgl_jax.privacy.secure_sum import check_threshold, dropped_count, majority, protocol_bytes
 from fgl_jax.graph import Graph, symmetrize
 from fgl_jax.nn import ModelSpec
@@ -96,6 +97,16 @@ def perturb_structure(graph: Graph, cfg: RunConfig) -> Graph:
                               topology_sparsity=cfg.topology_sparsity, topology_noise=cfg.topology_noise)
 
 
+def bound_degrees(graph: Graph, cfg: RunConfig) -> Graph:
+    """Node-level DP's edge sampling (`fgl_jax.privacy.node_dp.bounded_degree_edges`, seed
+    processing_seed): every node keeps at most node_dp_degree in- and out-edges. Unchanged when off."""
+    if cfg.node_dp_degree <= 0:
+        return graph
+    keep = node_dp.bounded_degree_edges(graph.senders, graph.receivers, cfg.node_dp_degree, cfg.processing_seed)
+    return dataclasses.replace(graph, senders=np.asarray(graph.senders)[keep], receivers=np.asarray(graph.receivers)[keep],
+                               meta={**graph.meta, "node_dp_edges": {"before": int(keep.size), "after": int(keep.sum())}})
+
+
 def perturb_labels(graph: Graph, cfg: RunConfig) -> Graph:
     """The label perturbations, on the training nodes (right after the split that defines them)."""
     return processing.perturb(graph, seed=cfg.processing_seed, label_sparsity=cfg.label_sparsity,
@@ -158,7 +169,7 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     progress.phase("preparing", f"{cfg.split} split, {cfg.partition} partition into {cfg.clients} clients")
     if cfg.task == "link_pred":
         return prepare_links(perturb_structure(graph, cfg), cfg)
-    graph = split_graph(perturb_structure(graph, cfg), cfg)
+    graph = bound_degrees(split_graph(perturb_structure(graph, cfg), cfg), cfg)
     if cfg.split not in PER_CLIENT:
         graph = perturb_labels(graph, cfg)
     full = registry.algorithm(cfg.algorithm).data == "full_graph"
@@ -223,17 +234,62 @@ def select_keys(cfg: RunConfig, graph: Graph) -> tuple:
     return SELECT_KEYS["acc" if cfg.select_metric == "auto" else cfg.select_metric]
 
 
+def model_from_config(cfg: RunConfig, graph: Graph) -> tuple:
+    """(model, ModelSpec or None) of the configured task: the graph classifier for graph tasks
+    (graph_fl.py, no node-level ModelSpec), else the node model (link prediction: `hidden` outputs)."""
+    if cfg.task in GRAPH_TASKS:
+        return graph_model(cfg, graph), None
+    spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if cfg.task == "link_pred" else graph.num_classes,
+                     hidden=cfg.hidden, num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
+    return spec.build(), spec
+
+
+def membership_hook(cfg: RunConfig, graph: Graph, data):
+    """`Hooks.finalize` of --eval-mia: the loss- and confidence-threshold membership attacks
+    (`fgl_jax.privacy.inference`) on the final model's logits of every client's nodes, training nodes
+    (members) vs test nodes (non-members). The model is the global one (`state.server`) or, for a
+    personalised evaluation (eval_mode resolving to local_model_on_local_data), each client's own
+    (the FedAvg family's personal layers over the global ones)."""
+    from fgl_jax.federated.evaluation import resolve_eval_mode
+    from fgl_jax.federated.fedavg_family import personal_mask
+    from fgl_jax.privacy import inference
+    model, _ = model_from_config(cfg, graph)
+    batch = data.eval
+    personal = resolve_eval_mode(cfg.eval_mode, cfg.algorithm).startswith("local_model")
+
+    def finalize(result) -> dict:
+        state = result.state
+        server = getattr(state, "server", None)
+        if server is None:
+            raise ValueError(f"eval_mia: algorithm {cfg.algorithm!r} keeps no global model (state.server) to attack")
+        c = int(batch.num_clients)
+        if personal and getattr(state, "personal", None) is not None:
+            mask = personal_mask(server, cfg.algorithm, cfg.num_layers, getattr(cfg.hparams(), "personal_layers", 1))
+            params = jax.tree.map(lambda m, s, p: p if m else jax.numpy.broadcast_to(s, p.shape), mask, server,
+                                  state.personal)
+            logits = jax.jit(jax.vmap(lambda p, b: model.apply(p, b, train=False)))(params, batch)
+            which = "personal"
+        else:
+            logits = jax.jit(jax.vmap(lambda b: model.apply(server, b, train=False)))(batch)
+            which = "global"
+        real = np.asarray(batch.client_mask, bool)[:, None] if hasattr(batch, "client_mask") else np.ones((c, 1), bool)
+        node = np.asarray(batch.node_mask, bool) if hasattr(batch, "node_mask") else True
+        members = np.asarray(batch.train_mask, bool) & node & real
+        nonmembers = np.asarray(batch.test_mask, bool) & node & real
+        y = np.asarray(batch.y)
+        out = {"model": which, "members": int(members.sum()), "nonmembers": int(nonmembers.sum())}
+        for kind in inference.SCORES:
+            out[f"auc_{kind}"] = inference.membership_auc(np.asarray(logits), y, members, nonmembers, kind)
+        return {"mia": out}
+    return finalize
+
+
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
     """The registered algorithm with the configured model and common hyperparameters (for task
     link_pred: the model is a `LinkModel` whose encoder outputs `hidden`-wide embeddings, and the
     reported round is selected by val_auc)."""
     link = cfg.task == "link_pred"
-    if cfg.task in GRAPH_TASKS:  # the graph classifier (graph_fl.py); no node-level ModelSpec
-        model, spec = graph_model(cfg, graph), None
-    else:
-        spec = ModelSpec(cfg.model, graph.num_features, cfg.hidden if link else graph.num_classes, hidden=cfg.hidden,
-                         num_layers=cfg.num_layers, dropout=cfg.dropout, norm=cfg.norm)
-        model = spec.build()
+    model, spec = model_from_config(cfg, graph)
     if link:
         model = LinkModel(model, decoder=cfg.lp_decoder, hidden=cfg.hidden, dropout=cfg.dropout,
                           train_negatives=cfg.lp_negatives, hits_k=cfg.lp_hits_k)
@@ -244,6 +300,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         # OpenFGL's query count: rounds x the fraction of clients taking part
         fraction = cfg.clients_per_round / cfg.clients if cfg.clients_per_round else cfg.client_fraction
         ldp = LocalDP(cfg.ldp, cfg.ldp_clip, cfg.ldp_epsilon, cfg.ldp_delta, queries=cfg.rounds * fraction)
+    if cfg.node_dp_degree > 0:
+        ldp = node_dp.NodeDP(cfg.node_dp_clip, cfg.node_dp_noise, cfg.node_dp_degree, cfg.num_layers)
     reduction, upload_stages, knobs = robust_aggregation(cfg)
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
@@ -282,6 +340,8 @@ def robust_aggregation(cfg: RunConfig) -> tuple:
                                nu=cfg.aggregator_nu)
     stages = (attack(cfg.attack, cfg.attack_boost, cfg.attack_std),) if cfg.attack in UPLOAD_ATTACKS else ()
     names = knob_names(reduction.init(None)) if reduction is not None else set()
+    if cfg.dp_clip > 0:  # DP-FedAvg's clip and noise stages (FedConfig's dp_fedavg) read these Knobs
+        names |= {"dp_clip", "dp_noise"}
     return reduction, stages, {n: getattr(cfg, n) for n in sorted(names)}
 
 
@@ -289,7 +349,8 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
     """DP-FedAvg and the server optimiser are aggregators (`fgl_jax.aggregators`): refuse them for an
     algorithm that has no server aggregate (its state has no `aggregator` field: local, fedgta,
     fedproto, fedtgp). The local DP lives in the FedAvg family's round: refuse it elsewhere."""
-    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.server_opt == "none" and not cfg.secure_agg \
+    if cfg.dp_clip <= 0 and cfg.ldp == "none" and cfg.node_dp_degree == 0 and cfg.server_opt == "none" \
+            and not cfg.secure_agg \
             and cfg.aggregator == "mean" and cfg.attack in ("none", "label_flip"):
         return
     if cfg.secure_agg:  # the round's clients must be able to unmask it (one line, before any tracing)
@@ -302,6 +363,9 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
         if on and not hasattr(state, "aggregator"):
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
+    if cfg.node_dp_degree > 0 and not isinstance(state, BaselineState):
+        raise ValueError(f"node_dp_degree: node-level DP is implemented in the FedAvg family's round (fedavg, fedprox, "
+                         f"fedper, fedbn, fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r}")
     if cfg.ldp != "none" and not isinstance(state, BaselineState):
         raise ValueError(f"ldp is implemented in the FedAvg family's round (fedavg, fedprox, fedper, fedbn, "
                          f"fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r} (docs/simulation.md)")
@@ -366,10 +430,30 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
                                               "threshold": cfg.secure_agg_threshold or majority(m),
                                               "dropped_per_round": dropped_count(m, cfg.secure_agg_dropout),
                                               "frac_bits": cfg.secure_agg_frac_bits, "field": "GF(2^31 - 1)"}
+    if cfg.node_dp_degree > 0:  # every round x local step of a client is one noised full-batch step
+        describe["node_privacy"] = node_dp.describe(
+            node_dp.NodeDP(cfg.node_dp_clip, cfg.node_dp_noise, cfg.node_dp_degree, cfg.num_layers),
+            cfg.rounds * cfg.local_steps, cfg.node_dp_delta, prepared.graph.meta.get("node_dp_edges"))
     uncovered = registry.algorithm(cfg.algorithm).dp_uncovered
     if cfg.dp_clip > 0 and uncovered:  # DP-FedAvg clips and noises what the aggregator sees, nothing else
         describe["dp_uncovered"] = uncovered
         print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
               "(docs/aggregators.md)", file=sys.stderr)
-    return Program(algorithm, prepared.data, cfg.rounds, describe,
-                   per_round=per_round_columns(cfg, algorithm, prepared.data))
+    hooks = Hooks(finalize=membership_hook(cfg, prepared.graph, prepared.data)) if cfg.eval_mia else Hooks()
+    return Program(algorithm, prepared.data, cfg.rounds, describe, hooks=hooks,
+                   per_round=per_round_columns(cfg, algorithm, prepared.data),
+                   account=dp_account(cfg, prepared.data) if cfg.dp_clip > 0 else None)
+
+
+def dp_account(cfg: RunConfig, data):
+    """A sweep member's DP-FedAvg accounting: (traced values, rounds) -> {"dp_epsilon": epsilon after
+    `rounds` rounds of the member's own noise multiplier} (the clipping norm does not change it)."""
+    num_train = int(data.train.num_clients)
+    m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
+
+    def account(values, rounds: int) -> dict:
+        if rounds <= 0:
+            return {}
+        z = float(values.get("dp_noise", cfg.dp_noise))
+        return {"dp_epsilon": float(epsilons(z, m, num_train, rounds, cfg.dp_delta, cfg.dp_sampling)[-1])}
+    return account

@@ -21,6 +21,8 @@ from fgl_jax.batch import ClientBatch, full_graph_batch, unstack
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import Graph
 from fgl_jax.ops import SparseFeatures
+# the AUC and the posterior features are every inference attack's: fgl_jax.privacy.inference
+from fgl_jax.privacy.inference import attack_features, auc  # noqa: F401  (re-exported)
 from fgl_jax.nn import make_model
 from fgl_jax.systems.fedgc.evaluate import dense_graph_batch
 from fgl_jax.systems.fedgc.ib import ib_resample
@@ -52,27 +54,6 @@ class MIAConfig:
             V.at_least("MIAConfig", name, getattr(self, name), 1)
         V.one_of("MIAConfig", "target_graph", self.target_graph, TARGET_GRAPHS)
         V.in_interval("MIAConfig", "dropout", self.dropout, 0.0, 1.0, closed="left")
-
-
-def auc(scores, labels) -> float:
-    """ROC AUC = P(score of a random positive > score of a random negative) + ½ P(tie),
-    via average ranks (Mann–Whitney U). scores, labels [n] (labels in {0, 1})."""
-    s = np.asarray(scores, np.float64).ravel()
-    y = np.asarray(labels).ravel().astype(bool)
-    if s.shape != y.shape:
-        raise ValueError(f"auc: scores {s.shape} and labels {y.shape} differ in shape")
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        raise ValueError(f"auc needs both classes, got {n_pos} positives and {n_neg} negatives")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(s.size, np.float64)
-    sorted_s = s[order]
-    # average ranks over ties
-    uniq, start, counts = np.unique(sorted_s, return_index=True, return_counts=True)
-    avg = start + (counts + 1) / 2.0
-    ranks[order] = np.repeat(avg, counts)
-    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
-    return float(u / (n_pos * n_neg))
 
 
 def train_gcn(key: Array, batch: ClientBatch, train_mask: Array, in_dim: int, num_classes: int,
@@ -109,11 +90,6 @@ def _gcn_trainer(arch: str, in_dim: int, num_classes: int, cfg: MIAConfig):
 
 def posteriors(model, params, batch: ClientBatch) -> Array:
     return jax.nn.softmax(model.apply(params, batch, train=False), -1)
-
-
-def attack_features(post: Array) -> Array:
-    """Posteriors sorted in descending order (label-agnostic, as in the shadow-model literature)."""
-    return -jnp.sort(-post, axis=-1)
 
 
 def train_attack(key: Array, feats: Array, labels: Array, cfg: MIAConfig):
