@@ -69,6 +69,29 @@ def test_the_round_policy_saves_after_the_chunk_that_completes_n_rounds(tmp_path
     assert done == [6, 12, 13] and [r for r, _ in committed(tmp_path)] == [6, 12, 13]
 
 
+def test_checkpoints_are_orbax_checkpoint_manager_steps(tmp_path):
+    """Issue 50 item 8: the checkpoints are a directory orbax's own CheckpointManager reads: it lists
+    the steps retention kept (the newest 3) and restores the newest into the saved arrays; every
+    listed step has the project's manifest beside it, and a removed step's manifest is gone too."""
+    import orbax.checkpoint as ocp
+    saver = Saver(tmp_path, Every())
+    states = {r: ({"w": np.arange(4, dtype=np.float32) * r}, {"b": np.float32(r)}) for r in (3, 6, 9, 12)}
+    for r, (st, tr) in states.items():
+        saver.save(r, st, tr)
+    saver.close()
+    reader = ocp.CheckpointManager(tmp_path, options=ocp.CheckpointManagerOptions(
+        step_prefix="round", step_format_fixed_length=6, create=False, enable_async_checkpointing=False))
+    try:
+        assert list(reader.all_steps()) == [6, 9, 12]
+        like = {"state": {"w": jax.ShapeDtypeStruct((4,), np.float32)}, "tracker": {"b": jax.ShapeDtypeStruct((), np.float32)}}
+        out = reader.restore(12, args=ocp.args.StandardRestore(like))
+    finally:
+        reader.close()
+    np.testing.assert_array_equal(np.asarray(out["state"]["w"]), states[12][0]["w"])
+    assert float(out["tracker"]["b"]) == 12.0
+    assert sorted(p.name for p in tmp_path.glob("*.sha256")) == [f"round_{r:06d}.sha256" for r in (6, 9, 12)]
+
+
 def _small_graph():
     from fgl_jax.data import csbm
     return csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, seed=2)
