@@ -92,6 +92,23 @@ def test_checkpoints_are_orbax_checkpoint_manager_steps(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("*.sha256")) == [f"round_{r:06d}.sha256" for r in (6, 9, 12)]
 
 
+def test_a_checkpoint_written_before_the_manager_is_refused_in_one_line(tmp_path):
+    """A step as fgl_jax wrote it before the CheckpointManager (the state directly in round_N/,
+    written by orbax's StandardCheckpointer, with a valid manifest): one line saying so."""
+    import json
+    import orbax.checkpoint as ocp
+    from fgl_jax.federated import checkpoint
+    tree = {"state": {"w": np.ones(3, np.float32)}, "tracker": {"b": np.float32(1)}}
+    ckpt = ocp.StandardCheckpointer()
+    ckpt.save((tmp_path / "round_000003").absolute(), tree)
+    ckpt.wait_until_finished()
+    ckpt.close()
+    files = checkpoint._digest(tmp_path / "round_000003")
+    (tmp_path / "round_000003.sha256").write_text(json.dumps({"round": 3, "files": files}))
+    with pytest.raises(ValueError, match=r"round_000003 was written by an older fgl_jax .*overwrite"):
+        restore(tmp_path, tree["state"], tree["tracker"])
+
+
 def _small_graph():
     from fgl_jax.data import csbm
     return csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, seed=2)

@@ -127,3 +127,18 @@ def _write_mine(path: Path) -> None:
     g = csbm(num_nodes=200, num_classes=3, num_features=16, avg_degree=5.0, seed=0)
     np.savez(path, edge_index=np.stack([np.asarray(g.senders), np.asarray(g.receivers)]).astype(np.int64),
              x=np.asarray(g.x), y=np.asarray(g.y))
+
+
+def test_the_readme_says_what_ci_runs_and_how_long_it_took():
+    """Issue 50 item 7: the README says how long `bash .ci/run` takes and what it runs; each thing it
+    names is a command of .ci/run itself (so the sentence cannot drift from the script)."""
+    text = (ROOT / "README.md").read_text()
+    para = text[text.index("bash .ci/run"):]
+    para = para[:para.index("\n## ")]
+    assert re.search(r"\d[\d,]* s \(\d+ min\)", para), para  # the measured duration
+    ci = (ROOT / ".ci" / "run").read_text()
+    named = ["mkdocs build --strict", "pytest -n auto", "fgl-jax reproduce all --quick", "constraints.txt"]
+    for thing in named:
+        assert thing in " ".join(para.split()), thing
+        words = thing.split()
+        assert all(w in ci for w in words), (thing, "not in .ci/run")

@@ -52,6 +52,7 @@ EXTRA = "hooks.npz"
 
 # the step directories orbax names: "round_000040" (`_path`); rundir's foreign-file check knows the pattern
 STEP_PREFIX, STEP_DIGITS = "round", 6
+ITEM = "default"  # the directory orbax's manager writes a step's one (unnamed) item to
 
 
 def _manager(directory: Path, keep: Optional[int] = None, asynchronous: bool = False):
@@ -426,6 +427,10 @@ def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
                     raise ValueError(f"checkpoint {path} does not fit this run's state "
                                      f"({_first_difference(manifest['structure'], structure(target))}); "
                                      "it was written by a different program")
+                if not (path / ITEM).is_dir():
+                    raise ValueError(f"checkpoint {path} was written by an older fgl_jax (before orbax's "
+                                     f"CheckpointManager; no {ITEM}/ inside): start the run again with "
+                                     f"{rundir.arg('overwrite')}")
                 try:
                     out = manager.restore(rounds, args=ocp.args.StandardRestore(target))
                 except OSError as e:
