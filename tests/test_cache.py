@@ -263,6 +263,40 @@ def test_a_stored_program_runs_bitwise_and_a_damaged_or_hostile_file_is_not_load
     assert cache.load_program("absent") is None
 
 
+def test_compiled_programs_another_user_could_have_written_are_not_loaded(tmp_path, monkeypatch, capsys):
+    """Issue 50 item 8: exec/ holds native code. A program file or directory writable by the group or
+    others (or owned by another user) is not loaded, with one line naming it; a cache root that is
+    writable by others turns caching off at `enable`."""
+    monkeypatch.setitem(cache._STATE, "root", tmp_path)
+    (tmp_path / "exec").mkdir(mode=0o700)
+    f = jax.jit(lambda a: {"y": a * 2.0})
+    a = np.arange(3, dtype=np.float32)
+    cache.store_program("chunk-t", f.lower(a).compile())
+    path = tmp_path / "exec" / "chunk-t.bin"
+    assert cache.load_program("chunk-t") is not None  # the owner's 0600 file
+    os.chmod(path, 0o666)
+    assert cache.load_program("chunk-t") is None
+    assert f"{path} is writable by its group (mode 666)" in capsys.readouterr().err
+    os.chmod(path, 0o600)
+    os.chmod(tmp_path / "exec", 0o777)
+    assert cache.load_program("chunk-t") is None
+    assert f"{tmp_path / 'exec'} is writable by its group" in capsys.readouterr().err
+    os.chmod(tmp_path / "exec", 0o700)
+    if os.geteuid() == 0:  # only root can give a file away
+        os.chown(path, 4321, -1)
+        assert cache.load_program("chunk-t") is None
+        assert "is owned by uid 4321" in capsys.readouterr().err
+        os.chown(path, 0, -1)
+    assert cache.load_program("chunk-t") is not None
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o757)
+    enabled = jax.config.jax_enable_compilation_cache
+    assert cache.enable(shared) is None
+    assert f"{shared} is writable by others" in capsys.readouterr().err
+    assert jax.config.jax_enable_compilation_cache == enabled  # nothing switched on
+
+
 @pytest.mark.parametrize("model", ["gcn", "gat"])
 def test_the_unoptimised_init_program_gives_the_optimised_ones_bits(model):
     """run() compiles the initialisation at XLA backend optimisation level 0 (it runs once); its
