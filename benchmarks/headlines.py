@@ -107,6 +107,11 @@ def sweep(d: dict) -> dict:
     return {k: d.get(k) for k in ("one_command_s", "separate_runs_s", "speedup") if k in d}
 
 
+def cache(d: dict) -> dict:
+    med = d.get("median") or {}
+    return {f"{v} process s": _get(med, v, "wall_s") for v in ("a_no_cache", "b_jax_only", "c_both")}
+
+
 def csbm(d: dict) -> dict:
     return {f"csbm {r.get('nodes')} nodes wall s": r.get("wall_s_median") for r in d.get("rows", []) if isinstance(r, dict)}
 
@@ -147,7 +152,7 @@ HEADLINES: dict[str, Callable[[dict], dict]] = {
     "lumos": lumos, "fedhgn": fedhgn, "fedhgl": fedhgl, "fedgc": fedgc, "fedgc_default_cell": fedgc_default_cell,
     "lcc": lcc, "participation": participation, "scaling": scaling, "scaling_quick": scaling, "sweep": sweep,
     "csbm": csbm, "faults": faults, "whole_process": whole_process, "all_cpu": all_suite, "all_gpu": all_suite,
-    "fedgc_wide": fedgc_wide}
+    "fedgc_wide": fedgc_wide, "cache": cache}
 
 
 def headline(record_id: str, metrics: dict) -> Optional[dict]:

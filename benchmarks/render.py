@@ -141,6 +141,20 @@ def round_speed(recs: dict) -> str:
                    rows) + f"\n\nTargets: {rec['metrics'].get('targets')}.")
 
 
+def cache(recs: dict) -> str:
+    """bench_cache.py: fresh `fgl-jax run` processes with no cache, JAX's cache only, and both."""
+    rec = _need(recs, "benchmarks/results/cache.json", "cache")
+    m = rec["metrics"]
+    rows = [[v, fmt(med["wall_s"]), f"{m['ratio_to_b_jax_only'][v]['wall_s']:.2f}", fmt(med["cpu_s"]),
+             f"{m['ratio_to_b_jax_only'][v]['cpu_s']:.2f}", fmt(med["compile_seconds"]),
+             "{programs} / {cache_hits} / {programs_loaded}".format(**m["programs_served"][v])]
+            for v, med in m["median"].items()]
+    return (_table(["variant", "process wall s", "wall / b", "process CPU s", "CPU / b", "compile s (timings.json)",
+                    "programs / cache hits / loaded whole"], rows)
+            + f"\n\nMedians of {m['repeats']} alternated fresh processes each: {m['workload']}; "
+              f"`{rec['provenance'].get('command', '')}`, {_when(rec['provenance'])}.")
+
+
 def index(recs: dict) -> str:
     """Every benchmark record: where it is, its headline numbers (`headlines.py`), when it ran."""
     rows = []
@@ -155,7 +169,7 @@ def index(recs: dict) -> str:
 
 TABLES: dict[str, Callable[[dict], str]] = {
     "openfgl": openfgl, "whole_process": whole_process, "linkpred": linkpred, "feddep_acc": feddep_acc,
-    "round_speed": round_speed, "index": index}
+    "round_speed": round_speed, "cache": cache, "index": index}
 
 
 def render_page(text: str, recs: dict, page: str = "page") -> str:

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import pickle
+import stat
 import sys
 import tempfile
 import threading
@@ -75,10 +76,17 @@ def enable(directory: Optional[os.PathLike] = None, max_bytes: int = MAX_BYTES) 
         return None
     try:
         for sub in ("jax", "prep", "exec"):
-            (path / sub).mkdir(parents=True, exist_ok=True)
+            (path / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as e:
         print(f"fgl-jax: warning: cache directory {path} unusable ({e.strerror}); caching is off", file=sys.stderr)
         return None
+    # both jax/ and exec/ hold native code this process will run: a directory another user owns or
+    # may write to could hand it someone else's code, so caching is off there
+    for d in (path, path / "jax", path / "exec"):
+        problem = untrusted(d)
+        if problem is not None:
+            print(f"fgl-jax: warning: cache directory {d} {problem}; caching is off", file=sys.stderr)
+            return None
     prune(path / "jax", max_bytes)
     prune(path / "exec", max_bytes // 4)
     import jax
@@ -96,6 +104,33 @@ def enable(directory: Optional[os.PathLike] = None, max_bytes: int = MAX_BYTES) 
         pass
     _STATE["root"] = path
     return path
+
+
+def untrusted(path: Path) -> Optional[str]:
+    """Why `path` must not be trusted with native code, or None: it is a symlink, is owned by another
+    user than this process's, or is writable by its group or by others (a file of the compiled
+    caches, or one of their directories). POSIX only; elsewhere None.
+
+    Args:
+        path: a file or directory of the cache.
+
+    Returns:
+        None when `path` is this user's and writable only by them; else what is wrong, as words
+        that follow the path in a message ("is owned by uid 1001, not 1000").
+    """
+    if not hasattr(os, "geteuid"):
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"cannot be checked ({e.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symlink"
+    if st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not {os.geteuid()}"
+    if st.st_mode & 0o022:
+        return f"is writable by {'its group' if st.st_mode & 0o020 else 'others'} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
 
 
 def disable() -> None:
@@ -201,8 +236,10 @@ def store_arrays(key: str, arrays: dict) -> None:
 # key: the engine uses this cache only for programs built from a config by fgl_jax's own registry
 # (`fgl_jax.experiment.run_config`).
 #
-# Trust: an executable is native code, so the cache directory is trusted exactly as JAX's own
-# compilation cache in <root>/jax is. The file is still read defensively: a sha256 of the payload
+# Trust: an executable is native code, read from a user directory and run. So `enable` turns caching
+# off when <root>, <root>/jax or <root>/exec is a symlink, belongs to another user or is writable by
+# its group or others (`untrusted`; JAX's own cache in <root>/jax has no such check of its own), and
+# `load_program` refuses a file that fails the same test. The file is still read defensively: a sha256 of the payload
 # must match (a torn or damaged file is ignored and recompiled), and the unpickler resolves only
 # classes and functions of jax, jaxlib, numpy, flax, optax, jraph and fgl_jax (no builtins beyond
 # inert containers, no dotted names), so the file cannot name os.system or eval.
@@ -319,6 +356,13 @@ def load_program(key: Optional[str]):
     if key is None or base is None:
         return None
     path = base / "exec" / f"{key}.bin"
+    if not path.is_file():
+        return None
+    problem = untrusted(base / "exec") or untrusted(path)
+    if problem is not None:  # someone else's code, or code someone else could have replaced: compile instead
+        culprit = base / "exec" if untrusted(base / "exec") else path
+        print(f"fgl-jax: warning: not loading the compiled program {path}: {culprit} {problem}", file=sys.stderr)
+        return None
     try:
         raw = path.read_bytes()
     except OSError:

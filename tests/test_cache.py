@@ -69,6 +69,46 @@ def test_the_round_policy_saves_after_the_chunk_that_completes_n_rounds(tmp_path
     assert done == [6, 12, 13] and [r for r, _ in committed(tmp_path)] == [6, 12, 13]
 
 
+def test_checkpoints_are_orbax_checkpoint_manager_steps(tmp_path):
+    """Issue 50 item 8: the checkpoints are a directory orbax's own CheckpointManager reads: it lists
+    the steps retention kept (the newest 3) and restores the newest into the saved arrays; every
+    listed step has the project's manifest beside it, and a removed step's manifest is gone too."""
+    import orbax.checkpoint as ocp
+    saver = Saver(tmp_path, Every())
+    states = {r: ({"w": np.arange(4, dtype=np.float32) * r}, {"b": np.float32(r)}) for r in (3, 6, 9, 12)}
+    for r, (st, tr) in states.items():
+        saver.save(r, st, tr)
+    saver.close()
+    reader = ocp.CheckpointManager(tmp_path, options=ocp.CheckpointManagerOptions(
+        step_prefix="round", step_format_fixed_length=6, create=False, enable_async_checkpointing=False))
+    try:
+        assert list(reader.all_steps()) == [6, 9, 12]
+        like = {"state": {"w": jax.ShapeDtypeStruct((4,), np.float32)}, "tracker": {"b": jax.ShapeDtypeStruct((), np.float32)}}
+        out = reader.restore(12, args=ocp.args.StandardRestore(like))
+    finally:
+        reader.close()
+    np.testing.assert_array_equal(np.asarray(out["state"]["w"]), states[12][0]["w"])
+    assert float(out["tracker"]["b"]) == 12.0
+    assert sorted(p.name for p in tmp_path.glob("*.sha256")) == [f"round_{r:06d}.sha256" for r in (6, 9, 12)]
+
+
+def test_a_checkpoint_written_before_the_manager_is_refused_in_one_line(tmp_path):
+    """A step as fgl_jax wrote it before the CheckpointManager (the state directly in round_N/,
+    written by orbax's StandardCheckpointer, with a valid manifest): one line saying so."""
+    import json
+    import orbax.checkpoint as ocp
+    from fgl_jax.federated import checkpoint
+    tree = {"state": {"w": np.ones(3, np.float32)}, "tracker": {"b": np.float32(1)}}
+    ckpt = ocp.StandardCheckpointer()
+    ckpt.save((tmp_path / "round_000003").absolute(), tree)
+    ckpt.wait_until_finished()
+    ckpt.close()
+    files = checkpoint._digest(tmp_path / "round_000003")
+    (tmp_path / "round_000003.sha256").write_text(json.dumps({"round": 3, "files": files}))
+    with pytest.raises(ValueError, match=r"round_000003 was written by an older fgl_jax .*overwrite"):
+        restore(tmp_path, tree["state"], tree["tracker"])
+
+
 def _small_graph():
     from fgl_jax.data import csbm
     return csbm(num_nodes=120, num_classes=3, num_features=8, avg_degree=4.0, seed=2)
@@ -221,6 +261,40 @@ def test_a_stored_program_runs_bitwise_and_a_damaged_or_hostile_file_is_not_load
     path.write_bytes(head + hashlib.sha256(payload).digest() + payload)  # a valid checksum, a hostile global
     assert cache.load_program("chunk-x") is None and not marker.exists()
     assert cache.load_program("absent") is None
+
+
+def test_compiled_programs_another_user_could_have_written_are_not_loaded(tmp_path, monkeypatch, capsys):
+    """Issue 50 item 8: exec/ holds native code. A program file or directory writable by the group or
+    others (or owned by another user) is not loaded, with one line naming it; a cache root that is
+    writable by others turns caching off at `enable`."""
+    monkeypatch.setitem(cache._STATE, "root", tmp_path)
+    (tmp_path / "exec").mkdir(mode=0o700)
+    f = jax.jit(lambda a: {"y": a * 2.0})
+    a = np.arange(3, dtype=np.float32)
+    cache.store_program("chunk-t", f.lower(a).compile())
+    path = tmp_path / "exec" / "chunk-t.bin"
+    assert cache.load_program("chunk-t") is not None  # the owner's 0600 file
+    os.chmod(path, 0o666)
+    assert cache.load_program("chunk-t") is None
+    assert f"{path} is writable by its group (mode 666)" in capsys.readouterr().err
+    os.chmod(path, 0o600)
+    os.chmod(tmp_path / "exec", 0o777)
+    assert cache.load_program("chunk-t") is None
+    assert f"{tmp_path / 'exec'} is writable by its group" in capsys.readouterr().err
+    os.chmod(tmp_path / "exec", 0o700)
+    if os.geteuid() == 0:  # only root can give a file away
+        os.chown(path, 4321, -1)
+        assert cache.load_program("chunk-t") is None
+        assert "is owned by uid 4321" in capsys.readouterr().err
+        os.chown(path, 0, -1)
+    assert cache.load_program("chunk-t") is not None
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o757)
+    enabled = jax.config.jax_enable_compilation_cache
+    assert cache.enable(shared) is None
+    assert f"{shared} is writable by others" in capsys.readouterr().err
+    assert jax.config.jax_enable_compilation_cache == enabled  # nothing switched on
 
 
 @pytest.mark.parametrize("model", ["gcn", "gat"])

@@ -106,14 +106,13 @@ def test_extending_a_finished_run_with_a_relative_out(tmp_path, monkeypatch, ref
 def test_a_restore_that_fails_says_what_failed_not_another_program(tmp_path, capsys, monkeypatch):
     """An I/O error while reading a checkpoint names the checkpoint and the error; it does not
     blame the checkpoint's program (which steered users to --overwrite, throwing the run away)."""
-    from fgl_jax.federated import checkpoint
+    import orbax.checkpoint as ocp
     d = _interrupted(tmp_path / "run")
 
-    class Failing:
-        def restore(self, path, target):
-            raise OSError(errno.EIO, "Input/output error", str(path / "d" / "0123"))
+    def failing(self, step, *args, **kwargs):  # the library's read fails as a bad disk makes it fail
+        raise OSError(errno.EIO, "Input/output error", str(d / "checkpoints" / f"round_{step:06d}" / "d" / "0123"))
 
-    monkeypatch.setattr(checkpoint, "_checkpointer", Failing)
+    monkeypatch.setattr(ocp.CheckpointManager, "restore", failing)
     assert _cli("run", *CLI_SMALL, "--out", d, "--resume") == 2
     err = _err_lines(capsys)
     assert len(err) == 1, err

@@ -1,25 +1,27 @@
-"""Checkpoints a resume can trust: orbax saves, a sha256 manifest per checkpoint, fallback, retention.
+"""Checkpoints a resume can trust: orbax's `CheckpointManager` saves, the project adds a sha256 manifest.
 
 Layout under `directory` (the run's `checkpoints/`):
 
-    round_000040/          orbax checkpoint of {"state", "tracker"} after 40 rounds
+    round_000040/          orbax checkpoint (step 40, item "default") of {"state", "tracker"} after 40 rounds
     round_000040/hooks.npz the hooks' host state (`Hooks.save_state`), when there is one
     round_000040.sha256    manifest (JSON), written last: the round, sha256 of every file of that
                            checkpoint, the state's structure (leaf paths, shapes, dtypes) and what
                            the caller records (`meta`: the run's config and its digest)
 
-A checkpoint counts only once its manifest exists (a kill during a save leaves an uncommitted
-directory that is ignored and later removed). On restore the newest committed checkpoint whose
-files still match their manifest is used; a corrupt or unreadable one is reported with the
-checkpoint it falls back to. A checkpoint whose manifest records another round than its name
-(copied or renamed) is refused; one whose recorded structure differs from the run's state was
+What orbax's `CheckpointManager` does: the step directories and their names (`step_prefix="round"`,
+six digits), the asynchronous write (the run waits only for the copy to host memory), the atomic
+finalisation of a step, retention (`max_to_keep`) and step discovery (`all_steps`). What this module
+adds on top: the manifest. A checkpoint counts only once its manifest exists (a kill between orbax's
+finalisation and the manifest leaves a step that is ignored and later removed). On restore the newest
+committed checkpoint whose files still match their manifest is used; a corrupt or unreadable one is
+reported with the checkpoint it falls back to. A checkpoint whose manifest records another round than
+its name (copied or renamed) is refused; one whose recorded structure differs from the run's state was
 written by a different program and is refused as such; any other failure to restore names the
-checkpoint and what failed. Only the newest `keep` committed checkpoints are kept.
+checkpoint and what failed.
 
-`Saver` is what a run uses: orbax's asynchronous checkpointer writes the state in a background
-thread while the next rounds run (the run waits only for the copy to host memory); the commit
-(hooks' state, manifest, retention) follows once the write finished, at the next save or at the
-end. `parse_every` reads the save policy: at most one save per 30 s by default, plus the last round.
+`Saver` is what a run uses: the commit of a save (hooks' state, manifest) follows once orbax finished
+writing it, at the next save or at the end. `parse_every` reads the save policy: at most one save per
+30 s by default, plus the last round.
 """
 from __future__ import annotations
 
@@ -48,10 +50,25 @@ KEEP = 3
 EXTRA = "hooks.npz"
 
 
-def _checkpointer():
+# the step directories orbax names: "round_000040" (`_path`); rundir's foreign-file check knows the pattern
+STEP_PREFIX, STEP_DIGITS = "round", 6
+ITEM = "default"  # the directory orbax's manager writes a step's one (unnamed) item to
+
+
+def _manager(directory: Path, keep: Optional[int] = None, asynchronous: bool = False):
+    """orbax's CheckpointManager over `directory` (absolute; it must exist): steps named like `_path`,
+    the newest `keep` kept (None or <= 0: all), saves written in a background thread when
+    `asynchronous`."""
     import orbax.checkpoint as ocp
     _quiet_orbax_errors()
-    return ocp.StandardCheckpointer()
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=keep if keep is not None and keep > 0 else None, step_prefix=STEP_PREFIX,
+        step_format_fixed_length=STEP_DIGITS, enable_async_checkpointing=asynchronous, create=False)
+    return ocp.CheckpointManager(directory, options=options)
+
+
+def _path(directory: Path, rounds_done: int) -> Path:
+    return directory / f"{STEP_PREFIX}_{rounds_done:0{STEP_DIGITS}d}"
 
 
 class _OrbaxErrors(logging.Filter):
@@ -175,22 +192,27 @@ def manifests(directory: Path) -> list[tuple[Path, dict]]:
 def save(directory: Path, rounds_done: int, state: PyTree, tracker: PyTree, keep: int = KEEP,
          before_commit: Optional[Callable[[], None]] = None, extra: Optional[dict] = None,
          meta: Optional[dict] = None) -> Path:
-    """Save, then commit (manifest), then drop all but the newest `keep` committed checkpoints.
+    """Save, wait for the write, commit (manifest); orbax keeps the newest `keep` checkpoints.
 
-    extra: {name: array} host-side state saved with the checkpoint (inside it, so its checksum
-    covers it) and returned by `restore`. meta: JSON fields added to the manifest."""
-    directory = Path(directory).absolute()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"round_{rounds_done:06d}"
-    _manifest(path).unlink(missing_ok=True)
-    ckpt = _checkpointer()
-    tree = {"state": state, "tracker": tracker}
+    Args:
+      directory: the checkpoints' directory (created if missing).
+      rounds_done: the round count the checkpoint is named for.
+      state, tracker: pytrees of arrays to save.
+      keep: how many checkpoints to keep (<= 0: all).
+      before_commit: called just before the manifest is written (fault injection).
+      extra: {name: array} host-side state saved with the checkpoint (inside it, so its checksum
+        covers it) and returned by `restore`.
+      meta: JSON fields added to the manifest.
+
+    Returns:
+      The checkpoint's directory.
+    """
+    saver = Saver(directory, Every(), keep, before_commit=before_commit, meta=meta)
     try:
-        ckpt.save(path, tree, force=True)
-        ckpt.wait_until_finished()
-    except Exception as e:  # noqa: BLE001 - the library raises many types; one line for the user
-        raise _write_error(path, e) from None
-    _commit(directory, path, rounds_done, extra, keep, before_commit, {**(meta or {}), "structure": structure(tree)})
+        path = saver.save(rounds_done, state, tracker, extra=extra)
+        saver.close()
+    finally:
+        saver.abandon()
     return path
 
 
@@ -243,11 +265,12 @@ class Saver:
         self.directory, self.every, self.keep = Path(directory).absolute(), every, keep
         self.before_commit, self.clock, self.meta = before_commit, clock, dict(meta or {})
         self._last_time, self._last_round = clock(), None
-        self._ckpt = None
+        self._manager = None
         self._pending: Optional[tuple[Path, int, Optional[dict], dict]] = None
         self.seconds = 0.0
 
     def due(self, rounds_done: int, final: bool = False) -> bool:
+        """Whether the policy wants a save after `rounds_done` rounds (`final`: the last round)."""
         if final:
             return True
         if self.every.seconds is not None:
@@ -257,20 +280,31 @@ class Saver:
         return True
 
     def save(self, rounds_done: int, state: PyTree, tracker: PyTree, extra: Optional[dict] = None) -> Path:
+        """Start saving (state, tracker) as round `rounds_done`'s checkpoint, after committing the
+        previous one; returns once orbax copied the arrays to host memory."""
         t0 = time.perf_counter()
         try:
             self._commit()
-            self.directory.mkdir(parents=True, exist_ok=True)
-            path = self.directory / f"round_{rounds_done:06d}"
+            path = _path(self.directory, rounds_done)
+            if self._manager is None:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                # what an earlier attempt left at or past this round (a resume redoes those rounds) and
+                # its uncommitted steps: orbax would refuse to save a step not newer than its latest
+                _clear(self.directory, rounds_done)
+                try:
+                    self._manager = _manager(self.directory, self.keep, asynchronous=True)
+                except Exception as e:  # noqa: BLE001 - one line for the user (`_write_error`)
+                    raise _write_error(path, e) from None
             _manifest(path).unlink(missing_ok=True)
-            if self._ckpt is None:
-                self._ckpt = _checkpointer()
+            import orbax.checkpoint as ocp
             tree = {"state": state, "tracker": tracker}
-            # returns once the arrays are copied to host memory; the files are written in the background
             try:
-                self._ckpt.save(path, tree, force=True)
+                saved = self._manager.save(rounds_done, args=ocp.args.StandardSave(tree))
             except Exception as e:  # noqa: BLE001 - one line for the user (`_write_error`)
                 raise _write_error(path, e) from None
+            if not saved:
+                raise ValueError(f"{path}: the checkpoint library declined to save round {rounds_done} "
+                                 f"(its newest step is {self._manager.latest_step()})")
             self._pending = (path, rounds_done, None if extra is None else
                              {k: np.array(v, copy=True) for k, v in extra.items()},
                              {**self.meta, "structure": structure(tree)})
@@ -285,46 +319,60 @@ class Saver:
         path, rounds_done, extra, meta = self._pending
         self._pending = None
         try:
-            self._ckpt.wait_until_finished()
+            self._manager.wait_until_finished()  # orbax's write, finalisation and retention
         except Exception as e:  # noqa: BLE001 - the background write failed (a full disk, ...)
             raise _write_error(path, e) from None
-        _commit(self.directory, path, rounds_done, extra, self.keep, self.before_commit, meta)
+        _commit(self.directory, path, rounds_done, extra, self.before_commit, meta)
 
     def close(self) -> None:
+        """Wait for the last save and commit it; the library's threads end here."""
         t0 = time.perf_counter()
         try:
             self._commit()
         finally:
-            if self._ckpt is not None:  # its background threads end here, not at interpreter exit
-                ckpt, self._ckpt = self._ckpt, None
-                ckpt.close()
+            if self._manager is not None:  # its background threads end here, not at interpreter exit
+                manager, self._manager = self._manager, None
+                try:
+                    manager.close()
+                except Exception:  # noqa: BLE001 - a failed write was reported by _commit already
+                    pass
             self.seconds += time.perf_counter() - t0
 
     def abandon(self) -> None:
+        """`close` that never raises (an interrupted run: an uncommitted save is ignored on resume)."""
         try:
             self.close()
         except Exception:  # noqa: BLE001 - already failing; the uncommitted save is ignored on resume
-            self._pending, self._ckpt = None, None
+            self._pending, self._manager = None, None
 
 
-def _commit(directory: Path, path: Path, rounds_done: int, extra: Optional[dict], keep: int,
+def _clear(directory: Path, first: int) -> None:
+    """Remove the checkpoints (and manifests) of round `first` and later, and every step without a
+    manifest or orbax temporary: what an interrupted or abandoned earlier attempt left."""
+    for p in list(directory.iterdir()):
+        r = _round_of(p) if p.is_dir() else None
+        if p.is_dir() and p.name.startswith(f"{STEP_PREFIX}_") and (
+                r is None or r >= first or not _manifest(p).is_file()):
+            shutil.rmtree(p, ignore_errors=True)
+            _manifest(p).unlink(missing_ok=True)
+        elif p.name.endswith(".sha256") and not p.with_name(p.name[:-len(".sha256")]).is_dir():
+            p.unlink(missing_ok=True)
+
+
+def _commit(directory: Path, path: Path, rounds_done: int, extra: Optional[dict],
             before_commit: Optional[Callable[[], None]], meta: Optional[dict] = None) -> None:
-    """Make a written checkpoint count: hooks' state, manifest (last), then retention and cleanup.
-    meta: more fields of the manifest (the state's structure, the run's config)."""
+    """Make a step orbax finished count: hooks' state, then the manifest (last); then the manifests
+    of the steps orbax's retention removed. meta: more fields of the manifest (the state's
+    structure, the run's config)."""
     if extra is not None:
         np.savez(path / EXTRA, **{k: np.asarray(v) for k, v in extra.items()})
     if before_commit is not None:  # fault injection for the reliability tests
         before_commit()
     write_atomic(_manifest(path), json.dumps({"round": rounds_done, "files": _digest(path), **(meta or {})},
                                              indent=1))
-    good = committed(directory)
-    for _, old in good[:-keep] if keep > 0 else []:
-        _manifest(old).unlink(missing_ok=True)
-        shutil.rmtree(old, ignore_errors=True)
-    # uncommitted leftovers of an interrupted save (and orbax's temporary directories of one)
-    for p in directory.iterdir():
-        if p.is_dir() and p.name.startswith("round_") and not _manifest(p).is_file():
-            shutil.rmtree(p, ignore_errors=True)
+    for m in directory.glob(f"{STEP_PREFIX}_*.sha256"):
+        if not m.with_name(m.name[:-len(".sha256")]).is_dir():
+            m.unlink(missing_ok=True)
 
 
 def _verify(path: Path) -> tuple[Optional[str], dict]:
@@ -358,37 +406,49 @@ def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
                                                          else jnp.asarray(a).dtype),
                           {"state": state_like, "tracker": tracker_like})
     candidates = committed(directory)[::-1]
-    problem = None
-    for i, (rounds, path) in enumerate(candidates):
-        problem, manifest = _verify(path)
-        if problem is None:
-            recorded = manifest.get("round")
-            if recorded is not None and recorded != rounds:
-                raise ValueError(f"checkpoint {path}: its manifest records round {recorded}, its name says round "
-                                 f"{rounds} (copied or renamed?); name it round_{int(recorded):06d} again, or remove "
-                                 "it and its .sha256 file")
-            if "structure" in manifest and manifest["structure"] != structure(target):
-                raise ValueError(f"checkpoint {path} does not fit this run's state "
-                                 f"({_first_difference(manifest['structure'], structure(target))}); "
-                                 "it was written by a different program")
-            try:
-                out = _checkpointer().restore(path, target)
-            except OSError as e:
-                raise OSError(e.errno or errno.EIO, f"cannot read this checkpoint: {e.strerror or e}",
-                              str(path)) from None
-            except Exception as e:  # noqa: BLE001 - the library raises many types; one line for the user
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise ValueError(f"checkpoint {path}: restoring it failed ({type(e).__name__}: {first[:200]})"
-                                 ) from None
-            extra = None
-            if (path / EXTRA).is_file():
-                with np.load(path / EXTRA, allow_pickle=False) as z:
-                    extra = {k: z[k] for k in z.files}
-            return rounds, out["state"], out["tracker"], extra
-        nxt = candidates[i + 1][1] if i + 1 < len(candidates) else None
-        log(f"fgl-jax: checkpoint {path} is damaged ({problem}); "
-            + (f"falling back to {nxt}" if nxt else "no older checkpoint to fall back to"))
-    if candidates:
-        raise ValueError(f"no intact checkpoint in {directory} (last problem: {problem}); "
-                         f"start again with {rundir.arg('overwrite')}")
-    return None
+    if not candidates:
+        return None
+    import orbax.checkpoint as ocp
+    manager = _manager(directory)
+    try:
+        finished = set(manager.all_steps())  # orbax's step discovery: the steps it finalised
+        problem = None
+        for i, (rounds, path) in enumerate(candidates):
+            problem, manifest = _verify(path)
+            if problem is None and rounds not in finished:
+                problem = "the checkpoint library does not list it as a finished checkpoint"
+            if problem is None:
+                recorded = manifest.get("round")
+                if recorded is not None and recorded != rounds:
+                    raise ValueError(f"checkpoint {path}: its manifest records round {recorded}, its name says "
+                                     f"round {rounds} (copied or renamed?); name it round_{int(recorded):06d} "
+                                     "again, or remove it and its .sha256 file")
+                if "structure" in manifest and manifest["structure"] != structure(target):
+                    raise ValueError(f"checkpoint {path} does not fit this run's state "
+                                     f"({_first_difference(manifest['structure'], structure(target))}); "
+                                     "it was written by a different program")
+                if not (path / ITEM).is_dir():
+                    raise ValueError(f"checkpoint {path} was written by an older fgl_jax (before orbax's "
+                                     f"CheckpointManager; no {ITEM}/ inside): start the run again with "
+                                     f"{rundir.arg('overwrite')}")
+                try:
+                    out = manager.restore(rounds, args=ocp.args.StandardRestore(target))
+                except OSError as e:
+                    raise OSError(e.errno or errno.EIO, f"cannot read this checkpoint: {e.strerror or e}",
+                                  str(path)) from None
+                except Exception as e:  # noqa: BLE001 - the library raises many types; one line for the user
+                    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                    raise ValueError(f"checkpoint {path}: restoring it failed ({type(e).__name__}: "
+                                     f"{first[:200]})") from None
+                extra = None
+                if (path / EXTRA).is_file():
+                    with np.load(path / EXTRA, allow_pickle=False) as z:
+                        extra = {k: z[k] for k in z.files}
+                return rounds, out["state"], out["tracker"], extra
+            nxt = candidates[i + 1][1] if i + 1 < len(candidates) else None
+            log(f"fgl-jax: checkpoint {path} is damaged ({problem}); "
+                + (f"falling back to {nxt}" if nxt else "no older checkpoint to fall back to"))
+    finally:
+        manager.close()
+    raise ValueError(f"no intact checkpoint in {directory} (last problem: {problem}); "
+                     f"start again with {rundir.arg('overwrite')}")
