@@ -13,8 +13,7 @@ machine's load hits all three alike:
 Wall seconds of the whole process (what the user waits for) and its CPU seconds (user + system of
 the child; on a loaded machine the steadier of the two), medians and ratios to `b_jax_only`, plus the
 `timings.json` fields that show which cache served the programs. Variant b runs the CLI with
-`fgl_jax.cache.program_key` returning None (the switch the library has no flag for: with no key, no
-program is looked up or stored). Both caches are filled by one untimed run each before the timing.
+`FGL_JAX_PROGRAM_CACHE=off` (no compiled program of fgl_jax's own is looked up or stored). Both caches are filled by one untimed run each before the timing.
 
     python benchmarks/bench_cache.py [--repeats 3] [--rounds 5] [--data-dir DIR]
 """
@@ -37,8 +36,7 @@ from harness import RESULTS, ROOT, command, loadavg, write_record  # noqa: E402
 
 VARIANTS = ("a_no_cache", "b_jax_only", "c_both")
 # the CLI in a fresh interpreter; variant b first switches the compiled-program cache off
-_CLI = "import runpy, sys; sys.argv = ['fgl-jax'] + sys.argv[1:]; {patch}runpy.run_module('fgl_jax.cli', run_name='__main__')"
-_NO_EXEC = "import fgl_jax.cache as c; c.program_key = lambda *a, **k: None; "
+_CLI = "import runpy, sys; sys.argv = ['fgl-jax'] + sys.argv[1:]; runpy.run_module('fgl_jax.cli', run_name='__main__')"
 
 
 def _one(variant: str, work: Path, args) -> dict:
@@ -53,7 +51,9 @@ def _one(variant: str, work: Path, args) -> dict:
         cli.append("--no-cache")
     else:
         env["FGL_JAX_CACHE_DIR"] = str(work / f"cache_{variant}")
-    code = _CLI.format(patch=_NO_EXEC if variant == "b_jax_only" else "")
+    if variant == "b_jax_only":   # JAX's persistent cache only: no compiled program of fgl_jax's own
+        env["FGL_JAX_PROGRAM_CACHE"] = "off"
+    code = _CLI
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", code, *cli], env=env, capture_output=True, text=True, cwd=work)

@@ -316,8 +316,10 @@ def program_key(context: str, kind: str, length: int, signature: str, options: A
 
     context: what the caller knows determines the program (the system, its resolved config and a
     digest of its data, `fgl_jax.experiment`); kind/length/options: which program of the run;
-    signature: the arguments' tree structure, shapes, dtypes and shardings."""
-    if root() is None:
+    signature: the arguments' tree structure, shapes, dtypes and shardings.
+    FGL_JAX_PROGRAM_CACHE=off keeps JAX's persistent compilation cache but stores and loads no
+    compiled program of fgl_jax's own (benchmarks/bench_cache.py measures the two apart)."""
+    if root() is None or os.environ.get("FGL_JAX_PROGRAM_CACHE", "").lower() == "off":
         return None
     text = json.dumps({"context": context, "kind": kind, "length": int(length), "signature": signature,
                        "options": repr(sorted((options or {}).items())), "environment": _environment_text()},

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import fgl_jax as fj
-from fgl_jax.systems.baseline.graph_fl import graph_model, task_targets
+from fgl_jax.systems.baseline import graph_model, task_targets
 
 
 def synthetic_tu(root: Path, graphs: int = 160, seed: int = 0) -> Path:

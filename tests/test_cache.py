@@ -218,9 +218,13 @@ def test_the_program_key_changes_with_everything_that_determines_the_program(tmp
     monkeypatch.setitem(cache._SOURCE, "digest", "an edited module")
     assert key() != base
     monkeypatch.delitem(cache._SOURCE, "digest")
-    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=true")
+    flags = os.environ.get("XLA_FLAGS")   # conftest sets the optimisation level: put back what was there
+    monkeypatch.setenv("XLA_FLAGS", (flags or "") + " --xla_cpu_enable_fast_math=true")
     assert key() != base
-    monkeypatch.delenv("XLA_FLAGS")
+    if flags is None:
+        monkeypatch.delenv("XLA_FLAGS")
+    else:
+        monkeypatch.setenv("XLA_FLAGS", flags)
     before = jax.config.jax_default_matmul_precision
     other = "default" if before == "highest" else "highest"   # other test modules set "highest" globally
     try:

@@ -63,7 +63,15 @@ def graph_assignment(gs: GraphSet, cfg) -> np.ndarray:
 
 def task_targets(gs: GraphSet, task: str) -> GraphSet:
     """gs with the targets the task reads: classes for graph_cls; float targets for graph_reg (a
-    classification set's file label values as numbers)."""
+    classification set's file label values as numbers).
+
+    Args:
+      gs: a loaded GraphSet.
+      task: graph_cls or graph_reg.
+
+    Returns:
+      The GraphSet whose `y` the task trains on (a one-line ValueError when it has none).
+    """
     if task == "graph_cls":
         if gs.num_classes == 0:
             raise ValueError(f"task graph_cls: dataset {gs.name!r} has regression targets, not classes (use graph_reg)")
@@ -137,7 +145,15 @@ def make_graph_fed_data(eval_batch: GraphBatch, train_batch: GraphBatch):
 
 
 def graph_model(cfg, gs: GraphSet) -> GraphClassifier:
-    """The configured graph classifier (one output for graph_reg)."""
+    """The configured graph classifier (one output for graph_reg).
+
+    Args:
+      cfg: the run's RunConfig (hidden, num_layers, dropout, graph_model, graph_pooling, task, norm).
+      gs: the GraphSet it classifies (feature width, classes, cross-domain class blocks in its meta).
+
+    Returns:
+      An unbound `fgl_jax.nn.GraphClassifier`.
+    """
     domains = tuple(gs.meta.get("class_blocks", ()))
     return GraphClassifier(in_dim=gs.num_features - len(domains), hidden=cfg.hidden, num_classes=gs.num_classes or 1,
                            num_layers=cfg.num_layers, dropout=cfg.dropout, conv=cfg.graph_model,
