@@ -21,7 +21,7 @@ from fgl_jax.systems.fedgc import EvalConfig
 
 from experiments.fedgc.cells import (ARCHS, BASE_NAME, BASES, CEILING_OF, DEFAULT_BASE, IB_FAST_LR, OPEN_KNOBS,
                                      PAPER_PROTOCOL_FILE, PAPER_R, PAPER_ROW, PAPER_T1, PAPER_T2, PAPER_T3, QUICK,
-                                     SYNTH_VARIANTS, VARIANTS, base_config, base_suffix)
+                                     QUICK_VARIANTS, SYNTH_VARIANTS, VARIANTS, base_config, base_suffix)
 
 # flat FedGCConfig key -> where records written before the flat schema keep it
 _NESTED = {"ib_dim": ("ib", "dim"), "ib_hidden": ("ib", "hidden"), "gamma": ("ib", "gamma"), "ib_lr": ("ib", "lr"),
@@ -574,7 +574,7 @@ def quick_text() -> str:
     """What --quick shrinks (cells.QUICK), in words."""
     q = QUICK
     return (f"{q['rounds']} rounds, {q['st_rounds']} self-training rounds, {q['ib_epochs']} IB epochs, "
-            f"{q['eval_iters']} evaluation iterations (every Table 2 variant)")
+            f"{q['eval_iters']} evaluation iterations (Table 2's {', '.join(QUICK_VARIANTS)})")
 
 
 def markdown(runs: dict, tag: str, paper_protocol: Optional[dict] = None) -> tuple[str, list]:
