@@ -62,6 +62,7 @@ def test_clip_scales_each_clients_update_from_params_to_the_norm():
         np.testing.assert_allclose(np.asarray(got[k], np.float64) - params[k], want[k], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dp_fedavg_is_the_clipped_uniform_mean_plus_noise_of_std_z_clip_over_m():
     """The clipped mean exactly (noise off), the noise by reproducing the stage's key, and its std
     statistically on a large leaf."""
@@ -168,6 +169,7 @@ def _server_after(algorithm, x, step):
 
 
 # FedPub's eager round with DP took 270 s on the loaded 2-core machine (MOON, SCAFFOLD: ~50 s): behind -m slow
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["moon", "scaffold", pytest.param("fedpub", marks=pytest.mark.slow)])
 def test_one_round_with_dp_fedavg_matches_the_numpy_server_step(monkeypatch, algorithm):
     clip, z = 0.05, 0.5
@@ -198,6 +200,7 @@ def test_one_round_with_dp_fedavg_matches_the_numpy_server_step(monkeypatch, alg
     np.testing.assert_allclose(cols["dp_epsilon"], epsilons(z, 3, 3, 2, cfg.dp_delta))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", sorted(OPTS))
 def test_two_rounds_with_fedadam_server_step_match_adam_written_out(monkeypatch, algorithm):
     lr, b1, b2, tau = 0.05, 0.9, 0.99, 1e-3
@@ -232,6 +235,7 @@ def test_dp_and_server_opt_are_refused_in_one_line_for_algorithms_without_a_serv
         A.FedAdamHParams(adam_server_lr=0.5)
 
 
+@pytest.mark.slow
 def test_cli_runs_scaffold_with_dp_and_server_adam_and_reports_epsilon(tmp_path, capsys):
     from fgl_jax.cli import main
     assert main(["run", "--algorithm", "scaffold", "--dataset", "csbm", "--split", "keep", "--clients", "3",
@@ -245,6 +249,7 @@ def test_cli_runs_scaffold_with_dp_and_server_adam_and_reports_epsilon(tmp_path,
     assert "--server-opt {none,momentum,adam,yogi}" in " ".join(capsys.readouterr().out.split())
 
 
+@pytest.mark.slow
 def test_the_write_your_own_aggregator_example_in_the_docs_runs_and_trains_fedavg():
     """docs/aggregators.md's example block runs as written, and its median drives a FedAvg round
     (the server model is the coordinate-wise median of the clients' models, checked in NumPy)."""

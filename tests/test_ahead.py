@@ -129,6 +129,7 @@ def test_a_thread_without_the_callers_jax_settings_compiles_nothing():
         np.testing.assert_array_equal(np.asarray(fn(x, y)), np.asarray(_affine(x, y)))
 
 
+@pytest.mark.slow
 def test_a_process_that_exits_while_a_compilation_runs_exits_cleanly(tmp_path):
     """Without `ahead._join_at_exit` the interpreter's finalisation unwinds the thread inside XLA
     and the process aborts (signal 6, "FATAL: exception not rethrown") after its work is done."""

@@ -135,6 +135,7 @@ def _prepared_setup(sparse: bool, hidden: int = 8, clients: int = 3, raw: bool =
     return out + (before,) if raw else out
 
 
+@pytest.mark.slow
 def test_ell_matmul_and_its_weight_gradient_match_dense_products():
     rng = np.random.default_rng(0)
     x = (rng.random((2, 13, 40)) < 0.15) * rng.normal(size=(2, 13, 40))
@@ -155,6 +156,7 @@ def test_ell_matmul_and_its_weight_gradient_match_dense_products():
     np.testing.assert_allclose(grad, np.swapaxes(x, 1, 2) @ dz, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_phase2_models_match_a_dense_numpy_forward():
     data, model, _, before = _prepared_setup(sparse=True, raw=True)
     steps, k = 2, int(model.num_classes)
@@ -185,6 +187,7 @@ def test_phase2_models_match_a_dense_numpy_forward():
     np.testing.assert_allclose(np.exp(logp), mix, rtol=2e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_schedule_phase1_is_fedavg_then_the_switch_builds_the_corrected_graph():
     data, model, common = _prepared_setup(sparse=False)
     hp = A.AdaFGLHParams(adafgl_rounds_vanilla=2)
@@ -226,6 +229,7 @@ def test_adafgl_cli_run_and_resume_across_the_switch(tmp_path):
     cli_run_and_resume(tmp_path, "adafgl", "--adafgl-rounds-vanilla", "1")
 
 
+@pytest.mark.slow
 def test_training_step_reusing_the_evaluations_first_maps_has_the_same_loss_and_gradient():
     data, model, _ = _prepared_setup(sparse=True)
     b, _, m = _client(data, 0)
@@ -261,6 +265,7 @@ def _plain_heterophilous(emb, mask, a):
     return (jax.nn.softmax(pr(lrn) @ emb, -1) - jax.nn.softmax(pr(-lrn) @ emb, -1) + emb) / 2
 
 
+@pytest.mark.slow
 def test_heterophilous_block_hand_written_gradient_matches_autodiff_of_the_plain_formula():
     rng = np.random.default_rng(0)
     n, k = 11, 4

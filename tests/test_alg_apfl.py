@@ -20,6 +20,7 @@ def _apfl(model, common, **kw):
     return registry.get("algorithm", "apfl")(model, common, registry.algorithm("apfl").hparams(**kw))
 
 
+@pytest.mark.slow
 def test_alpha_fixed_at_zero_is_fedavg():
     data, model, common = toy_setup(local_steps=2)
     ap = _apfl(model, common, apfl_alpha=0.0, apfl_alpha_lr=0.0)
@@ -87,6 +88,7 @@ def test_three_rounds_and_the_alpha_gradient_match_numpy():
     np.testing.assert_allclose(float(metrics["test_acc"]), correct / total, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_alpha_is_clipped_to_the_unit_interval():
     data, model, common = toy_setup(local_steps=3)
     for lr, start in ((1e4, 0.5), (1e4, 0.99)):
@@ -105,10 +107,12 @@ def test_apfl_options():
         schema.make(RunConfig, {"algorithm": "apfl", "apfl_alpha": 1.5})
 
 
+@pytest.mark.slow
 def test_apfl_cli_run_and_resume_with_sampling(tmp_path):
     cli_run_and_resume(tmp_path, "apfl", "--clients-per-round", "2")
 
 
+@pytest.mark.slow
 def test_apfl_sweep_vectorises_alpha_lr_and_matches_single_runs(tmp_path):
     import json
 

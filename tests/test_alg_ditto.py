@@ -17,6 +17,7 @@ def _ditto(model, common, lam):
     return registry.get("algorithm", "ditto")(model, common, registry.algorithm("ditto").hparams(ditto_lambda=lam))
 
 
+@pytest.mark.slow
 def test_lambda_zero_is_local():
     data, model, common = toy_setup(local_steps=2)
     ditto = _ditto(model, common, 0.0)

@@ -21,6 +21,7 @@ def test_mlp_embedding_is_the_hidden_layer():
     np.testing.assert_allclose(np.asarray(logits), want @ p["layer_1"]["kernel"] + p["bias_1"], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,width", [("gcn", 6), ("sage", 6), ("gat", 6 * 8), ("appnp", 6)])
 def test_logits_unchanged_and_embedding_shape(name, width):
     data, _, _ = toy_setup()

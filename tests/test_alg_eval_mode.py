@@ -32,6 +32,7 @@ def test_auto_is_global_model_pooled(name):
     assert float(m["val_acc"]) == pytest.approx(float(ref["val_acc"]), abs=1e-7)
 
 
+@pytest.mark.slow
 def test_moon_local_models_client_nodes():
     data, model, common = toy_setup()
     assert np.asarray(data.train_index).size == data.eval.num_clients  # every client trains
@@ -45,6 +46,7 @@ def test_moon_local_models_client_nodes():
     assert abs(float(m["val_acc"]) - float(glob["val_acc"])) + abs(float(m["test_acc"]) - float(glob["test_acc"])) > 0
 
 
+@pytest.mark.slow
 def test_scaffold_first_round_local_models():
     data, model, common = toy_setup()
     common = dataclasses.replace(common, eval_mode="local_model_on_local_data", eval_average="client_nodes")

@@ -9,6 +9,7 @@ from fgl_jax.systems.baseline import RunConfig
 from tests.alg_helpers import assert_trees_close, client_models, np_weighted_mean, toy_setup
 
 
+@pytest.mark.slow
 def test_server_adam_matches_a_numpy_rederivation():
     data, model, common = toy_setup()
     hp = registry.entry("algorithm", "fedadam").info["hparams"](adam_server_lr=0.05, adam_beta1=0.8,

@@ -19,6 +19,7 @@ def _fedala(model, common, **kw):
     return registry.get("algorithm", "fedala")(model, common, registry.algorithm("fedala").hparams(**kw))
 
 
+@pytest.mark.slow
 def test_eta_zero_is_fedavg():
     data, model, common = toy_setup(local_steps=2)
     common = FedConfig(local_steps=2, optim=common.optim, eval_mode="global_model_on_local_data")

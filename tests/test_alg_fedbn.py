@@ -110,6 +110,7 @@ def _bn_mlp_grads(p, x, y, node, train, k, eps=1e-5):
     return g
 
 
+@pytest.mark.slow
 def test_fedbn_three_rounds_match_a_numpy_rederivation():
     """Independent of fgl_jax's trainers: each client takes SGD steps on its MLP with batch norm from the
     averaged leaves + its own norm leaves (gradients by hand); the server's leaves are the training-node

@@ -43,6 +43,7 @@ def test_kmeans_ends_at_a_lloyd_fixed_point():
     assert sorted(np.bincount(assign)) == [20, 20, 20]   # the three blobs are found
 
 
+@pytest.mark.slow
 def test_prototypes_targets_and_pools_counted_by_hand():
     g, batch, ex = _prepared()
     for c in range(2):
@@ -112,6 +113,7 @@ def _openfgl_fed_rec(pred, true, pred_missing, p):
     return loss.mean()
 
 
+@pytest.mark.slow
 def test_embedding_losses_match_openfgls_loops():
     rng = np.random.default_rng(0)
     t = 9
@@ -140,6 +142,7 @@ def test_mend_embedding_is_openfgls_masked_slot_mean():
                                want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_generating_for_listed_nodes_only_scatters_into_zeros():
     from fgl_jax.algorithms.feddep import DGen
     g = toy_graph(n=30, seed=5)
@@ -164,6 +167,7 @@ def test_generating_for_listed_nodes_only_scatters_into_zeros():
     assert not np.asarray(gen3)[off].any() and np.asarray(gen3)[[2, 5, 7]].any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("init", ["glorot", "torch"])
 def test_classifier_equals_a_dense_numpy_forward(init):
     """h1 = relu(X Wr0 + mean_A(X) Wn0 + b0 + e1), e1 = E A0 + a0; out = h1 Wr1 + mean_A(h1) Wn1 + b1 + e1 A1 + a1."""
@@ -193,6 +197,7 @@ def test_classifier_equals_a_dense_numpy_forward(init):
         assert np.abs(w0).max() <= 1 / np.sqrt(f) + 1e-7 and np.abs(pr["bias_0"]).max() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["openfgl", pytest.param("paper", marks=pytest.mark.slow)])
 def test_runs_through_build_with_partial_participation(variant):
     from fgl_jax import run

@@ -19,6 +19,7 @@ def _fedem(model, common, k):
     return registry.get("algorithm", "fedem")(model, common, registry.algorithm("fedem").hparams(fedem_components=k))
 
 
+@pytest.mark.slow
 def test_one_component_is_fedavg():
     data, model, common = toy_setup(local_steps=2)
     em = _fedem(model, common, 1)
@@ -104,6 +105,7 @@ def test_responsibilities_match_numpy():
     np.testing.assert_allclose(got.sum(0), 1.0, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_fedem_cli_run_and_resume_with_client_sampling(tmp_path):
     cli_run_and_resume(tmp_path, "fedem", "--fedem-components", "2", "--clients-per-round", "2")
 

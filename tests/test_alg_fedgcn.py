@@ -102,6 +102,7 @@ def test_fedgcn_needs_a_gcn_and_local_evaluation():
                     fedgcn_hops=0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hops", [0, 2])
 def test_runs_through_build_with_partial_participation(hops):
     from fgl_jax import run

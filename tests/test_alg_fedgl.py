@@ -65,6 +65,7 @@ def _toy_data(clients=3):
     return make_fed_data(batch, extra=extra)
 
 
+@pytest.mark.slow
 def test_fedgl_round_wiring():
     _, model, common = toy_setup(local_steps=2)
     data = _toy_data()

@@ -87,6 +87,7 @@ def test_aggregation_weights_match_numpy():
     assert w[3, 3] == 1.0 and w[2, 4] > 0
 
 
+@pytest.mark.slow
 def test_a_round_gives_each_client_its_weighted_aggregate():
     data, model, common = toy_setup(local_steps=2)
     hp = FedGTAHParams(fedgta_accept_alpha=0.9)

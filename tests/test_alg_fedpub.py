@@ -39,6 +39,7 @@ def _np_forward(p, x, s, r, layers, prune, train, embed=False):
         h = np.maximum(h, 0.0)
 
 
+@pytest.mark.slow
 def test_masked_gcn_matches_numpy_and_prunes_only_in_evaluation():
     rng = np.random.default_rng(0)
     n, f, hdim, k = 9, 5, 4, 3
@@ -93,6 +94,7 @@ def _toy(**kw):
     return build(cfg)
 
 
+@pytest.mark.slow
 def test_one_round_server_step_against_numpy():
     prog = _toy()
     alg, data = prog.algorithm, prog.data
@@ -189,6 +191,7 @@ def test_rounds_are_the_same_with_ell_and_sparse_features(monkeypatch, algorithm
         np.testing.assert_allclose(np.asarray(hist["ell"][k]), np.asarray(hist["sparse"][k]), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layers", [1, 2, 3])
 def test_functional_embedding_equals_the_mean_of_a_numpy_forward_on_the_proxy_graph(layers):
     """FedPub's embedding from the host's S X and colmean(S) equals the NumPy masked GCN's last

@@ -106,5 +106,6 @@ def test_fedrep_options_and_refusals():
         _fedrep(model, dataclasses.replace(common, eval_mode="global_model_on_local_data"))
 
 
+@pytest.mark.slow
 def test_fedrep_cli_run_resume_and_sampling(tmp_path):
     cli_run_and_resume(tmp_path, "fedrep", "--fedrep-head-epochs", "2", "--client-fraction", "0.67")

@@ -128,6 +128,7 @@ def test_greedy_loss_matches_openfgls_loop():
     assert float(got) == pytest.approx(want, rel=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["openfgl", pytest.param("paper", marks=pytest.mark.slow)])
 def test_runs_through_build_with_partial_participation(variant):
     from fgl_jax import run
@@ -144,6 +145,7 @@ def test_runs_through_build_with_partial_participation(variant):
         run(prog.algorithm, prog.data, jax.random.key(0), 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["openfgl", pytest.param("paper", marks=pytest.mark.slow)])
 def test_client_schedule_equals_the_round_by_round_run(variant):
     """schedule=client (each client's whole phase 1 at round 0, NeighGens never stored) against

@@ -71,6 +71,7 @@ def test_walks_stay_with_the_codes_probability():
     assert (np.abs(stays / trials - p) < 5 * sd).all()
 
 
+@pytest.mark.slow
 def test_pseudo_graph_weights_and_diversity_match_numpy():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(9, 5))
@@ -105,6 +106,7 @@ def _toy(hp, local_steps=2):
     return data, model, common
 
 
+@pytest.mark.slow
 def test_one_distillation_step_against_a_per_class_loop():
     hp = T.FedTADHParams(fedtad_it_g=0, fedtad_it_d=1, fedtad_glb_epochs=1, fedtad_num_gen=12, fedtad_topk=3)
     data, model, common = _toy(hp)                     # dropout 0: L_D is deterministic

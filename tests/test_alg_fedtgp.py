@@ -57,6 +57,7 @@ def test_margin_loss_matches_numpy():
     np.testing.assert_allclose(np.asarray(generate(gen)), p, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_fedtgp_server_step_from_the_clients_prototypes():
     data, model, common = toy_setup(local_steps=2)
     epochs, lr, tau = 4, 0.05, 100.0

@@ -9,6 +9,7 @@ from fgl_jax.systems.baseline import RunConfig
 from tests.alg_helpers import assert_trees_close, client_models, np_weighted_mean, toy_setup
 
 
+@pytest.mark.slow
 def test_server_yogi_matches_a_numpy_rederivation():
     data, model, common = toy_setup()
     lr, b1, b2, tau = 0.05, 0.8, 0.95, 1e-2

@@ -36,6 +36,7 @@ def test_view_adjacency_is_a_gumbel_softmax_over_real_nodes():
     np.testing.assert_allclose(s[mask].sum(1), 1.0, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_weighted_prototypes_and_alignment_match_numpy():
     rng = np.random.default_rng(1)
     n, d, k, t = 9, 4, 4, 0.5
@@ -81,6 +82,7 @@ def test_the_view_through_gcn_sum_is_the_dense_product():
     np.testing.assert_allclose(np.asarray(view.apply(params, b)), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_without_its_terms_a_round_is_fedavgs():
     data, model, common = toy_setup(local_steps=2, model="gcn")
     entry = registry.entry("algorithm", "fggp")

@@ -66,6 +66,7 @@ def _np_edge(z, g, tau=0.1):
     return np.mean(out)
 
 
+@pytest.mark.slow
 def test_loss_terms_match_numpy():
     rng = np.random.default_rng(0)
     n = 7
@@ -112,6 +113,7 @@ def _alg(common, model, **kw):
     return registry.get("algorithm", "fgssl")(model, common, hp)
 
 
+@pytest.mark.slow
 def test_zero_weights_give_fedavg_and_the_first_step_loss_is_recomputed():
     data, model, common = toy_setup(local_steps=2)
     avg = registry.get("algorithm", "fedavg")(model, common, None)

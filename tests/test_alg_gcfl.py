@@ -98,6 +98,7 @@ def test_cluster_step_matches_numpy(case):
         np.testing.assert_array_equal(want, cluster)
 
 
+@pytest.mark.slow
 def test_gcfl_graph_run_forms_clusters():
     from fgl_jax import run, schema
     from fgl_jax.systems.baseline.config import RunConfig

@@ -38,6 +38,7 @@ def test_contrastive_term_matches_numpy():
     assert near < far
 
 
+@pytest.mark.slow
 def test_moon_round_wiring():
     data, model, common = toy_setup(local_steps=2)
     mu, tau = 2.0, 0.5

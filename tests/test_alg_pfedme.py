@@ -89,6 +89,7 @@ def _gap_to_fedavg(lam: float, rounds: int = 2) -> float:
                for a, b in zip(jax.tree.leaves(sp.server), jax.tree.leaves(sa.server))) / moved
 
 
+@pytest.mark.slow
 def test_large_lambda_with_beta_one_approaches_fedavg():
     # gap = max |w_pfedme - w_fedavg| / max |w_fedavg - w^0| after 2 rounds (2 local steps, SGD lr 0.3);
     # the O(1/lambda) bias shrinks 10x per decade until float32 cancellation in lambda (w - theta)
@@ -97,6 +98,7 @@ def test_large_lambda_with_beta_one_approaches_fedavg():
     assert gaps[100.0] < 0.3 * gaps[10.0] and gaps[1000.0] < 0.3 * gaps[100.0], gaps
 
 
+@pytest.mark.slow
 def test_global_eval_mode_reports_the_server_model():
     import dataclasses
 

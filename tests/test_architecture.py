@@ -251,6 +251,7 @@ def test_the_chunk_program_compiled_ahead_in_a_thread_is_the_one_used_and_change
 
 # ------------------------------------------------------------------------- host-side preparation
 
+@pytest.mark.slow
 def test_an_algorithms_host_preparation_reaches_its_round_and_model_spec_rebuilds_the_model():
     """registry info `prepare`: its batch replaces the prepared one and its dict is FedData.extra;
     the round sees both (a degree sum the round reports, checked against NumPy on the batch); and

@@ -180,6 +180,7 @@ def test_an_empty_given_train_mask_says_so(tmp_path):
     assert "split='random'" not in str(exc.value)
 
 
+@pytest.mark.slow
 def test_a_first_round_divergence_does_not_report_rounds_1_to_0(tmp_path, capsys):
     # item 7 with SGD: --lr 1e6 blows up in the first round; the run stops with one line naming it
     out = tmp_path / "run"

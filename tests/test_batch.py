@@ -10,6 +10,7 @@ from fgl_jax.nn import make_model
 from tests.helpers import toy_graph
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("name", ["gcn", "sage", "gat", "sgc", "mlp"])
 def test_padding_changes_nothing(name, sparse):

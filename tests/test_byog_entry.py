@@ -52,6 +52,7 @@ def first_run(tmp_path_factory):
     return npz, out
 
 
+@pytest.mark.slow
 def test_run_on_a_path_records_it_and_replays_in_a_fresh_process(first_run, tmp_path):
     npz, out = first_run
     cfg = yaml.safe_load((out / "config.yaml").read_text())

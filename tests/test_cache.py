@@ -170,6 +170,7 @@ def _cli(out: Path, cache_dir: Path, *extra: str) -> dict:
     return json.loads((out / "timings.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_run_needs_at_most_three_programs_and_the_second_command_compiles_none(tmp_path):
     """7 rounds in chunks of 3 (lengths 3, 3, 1) with checkpoints: one chunk program and one init
     program; the second command loads both whole from the compiled-program cache (no tracing) and

@@ -14,6 +14,7 @@ from fgl_jax.systems.baseline import RunConfig
 TINY = ["--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds", "4", "--hidden", "8", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_run_writes_the_four_outputs_and_replays(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", *TINY, "--out", str(out)]) == 0
@@ -76,6 +77,7 @@ def test_bad_config_file_names_the_file_and_key(tmp_path, capsys, text, message)
     assert message in err and str(path) in err, err
 
 
+@pytest.mark.slow
 def test_every_option_of_every_command_has_help_and_valid_values():
     parser = build_parser()
     commands = dict(next(a for a in parser._actions if a.dest == "command").choices)
@@ -114,6 +116,7 @@ def test_datasets_command_lists_every_kind(capsys, tmp_path, monkeypatch):
         assert kind in line
 
 
+@pytest.mark.slow
 def test_baseline_sweep_member_equals_the_single_run(tmp_path, capsys):
     out = tmp_path / "sw"
     assert main(["sweep", *[a for a in TINY if a != "--no-progress"], "--seeds", "0,1",
@@ -146,6 +149,7 @@ def test_sweep_resource_columns_by_hand():
     assert rounds_run(loss, 0, 3) == 3 and rounds_run(loss, 1, 3) == 1
 
 
+@pytest.mark.slow
 def test_nothing_below_the_cli_imports_it():
     code = ("import sys, fgl_jax, fgl_jax.experiment, fgl_jax.registry as r; r.load_kind('system'); "
             "r.load_kind('algorithm'); r.load_kind('dataset'); print('fgl_jax.cli' in sys.modules)")
@@ -153,6 +157,7 @@ def test_nothing_below_the_cli_imports_it():
         == "False"
 
 
+@pytest.mark.slow
 def test_only_the_program_s_own_process_freezes_the_collector(tmp_path):
     # `entry` (the fgl-jax process) moves the imported modules' objects out of the GC's view before
     # the run; `main` called from Python (a notebook, these tests) leaves the caller's collector alone

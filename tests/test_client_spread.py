@@ -1,6 +1,7 @@
 """The per-client accuracy spread of personalised evaluation (mean, worst 10 %, sd over clients) vs
 NumPy, and its place in summary.json: best_test_acc_clients_* at the reported round for a run that
 evaluates each client's own model, absent for a global-model run."""
+import pytest
 import json
 import math
 
@@ -33,6 +34,7 @@ def test_client_spread_matches_numpy():
     assert want["test_acc_clients_worst10"] < want["test_acc_clients_mean"]
 
 
+@pytest.mark.slow
 def test_summary_reports_the_spread_at_the_reported_round(tmp_path):
     from fgl_jax.cli import main
     base = ["run", "--dataset", "csbm", "--split", "keep", "--clients", "4", "--hidden", "8", "--rounds", "3",

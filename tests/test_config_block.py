@@ -129,6 +129,7 @@ def _cli_small(prox_mu: str = "0.001") -> list:
             "fedprox", "--prox-mu", prox_mu, "--no-progress", "--checkpoint-every", "chunk"]
 
 
+@pytest.mark.slow
 def test_a_run_started_before_the_block_resumes(tmp_path, capsys):
     d = tmp_path / "run"
     cfg = experiment.default_config("baseline", **SMALL)

@@ -13,6 +13,7 @@ FB_CLASS_COUNTS = {0: 6495, 1: 3327, 2: 5768, 3: 6880}  # company, tvshow, polit
 LFM_NODES, LFM_EDGES, LFM_CLASSES = 7624, 27806, 18
 
 
+@pytest.mark.slow
 @pytest.mark.data
 def test_facebook_matches_manifest(data_dir):
     g = load_facebook(data_dir)

@@ -68,6 +68,7 @@ def _same(a: list, b: list) -> None:
             np.testing.assert_allclose(ra[k], rb[k], rtol=2e-5, atol=2e-6, err_msg=k)
 
 
+@pytest.mark.slow
 def test_all_four_local_devices_by_default_resumed_halfway_equal_one_device(runs):
     timings = json.loads((runs / "four" / "timings.json").read_text())
     assert timings["devices"] == 4 and timings["processes"] == 1

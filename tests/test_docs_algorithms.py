@@ -3,6 +3,7 @@ row with its paper, its messages sized by hand-checkable shapes and its hyperpar
 docstring block. Its OpenFGL table is rendered from the comparison record (tests/test_records.py)."""
 from __future__ import annotations
 
+import pytest
 import importlib.util
 import re
 from pathlib import Path
@@ -31,6 +32,7 @@ def _rows(md: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_every_registered_algorithm_has_a_row_with_paper_messages_and_defaults():
     md = _hooks().algorithms_table(dataset="toy", clients=3, partition="random", graph=toy_graph(n=60, seed=3),
                                    hidden=H, split="keep")

@@ -31,6 +31,7 @@ def test_clipping_matches_numpy():
     np.testing.assert_allclose(np.asarray(out["b"]), upd["b"] * factor[:, None], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_server_noise_std_is_z_clip_over_m():
     """Zero updates: the release is pure noise; its sample std over n = 200,000 coordinates has a
     relative standard error of 1/sqrt(2n) = 0.16%, so a 1% tolerance is over 6 standard errors."""
@@ -42,6 +43,7 @@ def test_server_noise_std_is_z_clip_over_m():
     assert abs(got.mean()) < 5 * expected / np.sqrt(n)
 
 
+@pytest.mark.slow
 def test_dp_without_noise_is_the_uniform_mean_of_clipped_updates():
     data, net, common = toy_setup(n=150, clients=4)
     clip = 0.05                                              # small enough that some updates are clipped
@@ -100,6 +102,7 @@ def test_epsilon_column_and_refusals():
         RunConfig(dp_noise=1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["l2", pytest.param("l1", marks=pytest.mark.slow)])
 def test_clipped_node_grad_matches_a_per_node_loop(norm):
     data, net, common = toy_setup(n=40, clients=2)

@@ -52,6 +52,7 @@ def grid():
                     {"dp_noise": [0.0, 0.5, 2.0], "dp_clip": [0.1, 1.0]}, log=lambda *a: None)
 
 
+@pytest.mark.slow
 def test_a_dp_sweep_is_one_program_and_each_member_is_accounted_with_its_own_z(grid):
     assert grid.programs == 1 and grid.vector_axes == ["dp_noise", "dp_clip"]
     for r in grid.rows:

@@ -12,6 +12,7 @@ from fgl_jax.nn import make_model
 from tests.helpers import toy_graph
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("local_steps", [1, 3])
 def test_fedavg_one_client_equals_centralised(local_steps):
     g = toy_graph(n=80, seed=2)
@@ -42,6 +43,7 @@ def test_fedavg_one_client_equals_centralised(local_steps):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_fedavg_round_is_weighted_mean_of_local_updates():
     g = toy_graph(n=90, seed=4)
     parts = np.random.default_rng(1).integers(0, 3, g.num_nodes)
@@ -76,6 +78,7 @@ def test_fedavg_round_is_weighted_mean_of_local_updates():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_local_train_proximal_term_equals_autodiff_of_the_penalty():
     """local_train's closed-form proximal gradient (with and without an offset, as FedProx and FedDC
     use it) against autodiff of (mu/2)||w + offset - anchor||^2 written into the loss, 3 Adam steps."""
@@ -103,6 +106,7 @@ def test_local_train_proximal_term_equals_autodiff_of_the_penalty():
         assert float(got[2]) > float(ce0)  # the penalty is in the reported first-step loss
 
 
+@pytest.mark.slow
 def test_fedprox_zero_mu_equals_fedavg_and_positive_mu_differs():
     g = toy_graph(n=60, seed=6)
     batch = build_client_batch(g, np.arange(g.num_nodes) % 2, 2)
@@ -119,6 +123,7 @@ def test_fedprox_zero_mu_equals_fedavg_and_positive_mu_differs():
     assert diff > 1e-4
 
 
+@pytest.mark.slow
 def test_local_and_fedper_keep_personal_layers():
     g = toy_graph(n=60, seed=7)
     batch = build_client_batch(g, np.arange(g.num_nodes) % 3, 3)
@@ -133,6 +138,7 @@ def test_local_and_fedper_keep_personal_layers():
     assert float(jnp.abs(q[0] - q[1]).max()) > 0
 
 
+@pytest.mark.slow
 def test_resume_reaches_the_same_numbers(tmp_path):
     g = toy_graph(n=60, seed=8)
     data = make_fed_data(build_client_batch(g, np.arange(g.num_nodes) % 2, 2))
@@ -151,6 +157,7 @@ def test_resume_reaches_the_same_numbers(tmp_path):
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 10
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers_and_chunking_invariant():
     g = toy_graph(n=60, seed=9)
     data = make_fed_data(build_client_batch(g, np.arange(g.num_nodes) % 2, 2))
@@ -197,6 +204,7 @@ def test_bad_config_is_rejected():
         run(baseline(make_model("mlp", g.num_features, 3), FedConfig()), data, jax.random.key(0), 0)
 
 
+@pytest.mark.slow
 def test_sweep_members_equal_single_runs():
     from fgl_jax.federated.sweep import run_sweep
     g = toy_graph(n=60, seed=12)
@@ -228,6 +236,7 @@ def _run_files(tmp_path, name: str, chunk=None, **changes) -> dict:
     return {f: (d / f).read_bytes() for f in ("metrics.jsonl", "summary.json", "config.yaml")}
 
 
+@pytest.mark.slow
 def test_chunk_sizes_1_7_15_write_the_same_files_as_the_default_chunking(tmp_path):
     """17 rounds (a prime: chunks of 7 end 7, 14, 17; of 15 end 15, 17) with dropout and two local
     steps, so every round key matters. The chunk is passed to run_config, not written into the
@@ -242,6 +251,7 @@ def test_chunk_sizes_1_7_15_write_the_same_files_as_the_default_chunking(tmp_pat
             assert got[name] == default[name], f"chunk={chunk}: {name} differs from the default chunking"
 
 
+@pytest.mark.slow
 def test_one_client_fedavg_equals_global_exactly(tmp_path):
     """FedAvg with one client against Global (centralised training, `algorithms/centralised.py`) on
     the same CSBM graph and split. The engine makes this an identity, so the test is exact: with one

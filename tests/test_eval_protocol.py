@@ -148,6 +148,7 @@ def evaluate_jit(model, data, mode, average, **params):
     return out if average == "both" else out[0]
 
 
+@pytest.mark.slow
 def test_global_model_on_global_data_is_the_whole_graph_accuracy(setup):
     g, prep, model, server, _ = setup
     got = evaluate_jit(model, prep.data, "global_model_on_global_data", "pooled", server=server)
@@ -162,6 +163,7 @@ def test_global_model_on_global_data_is_the_whole_graph_accuracy(setup):
     assert any(float(sub[f"{s}_acc"]) != float(got[f"{s}_acc"]) for s in ("train", "val", "test"))
 
 
+@pytest.mark.slow
 def test_local_data_modes_pooled_and_node_weighted(setup):
     g, prep, model, server, local = setup
     batch = prep.data.eval

@@ -22,6 +22,7 @@ def _setup():
     return data, model, common
 
 
+@pytest.mark.slow
 def test_server_momentum_matches_a_numpy_rederivation():
     data, model, common = _setup()
     hp_cls = registry.entry("algorithm", "fedavgm").info["hparams"]
@@ -44,6 +45,7 @@ def test_server_momentum_matches_a_numpy_rederivation():
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_no_momentum_and_unit_server_lr_is_fedavg():
     data, model, common = _setup()
     hp_cls = registry.entry("algorithm", "fedavgm").info["hparams"]

@@ -46,6 +46,7 @@ def max_diff(a, b):
     return max(float(jnp.abs(u - v).max()) for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("relay", ["gcn", "sgc"])
 def test_weighted_federated_gradient_equals_centralised(relay):
     g = toy_graph(80, 3, 10, seed=1)
@@ -64,6 +65,7 @@ def test_weighted_federated_gradient_equals_centralised(relay):
                                   np.bincount(g.y[g.train_mask], minlength=3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agg", ["weighted", "uniform"])
 def test_flat_blocks_equal_per_client_blocks_with_sampling(agg):
     """The end-to-end class blocks (`ClientData.flat`, the default fused path) give the per-client
@@ -101,6 +103,7 @@ def test_uniform_aggregation_is_mean_over_holders():
     np.testing.assert_allclose(u[1], grads["w"][1, 1])
 
 
+@pytest.mark.slow
 def test_one_client_equals_centralised_one_step_gcond():
     """M=1 FedGC rounds == a standalone centralised GCond(outer=1, inner=0) loop written here."""
     g = toy_graph(50, 3, 8, seed=2)
@@ -164,6 +167,7 @@ def test_one_client_equals_centralised_one_step_gcond():
     assert int(state.round) == rounds
 
 
+@pytest.mark.slow
 def test_second_order_gradient_finite_differences():
     with jax.enable_x64(True):
         k = jax.random.split(jax.random.PRNGKey(3), 5)
@@ -207,6 +211,7 @@ def test_distances():
     np.testing.assert_allclose(float(dist_gcond(g1, g2)), ref, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_pge_properties_and_normalisation():
     x = jax.random.normal(jax.random.PRNGKey(0), (7, 5))
     p = init_pge(jax.random.PRNGKey(1), 5, 8)
@@ -256,6 +261,7 @@ def test_bad_configs():
         CondenseConfig(agg="median")
 
 
+@pytest.mark.slow
 def test_pge_init_bias_starts_sparse():
     """pge_init_bias sets only Φ's last bias; A' then starts near σ(b) instead of near 0.5."""
     counts = np.array([20, 20, 20])

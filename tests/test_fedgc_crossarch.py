@@ -23,6 +23,7 @@ def _syn(a_scale: float, seed: int = 0, n: int = 12, f: int = 12, c: int = 3):
     return dense_graph_batch(jnp.asarray(a, jnp.float32), jnp.asarray(x), jnp.asarray(np.arange(n) % c))
 
 
+@pytest.mark.slow
 def test_graph_free_training_ignores_condensed_structure_but_not_the_real_graph():
     """graph_free trains on X' alone: two different A' give identical results, equal to training with
     A' = 0; without the flag the structure changes the trained model; and the trained model is
@@ -56,6 +57,7 @@ def test_gcond_configs_keep_base_protocol_and_share_gcn_for_sage():
     assert cfgs["sgc"].model_kwargs == (("K", 2), ("alpha", 0.0))
 
 
+@pytest.mark.slow
 def test_syn_model_kwargs_apply_only_while_training_on_the_condensed_graph():
     """GCond's Cheby trains on G' normalised without the self-loop: the G'-only argument changes the
     trained model; given a G' with no edges the two normalisations differ only in the loop term, and

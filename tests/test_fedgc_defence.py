@@ -36,6 +36,7 @@ def _flat(tree):
     return np.concatenate([np.asarray(v).ravel() for v in jax.tree.leaves(tree)])
 
 
+@pytest.mark.slow
 def test_ldp_upload_is_clipped_gradient_plus_laplace(client_data):
     data, theta = client_data
     key = jax.random.PRNGKey(7)
@@ -78,6 +79,7 @@ def test_ldp_upload_is_clipped_gradient_plus_laplace(client_data):
     np.testing.assert_allclose(_flat(r["agg_wide"]), _flat(r["fused"]), rtol=1e-4, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_ldp_round_privatises_each_upload(client_data):
     """fed_round under LDP = θ from the round key, the clients' privatised aggregate, one server step."""
     data, _ = client_data
@@ -101,6 +103,7 @@ def test_bad_ldp_parameters(client_data):
         ldp_upload(jax.random.PRNGKey(0), {"w": jnp.ones(3)}, 0.1, 0.0)
 
 
+@pytest.mark.slow
 def test_defence_selection_and_defaults():
     assert FedGCConfig().method == "ib" and not FedGCConfig().condense_config.ldp
     assert FedGCConfig(defence="none").method == "none" and not FedGCConfig(defence="none").condense_config.reg
@@ -124,6 +127,7 @@ def _pl_graph():
     return g.with_masks(*masks)
 
 
+@pytest.mark.slow
 def test_pl_condenses_pseudo_labels_on_raw_features():
     g = _pl_graph()
     cfg = FedGCConfig(clients=3, defence="pl", st_rounds=15, st_hidden=16, feature_norm="row", st_optimizer="sgd",

@@ -59,6 +59,7 @@ def test_auc_matches_pairwise_definition():
         auc([0.1, 0.2], [1, 1])
 
 
+@pytest.mark.slow
 def test_attack_auc_is_half_on_random_posteriors():
     cfg = MIAConfig(attack_epochs=200)
     k = jax.random.split(jax.random.PRNGKey(0), 4)
@@ -71,6 +72,7 @@ def test_attack_auc_is_half_on_random_posteriors():
     assert abs(attack_auc(predict, members, nonmembers) - 0.5) < 0.05
 
 
+@pytest.mark.slow
 def test_attack_detects_overfit_model():
     """Shadow and target GCNs over-fit (no dropout, no weight decay) on small member sets of a noisy
     graph; the shadow-trained attack must separate the target's members from non-members."""
@@ -146,6 +148,7 @@ def _ib_inputs():
 _IB_POSTERIOR_CFG = IBConfig(gamma=0.0, epochs=60, lr=1e-2, hidden=8, dim=4, decoder_hidden=8)
 
 
+@pytest.mark.slow
 def test_ib_transform_kl_falls_with_gamma_and_z_is_standardised():
     """Spec §6 test 8: z [M, N, dim(z)], standardised per client over its real nodes, zero on padding;
     the decoder φ is never changed; a large γ ends with a smaller KL to N(0, I) than γ = 0."""
@@ -168,6 +171,7 @@ def test_ib_transform_kl_falls_with_gamma_and_z_is_standardised():
     jax.tree.map(np.testing.assert_array_equal, phi_before, jax.tree.map(np.array, phi))
 
 
+@pytest.mark.slow
 def test_ib_client_groups_and_precompiled_program_give_the_same_z(monkeypatch):
     """The IB's clients run as two groups in two threads, from a program compiled ahead
     (`ib_precompile`, from shapes only): Z, the KL and the posterior equal those of one program
@@ -196,6 +200,7 @@ def test_ib_client_groups_and_precompiled_program_give_the_same_z(monkeypatch):
                  got, want)
 
 
+@pytest.mark.slow
 def test_self_training_one_client_equals_centralised_sgd():
     """Spec §6 test 9: FedSGD with one client = centralised full-batch SGD (same init), keeping the
     best-validation parameters; pseudo-labels never overwrite the ground truth on training nodes."""
@@ -285,6 +290,7 @@ def tiny_ib_attack(tiny_ib_run):
     return res, normalize_features(small_graph(), cfg.feature_norm), MIAConfig(hidden=16, iters=30, attack_epochs=30)
 
 
+@pytest.mark.slow
 def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query(tiny_ib_attack):
     """Exact identity: with μ = Z, σ = 0 and the identity scaler the fresh draw IS Z, so the fresh
     query's AUC, its null and its target accuracies equal the same-sample ones."""
@@ -307,6 +313,7 @@ def test_fresh_query_with_a_point_posterior_equals_the_same_sample_query(tiny_ib
     assert same["mia_auc_z"] == out["mia_auc_z"] and same["mia_auc_z_null"] == out["mia_auc_z_null"]
 
 
+@pytest.mark.slow
 def test_pseudo_label_split_of_nonmembers(tiny_ib_attack):
     """The non-member split by pseudo-label correctness: the result's labels are ground truth on
     training nodes and -1 off the labelled set; the wrong fraction is counted against the true labels
@@ -342,6 +349,7 @@ def test_pseudo_label_split_of_nonmembers(tiny_ib_attack):
     assert plain["mia_auc_z"] == out["mia_auc_z"]
 
 
+@pytest.mark.slow
 def test_attack_target_graph_last_or_selected(tiny_ib_attack):
     """MIAConfig.target_graph picks the G' the target GCN trains on: with `selected` equal to the last
     round's G' both choices give identical outputs (bar the reported round); a different selected G'
@@ -411,6 +419,7 @@ def test_shared_rows_give_every_client_its_own_rows(sparse):
         np.testing.assert_allclose(xw2[index2[j, :gr.num_nodes]], np.asarray(gr.dense_x()) @ w, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_self_training_three_clients_equals_mean_of_client_gradients():
     """FedSGD with overlapping clients: the server's plain mean of each client's own full-batch
     gradient (computed here client by client with the library's GCN, averaged in NumPy)."""
@@ -461,6 +470,7 @@ def test_gcn_on_pre_aggregated_equals_gcn():
                                rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_encoder_equals_dense_numpy():
     """ẑ = Â (relu(x W1 + b1) W2 + b2) against a dense NumPy Â = D̃^-1/2 (A+I) D̃^-1/2 (encode applies Â
     on the narrower side of W2)."""

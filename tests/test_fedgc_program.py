@@ -55,6 +55,7 @@ def tiny():
     return cfg, FedGCRun(cfg, graph=small_graph(n=150, f=8))
 
 
+@pytest.mark.slow
 def test_program_rounds_equal_a_plain_fed_round_loop(tiny):
     cfg, r = tiny
     p = r.program
@@ -74,6 +75,7 @@ def test_program_rounds_equal_a_plain_fed_round_loop(tiny):
     np.testing.assert_array_equal(res2.history["train_loss"], res.history["train_loss"])
 
 
+@pytest.mark.slow
 def test_run_config_writes_four_outputs_and_resume_equals_uninterrupted(tmp_path):
     base = dict(dataset="csbm", clients=2, rate=0.1, defence="none", relay_hidden=8, pge_hidden=8, eval_hidden=8,
                 eval_iters=20, eval_check_every=10, finetune_steps=0, adj_period=4, adj_steps=1)

@@ -40,6 +40,7 @@ def _flat(tree):
     return np.concatenate([np.asarray(v).ravel() for v in jax.tree.leaves(tree)])
 
 
+@pytest.mark.slow
 def test_reg_upload_equals_independent_per_client_loop(reg_data):
     data, theta = reg_data
     pool, key, lam = jnp.int32(0), jax.random.PRNGKey(9), 0.7
@@ -80,6 +81,7 @@ def test_reg_upload_equals_independent_per_client_loop(reg_data):
     np.testing.assert_allclose(_flat(zero), _flat(clean), rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_inference_model_detects_membership_only_when_present():
     rng = np.random.default_rng(0)
     n = 200
@@ -102,6 +104,7 @@ def test_inference_model_detects_membership_only_when_present():
     assert float(l_masked) == pytest.approx(float(l_sub), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_reg_round_and_configuration(reg_data):
     data, _ = reg_data
     cfg = CondenseConfig(hidden=16, pge_hidden=8, lr_feat=1e-2, adj_period=4, adj_steps=0, reg_lambda=1.0,
@@ -123,6 +126,7 @@ def test_reg_round_and_configuration(reg_data):
     assert FedGCConfig(defence="reg").condense_config.reg_lambda == 1.0
 
 
+@pytest.mark.slow
 def test_reg_program_builds_reference_from_own_validation_nodes():
     g = csbm(num_nodes=120, num_classes=2, num_features=6, avg_degree=4.0, seed=3)
     prog = FedGCRun(FedGCConfig(clients=2, rate=0.2, rounds=2, defence="reg", reg_lambda=0.5, relay_hidden=8,

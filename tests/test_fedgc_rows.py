@@ -73,6 +73,7 @@ def test_restricted_logits_and_gradients_equal_the_full_model_on_the_targets():
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_evaluator_counts_equal_without_row_restriction_and_precompiled_once():
     """The row-restricted evaluator, compiled ahead in a thread (`precompile`, on arguments shaped
     like the call's), runs that one program and returns the full-graph evaluator's counts."""

@@ -15,6 +15,7 @@ def small_run():
     return run_small(small_config())
 
 
+@pytest.mark.slow
 def test_end_to_end_smoke(small_run):
     g = small_graph()
     run, res, fr = small_run

@@ -31,6 +31,7 @@ def dense_L(he_nodes, he_ids, n, m, w):
     return np.diag(dvi) @ H @ np.diag(w) @ np.diag(dei) @ H.T @ np.diag(dvi)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_segment_sum_propagation_equals_dense(seed):
     rng = np.random.default_rng(seed)
@@ -100,6 +101,7 @@ def test_gather_and_scatter_are_eq7_eq8():
     np.testing.assert_allclose(np.asarray(edge_to_vertex(jnp.asarray(delta, jnp.float32), inc)), back, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_hgnn_conv_and_models():
     rng = np.random.default_rng(0)
     hn, hi = random_incidence(rng, 25, 10)

@@ -32,6 +32,7 @@ def planted(monkeypatch):
     return hg
 
 
+@pytest.mark.slow
 def test_run_config_writes_outputs_and_resume_equals_uninterrupted(tmp_path, planted):
     full = experiment.run_config(CFG, out=str(tmp_path / "a"))
     for f in ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints"):
@@ -56,6 +57,7 @@ def test_run_config_writes_outputs_and_resume_equals_uninterrupted(tmp_path, pla
     assert resumed.extras["global_test_acc"] == pytest.approx(full.extras["global_test_acc"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_one_seed_one_key(planted):
     """run_config uses jax.random.key(cfg.seed) for the rounds (= a direct engine run with that key);
     the LDP noise uses a stream of the same key that the engine's init/round keys never equal."""
@@ -72,6 +74,7 @@ def test_one_seed_one_key(planted):
     assert not np.allclose(other.history["train_loss"], direct.history["train_loss"])
 
 
+@pytest.mark.slow
 def test_global_method_rounds_mean_rounds(planted):
     """Global (one client, whole hypergraph) runs exactly cfg.rounds rounds (no hidden x3)."""
     cfg = FedHGLConfig(method="global", clients=1, rounds=7, train_ratio=0.3)
@@ -80,6 +83,7 @@ def test_global_method_rounds_mean_rounds(planted):
     assert experiment.run_config(cfg).rounds_run == 7
 
 
+@pytest.mark.slow
 def test_sweep_member_equals_single_run():
     """seeds x lr vectorised (run_sweep) == separate single runs with that lr in the config."""
     hg = planted_hypergraph()
@@ -94,6 +98,7 @@ def test_sweep_member_equals_single_run():
     assert not np.allclose(sw.history["train_loss"][0], sw.history["train_loss"][1])
 
 
+@pytest.mark.slow
 def test_traced_laplace_eps_equals_direct_noise_and_sweeps():
     """HC is linear and the Laplace scale is s/ε: X^{(N)}(ε) = X_clean + G/ε exactly (up to rounding),
     so ε can be a traced hyperparameter; RR is refused with the reason."""

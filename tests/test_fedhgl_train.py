@@ -41,6 +41,7 @@ def params_after(data, cfg, seed=0):
     return run(make_algorithm(3, cfg), data, jax.random.key(seed), cfg.rounds).state
 
 
+@pytest.mark.slow
 def test_identical_clients_equal_single_client():
     one = blocks(np.random.default_rng(0), 1)
     s1 = params_after(one, CFG)
@@ -65,6 +66,7 @@ def test_fedavg_training_weights():
     assert diff > 1e-4
 
 
+@pytest.mark.slow
 def test_local_mode_keeps_clients_apart():
     rng = np.random.default_rng(2)
     two = blocks(rng, 2)
@@ -92,6 +94,7 @@ def planted_hypergraph(seed=0, n=240, k=3, f=12):
     return Hypergraph("planted", x, y, k, hn, hi, len(edges), np.ones(len(edges)), "binary", z, z, z)
 
 
+@pytest.mark.slow
 def test_end_to_end_learns_and_hc_helps():
     hg = planted_hypergraph()
     cfg = FedHGLConfig(clients=3, rounds=40, train_ratio=0.3, min_client_size=10)
@@ -121,6 +124,7 @@ def test_rr_on_numeric_features_rejected():
         run_fedhgl(hg, FedHGLConfig(clients=2, mechanism="rr", eps=1.0, rounds=1))
 
 
+@pytest.mark.slow
 def test_eval_every_step_only_adds_candidates():
     """Validation after every local step (authors' code) does not change training, and its per-client
     best-validation accuracy is >= validating once per round (a superset of candidate models)."""

@@ -85,6 +85,7 @@ def test_container_validates():
 
 
 # ----------------------------------------------------------------------------------- real data
+@pytest.mark.slow
 def test_aifb_mutag_match_dgl_statistics(data_dir):
     a = load_aifb(data_dir).stats()
     assert (a["nodes"], a["edges"], a["ntypes"], a["etypes"], a["classes"]) == (7262, 48810, 7, 104, 4)

@@ -49,6 +49,7 @@ def test_rgcn_conv_matches_dense_reference():
     assert np.all(np.asarray(out)[N - 2:] == 0)
 
 
+@pytest.mark.slow
 def test_flax_layer_basis_equals_functional():
     rng = np.random.default_rng(3)
     N, E = 8, 30

@@ -91,6 +91,7 @@ def test_yaml_cells_resolve_and_match_the_paper():
 
 
 # ----------------------------------------------------------------------------------- engine
+@pytest.mark.slow
 def test_sweep_member_equals_single_run():
     """run_sweep over seeds x state.hp (λ and lr together) equals a separate run whose config has
     those values (the baselines' μ is traced the same way)."""
@@ -107,6 +108,7 @@ def test_sweep_member_equals_single_run():
     assert not np.allclose(res.history["train_loss"][0], res.history["train_loss"][1])
 
 
+@pytest.mark.slow
 def test_resume_equals_uninterrupted_run_with_partial_participation(tmp_path):
     """C = 1/3 of 3 clients (one sampled per round) through `run`: a run interrupted half-way and
     resumed from its orbax checkpoint equals the uninterrupted run; over the rounds several
@@ -128,6 +130,7 @@ def test_resume_equals_uninterrupted_run_with_partial_participation(tmp_path):
         np.testing.assert_allclose(np.asarray(full.state.beta_store[k]), np.asarray(full.state.coeffs["beta"][k]))
 
 
+@pytest.mark.slow
 def test_build_on_aifb(data_dir):
     prog = build(FedHGNConfig(dataset="aifb", split="RET", clients=3, rounds=2, data_dir=str(data_dir)))
     assert prog.num_rounds == 2 and prog.describe["clients"] == 3 and prog.describe["split"] == "RET"
@@ -138,6 +141,7 @@ def test_build_on_aifb(data_dir):
     assert central.describe["clients"] == 1 and central.describe["local_steps"] == 1
 
 
+@pytest.mark.slow
 def test_run_config_writes_the_four_outputs_and_resumes(tmp_path, data_dir):
     """run_config(cfg, out): config.yaml (replayable), metrics.jsonl, summary.json, checkpoints/;
     a run interrupted after 4 rounds and resumed equals the uninterrupted 8-round run."""

@@ -61,6 +61,7 @@ def test_server_aggregate_weighted_mean():
     np.testing.assert_allclose(kept["V"], [7.0, 7.0])
 
 
+@pytest.mark.slow
 def test_server_pool_excludes_receiver_and_handles_unseen():
     C, R, B = 3, 2, 2
     store = jnp.arange(C * R * B, dtype=jnp.float32).reshape(C, R, B) + 1
@@ -92,6 +93,7 @@ def _toy_data(K=1, seed=0):
     return make_fed_data(blocks)
 
 
+@pytest.mark.slow
 def test_one_client_fedhgn_equals_centralised_training():
     """K = 1: no pool (nobody else), averaging is the identity, so R rounds of E steps are
     exactly R*E plain SGD steps of the same basis-decomposed model."""
@@ -135,6 +137,7 @@ def test_partial_participation_and_private_coefficients():
     assert np.isfinite(float(m["train_loss"])) and 0 <= float(m["val_acc"]) <= 1
 
 
+@pytest.mark.slow
 def test_fedprox_mu_zero_equals_fedavg():
     data = _toy_data(3)
     outs = []
@@ -186,6 +189,7 @@ def _early_stopping_reference(cfg, alg, data, key, max_rounds):
     return tests[best_i[-1]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["fedhgn", "local"])
 def test_early_stopping_hooks_equal_the_paper_loop(method):
     """Hooks.stop / Hooks.select through the engine (10-round chunks) give the test accuracy of a
@@ -200,6 +204,7 @@ def test_early_stopping_hooks_equal_the_paper_loop(method):
     assert (res.best["best_round"] == -1) == (method == "local")
 
 
+@pytest.mark.slow
 def test_nonfinite_stop_scores_the_finite_rounds():
     """A NaN training loss: the engine raises by default; with on_nonfinite="stop" the run ends on
     its finite rounds, which early stopping scores (the λ = 50 point of Fig. 4 diverges at lr 0.1)."""
@@ -214,6 +219,7 @@ def test_nonfinite_stop_scores_the_finite_rounds():
         run(p.algorithm, p.data, jax.random.key(1), p.num_rounds, hooks=p.hooks)
 
 
+@pytest.mark.slow
 def test_round1_pool_modes():
     """Round 1 (nobody has uploaded): "skip" trains exactly like lambda = 0; "zeros" pulls every
     coefficient towards 0 and, at lr*2*lambda = 1, puts it exactly on 0 after one step (the trap
@@ -236,6 +242,7 @@ def test_round1_pool_modes():
     assert np.abs(bz).max() < 0.1 * np.abs(b0).max()
 
 
+@pytest.mark.slow
 def test_split_train_and_eval_blocks_equal_one_labelled_block():
     """Training on train-target blocks and evaluating on val/test-target blocks (the fast path)
     gives the same states and metrics as one block over all labelled targets."""
@@ -260,6 +267,7 @@ def test_split_train_and_eval_blocks_equal_one_labelled_block():
 
 
 
+@pytest.mark.slow
 def test_flat_all_clients_path_equals_per_client_path():
     """The fast path (all clients in one flat graph, layer 2 on (target, relation) pairs) gives the
     per-client backbone's logits (local and union relation slots) and the same FedHGN client

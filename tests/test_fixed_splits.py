@@ -30,6 +30,7 @@ def _rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 @needs_texas
 def test_all_splits_one_program_and_split_i_equals_the_single_run(tmp_path, capsys):
     out_all, out_2 = tmp_path / "all", tmp_path / "two"
@@ -94,6 +95,7 @@ def _small_split_file(p, n=40, k=3, seed=0):
     np.savez(p, node_features=x, node_labels=y, edges=edges, train_masks=tr, val_masks=va, test_masks=te)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::fgl_jax.data.DataNotice")
 def test_vmap_and_sequential_members_agree(tmp_path):
     import dataclasses

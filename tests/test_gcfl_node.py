@@ -1,6 +1,7 @@
 """GCFL's clustering on a node-level task (Cora-like toy subgraphs): with thresholds that never split
 (eps1 = 0: no mean update norm is below it) one cluster holds every client, and three rounds equal
 FedAvg's, every client's model the FedAvg server model and every metric the same."""
+import pytest
 import jax
 import numpy as np
 
@@ -10,6 +11,7 @@ from fgl_jax.algorithms.gcfl import GCFLHParams
 from tests.alg_helpers import toy_setup
 
 
+@pytest.mark.slow
 def test_gcfl_without_splits_equals_fedavg_on_nodes():
     data, net, common = toy_setup(n=60, clients=3, hidden=8, local_steps=2)
     gcfl = registry.get("algorithm", "gcfl")(net, common, GCFLHParams(gcfl_eps1=0.0, gcfl_eps2=0.0, gcfl_warmup=0))

@@ -65,6 +65,7 @@ def per_graph(out, batch, num_graphs) -> np.ndarray:
     return res
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("conv,pooling", [("gin", "sum"), ("gin", "mean"), ("gin", "max"), ("gcn", "mean")])
 def test_layers_and_readout_vs_dense_numpy(conv, pooling):
     gs = toy_set()
@@ -82,6 +83,7 @@ def test_layers_and_readout_vs_dense_numpy(conv, pooling):
     np.testing.assert_allclose(single[ids >= 0], ref[ids[ids >= 0]], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_padding_never_changes_a_graphs_output():
     gs = toy_set(num_graphs=9, seed=3)
     groups = [np.array([0, 3, 5, 8]), np.array([1, 2, 4, 6, 7])]

@@ -24,6 +24,7 @@ def make_cfg(**kw) -> RunConfig:
     return schema.make(RunConfig, {**base, **kw})
 
 
+@pytest.mark.slow
 def test_graph_regression_learns_a_planted_target():
     gs = toy_set(num_graphs=120, features=2, seed=5)
     # target: mean of feature 0 over the graph's nodes, times 3, plus the node count / 3 (readable by mean pooling
@@ -44,6 +45,7 @@ def test_graph_regression_learns_a_planted_target():
     assert res.best["best_val"] == pytest.approx(max(res.history["val_score"]))   # selected by val_score
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["fedavg", "gcfl_plus"])
 def test_one_client_equals_centralised_training(algorithm):
     gs = toy_set(num_graphs=30, seed=2)
@@ -113,6 +115,7 @@ def test_refusals_are_one_line(capsys, flags, match):
     assert match in err and len(err.splitlines()) == 1, err
 
 
+@pytest.mark.slow
 @pytest.mark.data
 def test_cli_fedavg_mutag_resume_and_sampling(tmp_path, data_dir):
     from fgl_jax.cli import main

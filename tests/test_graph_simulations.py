@@ -79,6 +79,7 @@ def test_combined_sets_keep_each_graph_in_its_own_blocks():
             assert gs.y[g + 3 * d] == src.y[g] + shift
 
 
+@pytest.mark.slow
 def test_class_block_heads_mask_the_other_datasets_classes():
     a, b = toy_set(num_graphs=3, features=2, seed=0, classes=2), toy_set(num_graphs=4, features=3, seed=1, classes=3)
     gs, domain = combine_graph_sets([a, b])

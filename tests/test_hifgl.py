@@ -46,6 +46,7 @@ def _dense_reference(g, params, model, norm):
     return h
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,norm", [("gcn", "gcn_selfloop"), ("gcn", "paper_eq23"), ("sage", "gcn_selfloop")])
 @pytest.mark.parametrize("mode", ["field", "real", "plain"])
 def test_secmp_forward_equals_dense_reference(model, norm, mode):
@@ -75,6 +76,7 @@ def test_secure_sum_is_exact_up_to_quantisation():
     assert not bool(flag)
 
 
+@pytest.mark.slow
 def test_gradients_are_the_plain_gradients():
     g, _, data, cfg, alg = _setup(mode="field")
     plain_cfg = H.HiFGLConfig(model="gcn", hidden=8, mode="plain")
@@ -88,6 +90,7 @@ def test_gradients_are_the_plain_gradients():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["plain", "field"])
 def test_one_silo_equals_global_training(mode):
     """S = 1: HiFGL is centralised full-graph training (spec test 8), step for step."""
@@ -104,6 +107,7 @@ def test_one_silo_equals_global_training(mode):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=tol, rtol=tol)
 
 
+@pytest.mark.slow
 def test_without_cross_edges_forward_equals_fedavg_baseline_forward():
     g = toy_graph(n=45, seed=6)
     assign = np.arange(g.num_nodes) % 3
@@ -148,6 +152,7 @@ def test_server_average_of_identical_models_is_identity():
     np.testing.assert_array_equal(H.server_average(stacked)["w"], p["w"])
 
 
+@pytest.mark.slow
 def test_field_overflow_stops_the_run():
     g = toy_graph(n=30, seed=1)
     data = H.make_hifgl_data(g, np.arange(g.num_nodes) % 2, 2)
@@ -202,6 +207,7 @@ def test_registered_with_its_config():
 SMALL = dict(dataset="csbm", clients=3, hidden=8, num_layers=1, rounds=4)
 
 
+@pytest.mark.slow
 def test_run_config_writes_the_four_outputs_and_resumes(tmp_path):
     import json
     from fgl_jax.experiment import run_config

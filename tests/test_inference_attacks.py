@@ -53,6 +53,7 @@ def test_a_random_model_leaks_nothing():
         assert abs(inference.membership_auc(logits, y, mem, ~mem, kind) - 0.5) < 0.06
 
 
+@pytest.mark.slow
 def test_the_run_hook_attacks_every_clients_nodes_with_the_final_global_model():
     g = toy_graph(n=60, num_features=8, sparse=True, seed=1)
     cfg = RunConfig(dataset="toy", clients=3, rounds=1, hidden=8, split="keep", eval_mia=True)

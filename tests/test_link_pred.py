@@ -154,6 +154,7 @@ def test_edge_split_is_seeded():
 # ---------------------------------------------------------------------------------------------
 # The loss
 
+@pytest.mark.slow
 def test_fixed_negative_loss_is_bce_over_the_training_pairs():
     g = toy_graph(n=30, seed=5)
     batch = link_client_batch(g, np.zeros(30, np.int64), 1, seed=0, train_negatives=True)
@@ -205,6 +206,7 @@ def _fedavg_one_client():
     return _run(algorithm="fedavg", local_steps=2)
 
 
+@pytest.mark.slow
 def test_one_client_equals_centralised_bit_for_bit():
     fed = _fedavg_one_client()
     cen = _run(algorithm="global", local_steps=2)
@@ -215,6 +217,7 @@ def test_one_client_equals_centralised_bit_for_bit():
     assert np.isfinite(fed.history["test_auc"]).all()
 
 
+@pytest.mark.slow
 def test_one_client_equals_a_plain_centralised_loop():
     """FedAvg with one client (partition, vmap, aggregation, the engine) against centralised link
     prediction written out here: Adam steps on the whole graph's split, metrics by the pure-Python

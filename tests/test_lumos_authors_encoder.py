@@ -27,6 +27,7 @@ def _authors_numpy(x: np.ndarray, m: float, eps: float):
     return (-scale + (alpha + beta) / 2, scale + (alpha + beta) / 2), p
 
 
+@pytest.mark.slow
 def test_the_encoder_follows_the_authors_formula():
     rng = np.random.default_rng(0)
     n, d, eps = 5, 6, 2.0
@@ -71,6 +72,7 @@ def _ring(tmp_path):
     return g.save(tmp_path / "ring.npz")
 
 
+@pytest.mark.slow
 def test_the_cli_runs_it_and_reports_the_realised_epsilon(tmp_path):
     path = _ring(tmp_path)
     out = tmp_path / "run"

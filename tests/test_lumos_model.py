@@ -105,6 +105,7 @@ def setup(backbone, n=30, seed=0):
     return g, es, prep.keep, prep, model, params, x, xnb
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backbone", ["gcn", "gat"])
 def test_forward_matches_dense_numpy_reference(backbone):
     g, es, keep, prep, model, params, x, xnb = setup(backbone)
@@ -116,6 +117,7 @@ def test_forward_matches_dense_numpy_reference(backbone):
     np.testing.assert_allclose(np.asarray(logits), ref @ head["kernel"] + head["bias"], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backbone", ["gcn", "gat"])
 def test_batched_equals_per_device_loop_loss_and_grads(backbone):
     g, es, keep, prep, model, params, x, xnb = setup(backbone, n=16, seed=1)
@@ -182,6 +184,7 @@ def test_losses_match_optax_and_auc_bruteforce():
     assert float(roc_auc(s, lab)) == pytest.approx(bf)
 
 
+@pytest.mark.slow
 def test_training_smoke_beats_chance():
     g = toy_graph(120, num_features=8, seed=4)
     cfg = LumosConfig(rounds=40, epsilon=float("inf"), trim="greedy")

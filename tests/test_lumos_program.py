@@ -44,6 +44,7 @@ def test_program_table_equals_host_encoder_and_inf_is_raw():
     assert sorted(st.hp) == ["lr"]
 
 
+@pytest.mark.slow
 def test_sweep_member_equals_single_run():
     """Link task (its loss draws negatives from the round key too); member 1 = (seed 2, eps 4, lr 0.03)."""
     g = toy_graph(60, seed=4)
@@ -62,6 +63,7 @@ def test_sweep_member_equals_single_run():
     assert not np.allclose(sw.history["train_loss"][0], sw.history["train_loss"][1])
 
 
+@pytest.mark.slow
 def test_resume_equals_uninterrupted(tmp_path):
     g = toy_graph(50, seed=6)
     cfg = LumosConfig(rounds=8, mcmc_iters=20)
@@ -123,6 +125,7 @@ def test_epsilon_inf_from_yaml_and_flags(tmp_path):
     assert schema.resolve(LumosConfig, q, system="lumos") == cfg
 
 
+@pytest.mark.slow
 def test_run_config_outputs_and_resume(tmp_path):
     cfg = LumosConfig(dataset="csbm", rounds=6, mcmc_iters=10, epsilon=1.5, seed=2)
     full = experiment.run_config(cfg, out=str(tmp_path / "full"), chunk=3)

@@ -80,6 +80,7 @@ def test_lastfm_workload_real_data(data_dir):
     assert opt <= res.f_history.min() <= res.f_history[0] == W.max_workload(es, keep0) < es.degree.max()
 
 
+@pytest.mark.slow
 def test_determinism_same_seed_same_everything():
     g = toy_graph(60, seed=5)
     cfg = LumosConfig(rounds=5, mcmc_iters=40)

@@ -105,6 +105,7 @@ def test_binary_scores_undefined_without_both_classes():
     assert np.isnan(float(auc)) and float(ap) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_sklearn_agrees_when_installed():
     skm = pytest.importorskip("sklearn.metrics")
     rng = np.random.default_rng(5)
@@ -135,6 +136,7 @@ def _clients(rng, c: int, n: int, k: int):
     return logits, y, masks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 4])
 def test_summarise_class_metrics_pooled_and_client_weighted(k):
     from fgl_jax.federated.metrics import client_counts

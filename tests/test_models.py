@@ -80,6 +80,7 @@ def ref_mlp(p, x, a):
 REFS = {"gcn": ref_gcn, "sage": ref_sage, "sgc": ref_sgc, "mlp": ref_mlp}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("name", ["gcn", "sage", "sgc", "mlp", "gat"])
 def test_model_matches_dense_numpy(name, sparse):
@@ -150,6 +151,7 @@ _APPNP = lambda p, x, a: ref_appnp(p, x, a)
 _CHEB = lambda p, x, a: ref_cheb(p, x, a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,kw,ref,weighted", [
     ("appnp", {}, _APPNP, False), ("appnp", {}, _APPNP, True),
     ("appnp", {"K": 3, "alpha": 0.3}, lambda p, x, a: ref_appnp(p, x, a, 3, 0.3), True),
@@ -175,6 +177,7 @@ def test_appnp_cheb_match_dense_numpy(name, kw, ref, weighted):
     np.testing.assert_allclose(out, ref(_params_np(params), x.astype(np.float64), a), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_appnp_cheb_weights_matter():
     """Scaling one edge's weight changes the output (the weight is not read as a 0/1 mask), and
     gradients w.r.t. parameters and edge weights stay finite with isolated (degree-0) nodes."""
@@ -196,6 +199,7 @@ def test_appnp_cheb_weights_matter():
             assert all(np.isfinite(np.asarray(v)).all() for v in jax.tree.leaves((gp, gw)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["appnp", "cheb"])
 def test_appnp_cheb_train_on_sbm(name):
     """Dropout-on training for 100 Adam steps on an easy CSBM reaches high test accuracy."""

@@ -252,6 +252,7 @@ def test_param_tree_names_shapes_and_init_values_are_pinned(which):
         assert got[k][2] == pytest.approx(s2, rel=1e-6, abs=1e-6), k
 
 
+@pytest.mark.slow
 def test_sparse_feature_matmul_gradients_match_dense_and_autodiff():
     """`ops.feature_matmul` with a column order (hand-written VJP walking the entries by column):
     X W, dL/dW = X^T dZ and dL/dval equal a dense NumPy re-derivation, and dL/dW is bit for bit the

@@ -28,6 +28,7 @@ EXECUTED = [pytest.param(p, id=p.stem, marks=() if p.stem in DEFAULT_EXECUTED el
             for p in NOTEBOOKS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", EXECUTED)
 def test_notebook_executes(path, tmp_path):
     nbformat = pytest.importorskip("nbformat")

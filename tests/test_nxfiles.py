@@ -54,6 +54,7 @@ def test_a_malformed_file_is_one_line(tmp_path):
         fj.load(str(path))
 
 
+@pytest.mark.slow
 def test_a_graphml_file_runs_from_the_cli(tmp_path):
     path = tmp_path / "karate.graphml"
     nx.write_graphml(_labelled_graph(), path)

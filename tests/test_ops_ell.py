@@ -29,6 +29,7 @@ def _coo(x: np.ndarray, rng) -> tuple:
             np.stack([pad(xc[r, c][o]) for xc, (r, c), o in zip(x, nz, perm)]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unroll,max_groups", [(4, None), (4, 2), (3, 1)])
 def test_unrolled_ell_matmul_and_weight_gradient_match_dense_numpy(unroll, max_groups):
     rng = np.random.default_rng(1)
@@ -50,6 +51,7 @@ def test_unrolled_ell_matmul_and_weight_gradient_match_dense_numpy(unroll, max_g
     np.testing.assert_allclose(grad, np.swapaxes(x, 1, 2) @ dz, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_fedavg_on_ell_features_matches_sparse_features():
     """Same run, two layouts: only the float summation order differs, so after 4 rounds of 2 Adam
     steps the parameters agree to ~1e-6 and every metric to 1e-5 (accuracies exactly)."""

@@ -45,6 +45,7 @@ def _cfg(**kw):
     return RunConfig(dataset="toy", clients=4, rounds=3, hidden=8, split="keep", **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm,everyone", [
     ("fedavg", dict(clients_per_round=4)),
     ("fedavg", dict(client_fraction=1.0)),   # the wrapper is not applied at all
@@ -89,6 +90,7 @@ def _changed_rows(before, after):
     return np.flatnonzero(diff)
 
 
+@pytest.mark.slow
 def test_fedavg_partial_round_averages_the_sampled_clients_only():
     data, net, common = toy_setup(n=150, clients=5)
     alg = registry.get("algorithm", "fedavg")(net, common, None)

@@ -175,6 +175,7 @@ def _pairs_graph(per_class: int, num_classes: int) -> Graph:
     return make_graph(n, [(2 * i, 2 * i + 1) for i in range(n // 2)], y, num_classes)
 
 
+@pytest.mark.slow
 def test_community_dirichlet_label_proportions():
     # For Dir(beta 1_K), each share p_k ~ Beta(beta, (K-1) beta): mean 1/K, variance
     # (K-1) / (K^2 (K beta + 1)). With 2-node communities in classes of 200 nodes, a client's

@@ -62,6 +62,7 @@ def test_non_integer_is_one_line(tmp_path, kind):
         read_assignment(p, 3)
 
 
+@pytest.mark.slow
 def test_a_run_uses_the_file_partition(tmp_path, capsys):
     # csbm (built in) with a hand-made partition: client sizes and the edge cut are the file's
     g_ids = None

@@ -29,6 +29,7 @@ def test_registered_for_graph_tasks():
     assert "graph_cls" not in able["fedem"]   # FedEM's E-step is per node; graph tasks are refused by the config
 
 
+@pytest.mark.slow
 def test_fedrep_graph_head_personal_body_shared():
     cfg = make_cfg(algorithm="fedrep", fedrep_head_layers=1, fedrep_head_epochs=1)
     prog = build(cfg, graph=toy_set(num_graphs=24, seed=6))

@@ -65,6 +65,7 @@ def _host_loop(alg: FederatedAlgorithm, data, key, rounds: int) -> dict:
     return {k: np.asarray(v) for k, v in hist.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [3, 10])
 def test_phased_run_equals_a_host_loop_over_the_phases(chunk):
     alg, data, key = _two_phase(), jnp.float32(0.5), jax.random.key(4)

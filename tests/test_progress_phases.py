@@ -24,6 +24,7 @@ def _phase_lines(err: str) -> list[tuple[int, str]]:
     return [(i, m.group(1)) for i, line in enumerate(lines) if (m := LINE.match(line.strip()))]
 
 
+@pytest.mark.slow
 def test_run_prints_its_phases_in_order_and_the_bar_after_compiling(tmp_path, capsys):
     assert main(["run", *TINY, "--out", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err
@@ -35,6 +36,7 @@ def test_run_prints_its_phases_in_order_and_the_bar_after_compiling(tmp_path, ca
     assert bar and min(bar) > running, err  # no bar (and no ETA) while compiling
 
 
+@pytest.mark.slow
 def test_sweep_prints_the_same_phases_and_accepts_no_progress(tmp_path, capsys):
     args = ["sweep", *TINY, "--seeds", "0,1", "--grid", "lr=0.01,0.1"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0

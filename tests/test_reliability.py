@@ -49,6 +49,7 @@ CLI_SMALL = ["--dataset", "csbm", "--split", "keep", "--clients", "3", "--rounds
 
 # ---- output directories -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_fresh_run_refuses_a_directory_holding_another_run(tmp_path, capsys):
     d = tmp_path / "run"
     experiment.run_config(_cfg(rounds=6), out=str(d))
@@ -59,6 +60,7 @@ def test_a_fresh_run_refuses_a_directory_holding_another_run(tmp_path, capsys):
     assert _files(d) == before  # nothing touched
 
 
+@pytest.mark.slow
 def test_overwrite_clears_the_old_run_checkpoints_included(tmp_path, reference):
     d = tmp_path / "run"
     experiment.run_config(_cfg(rounds=30, lr=0.05), out=str(d), checkpoint_every="chunk")
@@ -104,6 +106,7 @@ def test_resuming_a_finished_run_is_refused(tmp_path, capsys):
         experiment.run_config(_cfg(rounds=6), out=str(d), resume=True)
 
 
+@pytest.mark.slow
 def test_resume_without_checkpoints_starts_over_without_duplicating_rows(tmp_path, reference):
     d = tmp_path / "run"
     experiment.run_config(_cfg(), out=str(d))
@@ -133,6 +136,7 @@ def _largest_data_file(ckpt: Path) -> Path:
     return max(files, key=lambda p: p.stat().st_size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["flip_byte", "truncate", "metadata"])
 def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, reference, capsys, damage):
     d = _interrupted(tmp_path)
@@ -154,6 +158,7 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, re
     assert _files(d) == reference
 
 
+@pytest.mark.slow
 def test_a_torn_last_metrics_line_is_dropped_and_the_run_resumes_identically(tmp_path, reference):
     """metrics.jsonl is appended per chunk (issue 50): a kill during an append leaves a last line
     without its newline; the resume drops it and continues the same run."""
@@ -194,6 +199,7 @@ def _run_cli(args, env_extra=None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["checkpoint:1", "chunk:3", pytest.param("chunk:1", marks=pytest.mark.slow),
                                    pytest.param("checkpoint:3", marks=pytest.mark.slow)])
 def test_kill_and_resume_gives_the_uninterrupted_files(tmp_path, reference, fault):
@@ -217,6 +223,7 @@ def test_an_exploding_loss_stops_with_a_message_naming_the_round(tmp_path):
     assert all(np.isfinite(r["train_loss"]) and r["train_loss"] < 1e6 * rows[0]["train_loss"] for r in rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [1, 4, 30])
 def test_the_first_bad_round_does_not_depend_on_the_chunking(tmp_path, chunk):
     from fgl_jax.federated import NonFiniteError
@@ -239,6 +246,7 @@ def test_ctrl_c_is_one_line_with_the_resume_command(tmp_path, capsys, monkeypatc
     assert err[0].endswith("--resume")
 
 
+@pytest.mark.slow
 def test_a_diverging_sweep_member_is_named_and_the_others_kept(capsys):
     from fgl_jax.federated.sweep import run_grid
     from fgl_jax.systems.baseline.program import build
@@ -255,6 +263,7 @@ def test_a_diverging_sweep_member_is_named_and_the_others_kept(capsys):
     assert ok["best_test"] == pytest.approx(single.best["best_test"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_hifgl_field_overflow_from_divergence_blames_the_learning_rate(tmp_path):
     from fgl_jax.federated import NonFiniteError
     from fgl_jax.federated.run import first_bad_round

@@ -282,6 +282,7 @@ def _history(cfg, rounds=2):
     return run(prog.algorithm, prog.data, jax.random.key(0), rounds).history, prog
 
 
+@pytest.mark.slow
 def test_sign_flip_by_every_client_negates_fedavgs_server_step_in_a_round():
     # one compiled round: the attacker fraction is a traced value in state.hp
     prog = build(_cfg(rounds=1, attack="sign_flip"), _graph())
@@ -327,6 +328,7 @@ def test_an_algorithm_without_a_server_aggregate_refuses_an_aggregator():
         build(_cfg(algorithm="fedgta", aggregator="median", rounds=1), _graph())
 
 
+@pytest.mark.slow
 def test_cli_runs_krum_with_20_percent_sign_flippers_on_csbm(tmp_path):
     from fgl_jax.cli import main
     out = tmp_path / "run"
@@ -340,6 +342,7 @@ def test_cli_runs_krum_with_20_percent_sign_flippers_on_csbm(tmp_path):
     assert len(rows) == 2 and all(np.isfinite(r["train_loss"]) for r in rows)
 
 
+@pytest.mark.slow
 def test_a_sweep_over_attackers_and_trim_is_one_program_whose_zero_member_is_the_plain_fedavg_run():
     from fgl_jax.federated.sweep import run_grid
     opts = dict(dataset="toy", clients=6, rounds=2, hidden=8, split="keep", aggregator="trimmed_mean",

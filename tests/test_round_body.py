@@ -43,6 +43,7 @@ def _plain_scan(alg, data):
     return {k: np.asarray(v) for k, v in metrics.items()}, tracker
 
 
+@pytest.mark.slow
 def test_plain_scan_chunked_run_and_sweep_member_give_identical_metrics(setup):
     alg, data = setup
     plain, tracker = _plain_scan(alg, data)
@@ -72,6 +73,7 @@ def test_plain_scan_chunked_run_and_sweep_member_give_identical_metrics(setup):
     assert (float(seq.best["best_val"][0]), float(seq.best["best_test"][0]), int(seq.best["best_round"][0])) == want
 
 
+@pytest.mark.slow
 def test_keyword_options_equal_the_options_object(setup):
     alg, data = setup
     a = run(alg, data, jax.random.key(1), 3, chunk=2, loss_guard=1e9)

@@ -29,6 +29,7 @@ def test_train_is_eval_bookkeeping():
     assert not sub.train_is_eval and list(np.asarray(sub.train_index)) == [0, 2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["fedavg", "local"])
 def test_train_is_eval_round_equals_scatter(name):
     data, model, common = toy_setup()

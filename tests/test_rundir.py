@@ -88,6 +88,7 @@ def _run_cli(args, env_extra=None, cwd=None, **kw) -> subprocess.CompletedProces
 
 # ---- 1. a relative --out ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("out", ["runs/x", "./x"])  # an absolute one: tests/test_reliability.py
 def test_resume_with_a_relative_out_continues_the_run(tmp_path, monkeypatch, reference, out):
     monkeypatch.chdir(tmp_path)
@@ -96,6 +97,7 @@ def test_resume_with_a_relative_out_continues_the_run(tmp_path, monkeypatch, ref
     assert _files(Path(out)) == reference
 
 
+@pytest.mark.slow
 def test_extending_a_finished_run_with_a_relative_out(tmp_path, monkeypatch, reference):
     monkeypatch.chdir(tmp_path)
     assert _cli("run", *CLI_SMALL, "--rounds", "6", "--out", "runs/x") == 0
@@ -103,6 +105,7 @@ def test_extending_a_finished_run_with_a_relative_out(tmp_path, monkeypatch, ref
     assert _files(tmp_path / "runs" / "x") == reference
 
 
+@pytest.mark.slow
 def test_a_restore_that_fails_says_what_failed_not_another_program(tmp_path, capsys, monkeypatch):
     """An I/O error while reading a checkpoint names the checkpoint and the error; it does not
     blame the checkpoint's program (which steered users to --overwrite, throwing the run away)."""
@@ -120,6 +123,7 @@ def test_a_restore_that_fails_says_what_failed_not_another_program(tmp_path, cap
     assert "different program" not in err[0]
 
 
+@pytest.mark.slow
 def test_a_state_of_another_structure_is_named_as_such(tmp_path, capsys):
     """A real structure mismatch (a manifest without a recorded config, as older versions wrote,
     and config.yaml edited to the new command) says which leaf differs and blames the program."""
@@ -137,6 +141,7 @@ def test_a_state_of_another_structure_is_named_as_such(tmp_path, capsys):
 
 # ---- 2. the resume check does not depend on config.yaml -------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [("--lr", "0.05", "lr: 0.01 -> 0.05"), ("--seed", "3", "seed: 0 -> 3")])
 def test_a_deleted_config_yaml_does_not_switch_the_resume_check_off(tmp_path, capsys, change):
     d = _interrupted(tmp_path / "run")
@@ -149,6 +154,7 @@ def test_a_deleted_config_yaml_does_not_switch_the_resume_check_off(tmp_path, ca
     assert not (d / "config.yaml").exists() and (d / "metrics.jsonl").read_bytes() == rows
 
 
+@pytest.mark.slow
 def test_a_deleted_config_yaml_resumes_with_the_same_options(tmp_path, reference):
     d = _interrupted(tmp_path / "run")
     (d / "config.yaml").unlink()
@@ -220,6 +226,7 @@ def test_overwrite_of_the_working_directory_refuses(tmp_path, monkeypatch, capsy
     assert (tmp_path / "train.py").read_text() == "print('mine')" and (tmp_path / "data").is_dir()
 
 
+@pytest.mark.slow
 def test_overwrite_replaces_a_run_with_its_temporaries_and_lock(tmp_path, reference):
     d = tmp_path / "run"
     # what an older, killed run leaves: its files, a checkpoint, temporaries of a write and of a save
@@ -280,6 +287,7 @@ def test_a_full_disk_during_a_checkpoint_manifest_is_one_line_with_the_path(tmp_
                      "No space left on device"
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_during_a_checkpoint_save_is_one_line(tmp_path, capsys, caplog):
     """The checkpoint library's background write fails (RLIMIT_FSIZE gives EFBIG where a full disk
     gives ENOSPC): one line naming the checkpoint, and none of the library's tracebacks."""
@@ -360,6 +368,7 @@ def test_a_read_only_out_is_one_line(tmp_path):
 
 # ---- 5. a checkpoint's round; one process per --out -----------------------------------------------
 
+@pytest.mark.slow
 def test_a_renamed_checkpoint_is_refused(tmp_path, capsys):
     d = _interrupted(tmp_path / "run")
     ck = d / "checkpoints"

@@ -31,6 +31,7 @@ def _one(batch, i):
     return jax.tree.map(lambda a: a[i], batch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gcn", "sage"])
 def test_full_fanout_equals_full_batch(clients, name):
     g, batch, deg = clients

@@ -99,6 +99,7 @@ def test_fewer_than_t_colluders_see_uniform_shares(secret):
     assert chi2_pvalue(plain[:, [0, 1]], buckets) < 1e-12
 
 
+@pytest.mark.slow
 def test_secure_mean_equals_the_weighted_mean_up_to_rounding():
     """The aggregator against aggregators.mean(): without drop-outs |difference| <= C 2^-(f+1) per
     coordinate (the rounding of C encoded values) plus float32 rounding (1e-6 at |x| <= 4); clients
@@ -120,6 +121,7 @@ def test_secure_mean_equals_the_weighted_mean_up_to_rounding():
             assert np.abs(np.asarray(got[k], np.float64) - ref).max() <= bound
 
 
+@pytest.mark.slow
 def test_secure_mean_overflow_and_too_few_survivors_give_nan():
     """Values outside the field's range (2^30 / 2^20 / C) or a round with fewer than t survivors
     (here: every client outside the mask) aggregate to NaN, never to a wrong number."""
@@ -136,6 +138,7 @@ def test_secure_mean_overflow_and_too_few_survivors_give_nan():
                                                                                 jax.random.key(0))
 
 
+@pytest.mark.slow
 def test_secure_agg_run_equals_the_plain_run_up_to_rounding():
     """fedavg with --secure-agg vs without, one round from the same init and key: the server models
     differ by at most C 2^-(f+1) = 4 * 2^-21 per coordinate plus float32 rounding (2e-6)."""

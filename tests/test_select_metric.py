@@ -80,6 +80,7 @@ def _rows(out) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::fgl_jax.data.DataNotice")
 def test_auc_and_ap_of_a_run_equal_the_reference_on_its_scores_and_select_by_auc(tmp_path):
     path, out = tmp_path / "bin.npz", tmp_path / "run"
@@ -115,6 +116,7 @@ def test_auc_and_ap_of_a_run_equal_the_reference_on_its_scores_and_select_by_auc
     assert summary["best"]["best_test"] == pytest.approx(rows[i]["test_auc"])
 
 
+@pytest.mark.slow
 def test_select_metric_loss_picks_the_lowest_val_loss(tmp_path):
     path, out = tmp_path / "bin.npz", tmp_path / "run"
     _binary_file(path)

@@ -67,6 +67,7 @@ def _compare(ref, got):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_four_devices_equal_one_device(reference, workers):
     got = _result(workers["devices"])
     assert got["devices"] == 4
@@ -84,6 +85,7 @@ def test_two_processes_equal_one_device(reference, workers):
         _compare(reference["fedavg6"], got["runs"]["fedavg6"])
 
 
+@pytest.mark.slow
 def test_client_chunks_equal_vmap(reference):
     alg, data = _problem("fedavg", 6)
     # rebuild the same algorithm with client_chunk=4: blocks of 4 and a remainder of 2 clients
@@ -159,6 +161,7 @@ def test_size_buckets_bound_padding():
     assert rep["node_padding_ratio"] < 1.6 < one
 
 
+@pytest.mark.slow
 def test_bucketed_fedavg_equals_one_padded_batch():
     """FedAvg over size buckets == FedAvg over one common padded size (no dropout: same keys
     are not needed), with a much lower node padding ratio."""

@@ -22,6 +22,7 @@ def _setup():
     return model, data
 
 
+@pytest.mark.slow
 def test_sweep_is_the_product_of_seeds_and_values():
     model, data = _setup()
     seeds, lrs = [1, 2], [0.01, 0.1]

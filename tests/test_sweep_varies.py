@@ -25,6 +25,7 @@ def _sweep(tmp_path, capsys, *extra):
     return rows, capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_axis_that_changes_nothing_is_one_warning(tmp_path, capsys):
     # one local step: each client starts at the global model, where the proximal gradient is zero
     rows, err = _sweep(tmp_path, capsys, "--local-steps", "1")
@@ -33,6 +34,7 @@ def test_an_axis_that_changes_nothing_is_one_warning(tmp_path, capsys):
     assert len(warned) == 1, err
 
 
+@pytest.mark.slow
 def test_the_documented_fedprox_sweep_varies_by_default(tmp_path, capsys):
     rows, err = _sweep(tmp_path, capsys)
     assert rows[0]["final_train_loss"] != pytest.approx(rows[1]["final_train_loss"], rel=1e-9, abs=0)

@@ -35,6 +35,7 @@ def read_scalars(logdir) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_run_writes_the_metrics_rows_as_scalars(tmp_path, capsys):
     pytest.importorskip("tensorboardX")
     out, tb = tmp_path / "run", tmp_path / "tb"

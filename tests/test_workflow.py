@@ -24,6 +24,7 @@ def _summary(out):
     return json.loads((Path(out) / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_system_config_replay_gives_identical_metrics(tmp_path, capsys):
     cfg = _write(tmp_path / "h.yaml", SMALL_HIFGL)
     a, b = tmp_path / "a", tmp_path / "b"
@@ -67,6 +68,7 @@ def test_bad_system_config_is_a_clear_error(tmp_path, capsys, values, message):
         assert "Valid keys" in err and "frac_bits" in err
 
 
+@pytest.mark.slow
 def test_hifgl_sweep_member_equals_single_run_and_writes_table_and_plot(tmp_path, capsys):
     cfg = _write(tmp_path / "h.yaml", SMALL_HIFGL)
     out = tmp_path / "sweep"
@@ -119,6 +121,7 @@ def test_reproduce_without_a_checkout_is_one_line(tmp_path, monkeypatch, capsys)
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_committed_configs_are_valid_for_the_cli():
     """Every experiments/configs/<folder>/*.yaml resolves against the config class of its system
     (its `system:` key; the baselines' files have none): no unknown key, types, choices, ranges."""
