@@ -212,6 +212,31 @@ def make_args(job: dict):
     return args
 
 
+def train_and_measure(trainer_class, args, quiet: io.StringIO | None = None) -> dict:
+    """Build and train OpenFGL's FGLTrainer (its per-round printing swallowed) and measure it: best and
+    last test accuracy, the per-round test accuracy, wall and CPU time per round, this process's peak
+    RSS (Linux ru_maxrss, data loading included). Shared by run_openfgl_graph_fl.py."""
+    quiet = quiet or io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        trainer = trainer_class(args)
+    rows = []
+    add_log = trainer.logger.add_log
+    trainer.logger.add_log = lambda r: (rows.append(dict(r)), add_log(r))[-1]
+    with contextlib.redirect_stdout(quiet):   # OpenFGL prints every client every round
+        t0, c0 = time.perf_counter(), time.process_time()
+        trainer.train()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    best = trainer.evaluation_result
+    return {"best_val": float(best["best_val_accuracy"]), "best_test": float(best["best_test_accuracy"]),
+            "best_round": int(best["best_round"]) + 1,
+            "final_test": float(rows[-1]["current_test_accuracy"]) if rows else None,
+            "test_history": [float(r["current_test_accuracy"]) for r in rows],
+            "rounds": len(rows), "train_seconds": wall, "ms_per_round": 1000.0 * wall / max(len(rows), 1),
+            "cpu_ms_per_round": 1000.0 * cpu / max(len(rows), 1),
+            "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 def main(job_path: str, result_path: str) -> None:
     with open(job_path) as f:
         job = json.load(f)
@@ -237,25 +262,7 @@ def main(job_path: str, result_path: str) -> None:
         PATCHES[job["openfgl_algorithm"]]()
     args = make_args(job)
     seed_everything(args.seed)
-    quiet = io.StringIO()
-    with contextlib.redirect_stdout(quiet):
-        trainer = FGLTrainer(args)
-    rows = []
-    add_log = trainer.logger.add_log
-    trainer.logger.add_log = lambda r: (rows.append(dict(r)), add_log(r))[-1]
-    with contextlib.redirect_stdout(quiet):   # OpenFGL prints every client every round
-        t0, c0 = time.perf_counter(), time.process_time()
-        trainer.train()
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    best = trainer.evaluation_result
-    out = {"best_val": float(best["best_val_accuracy"]), "best_test": float(best["best_test_accuracy"]),
-           "best_round": int(best["best_round"]) + 1,
-           "final_test": float(rows[-1]["current_test_accuracy"]) if rows else None,
-           "rounds": len(rows), "train_seconds": wall, "ms_per_round": 1000.0 * wall / max(len(rows), 1),
-           "cpu_ms_per_round": 1000.0 * cpu / max(len(rows), 1),
-           "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-           # this process's peak resident memory (Linux: ru_maxrss in KiB), data loading included
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    out = train_and_measure(FGLTrainer, args)
     with open(result_path, "w") as f:
         json.dump(out, f)
 

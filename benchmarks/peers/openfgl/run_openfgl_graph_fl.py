@@ -24,9 +24,7 @@ import io
 import json
 import os
 import pickle
-import resource
 import sys
-import time
 import zipfile
 
 import numpy as np
@@ -34,6 +32,7 @@ import numpy as np
 os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # OpenFGL torch.load()s whole dataset objects
 
 import torch  # noqa: E402
+from run_openfgl import train_and_measure  # noqa: E402  (this folder is on sys.path: run as a script)
 
 
 def simulation_dir(job: dict) -> str:
@@ -125,24 +124,7 @@ def main(job_path: str, result_path: str) -> None:
         config["fedprox_mu"] = job["prox_mu"]
     args = make_args(job)
     seed_everything(args.seed)
-    with contextlib.redirect_stdout(quiet):
-        trainer = FGLTrainer(args)
-    rows = []
-    add_log = trainer.logger.add_log
-    trainer.logger.add_log = lambda r: (rows.append(dict(r)), add_log(r))[-1]
-    with contextlib.redirect_stdout(quiet):   # OpenFGL prints every client every round
-        t0, c0 = time.perf_counter(), time.process_time()
-        trainer.train()
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    best = trainer.evaluation_result
-    out = {"best_val": float(best["best_val_accuracy"]), "best_test": float(best["best_test_accuracy"]),
-           "best_round": int(best["best_round"]) + 1,
-           "final_test": float(rows[-1]["current_test_accuracy"]) if rows else None,
-           "test_history": [float(r["current_test_accuracy"]) for r in rows],
-           "rounds": len(rows), "train_seconds": wall, "ms_per_round": 1000.0 * wall / max(len(rows), 1),
-           "cpu_ms_per_round": 1000.0 * cpu / max(len(rows), 1),
-           "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **facts}
+    out = {**train_and_measure(FGLTrainer, args, quiet), **facts}
     with open(result_path, "w") as f:
         json.dump(out, f)
 
