@@ -23,6 +23,7 @@ def _round(name, common, data, model, **hp):
     return st, st1, m
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["moon", "scaffold", "feddc"])
 def test_auto_is_global_model_pooled(name):
     data, model, common = toy_setup()

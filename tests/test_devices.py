@@ -75,6 +75,7 @@ def test_all_four_local_devices_by_default_resumed_halfway_equal_one_device(runs
     _same(_rows(runs / "four"), _rows(runs / "one"))
 
 
+@pytest.mark.slow
 def test_two_processes_from_the_cli_equal_one_device_and_only_process_0_writes(runs):
     timings = json.loads((runs / "p0" / "timings.json").read_text())
     assert timings["processes"] == 2 and timings["devices"] == 2

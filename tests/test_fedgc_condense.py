@@ -81,6 +81,7 @@ def test_flat_blocks_equal_per_client_blocks_with_sampling(agg):
         assert max_diff(fn(theta, data, jnp.int32(pool), "gcn", agg, "fused"), ref) < 1e-5, pool
 
 
+@pytest.mark.slow
 def test_truncated_neighbourhood_differs():
     """Caveat (spec test 1, claim 2): with l_hop = K the boundary degrees are truncated."""
     g = toy_graph(80, 3, 10, seed=1)

@@ -231,6 +231,7 @@ def test_self_training_one_client_equals_centralised_sgd():
     np.testing.assert_array_equal(labels[tr], y[tr])
 
 
+@pytest.mark.slow
 def test_ib_posterior_belongs_to_the_kept_draw_and_resample_has_its_moments():
     """posterior=True returns the same Z, and (μ, σ) of the epoch whose draw became Z: the noise
     implied by Z, ε = (Z·std + mean − μ)/σ, is N(0, 1) (4 standard errors). `ib_resample` draws
@@ -372,6 +373,7 @@ def test_attack_target_graph_last_or_selected(tiny_ib_attack):
         MIAConfig(target_graph="best")
 
 
+@pytest.mark.slow
 def test_mia_queries_the_features_fedgc_condensed(tiny_ib_run):
     """`mia` (Hooks.finalize): the attack's raw-X query sees the features as FedGC normalised them
     (row-normalised by default: every non-zero row has unit L1 norm), not the file's raw features (nor

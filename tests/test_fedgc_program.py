@@ -109,6 +109,7 @@ def test_lr_sweep_member_equals_single_run(tiny):
     assert not np.allclose(np.asarray(sw.history["train_loss"])[1][1:], single.history["train_loss"][1:])
 
 
+@pytest.mark.slow
 def test_pge_init_bias_reaches_the_condenser(tiny):
     cfg, r = tiny
     for bias in (None, -4.6):

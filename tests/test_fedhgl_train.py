@@ -50,6 +50,7 @@ def test_identical_clients_equal_single_client():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_fedavg_training_weights():
     """A client without training nodes gets weight 0 (paper Eq. 4 weights |V_k|): result == the other alone.
     With uniform weights (authors' code) it is averaged in and the result differs."""

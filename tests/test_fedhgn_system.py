@@ -17,6 +17,7 @@ from tests.fedhgn_toy import toy_hetero
 
 
 # ----------------------------------------------------------------------------------- Eq. (3)
+@pytest.mark.slow
 def test_alignment_loss_hand_computation():
     beta = jnp.array([[0.0, 0.0], [1.0, 1.0], [9.0, 9.0]])
     slot = jnp.array([True, True, False])                       # third slot is padding
@@ -120,6 +121,7 @@ def test_one_client_fedhgn_equals_centralised_training():
     np.testing.assert_allclose(state.private["emb"][0], params["private"]["emb"], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_partial_participation_and_private_coefficients():
     data = _toy_data(3)
     cfg = FedHGNConfig(method="fedhgn", num_bases=3, hidden=8, local_steps=1, client_fraction=0.34)

@@ -140,6 +140,7 @@ def test_batched_equals_per_device_loop_loss_and_grads(backbone):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_padding_is_inert():
     g, es, keep, prep, model, params, x, xnb = setup("gcn")
     tb2, _ = build_trees(es, keep, x.shape[1], node_multiple=4096, edge_multiple=16384)

@@ -77,6 +77,7 @@ def test_four_devices_equal_one_device(reference, workers):
     assert any("4 devices but only 3 training clients" in w for w in got["warnings"])
 
 
+@pytest.mark.slow
 def test_two_processes_equal_one_device(reference, workers):
     """jax.distributed on one machine: 2 processes x 1 CPU device each, gloo collectives."""
     results = [_result(p) for p in workers["process"]]
