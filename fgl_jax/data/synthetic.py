@@ -46,6 +46,14 @@ def _pos_int(name: str, v: int, minimum: int = 1) -> int:
     return int(v)
 
 
+def _positive(where: str, name: str, value) -> float:
+    """value as a float when it is a positive finite real number (not a bool), else a one-line
+    ValueError naming `where` and `name`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{where}: {name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
 def _real(name: str, v: float, lo: float, hi: float) -> float:
     if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not lo <= v <= hi:
         raise ValueError(f"csbm: {name} must be a finite number in [{lo}, {hi}], got {v!r}")
@@ -93,9 +101,7 @@ def csbm(num_nodes: int = 1000, num_classes: int = 4, num_features: int = 64, av
     f = _pos_int("num_features", num_features)
     if n < 2 * c:
         raise ValueError(f"csbm: num_nodes ({n}) must be at least 2 * num_classes ({2 * c}) so every class has a pair")
-    if isinstance(avg_degree, bool) or not isinstance(avg_degree, numbers.Real) or not (
-            math.isfinite(avg_degree) and avg_degree > 0):
-        raise ValueError(f"csbm: avg_degree must be a positive finite number, got {avg_degree!r}")
+    avg_degree = _positive("csbm", "avg_degree", avg_degree)
     h = _real("homophily", homophily, 0.0, 1.0)
     signal = _real("feature_signal", feature_signal, 0.0, math.inf)
     seed = _pos_int("seed", seed, minimum=0)
@@ -206,9 +212,7 @@ def block_csbm(num_nodes: int = 200_000, num_blocks: int = 200, num_classes: int
         raise ValueError(f"block_csbm: num_nodes ({n}) must be at least 2 * num_blocks ({2 * nb})")
     if c > nb:
         raise ValueError(f"block_csbm: num_classes ({c}) must be at most num_blocks ({nb})")
-    if isinstance(avg_degree, bool) or not isinstance(avg_degree, numbers.Real) or not (
-            math.isfinite(avg_degree) and avg_degree > 0):
-        raise ValueError(f"block_csbm: avg_degree must be a positive finite number, got {avg_degree!r}")
+    avg_degree = _positive("block_csbm", "avg_degree", avg_degree)
     h = _real("homophily", homophily, 0.0, 1.0)
     signal = _real("feature_signal", feature_signal, 0.0, math.inf)
     seed = _pos_int("seed", seed, minimum=0)
