@@ -347,9 +347,15 @@ def _fedhgn_reason(ds: str, split: str, k: str, paper: float) -> str:
         return (f"from the official code's initial parameters we match the official code, whose {init['n']}-seed mean "
                 f"({init['mean']:.1f}) is {paper - init['mean']:.1f} under the paper's 5 seeds "
                 "([results_official_init_RE3.md](results_official_init_RE3.md))")
-    if (split, k) == ("RET", "3"):
-        return ("the 10-round patience stops before the paper's level "
-                "([results_official_es.md](results_official_es.md) trains on without it)")
+    es = ((_load(RES / "fedhgn" / "results_official_es.json") or {}).get("results", {}).get("RET3"))
+    if (split, k) == ("RET", "3") and es:
+        # the paper's protocol is this same 10-round patience, so the patience is not the reason by itself:
+        # the measured difference is that validation on ~28 nodes picks rounds before our model's later level
+        return (f"same 10-round patience as the paper; on the authors' split it selects {es['patience10']['mean']:.1f}, "
+                f"the best-validation round overall {es['best_val_overall']['mean']:.1f}, while test accuracy later in "
+                f"training averages {es['mean_test_second_half']['mean']:.1f}: our model reaches the paper's level after "
+                "the round that selection on ~28 validation nodes picks "
+                "([results_official_es.md](results_official_es.md))")
     off = ((_load(RES / "fedhgn" / "results_official_split.json") or {}).get("results", {})
            .get(f"{split}{k}", {}).get("fedhgn"))
     if off:
