@@ -273,3 +273,25 @@ def test_communication_equals_a_hand_count(model, mode, T):
     assert cols["comm_up_bytes_per_client"][0] == cols["comm_down_bytes_per_client"][0] == 4 * params
     assert cols["comm_up_bytes"][0] == 3 * 4 * params
     assert cols["comm_secmp_bytes"][0] == secmp
+
+
+def test_same_split_edges_equal_dense_reference_on_the_split_restricted_graph():
+    """edges="same_split" (the authors' code): every node's logits are the dense GCN's on the graph
+    keeping only the edges inside one split (train/val/test), written out in NumPy."""
+    import dataclasses
+    g = toy_graph(n=40, seed=0)
+    part = np.select([g.train_mask, g.val_mask, g.test_mask], [0, 1, 2], 3)
+    assert len(np.unique(part)) >= 3          # the toy graph has the three splits
+    keep = part[g.senders] == part[g.receivers]
+    assert 0 < keep.sum() < len(keep)         # some edges cross splits, some stay
+    assign = np.arange(g.num_nodes) % 3
+    data = H.make_hifgl_data(g, assign, 3, edges="same_split")
+    cfg = H.HiFGLConfig(model="gcn", hidden=8, mode="plain", edges="same_split")
+    alg = H.hifgl(cfg, g.num_features, g.num_classes)
+    state = alg.init(jax.random.key(0), data)
+    logits, _ = H.forward(state.params, data, state.codes, cfg, jax.random.key(1), secure=False)
+    g_split = dataclasses.replace(g, senders=g.senders[keep], receivers=g.receivers[keep])
+    ref = _dense_reference(g_split, state.params, "gcn", "gcn_selfloop")
+    np.testing.assert_allclose(np.asarray(logits), ref, atol=1e-4, rtol=1e-3)
+    with pytest.raises(ValueError, match="edges must be"):
+        H.make_hifgl_data(g, assign, 3, edges="split")

@@ -22,6 +22,8 @@ MODELS = ("gcn", "sage")
 MODES = ("field", "real", "plain")
 NORMS = ("gcn_selfloop", "paper_eq23")
 Z_MODES = ("fresh", "silo_fixed")
+SELECTS = ("val", "test")
+EDGES = ("all", "same_split")
 
 # FederatedScope's random Planetoid split (spec §4): (training nodes per class, validation nodes).
 # The paper's 6/2/2 partition; other datasets get round(0.6 N / C) and round(0.2 N).
@@ -55,6 +57,11 @@ class HiFGLConfig(RunSpec):
                        choices=NORMS)
     z_mode: str = option("fresh", "LCC masks: fresh per message, or fixed per silo as the paper writes",
                          choices=Z_MODES)
+    select: str = option("val", "round reported: best validation accuracy (this project's protocol), or best "
+                                "test accuracy as the authors' code selects its checkpoint (an upper bound)",
+                         choices=SELECTS)
+    edges: str = option("all", "message passing over every edge, or only between devices of the same split "
+                               "(train/val/test) as the authors' code does", choices=EDGES)
     split: str = option("auto", schema.SPLIT_HELP + "; the paper's is FederatedScope's random per-class split",
                         choices=schema.SPLIT_MODES)
     train_per_class: Optional[int] = option(

@@ -55,8 +55,20 @@ class HiFGLData:
                            test_mask=self.test_mask, node_ids=jnp.arange(n), client_mask=jnp.ones((1,), bool))
 
 
-def make_hifgl_data(graph: Graph, assignment: np.ndarray, clients: int) -> HiFGLData:
-    """The full graph's arrays and each device's silo (`assignment` [N] in 0..clients-1)."""
+def make_hifgl_data(graph: Graph, assignment: np.ndarray, clients: int, edges: str = "all") -> HiFGLData:
+    """The full graph's arrays and each device's silo.
+
+    Args:
+        graph: the split graph.
+        assignment: int [N], each device's silo in 0..clients-1.
+        clients: the number of silos.
+        edges: "all" (every edge carries messages) or "same_split": only edges whose two ends are in
+            the same split (train/val/test), as the authors' code passes messages, so a node's output
+            never sees another split's nodes (HiFGLConfig.edges).
+
+    Returns:
+        The HiFGLData of the run.
+    """
     import scipy.sparse as sp
     assignment = np.asarray(assignment, np.int32)
     if assignment.shape != (graph.num_nodes,):
@@ -73,9 +85,16 @@ def make_hifgl_data(graph: Graph, assignment: np.ndarray, clients: int) -> HiFGL
     labelled = graph.y >= 0
     train = graph.train_mask & labelled
     silo_train = np.stack([train & (assignment == i) for i in range(clients)])
+    if edges not in ("all", "same_split"):
+        raise ValueError(f"edges must be 'all' or 'same_split', got {edges!r}")
+    edge_mask = np.ones(graph.num_edges, bool)
+    if edges == "same_split":
+        # 0 train, 1 val, 2 test, 3 in no split: an edge carries messages only inside one split
+        part = np.select([graph.train_mask, graph.val_mask, graph.test_mask], [0, 1, 2], 3)
+        edge_mask = part[graph.senders] == part[graph.receivers]
     return HiFGLData(
         senders=jnp.asarray(graph.senders, jnp.int32), receivers=jnp.asarray(graph.receivers, jnp.int32),
-        edge_mask=jnp.ones(graph.num_edges, bool), features=feats, y=jnp.asarray(np.where(labelled, graph.y, 0)),
+        edge_mask=jnp.asarray(edge_mask), features=feats, y=jnp.asarray(np.where(labelled, graph.y, 0)),
         train_mask=jnp.asarray(train), val_mask=jnp.asarray(graph.val_mask & labelled),
         test_mask=jnp.asarray(graph.test_mask & labelled), node_mask=jnp.ones(graph.num_nodes, bool),
         silo=jnp.asarray(assignment), silo_train=jnp.asarray(silo_train))
@@ -108,4 +127,4 @@ def prepare(cfg: HiFGLConfig, graph: Graph | None = None) -> Prepared:
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
     part = random_partition(graph, cfg.clients, seed=cfg.partition_seed)
-    return Prepared(graph, part, make_hifgl_data(graph, part.assignment, cfg.clients))
+    return Prepared(graph, part, make_hifgl_data(graph, part.assignment, cfg.clients, edges=cfg.edges))
