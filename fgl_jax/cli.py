@@ -638,7 +638,9 @@ def _snapshot_parser(p: argparse.ArgumentParser) -> dict:
                         "choices": list(a.choices) if a.choices is not None else None, "required": a.required,
                         "help": a.help, "metavar": a.metavar, "group": group_of[id(a)]})
     return {"prog": p.prog, "usage": p.usage, "description": p.description, "actions": actions,
-            "groups": [{"title": g.title, "description": g.description} for g in p._action_groups]}
+            # (the first two are the parser's own, titled by the running Python's argparse: no title kept)
+            "groups": [{"title": g.title if i >= 2 else None, "description": g.description}
+                       for i, g in enumerate(p._action_groups)]}
 
 
 def _rebuild_parser(data: dict, p: argparse.ArgumentParser) -> argparse.ArgumentParser:
