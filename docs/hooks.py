@@ -13,6 +13,9 @@
   `--check` lists stale pages. The site build regenerates a stale page, writes it back and warns, so
   CI's strict build fails until the regenerated page is committed. `<!-- algorithms: modules -->`
   (one docstring block per algorithm module, mkdocstrings) is expanded on the site only;
+* `--write` also rewrites fgl_jax/_cli_parser.json, the CLI parser's copy that answers `--help` without
+  importing JAX (`fgl_jax.cli.write_parser_copy`), when it is not of the current source; `--check`
+  lists it as stale then;
 * relative links are written for GitHub (`../experiments/results/x.md`, `docs/x.md` from the README) and
   rewritten here to the site's paths; a link to a repository file that is not on the site (source
   code) becomes a code span, so `mkdocs build --strict` checks every link that can be checked.
@@ -370,6 +373,7 @@ if __name__ == "__main__":
     import sys
     if len(sys.argv) != 2 or sys.argv[1] not in ("--write", "--check"):
         sys.exit("usage: python docs/hooks.py --write | --check")
+    sys.path.insert(0, str(ROOT))  # this checkout's fgl_jax (not an editable install of another one)
     stale = []
     for path in _pages():
         rel = path.relative_to(ROOT).as_posix()
@@ -379,6 +383,12 @@ if __name__ == "__main__":
             stale.append(rel)
             if sys.argv[1] == "--write":
                 path.write_text(fresh)
+    # the CLI parser's copy shipped in the package (help without JAX): made from the current source
+    from fgl_jax import cli as fgl_cli
+    if not fgl_cli.parser_copy_is_current():
+        stale.append(fgl_cli.PARSER_COPY.relative_to(ROOT).as_posix())
+        if sys.argv[1] == "--write":
+            fgl_cli.write_parser_copy()
     verb = "rewritten" if sys.argv[1] == "--write" else "stale"
-    print(f"{len(stale)} page(s) {verb}" + (": " + ", ".join(stale) if stale else ""))
+    print(f"{len(stale)} file(s) {verb}" + (": " + ", ".join(stale) if stale else ""))
     sys.exit(1 if stale and sys.argv[1] == "--check" else 0)

@@ -508,7 +508,7 @@ FILES = {
     "fedgc": {"results.md": "every table (1-3, ablation, γ, attack, seeds, synthetic) with the protocol",
               "results_pp2000.md": "the same cells under the official code's test-based choices",
               "results_quick.md": "`--quick` settings (what CI runs)",
-              "results_mia3.md": "earlier 500-round runs without the L2 term, 3 seeds (cited by results.md)",
+              "results_mia_seeds.md": "earlier 500-round runs without the L2 term, 3 seeds (cited by results.md)",
               "results_paperprot.md": "earlier 500-round runs with test-based selection (cited by results.md)",
               "results_ablation.md": "earlier 500-round ablation (cited by results.md)"},
     "fedhgl": {"results.md": "the main table, hyperedge statistics and the ε sweep",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -372,10 +373,20 @@ def _checkout() -> Optional[Path]:
 def paper_module(entry: registry.Entry) -> Optional[str]:
     """`experiments.<name>.paper` when the checkout holds the system's reproduction (its cells, on the
     one harness experiments/harness.py), else None: the package ships no paper-table code."""
+    return f"experiments.{entry.name}.paper" if _has_paper(entry.name) else None
+
+
+def _has_paper(system: str) -> bool:
     root = _checkout()
-    if root is not None and (root / "experiments" / entry.name / "paper.py").is_file():
-        return f"experiments.{entry.name}.paper"
-    return None
+    return root is not None and (root / "experiments" / system / "paper.py").is_file()
+
+
+def _reproduce_choices(systems: Sequence[str]) -> Optional[list[str]]:
+    """`reproduce`'s choices: those of `systems` (names) whose reproduction the checkout holds, then
+    "all"; None without a checkout (any name is taken, then `cmd_reproduce` says that it needs one).
+    Read from the files, not the registry, so the parser's copy (`_light_parser`) fills them in
+    without importing the systems: the copy itself is the same with and without a checkout."""
+    return [s for s in systems if _has_paper(s)] + ["all"] if _checkout() is not None else None
 
 
 def _import_reproduction(module: str):
@@ -527,7 +538,7 @@ def _add_builtin_commands(sub, systems: Sequence[registry.Entry]) -> None:
 
     p = sub.add_parser("reproduce", help="run a paper's cells and write its tables and figures")
     # without a checkout there is nothing to choose from: any name, then cmd_reproduce's one-line error
-    p.add_argument("system", choices=[e.name for e in systems if paper_module(e)] + ["all"] if _checkout() else None,
+    p.add_argument("system", choices=_reproduce_choices([e.name for e in systems]),
                    help="which paper (all = every system); needs a source checkout (its experiments/)")
     p.add_argument("--quick", action="store_true", help="small settings (a few minutes)")
     p.add_argument("--data-dir", default=None, metavar="DIR", help="directory holding the datasets")
@@ -586,15 +597,23 @@ def _add_builtin_commands(sub, systems: Sequence[registry.Entry]) -> None:
 #
 # The parser is generated from the systems' config classes, and a config class is composed from the
 # registered algorithms' hyperparameters (`fgl_jax.systems.baseline.config`): building it imports every
-# algorithm module, hence JAX (seconds). So the parser built once is kept as plain data (JSON) in the
-# cache directory (<cache>/cli/, see `fgl_jax.cache`), keyed by the package's source files (path,
-# size, mtime) and the Python version; `--help` and a mistyped flag or choice are answered from that
-# copy without importing JAX. It is only a gate: a command line it accepts is parsed again by the
-# real parser, so the copy never changes what runs (an edited copy could print wrong help or refuse a
-# flag; deleting it restores the real parser). No copy (the first --help or argument error after an
-# install or an edit writes it once the real parser has answered, importing every system then; a run
-# never does; FGL_JAX_CACHE_DIR=off or --no-cache write none) or a system or algorithm registered
-# from outside fgl_jax (a notebook calling `main`): the real parser.
+# algorithm module and every system's `program` (where it registers), hence JAX (seconds). Building it
+# without JAX would mean moving each algorithm's hyperparameters and registration, and each system's,
+# out of the modules that compute with them. Instead the parser is kept as plain data (JSON: every
+# command's arguments), marked with the source it was built from (`_source_key`: a hash of every .py
+# file of the package), and `--help` and a mistyped flag or choice are answered from that copy without
+# importing JAX. Two copies are looked at; one made from other source is never used (it could list
+# flags that are gone or lack new ones):
+#  * fgl_jax/_cli_parser.json, shipped in the package (`write_parser_copy`, which `python docs/hooks.py
+#    --write` runs; tests/test_cli_help_fast.py fails while it is stale), so the first --help after an
+#    install or a clone is fast too;
+#  * <cache>/cli/parser-<key>.json (see `fgl_jax.cache`) for source the shipped copy was not made from
+#    (an edited checkout): the first --help or argument error after an edit is answered by the real
+#    parser, which then writes it (importing every system once per version of the source; a run never
+#    does; FGL_JAX_CACHE_DIR=off or --no-cache write none).
+# A copy is only a gate: a command line it accepts is parsed again by the real parser, so it never
+# changes what runs (an edited copy could print wrong help or refuse a flag). A system or algorithm
+# registered from outside fgl_jax (a notebook calling `main`): the real parser.
 
 _ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
             "_StoreConstAction": "store_const", "_AppendAction": "append", "_CountAction": "count",
@@ -619,7 +638,9 @@ def _snapshot_parser(p: argparse.ArgumentParser) -> dict:
                         "choices": list(a.choices) if a.choices is not None else None, "required": a.required,
                         "help": a.help, "metavar": a.metavar, "group": group_of[id(a)]})
     return {"prog": p.prog, "usage": p.usage, "description": p.description, "actions": actions,
-            "groups": [{"title": g.title, "description": g.description} for g in p._action_groups]}
+            # (the first two are the parser's own, titled by the running Python's argparse: no title kept)
+            "groups": [{"title": g.title if i >= 2 else None, "description": g.description}
+                       for i, g in enumerate(p._action_groups)]}
 
 
 def _rebuild_parser(data: dict, p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -652,21 +673,28 @@ def _rebuild_parser(data: dict, p: argparse.ArgumentParser) -> argparse.Argument
     return p
 
 
+PARSER_COPY = Path(__file__).resolve().parent / "_cli_parser.json"  # the copy shipped in the package
+
+
+@functools.lru_cache(maxsize=None)
 def _source_key() -> str:
-    """What the parser is generated from: the package's source files (path, size, mtime), the
-    Python version and whether a checkout's experiments/ is there (`reproduce`'s choices)."""
+    """The key of the source the parser is generated from: `_source_hash` of the package, once per
+    process (the source it imported)."""
+    return _source_hash(Path(__file__).resolve().parent)
+
+
+def _source_hash(root: Path) -> str:
+    """A hash of every .py file under `root` (its path there and its bytes; the package's ~2 MB take
+    ~15 ms). Contents, not file times: a fresh clone or an installed wheel of the same source has the
+    shipped copy's key. Neither the checkout's experiments/ (`_reproduce_choices` reads them when a
+    copy is used) nor the Python version (a copy holds the arguments; the running argparse formats
+    them)."""
     import hashlib
-    h = hashlib.sha256(f"{sys.version}\0{_checkout() is not None}\0".encode())
-    root = Path(__file__).resolve().parent
-    stack = [str(root)]
-    while stack:
-        with os.scandir(stack.pop()) as it:
-            for d in sorted(it, key=lambda d: d.name):
-                if d.is_dir(follow_symlinks=False) and d.name != "__pycache__":
-                    stack.append(d.path)
-                elif d.name.endswith(".py"):
-                    st = d.stat()
-                    h.update(f"{d.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    h = hashlib.sha256()
+    for rel, path in sorted((p.relative_to(root).as_posix(), p) for p in root.rglob("*.py")):
+        data = path.read_bytes()
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
     return h.hexdigest()[:24]
 
 
@@ -677,7 +705,8 @@ def _snapshot_path() -> Optional[Path]:
 
 
 def _snapshot_all() -> dict:
-    """Every command's parser as data (`_snapshot_parser`), and `sweep`'s for each system it can sweep."""
+    """Every command's parser as data (`_snapshot_parser`), and `sweep`'s for each system it can sweep,
+    under the source's key. `reproduce`'s choices are left out (None): they depend on the checkout."""
     full = build_parser()
     sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
     helps = {c.dest: c.help for c in sub._choices_actions}
@@ -687,18 +716,27 @@ def _snapshot_all() -> dict:
         holder = argparse.ArgumentParser(prog="fgl-jax").add_subparsers()
         _add_sweep_command(holder, e, systems)
         sweeps[_command_name(e)] = _snapshot_parser(holder.choices["sweep"])
-    return {"top": _snapshot_parser(full), "metavar": sub.metavar, "dest": sub.dest,
-            "commands": [[name, helps.get(name), _snapshot_parser(p)] for name, p in sub.choices.items()],
-            "sweep": sweeps, "systems": {e.name: _command_name(e) for e in systems}}
+    commands = [[name, helps.get(name), _snapshot_parser(p)] for name, p in sub.choices.items()]
+    for name, _, p in commands:
+        if name == "reproduce":
+            p["actions"] = _with_reproduce_choices(p["actions"], None)
+    return {"key": _source_key(), "top": _snapshot_parser(full), "metavar": sub.metavar, "dest": sub.dest,
+            "commands": commands, "sweep": sweeps, "systems": {e.name: _command_name(e) for e in systems}}
+
+
+def _with_reproduce_choices(actions: list, choices: Optional[list]) -> list:
+    """`reproduce`'s actions (snapshot data) with its positional's choices set to `choices`."""
+    return [{**a, "choices": choices} if not a["option_strings"] and a["dest"] == "system" else a for a in actions]
 
 
 def _save_snapshot() -> None:
-    """Write the parser's copy for the next commands (atomic; failures ignored: it is only a cache)."""
+    """Write the parser's copy for the next commands into the cache (failures ignored: it is only a
+    cache); nothing when the shipped copy or the cache already has one for this source."""
     path = _snapshot_path()
-    if path is None or path.is_file() or registry.foreign():
+    if path is None or path.is_file() or registry.foreign() or _parser_copy() is not None:
         return
     import json
-    import tempfile
+    from fgl_jax import rundir
     try:
         data = json.dumps(_snapshot_all())
     except Exception:  # noqa: BLE001 (a system that cannot be imported here: its own command says why)
@@ -707,26 +745,83 @@ def _save_snapshot() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         for old in path.parent.glob("parser-*.json"):  # copies of other versions of the source
             old.unlink()
-        fd, tmp = tempfile.mkstemp(prefix=".parser.", suffix=".json", dir=path.parent)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        rundir.write_atomic(path, data)
     except (OSError, TypeError, ValueError):
         pass
 
 
-def _light_parser(argv: Sequence[str]) -> Optional[tuple[argparse.ArgumentParser, dict]]:
-    """The CLI's parser rebuilt from its saved copy (no JAX imported), with the copy; None when there
-    is no usable copy or a system / algorithm is registered from outside fgl_jax."""
-    if any(registry.foreign()):
-        return None
-    path = _snapshot_path()
+def write_parser_copy(path: Optional[Path] = None) -> Path:
+    """Write the parser's copy shipped in the package for the current source (imports every system).
+    `python docs/hooks.py --write` runs it; tests/test_cli_help_fast.py fails while the committed copy
+    is stale (`parser_copy_is_current`).
+
+    Args:
+        path: where to write it (default: `PARSER_COPY`, fgl_jax/_cli_parser.json).
+
+    Returns:
+        The path written.
+    """
+    from fgl_jax import rundir
+    if registry.foreign():
+        raise ValueError("the parser's copy is of fgl_jax's own commands: registered from outside fgl_jax: "
+                         + ", ".join(f"{e.kind} {e.name!r}" for e in registry.foreign()))
+    path = PARSER_COPY if path is None else Path(path)
+    rundir.write_atomic(path, _json_lines(_snapshot_all()) + "\n")
+    return path
+
+
+def _json_lines(value, indent: str = "") -> str:
+    """JSON with one argument (or group) per line: a changed option is a one-line change of the file."""
+    import json
+
+    def flat(v) -> bool:
+        return not isinstance(v, (dict, list)) or all(not isinstance(x, (dict, list)) for x in
+                                                       (v.values() if isinstance(v, dict) else v))
+    if flat(value) or (isinstance(value, dict) and all(flat(x) for x in value.values())):
+        return json.dumps(value)
+    inner = indent + " "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k)}: {_json_lines(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    return "[\n" + ",\n".join(inner + _json_lines(v, inner) for v in value) + "\n" + indent + "]"
+
+
+def parser_copy_is_current(path: Optional[Path] = None) -> bool:
+    """Whether the shipped parser copy was made from the current source (no JAX imported).
+
+    Args:
+        path: the copy to check (default: `PARSER_COPY`).
+
+    Returns:
+        True when its key is the current source's (`python docs/hooks.py --write` rewrites it otherwise).
+    """
+    return _read_copy(PARSER_COPY if path is None else Path(path)) is not None
+
+
+def _read_copy(path: Optional[Path]) -> Optional[dict]:
+    """The parser copy at `path` when it is made from the current source, else None."""
     if path is None:
         return None
     import json
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("key") == _source_key() else None
+
+
+def _parser_copy() -> Optional[dict]:
+    """The parser's copy for the current source: the shipped one, else the cache's; None for neither."""
+    return _read_copy(PARSER_COPY) or _read_copy(_snapshot_path())
+
+
+def _light_parser(argv: Sequence[str]) -> Optional[tuple[argparse.ArgumentParser, dict]]:
+    """The CLI's parser rebuilt from its copy for the current source (no JAX imported), with the copy;
+    None when there is none or a system / algorithm is registered from outside fgl_jax."""
+    if any(registry.foreign()):
+        return None
+    data = _parser_copy()
+    if data is None:
         return None
     try:
         top = data["top"]
@@ -739,6 +834,8 @@ def _light_parser(argv: Sequence[str]) -> Optional[tuple[argparse.ArgumentParser
             kw = {"help": help} if help is not None else {}
             made = sub.add_parser(name, description=p["description"], usage=p["usage"], **kw)
             if argv[:1] == [name]:  # only the command given is parsed: the others need their name and help
+                if name == "reproduce":
+                    p = {**p, "actions": _with_reproduce_choices(p["actions"], _reproduce_choices(data["systems"]))}
                 _rebuild_parser(p, made)
     except (KeyError, TypeError, ValueError, IndexError):
         return None

@@ -11,7 +11,7 @@ graph G' across the cells of one invocation (identical results, computed once). 
 record, a line of records/<table>_<full|quick>.jsonl; the pages are rendered from the records only
 (`tables.markdown`): table "fedgc" -> results.md / results_quick.md, any other table T (a partial
 or diagnostic run, `--table T`) -> results_T.md. The committed results_pp2000.md (`--protocol
-paper`) and the earlier 500-round runs (results_mia3.md, results_paperprot.md, results_ablation.md)
+paper`) and the earlier 500-round runs (results_mia_seeds.md, results_paperprot.md, results_ablation.md)
 are such tables.
 
     fgl-jax reproduce fedgc [--quick] [--out D]

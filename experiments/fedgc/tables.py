@@ -566,7 +566,7 @@ def deviations_text(runs: dict) -> str:
             "binary features (feature_norm none: one-step MSE matching on row-normalised Cora features reached only "
             "55 % no-ft after 300 rounds against 69 % on raw features); full client neighbourhoods instead of the "
             "[10,5] sampler. Quick mode (results_quick.md): " + quick_text() + ": a smoke "
-            "run, not a reproduction. Earlier 500-round runs without the L2 are kept in results_mia3.md (3 seeds), "
+            "run, not a reproduction. Earlier 500-round runs without the L2 are kept in results_mia_seeds.md (3 seeds), "
             "results_paperprot.md (test-based selection) and results_ablation.md.")
 
 
