@@ -104,8 +104,10 @@ class BaselineFields(RunSpec):
                             "--dataset a group chem / biochem / social / biochem_social or a comma list)",
                             choices=lambda: registry.names("partition") + list(GRAPH_PARTITIONS))
     partition_file: str = option("", "a file holding one client id per node (.npy, .txt or .csv; "
-                                 "fgl_jax.partition.from_file): the run uses exactly that partition instead of "
-                                 "--partition (e.g. to reproduce OpenFGL's clients)")
+                                 "fgl_jax.partition.from_file), or OpenFGL's cache directory <root>/distrib/"
+                                 "<simulation>_<Dataset>_client_<K> (its data_<i>.pt client node sets; with "
+                                 "--split openfgl also its cached node_cls split): the run uses exactly that "
+                                 "partition instead of --partition (e.g. to reproduce OpenFGL's clients)")
     dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet, community_dirichlet)",
                                    low=0, low_open=True)
     louvain_packing: str = option("capped", "partition louvain: capped = clients of at most 1.1 N/K nodes (a "
