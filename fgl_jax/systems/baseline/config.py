@@ -127,7 +127,8 @@ class BaselineFields(RunSpec):
     num_train_per_class: int = option(20, "training nodes per class (split per_class)", low=1)
     num_val: int = option(500, "validation nodes (split per_class)", low=0)
     split_seed: int = option(0, "seed of the random split")
-    split_index: str = option("", "fixed split of a file that has k (a heterophily .npz: train_masks [k, N]): "
+    split_index: str = option("", "fixed split of a file that has k (a heterophily .npz: train_masks [k, N]; a "
+                              "Geom-GCN directory: <name>_split_0.6_0.2_<i>.npz): "
                               "an index 0..k-1, or all = every split as a member of one compiled program, "
                               "reported as mean +- sd (empty = the file's split 0)")
     select_metric: str = option("auto", "validation metric that picks the reported round: acc (highest), auc / ap "
