@@ -84,6 +84,13 @@ def test_either_out1_file_and_split_index(dirs):
         _quiet_load(folder, split_index=10)
 
 
+def test_the_feature_spelling_can_be_forced(dirs):
+    with pytest.raises(DataFormatError, match=r"dense feature rows of different lengths \(data line 1: \d+ values"):
+        _quiet_load(dirs["actor"], features="dense")
+    with pytest.raises(DataFormatError, match=r"index-list features must be distinct non-negative integer column ids"):
+        _quiet_load(dirs["webkb"], features="index")  # dense 0/1 rows read as column ids repeat 0 and 1
+
+
 def test_no_layout_message_lists_geom_gcn(tmp_path):
     (tmp_path / "stray.txt").write_text("1\n")
     with pytest.raises(DataFormatError) as e:

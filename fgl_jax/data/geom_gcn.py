@@ -101,11 +101,11 @@ def _nodes(path: Path, features: str) -> tuple[Any, np.ndarray, str]:
         spelling = "index" if np.unique(lengths).size > 1 else "dense"
     if spelling == "dense":
         if np.unique(lengths).size > 1:
-            a, b = int(np.argmax(lengths != lengths[0])), 0
-            raise DataFormatError(f"{path}: dense feature rows of different lengths (data line {b + 1}: "
-                                  f"{lengths[b]} values, data line {a + 1}: {lengths[a]})")
+            j = int(np.argmax(lengths != lengths[0]))
+            raise DataFormatError(f"{path}: dense feature rows of different lengths (data line 1: {lengths[0]} "
+                                  f"values, data line {j + 1}: {lengths[j]})")
         x = np.zeros((n, int(lengths[0])), np.float32)
-        x[order] = np.stack(rows) if n else x
+        x[order] = np.stack(rows)
     else:
         for j, r in enumerate(rows):
             if r.size and (np.any(r < 0) or np.any(r != np.round(r)) or np.unique(r).size != r.size):
