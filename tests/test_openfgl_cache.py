@@ -269,3 +269,7 @@ def test_malformed_archives_are_one_line(tmp_path):
     w.storages[0] = w.storages[0][:2]                          # the storage member lies about its size
     with pytest.raises(DataFormatError, match=r"declares 6 elements of int64 but .* holds 16 bytes"):
         fj.read_torch(write_pt(tmp_path / "short.pt", body, w.storages))
+    w = _Writer()
+    body = w.tensor(np.arange(3, dtype=np.int64)) + b"}" + _str("_path") + _str("/etc/passwd") + b"sb"
+    with pytest.raises(DataFormatError, match=r"BUILD on a tensor"):   # state may not re-point a tensor
+        fj.read_torch(write_pt(tmp_path / "build.pt", body, w.storages))

@@ -12,6 +12,9 @@ sufficient: nothing a file names outside the allow-list is ever imported or exec
 not bound memory: a crafted file can still ask numpy for a huge array. The loaders check each
 file's sha256 before unpickling it, which rules that out for the published files.)
 
+`RestrictedUnpickler` takes stand-ins and a persistent-id hook for another library's pickles:
+`fgl_jax.data.torch_zip` reads torch's ``.pt`` files with it (tensors, storages, PyG ``Data``).
+
 Python-2 names (``__builtin__.list``, ``copy_reg._reconstructor``) are translated to their
 Python-3 spelling with the standard library's own table (`_compat_pickle`) and the translated
 pair is what must be allowed. Old module paths of numpy and scipy (``numpy.core.multiarray``,
@@ -167,7 +170,6 @@ class RestrictedUnpickler(pickle.Unpickler):
         if self._persistent is None:
             raise pickle.UnpicklingError(f"persistent id {pid!r} not supported")
         return self._persistent(pid)
-
 
 
 def safe_load(path: PathLike, *, allowed: frozenset[tuple[str, str]] = DEFAULT_ALLOWED) -> Any:

@@ -54,6 +54,9 @@ class _StorageType:
     def __init__(self, name: str):
         self.name, self.code = name, _STORAGE_DTYPES[name]
 
+    def __setstate__(self, state: Any) -> None:  # a pickle's BUILD must not rewrite what it names
+        raise pickle.UnpicklingError("BUILD on a storage type")
+
 
 class _PygRecord:
     """Stand-in for a PyG class: keeps the state pickle's BUILD hands it (nothing else runs)."""
@@ -92,6 +95,9 @@ class TensorRef:
                  shape: tuple[int, ...], stride: tuple[int, ...]):
         self._path, self._member, self._numel = path, member, numel
         self._offset, self.shape, self._stride, self.dtype = offset, shape, stride, dtype
+
+    def __setstate__(self, state: Any) -> None:  # a pickle's BUILD must not point it at another file
+        raise pickle.UnpicklingError("BUILD on a tensor")
 
     def __repr__(self) -> str:
         return f"TensorRef(shape={self.shape}, dtype={self.dtype}, member={self._member!r})"
