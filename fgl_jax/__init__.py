@@ -78,6 +78,8 @@ _EXPORTS = {
     "random_partition": "fgl_jax.partition", "partition_stats": "fgl_jax.partition",
     "partition_report": "fgl_jax.partition", "Partition": "fgl_jax.partition",
     "louvain_communities": "fgl_jax.partition",
+    # OpenFGL's cached clients and split (--partition-file DIR), read from torch's zip files without torch
+    "read_openfgl_cache": "fgl_jax.partition.openfgl_cache", "read_torch": "fgl_jax.data.torch_zip",
     "random_edge_type_split": "fgl_jax.partition.hetero", "EdgeSplit": "fgl_jax.partition.edges",
     "ClientBatch": "fgl_jax.batch", "build_client_batch": "fgl_jax.batch",
     "with_ell_features": "fgl_jax.batch", "full_graph_batch": "fgl_jax.batch",

@@ -2,11 +2,16 @@
 Geometric's own readers give for the same files. The PyG counts are the committed record
 benchmarks/peers/pyg/layouts.json (written by benchmarks/peers/pyg/layouts.py in a PyG venv, outside
 CI): the independent reference. A file absent here (no offline data) is skipped; the two toy
-GNN-benchmark files are rewritten by the record's own deterministic writer.
+GNN-benchmark files and the three toy Geom-GCN directories (WebKB, Actor, Wikipedia variants) are
+rewritten by the record's own deterministic writers. For the Geom-GCN rows the record also holds
+PyG's stored (coalesced, one-way edges and self-loops kept) edge count and digests of its ten split
+masks: fgl_jax's reading with on_directed="keep", keep_self_loops=True and its fixed splits must
+give the same.
 
 The heavy TU sets (NCI1, AIDS, PROTEINS, IMDB) and the big heterophily files are marked slow."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -26,17 +31,28 @@ SLOW = {"tu/NCI1", "tu/AIDS", "tu/PROTEINS", "tu/IMDB-BINARY.zip", "tu/IMDB-MULT
         "heterophily/squirrel_filtered.npz"}
 
 
-def _writer():
-    spec = importlib.util.spec_from_file_location("fgl_jax_pyg_layouts", ROOT / "benchmarks" / "peers" / "pyg" / "layouts.py")
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(f"fgl_jax_pyg_{name}", ROOT / "benchmarks" / "peers" / "pyg" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.write_gnnbench_npz
+    return mod
 
 
 def _path(row: dict, tmp: Path) -> Path:
+    if row["kind"].startswith("geom_gcn_"):
+        return _module("geom_gcn_toy").write_geom_gcn_dir(tmp / row["id"].split()[0], row["kind"][len("geom_gcn_"):])
     if row["id"].endswith("(toy)"):
-        return _writer()(tmp / row["id"].split()[0], dotted=row["kind"] == "gnnbench_dotted")
+        return _module("layouts").write_gnnbench_npz(tmp / row["id"].split()[0], dotted=row["kind"] == "gnnbench_dotted")
     return DATA / row["id"]
+
+
+def _split_digests(fixed: dict) -> dict:
+    out: dict = {"k": int(fixed["train"].shape[0])}
+    for key in ("train", "val", "test"):
+        m = np.ascontiguousarray(fixed[key].astype(np.uint8))   # [k, N], split-major, as layouts_pyg.py hashes PyG's
+        out[f"{key}_sha256"] = hashlib.sha256(m.tobytes()).hexdigest()
+        out[f"{key}_sizes"] = [int(v) for v in m.sum(axis=1)]
+    return out
 
 
 def counts(row: dict, path: Path) -> dict:
@@ -47,8 +63,14 @@ def counts(row: dict, path: Path) -> dict:
         return {"graphs": g.num_graphs, "nodes": g.num_nodes, "edges": g.num_edges, "features": g.num_features,
                 "classes": g.num_classes}
     y = np.asarray(g.y)
-    return {"nodes": g.num_nodes, "edges": g.num_edges, "features": g.num_features,
-            "classes": int(y[y >= 0].max()) + 1}
+    out = {"nodes": g.num_nodes, "edges": g.num_edges, "features": g.num_features, "classes": int(y[y >= 0].max()) + 1}
+    if row["kind"].startswith("geom_gcn_"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kept = load(str(path), on_directed="keep", keep_self_loops=True)
+        out["edges_coalesced"] = kept.num_edges
+        out["splits"] = _split_digests(g.meta["fixed_splits"])
+    return out
 
 
 def _params():
@@ -59,7 +81,8 @@ def _params():
 
 def test_the_record_covers_every_layout_pyg_reads():
     kinds = {row["kind"] for row in RECORD["files"]}
-    assert kinds == {"gnnbench", "gnnbench_dotted", "heterophily", "planetoid", "tu"}
+    assert kinds == {"gnnbench", "gnnbench_dotted", "heterophily", "planetoid", "tu", "geom_gcn_webkb",
+                     "geom_gcn_actor", "geom_gcn_wikipedia"}
     assert all("error" not in row["pyg"] for row in RECORD["files"])
 
 

@@ -24,6 +24,7 @@ from .npz import load_npz, save_graph
 from .tu import GraphSet, load_tu, read_tu
 from .tables import load_csv_graph, load_hetero_tables, load_incidence
 from .ogb import load_ogb_node
+from .geom_gcn import load_geom_gcn
 from .convert import from_dgl, from_edge_index, from_jraph, from_networkx, from_pyg, from_scipy
 from .nxfiles import load_edgelist, load_gml, load_graphml
 from .safe_pickle import UnsafePickleError, safe_load
@@ -36,7 +37,7 @@ __all__ = [
     "load", "load_graph", "register", "list_datasets", "dataset_names", "data_kind", "source", "Source", "add_view",
     "register_format", "path_suffixes",
     "is_path", "detect_format", "load_path", "path_sha256", "load_npz", "load_csv_graph", "load_ogb_node",
-    "load_incidence", "load_hetero_tables", "build_graph", "stratified_split", "resolve_path",
+    "load_incidence", "load_hetero_tables", "load_geom_gcn", "build_graph", "stratified_split", "resolve_path",
     "DataNotice", "DataPathNotFoundError",
     "from_edge_index", "from_scipy", "from_networkx", "from_jraph", "from_pyg", "from_dgl",
     "load_graphml", "load_gml", "load_edgelist", "save_graph",

@@ -434,3 +434,51 @@ def build_graph(senders: ArrayLike, receivers: ArrayLike, x: ArrayLike, y: Optio
     if on_directed == "keep":
         info["directed"] = bool(np.isin(s.astype(np.int64) * n + r, r.astype(np.int64) * n + s, invert=True).any())
     return Graph(name, s, r, feats, labels, k, masks[0], masks[1], masks[2], meta=info)
+
+
+def pick_fixed_split(fixed: dict, split_index: Optional[int], source: str) -> dict:
+    """The masks of split `split_index` (default 0) of a file's k fixed splits, for `build_graph`.
+
+    Args:
+      fixed: {"train", "val", "test"}: bool [k, N] each (the same k).
+      split_index: which split; None = 0.
+      source: the file, for the message.
+
+    Returns:
+      {"train_mask", "val_mask", "test_mask"}: bool [N] each.
+
+    Raises:
+      DataFormatError: `split_index` outside 0..k-1 (naming k).
+    """
+    k = int(fixed["train"].shape[0])
+    i = 0 if split_index is None else int(split_index)
+    if not 0 <= i < k:
+        raise DataFormatError(f"{source}: split_index {i} is out of range: the file has {k} fixed splits (0..{k - 1})")
+    return {f"{s}_mask": fixed[s][i] for s in ("train", "val", "test")}
+
+
+def attach_fixed_splits(graph: Graph, fixed: dict, split_index: Optional[int], source: str) -> Graph:
+    """Keep a file's k fixed splits in ``graph.meta["fixed_splits"]`` (for ``--split-index i|all``).
+
+    `build_graph` checked the split the graph carries; the others are checked the same way here, so
+    that ``--split-index all`` never trains on a mask `build_graph` would refuse.
+
+    Args:
+      graph: the graph built with split `split_index`'s masks.
+      fixed: {"train", "val", "test"}: bool [k, N] each.
+      split_index: the split the graph carries (None = 0).
+      source: the file, for messages.
+
+    Returns:
+      `graph`, its meta holding "fixed_splits" and "split" = {"kind": "fixed", "index": i, "of": k}.
+
+    Raises:
+      DataFormatError: another split's masks overlap or hold unlabelled nodes (naming the split).
+    """
+    i = 0 if split_index is None else int(split_index)
+    for j in range(fixed["train"].shape[0]):
+        if j != i:
+            check_masks((fixed["train"][j], fixed["val"][j], fixed["test"][j]), graph.y, f"{source} (split {j})", [])
+    graph.meta["fixed_splits"] = fixed
+    graph.meta["split"] = {"kind": "fixed", "index": i, "of": int(fixed["train"].shape[0])}
+    return graph

@@ -13,11 +13,13 @@ recognised; the built-in ones (the module named holds the exact layout):
     file  *.npz                               graph       fgl_jax.data.npz (GNN-benchmark or plain layout)
     dir   edges.csv + nodes.csv               graph       fgl_jax.data.tables (CSV edge list + node table)
     dir   raw/edge.csv.gz (+ split/<scheme>/) graph       fgl_jax.data.ogb (OGB node-property directory)
+    dir   out1_node_feature_label.txt +      graph       fgl_jax.data.geom_gcn (Geom-GCN raw directory,
+          out1_graph_edges.txt                           ten <name>_split_0.6_0.2_<i>.npz fixed splits)
     dir   hyperedges.txt + nodes.csv          hypergraph  fgl_jax.data.tables (incidence list)
     dir   node_types.csv + edges/<rel>.csv    hetero      fgl_jax.data.tables (one edge file per relation)
 
-The file names ``edges.csv``, ``hyperedges.txt`` and ``node_types.csv`` may also be passed
-directly (their directory is used). A new format is one `@register_format(...)` above its loader,
+The file names ``edges.csv``, ``hyperedges.txt``, ``node_types.csv`` and Geom-GCN's two ``out1_*``
+files may also be passed directly (their directory is used). A new format is one `@register_format(...)` above its loader,
 with no edit here. Every graph goes through `fgl_jax.data.checks.build_graph`;
 ``graph.meta`` records "path", "format", "notices" and "split".
 """

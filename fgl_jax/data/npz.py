@@ -66,7 +66,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from .checks import MAX_FEATURES, build_graph, check_edge_weights, check_masks, notify
+from .checks import MAX_FEATURES, attach_fixed_splits, build_graph, check_edge_weights, notify, pick_fixed_split
 from .files import register_format
 from .paths import DataFormatError, PathLike
 from .safe_pickle import UnsafePickleError, safe_load_npy_object
@@ -276,11 +276,7 @@ def _heterophily_masks(z: Any, path: Path, keys: set[str], n: int, split_index: 
     if len(ks) != 1:
         raise DataFormatError(f"{path}: train_masks/val_masks/test_masks hold different split counts "
                               f"({', '.join(f'{s}: {a.shape[0]}' for s, a in arrs.items())})")
-    k = ks.pop()
-    i = 0 if split_index is None else int(split_index)
-    if not 0 <= i < k:
-        raise DataFormatError(f"{path}: split_index {i} is out of range: the file has {k} fixed splits (0..{k - 1})")
-    return {f"{s}_mask": a[i] for s, a in arrs.items()}, arrs
+    return pick_fixed_split(arrs, split_index, str(path)), arrs
 
 
 @register_format("npz", kind="graph", layout="one .npz file", suffixes=(".npz",), order=40)
@@ -386,14 +382,7 @@ def load_npz(path: PathLike, name: Optional[str] = None, split_index: Optional[i
         g = build_graph(senders, receivers, x, y, name=name, source=str(path), meta=meta, **masks, **options)
     g.meta["notices"][:0] = notes  # the skipped name arrays come first: they were read first
     if fixed is not None:
-        # build_graph checked split `i`; the others are checked the same way here, so that
-        # --split-index all never trains on a mask build_graph would refuse
-        i = 0 if split_index is None else int(split_index)
-        for j in range(fixed["train"].shape[0]):
-            if j != i:
-                check_masks((fixed["train"][j], fixed["val"][j], fixed["test"][j]), g.y, f"{path} (split {j})", [])
-        g.meta["fixed_splits"] = fixed
-        g.meta["split"] = {"kind": "fixed", "index": i, "of": int(fixed["train"].shape[0])}
+        g = attach_fixed_splits(g, fixed, split_index, str(path))
     return g
 
 

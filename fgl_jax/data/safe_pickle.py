@@ -12,6 +12,9 @@ sufficient: nothing a file names outside the allow-list is ever imported or exec
 not bound memory: a crafted file can still ask numpy for a huge array. The loaders check each
 file's sha256 before unpickling it, which rules that out for the published files.)
 
+`RestrictedUnpickler` takes stand-ins and a persistent-id hook for another library's pickles:
+`fgl_jax.data.torch_zip` reads torch's ``.pt`` files with it (tensors, storages, PyG ``Data``).
+
 Python-2 names (``__builtin__.list``, ``copy_reg._reconstructor``) are translated to their
 Python-3 spelling with the standard library's own table (`_compat_pickle`) and the translated
 pair is what must be allowed. Old module paths of numpy and scipy (``numpy.core.multiarray``,
@@ -28,7 +31,7 @@ import importlib
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,13 +48,13 @@ class UnsafePickleError(DataFormatError):
     handles every bad file; catch UnsafePickleError first to treat it as a security event.
     """
 
-    def __init__(self, path: PathLike, module: str, name: str):
+    def __init__(self, path: PathLike, module: str, name: str, expected: str = "numpy / scipy / builtin container"):
         self.path, self.module, self.name = Path(path), module, name
         py3 = ".".join(_to_py3(module, name))
         alias = f" (Python 3: '{py3}')" if py3 != f"{module}.{name}" else ""
         super().__init__(
-            f"{path}: refusing to unpickle global '{module}.{name}'{alias}: it is not one of the numpy / scipy "
-            "/ builtin container classes this loader expects. The file was not loaded and nothing "
+            f"{path}: refusing to unpickle global '{module}.{name}'{alias}: it is not one of the {expected} "
+            "classes this loader expects. The file was not loaded and nothing "
             "it names was imported or executed. Replace it with the published file.")
 
 
@@ -122,16 +125,38 @@ def _to_py3(module: str, name: str) -> tuple[str, str]:
     return _compat_pickle.IMPORT_MAPPING.get(module, module), name
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(self, file, path: PathLike, allowed: frozenset[tuple[str, str]]):
+class RestrictedUnpickler(pickle.Unpickler):
+    """`pickle.Unpickler` whose `find_class` hands back only allow-listed objects (module docstring).
+
+    Args:
+      file: the binary stream.
+      path: names the file in errors.
+      allowed: exact (module, name) pairs (Python-3 spelling) the stream may name.
+      known: stand-ins for pairs outside `_KNOWN` ((module, name) -> the object returned, never
+        imported): how a reader of another library's pickles (`fgl_jax.data.torch_zip`) maps that
+        library's classes to inert local ones. A pair must also be in `allowed`.
+      persistent: ``persistent_load(pid)`` (torch's zip format names storages by persistent id);
+        None refuses every persistent id.
+      expected: what the allowed classes are, for the refusal message.
+    """
+
+    def __init__(self, file, path: PathLike, allowed: frozenset[tuple[str, str]],
+                 known: Optional[dict[tuple[str, str], Any]] = None,
+                 persistent: Optional[Callable[[Any], Any]] = None,
+                 expected: str = "numpy / scipy / builtin container"):
         super().__init__(file, encoding="latin1")
         self._path = path
         self._allowed = allowed
+        self._known = dict(known or {})
+        self._persistent = persistent
+        self._expected = expected
 
     def find_class(self, module: str, name: str) -> Any:
         module3, name3 = _to_py3(module, name)
         if (module3, name3) not in self._allowed:
-            raise UnsafePickleError(self._path, module, name)
+            raise UnsafePickleError(self._path, module, name, self._expected)
+        if (module3, name3) in self._known:
+            return self._known[(module3, name3)]
         if (module3, name3) in _KNOWN:
             return _KNOWN[(module3, name3)]
         # A caller-extended allow-list: import only the exact module named and take one attribute.
@@ -142,7 +167,9 @@ class _RestrictedUnpickler(pickle.Unpickler):
         return obj
 
     def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError(f"persistent id {pid!r} not supported")
+        if self._persistent is None:
+            raise pickle.UnpicklingError(f"persistent id {pid!r} not supported")
+        return self._persistent(pid)
 
 
 def safe_load(path: PathLike, *, allowed: frozenset[tuple[str, str]] = DEFAULT_ALLOWED) -> Any:
@@ -163,7 +190,7 @@ def safe_load(path: PathLike, *, allowed: frozenset[tuple[str, str]] = DEFAULT_A
     path = Path(path)
     with open(path, "rb") as fh:
         try:
-            return _RestrictedUnpickler(fh, path, frozenset(allowed)).load()
+            return RestrictedUnpickler(fh, path, frozenset(allowed)).load()
         except UnsafePickleError:
             raise
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
@@ -191,7 +218,7 @@ def safe_load_npy_object(fh, path: PathLike, *, allowed: frozenset[tuple[str, st
     if not dtype.hasobject:
         raise DataFormatError(f"{path}: expected an object array, found dtype {dtype}")
     try:
-        return _RestrictedUnpickler(fh, path, frozenset(allowed)).load()
+        return RestrictedUnpickler(fh, path, frozenset(allowed)).load()
     except UnsafePickleError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,

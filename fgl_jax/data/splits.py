@@ -235,7 +235,8 @@ def fixed_split(graph: Graph, index: int) -> Graph:
     splits = graph.meta.get("fixed_splits")
     if not splits:
         raise DataFormatError(f"{graph.meta.get('path', graph.name)}: --split-index {index}: the graph has no fixed "
-                              "splits (only files with train_masks/val_masks/test_masks [k, N] have)")
+                              "splits (only a heterophily .npz with train_masks/val_masks/test_masks [k, N] and a Geom-GCN "
+                              "directory with <name>_split_0.6_0.2_<i>.npz files have)")
     k = splits["train"].shape[0]
     if not 0 <= index < k:
         raise DataFormatError(f"{graph.meta.get('path', graph.name)}: --split-index {index} is out of range: the file "

@@ -11,6 +11,10 @@ split), save its assignment and pass the file; the run then uses exactly those c
 Entry i (or the row of node i) is node i's client id: 0, 1, ..., K - 1 with every client used.
 A wrong count, a negative id, a value that is not an integer, or an unused id is refused in one
 line naming the file and where.
+
+OpenFGL's own cache directory (``<root>/distrib/<simulation>_<Dataset>_client_<K>/`` with
+``data_<i>.pt``, or one of those files) is read by `fgl_jax.partition.openfgl_cache`: its client node
+sets are the partition (and its cached per-client split is what ``--split openfgl`` uses).
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import numpy as np
 
 from fgl_jax.graph import Graph
 from fgl_jax.partition.base import Partition, PartitionError, validate
+from fgl_jax.partition.openfgl_cache import is_openfgl_cache, read_openfgl_cache
 
 __all__ = ["read_assignment", "partition_from_file", "SUFFIXES"]
 
@@ -119,7 +124,27 @@ def read_assignment(path: Union[str, os.PathLike], num_nodes: int) -> np.ndarray
 
 
 def partition_from_file(graph: Graph, path: Union[str, os.PathLike], num_clients: int) -> Partition:
-    """The Partition a file holds for `graph`; its ids must be 0..num_clients-1, each used."""
+    """The Partition a file holds for `graph`; its ids must be 0..num_clients-1, each used.
+
+    Args:
+      graph: the graph whose nodes the file assigns.
+      path: a .npy / .txt / .csv file of one client id per node, or OpenFGL's cache directory
+        (or one of its ``data_<i>.pt`` files).
+      num_clients: the run's client count; the file's must equal it.
+
+    Returns:
+      The validated `Partition` (method "file", or "openfgl_cache" for OpenFGL's directory).
+
+    Raises:
+      PartitionError: one line naming the file and the problem.
+    """
+    if is_openfgl_cache(path):
+        cache = read_openfgl_cache(path, graph)
+        if cache.num_clients != num_clients:
+            raise PartitionError(f"{cache.directory}: OpenFGL cached {cache.num_clients} clients (data_0.pt .. "
+                                 f"data_{cache.num_clients - 1}.pt) but clients={num_clients}; pass --clients "
+                                 f"{cache.num_clients}")
+        return validate(Partition(cache.assignment, cache.num_clients, "openfgl_cache", 0), graph)
     a = read_assignment(path, graph.num_nodes)
     k = int(a.max()) + 1 if a.size else 0
     if k != num_clients:

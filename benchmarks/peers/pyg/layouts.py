@@ -9,9 +9,15 @@ checks fgl_jax's counts against the committed PyG counts (the independent refere
 
 Files: the two GNN-benchmark .npz spellings (small graphs written here by `write_gnnbench_npz`:
 none is in the offline data), every Platonov heterophily .npz, the Planetoid raw files of Cora and
-CiteSeer, and every TU directory and zip in $FGL_JAX_DATA (default /work/shared/data). No OGB
-node-property directory and no Geom-GCN ``out1_*`` file is in the offline data; PyG has no reader
-of its own for the OGB layout (the ``ogb`` package reads it), so neither is compared here.
+CiteSeer, every TU directory and zip in $FGL_JAX_DATA (default /work/shared/data), and three toy
+Geom-GCN raw directories (``geom_gcn_toy.py``: WebKB, Actor and Wikipedia variants; none is in the
+offline data) with their ten split files. No OGB node-property directory is in the offline data and
+PyG has no reader of its own for it (the ``ogb`` package reads it), so it is not compared here.
+
+For the Geom-GCN rows, "edges_coalesced" is PyG's stored count (directed pairs de-duplicated,
+self-loops kept) against fgl_jax's with ``on_directed="keep", keep_self_loops=True``; "edges" is
+PyG's after to_undirected + remove_self_loops against fgl_jax's default; "splits" compares the ten
+train/val/test masks (sha256 of the [k, N] uint8 masks and the sizes).
 
 Edge counts are stored directed edges, as both keep them: PyG's edge_index columns, fgl_jax's
 senders. Both drop self-loops except where a row says otherwise.
@@ -31,8 +37,9 @@ import numpy as np
 import scipy.sparse as sp
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[2]), str(HERE.parents[1])]
+sys.path[:0] = [str(HERE.parents[2]), str(HERE.parents[1]), str(HERE)]
 from harness import write_record  # noqa: E402
+from geom_gcn_toy import VARIANTS, write_geom_gcn_dir  # noqa: E402
 DEFAULT_PYG = Path("/work/peers/pyg-venv/bin/python")
 DATA = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data"))
 
@@ -78,6 +85,9 @@ def layout_files(work: Path, data: Path = DATA) -> list[dict]:
             "path": str(write_gnnbench_npz(work / "gnnbench_underscore.npz", dotted=False))},
            {"id": "gnnbench_dotted.npz (toy)", "kind": "gnnbench_dotted",
             "path": str(write_gnnbench_npz(work / "gnnbench_dotted.npz", dotted=True))}]
+    for variant, name in VARIANTS.items():
+        out.append({"id": f"geom_gcn/{name} (toy)", "kind": f"geom_gcn_{variant}",
+                    "path": str(write_geom_gcn_dir(work / "geom_gcn" / name, variant))})
     for p in sorted((data / "heterophily").glob("*.npz")):
         out.append({"id": f"heterophily/{p.name}", "kind": "heterophily", "path": str(p)})
     for p in sorted((data / "planetoid").glob("ind.*.test.index")):
@@ -100,8 +110,29 @@ def fgl_counts(kind: str, path: str) -> dict:
         return {"graphs": int(g.num_graphs), "nodes": int(g.num_nodes), "edges": int(g.num_edges),
                 "features": int(g.num_features), "classes": int(g.num_classes)}
     y = np.asarray(g.y)
-    return {"nodes": int(g.num_nodes), "edges": int(g.num_edges), "features": int(g.num_features),
-            "classes": int(y[y >= 0].max()) + 1 if (y >= 0).any() else 0}
+    out = {"nodes": int(g.num_nodes), "edges": int(g.num_edges), "features": int(g.num_features),
+           "classes": int(y[y >= 0].max()) + 1 if (y >= 0).any() else 0}
+    if kind.startswith("geom_gcn_"):
+        out.update(geom_gcn_extra(path))
+    return out
+
+
+def geom_gcn_extra(path: str) -> dict:
+    """fgl_jax's side of a Geom-GCN row's extra entries: the directed count with one-way edges and
+    self-loops kept, and the fixed splits' digests (as layouts_pyg.py computes PyG's)."""
+    import hashlib
+    import fgl_jax as fj
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = fj.load(path)
+        kept = fj.load(path, on_directed="keep", keep_self_loops=True)
+    fixed = g.meta["fixed_splits"]
+    splits: dict = {"k": int(fixed["train"].shape[0])}
+    for key in ("train", "val", "test"):
+        m = np.ascontiguousarray(fixed[key].astype(np.uint8))
+        splits[f"{key}_sha256"] = hashlib.sha256(m.tobytes()).hexdigest()
+        splits[f"{key}_sizes"] = [int(v) for v in m.sum(axis=1)]
+    return {"edges_coalesced": int(kept.num_edges), "splits": splits}
 
 
 def main() -> None:
@@ -131,18 +162,24 @@ def main() -> None:
     lines = ["# Every public layout: fgl_jax's loader against PyTorch Geometric's reader (issue 48)", "",
              f"Written by `{record['command']}` (torch {record['torch']}, torch_geometric "
              f"{record['torch_geometric']}, jax {record['jax']}); data from `{DATA}`. Counts: nodes, stored "
-             "directed edges, features, classes (graphs for TU sets). `=` marks a count equal on both sides; "
+             "directed edges, features, classes (graphs for TU sets); for the Geom-GCN directories, edges after "
+             "PyG's to_undirected + remove_self_loops, with PyG's stored (coalesced) count in brackets, and the "
+             "ten split files' masks compared. `=` marks a count equal on both sides; "
              "tests/test_layout_counts.py checks fgl_jax's against the PyG column.", "",
              "| file | reader (PyG) | PyG: nodes / edges / features / classes | fgl_jax | equal |",
              "|---|---|---|---|---|"]
     reader = {"gnnbench": "io.read_npz", "gnnbench_dotted": "io.npz.parse_npz (keys renamed)",
-              "heterophily": "HeterophilousGraphDataset", "planetoid": "Planetoid", "tu": "TUDataset"}
+              "heterophily": "HeterophilousGraphDataset", "planetoid": "Planetoid", "tu": "TUDataset",
+              "geom_gcn_webkb": "WebKB", "geom_gcn_actor": "Actor",
+              "geom_gcn_wikipedia": "WikipediaNetwork(geom_gcn_preprocess=True)"}
     for row in rows:
         def fmt(c: dict) -> str:
             if "error" in c:
                 return f"error: {c['error'][:80]}"
             g = f"{c['graphs']} graphs, " if "graphs" in c else ""
-            return f"{g}{c['nodes']} / {c['edges']} / {c['features']} / {c['classes']}"
+            e = f" (coalesced {c['edges_coalesced']})" if "edges_coalesced" in c else ""
+            k = f"; {c['splits']['k']} splits" if "splits" in c else ""
+            return f"{g}{c['nodes']} / {c['edges']}{e} / {c['features']} / {c['classes']}{k}"
         eq = ", ".join(k for k, v in row["equal"].items() if v)
         diff = ", ".join(k for k, v in row["equal"].items() if not v)
         lines.append(f"| `{row['id']}` | {reader[row['kind']]} | {fmt(row['pyg'])} | {fmt(row['fgl_jax'])} | "

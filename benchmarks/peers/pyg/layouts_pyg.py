@@ -13,12 +13,20 @@ links to the user's files, so PyG parses the very bytes fgl_jax parses and downl
     heterophily  torch_geometric.datasets.HeterophilousGraphDataset's processing (its raw file is
                  linked in as roman_empire.npz: the class only accepts its own five names)
     planetoid    torch_geometric.datasets.Planetoid (ind.<name>.* linked into raw/)
+    geom_gcn_webkb / geom_gcn_actor / geom_gcn_wikipedia   a Geom-GCN raw directory (out1_* files and
+                 ten <name>_split_0.6_0.2_<i>.npz) read by torch_geometric.datasets.WebKB,
+                 Actor and WikipediaNetwork(geom_gcn_preprocess=True); the directory's name is the
+                 dataset's (cornell, film, chameleon)
     tu           torch_geometric.datasets.TUDataset(use_node_attr=True) (the directory's files, or the
                  zip's, in raw/); a set without node labels or attributes (IMDB) counts the features
                  of PyG's OneHotDegree transform at the set's maximum degree
 
 Counts: nodes, edges (stored directed edge_index columns, as PyG keeps them), features
-(x.size(1)), classes (max label + 1 over labelled nodes); for TU also graphs.
+(x.size(1)), classes (max label + 1 over labelled nodes); for TU also graphs. For the Geom-GCN
+directories, whose readers only coalesce the directed pairs (self-loops and one-way edges stay),
+"edges_coalesced" is that count and "edges" the count after PyG's to_undirected and
+remove_self_loops (what fgl_jax does by default); "splits" gives k and, per mask, the sha256 of
+the [k, N] masks as uint8 bytes (split-major) and the per-split sizes.
 """
 from __future__ import annotations
 
@@ -97,7 +105,38 @@ def read(kind: str, path: Path, scratch: Path) -> dict:
         return {"graphs": len(ds), "nodes": sum(int(g.num_nodes) for g in ds),
                 "edges": int(ds.edge_index.size(1)), "features": features,
                 "classes": int(ys.max()) + 1 if ys.numel() else 0}
+    if kind.startswith("geom_gcn_"):
+        return _geom_gcn(kind[len("geom_gcn_"):], path, scratch)
     raise ValueError(f"unknown kind {kind!r}")
+
+
+def _geom_gcn(variant: str, path: Path, scratch: Path) -> dict:
+    import hashlib
+    from torch_geometric.utils import remove_self_loops, to_undirected
+    name = path.name
+    files = sorted(path.iterdir())
+    if variant == "webkb":
+        from torch_geometric.datasets import WebKB
+        _link_raw(scratch, name, files)
+        data = WebKB(str(scratch), name)[0]
+    elif variant == "actor":  # Actor's raw_dir is <root>/raw
+        from torch_geometric.datasets import Actor
+        _link_raw(scratch, "", files)
+        data = Actor(str(scratch))[0]
+    else:  # WikipediaNetwork(geom_gcn_preprocess=True): <root>/<name>/geom_gcn/raw
+        from torch_geometric.datasets import WikipediaNetwork
+        _link_raw(scratch / name, "geom_gcn", files)
+        data = WikipediaNetwork(str(scratch), name, geom_gcn_preprocess=True)[0]
+    out = _counts(data)
+    out["edges_coalesced"] = out["edges"]
+    out["edges"] = int(remove_self_loops(to_undirected(data.edge_index, num_nodes=data.num_nodes))[0].size(1))
+    splits = {"k": int(data.train_mask.size(1))}
+    for key in ("train", "val", "test"):
+        m = getattr(data, f"{key}_mask").t().contiguous().to(torch.uint8).numpy()   # [k, N]
+        splits[f"{key}_sha256"] = hashlib.sha256(m.tobytes()).hexdigest()
+        splits[f"{key}_sizes"] = [int(v) for v in m.sum(axis=1)]
+    out["splits"] = splits
+    return out
 
 
 def main() -> None:

@@ -104,8 +104,10 @@ class BaselineFields(RunSpec):
                             "--dataset a group chem / biochem / social / biochem_social or a comma list)",
                             choices=lambda: registry.names("partition") + list(GRAPH_PARTITIONS))
     partition_file: str = option("", "a file holding one client id per node (.npy, .txt or .csv; "
-                                 "fgl_jax.partition.from_file): the run uses exactly that partition instead of "
-                                 "--partition (e.g. to reproduce OpenFGL's clients)")
+                                 "fgl_jax.partition.from_file), or OpenFGL's cache directory <root>/distrib/"
+                                 "<simulation>_<Dataset>_client_<K> (its data_<i>.pt client node sets; with "
+                                 "--split openfgl also its cached node_cls split): the run uses exactly that "
+                                 "partition instead of --partition (e.g. to reproduce OpenFGL's clients)")
     dirichlet_beta: float = option(0.5, "label-Dirichlet concentration (partition dirichlet, community_dirichlet)",
                                    low=0, low_open=True)
     louvain_packing: str = option("capped", "partition louvain: capped = clients of at most 1.1 N/K nodes (a "
@@ -125,7 +127,8 @@ class BaselineFields(RunSpec):
     num_train_per_class: int = option(20, "training nodes per class (split per_class)", low=1)
     num_val: int = option(500, "validation nodes (split per_class)", low=0)
     split_seed: int = option(0, "seed of the random split")
-    split_index: str = option("", "fixed split of a file that has k (a heterophily .npz: train_masks [k, N]): "
+    split_index: str = option("", "fixed split of a file that has k (a heterophily .npz: train_masks [k, N]; a "
+                              "Geom-GCN directory: <name>_split_0.6_0.2_<i>.npz): "
                               "an index 0..k-1, or all = every split as a member of one compiled program, "
                               "reported as mean +- sd (empty = the file's split 0)")
     select_metric: str = option("auto", "validation metric that picks the reported round: acc (highest), auc / ap "

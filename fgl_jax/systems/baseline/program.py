@@ -38,6 +38,7 @@ from fgl_jax.nn.link import LinkModel
 from fgl_jax.partition import Partition, make_partition, partition_report
 from fgl_jax.federated.graph_task import SELECT_REG
 from fgl_jax.partition.from_file import partition_from_file
+from fgl_jax.partition.openfgl_cache import is_openfgl_cache, read_openfgl_cache
 from fgl_jax.systems.baseline.config import GRAPH_TASKS, RunConfig
 from fgl_jax.systems.baseline.graph_fl import graph_model, prepare_graph_task
 
@@ -84,7 +85,13 @@ def split_graph(graph: Graph, cfg: RunConfig) -> Graph:
 
 
 def split_clients(graph: Graph, assignment, cfg: RunConfig) -> Graph:
-    """OpenFGL's per-client split of the partitioned graph (split per_client / openfgl)."""
+    """OpenFGL's per-client split of the partitioned graph (split per_client / openfgl). With split
+    openfgl and a --partition-file of OpenFGL's cache that holds its split files, the cached masks
+    (OpenFGL's own draw) are the split."""
+    if cfg.split == "openfgl" and cfg.partition_file and is_openfgl_cache(cfg.partition_file):
+        cached = read_openfgl_cache(cfg.partition_file, graph).masks
+        if cached is not None:
+            return graph.with_masks(*cached)
     fracs = openfgl_fractions(cfg.dataset) if cfg.split == "openfgl" else (cfg.train_frac, cfg.val_frac,
                                                                            cfg.test_frac)
     return per_client_split(graph, assignment, cfg.clients, *fracs, seed=cfg.split_seed)
