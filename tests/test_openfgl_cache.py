@@ -273,3 +273,14 @@ def test_malformed_archives_are_one_line(tmp_path):
     body = w.tensor(np.arange(3, dtype=np.int64)) + b"}" + _str("_path") + _str("/etc/passwd") + b"sb"
     with pytest.raises(DataFormatError, match=r"BUILD on a tensor"):   # state may not re-point a tensor
         fj.read_torch(write_pt(tmp_path / "build.pt", body, w.storages))
+
+
+def test_another_split_than_openfgl_says_the_cached_split_is_not_used(graph, cache, tmp_path, caplog):
+    """The cache's own split is used only with --split openfgl; any other split says so (no silent choice)."""
+    from fgl_jax.systems.baseline.program import prepare
+    path = graph.save(tmp_path / "toy.npz")
+    cfg = fj.RunConfig(dataset=str(path), clients=K, partition_file=str(cache), split="per_client")
+    with warnings.catch_warnings(), caplog.at_level("WARNING", logger="fgl_jax.data"):
+        warnings.simplefilter("ignore")
+        prepare(cfg)
+    assert any("cached split is used only with --split openfgl" in r.getMessage() for r in caplog.records)

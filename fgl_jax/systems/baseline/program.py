@@ -6,6 +6,7 @@ the sweep, the experiments and the benchmarks all build through here.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sys
 from typing import Optional
 
@@ -149,6 +150,11 @@ def partition_clients(graph: Graph, cfg: RunConfig) -> Partition:
     if cfg.clients > graph.num_nodes:
         raise ValueError(f"clients={cfg.clients} is more than the {graph.num_nodes} nodes of {graph.name!r}")
     if cfg.partition_file:  # a partition made elsewhere, node by node
+        if cfg.split != "openfgl" and is_openfgl_cache(cfg.partition_file):
+            # the cache also holds OpenFGL's own split: say that this run draws its own instead
+            logging.getLogger("fgl_jax.data").warning(
+                "%s: OpenFGL's cached split is used only with --split openfgl; this run's split is %r",
+                cfg.partition_file, cfg.split)
         return partition_from_file(graph, cfg.partition_file, cfg.clients)
     if graph.meta.get("directed"):  # --directed keep: the partitioners (Louvain, METIS) read undirected structure
         s, r = symmetrize(graph.senders, graph.receivers, graph.num_nodes)
