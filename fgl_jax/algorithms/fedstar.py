@@ -1,4 +1,4 @@
-"""FedStar (Tan, Liu, Long, Jiang, Zhang, AAAI 2023, "Federated Learning on Non-IID Graphs via
+"""FedStar (Tan, Liu, Long, Jiang, Lu, Zhang, AAAI 2023, "Federated Learning on Non-IID Graphs via
 Structural Knowledge Sharing"): graph-level FL that shares only what the clients' graphs have in
 common across domains, their structure.
 
@@ -113,7 +113,7 @@ def dual_channel_model(model, hp: FedStarHParams) -> DualChannelClassifier:
 
 @register("algorithm", "fedstar", hparams=FedStarHParams, tasks=("graph_cls", "graph_reg"),
           prepare_graphs=prepare_graphs,
-          paper="Tan, Liu, Long, Jiang, Zhang, AAAI 2023, arXiv:2211.13009",
+          paper="Tan, Liu, Long, Jiang, Lu, Zhang, AAAI 2023, arXiv:2211.13009",
           help="FedStar: structure encodings and a structure channel shared across clients; feature channel "
                "and head kept local")
 def fedstar(model, common: FedConfig, hp: FedStarHParams) -> FederatedAlgorithm:
