@@ -230,3 +230,18 @@ def test_cli_resume_sampling_and_sweep(tmp_path, data_dir):
     row = next(r for r in payload["rows"] if r["lr"] == 0.01)
     best = json.loads((full / "summary.json").read_text())["best"]
     assert row["best_test"] == pytest.approx(best["best_test"], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_own_client_init_draws_each_feature_channel():
+    gs = toy_set(num_graphs=24, seed=6)
+    shared = build(make_cfg(), graph=gs)
+    own = build(make_cfg(fedstar_client_init="own"), graph=gs)
+    a = shared.algorithm.init(jax.random.key(0), shared.data)
+    b = own.algorithm.init(jax.random.key(0), own.data)
+    for (name, x), (_, y) in zip(leaves(a.server, True), leaves(b.server, True)):
+        np.testing.assert_array_equal(x, y, err_msg=name)        # one structure channel, the server's
+    for name, x in leaves(b.personal, False):
+        assert x.shape[0] == 3 and not np.array_equal(x[0], x[1]) or not x.any(), name   # (zero biases stay zero)
+    for name, x in leaves(a.personal, False):
+        np.testing.assert_array_equal(x[0], x[1], err_msg=name)
