@@ -157,7 +157,7 @@ def main(argv=None) -> None:
     started = time.time()
     info = machine_info()
     data_dir = Path(resolve_data_dir(None))
-    runs, i, sizes = [], 0, {}
+    runs, i, sizes, notes = [], 0, {}, []
     settings = vars(a)
     if a.merge and Path(a.out).with_suffix(".json").exists():
         old = records.read(Path(a.out).with_suffix(".json"))
@@ -166,6 +166,7 @@ def main(argv=None) -> None:
         for key in ("datasets", "algorithms", "seeds"):
             settings = {**settings, key: list(dict.fromkeys(old["config"][key] + settings[key]))}
         info["loadavg_start"] = old["metrics"]["machine"]["loadavg_start"]
+        notes = old["metrics"].get("notes", [])   # the record's hand-written notes on the cells it keeps
     with tempfile.TemporaryDirectory(prefix="openfgl_gfl_") as tmp:
         for ds in a.datasets:
             fgl_name = "MUTAG_TU" if ds == "MUTAG" else ds
@@ -209,7 +210,7 @@ def main(argv=None) -> None:
                           f"({rec['openfgl']['ms_per_round']:.0f} ms/round)", flush=True)
                     # the record after every run: a run cut short still leaves what it measured
                     info["loadavg_end"] = list(os.getloadavg())
-                    render({"runs": runs, "machine": info, "differences": DIFFERENCES}, settings, Path(a.out),
+                    render({"runs": runs, "machine": info, "differences": DIFFERENCES, "notes": notes}, settings, Path(a.out),
                            records.provenance(started=started))
 
 
