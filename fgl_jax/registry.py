@@ -60,6 +60,9 @@ class AlgorithmSpec:
         generator: see docs/architecture.md, "Phases and preparation").
     pre_communication(inp, hp) -> (up_bytes, down_bytes): bytes of a one-off exchange before
         training (summary.json's pre_training_communication).
+    prepare_graphs(gs, hp) -> GraphSet: host-side change to a graph-level run's graphs
+        (`fgl_jax.data.tu.GraphSet`) before they are dealt and packed, once (FedStar appends the
+        structure encodings to the node features); the run's model is built on the result.
     dp_uncovered: what DP-FedAvg's epsilon does not cover (warned about with --dp-clip).
     local_steps: the local optimiser steps per round a run takes when its config leaves `local_steps`
         at 0 (FedProx: 3, so its proximal term acts), 1 unless an algorithm needs more.
@@ -76,6 +79,7 @@ class AlgorithmSpec:
     data: Optional[str] = None
     prepare: Optional[Callable] = None
     pre_communication: Optional[Callable] = None
+    prepare_graphs: Optional[Callable] = None
     dp_uncovered: Optional[str] = None
     local_steps: int = 1
 

@@ -138,7 +138,7 @@ def test_cli_fedavg_mutag_resume_and_sampling(tmp_path, data_dir):
 
 
 GRAPH_ALGORITHMS = ("fedavg", "fedprox", "scaffold", "moon", "local", "global", "fedavgm", "fedadam", "fedyogi",
-                    "fedproto", "fedtgp", "gcfl", "gcfl_plus", "gcfl_plus_dws")
+                    "fedproto", "fedtgp", "gcfl", "gcfl_plus", "gcfl_plus_dws", "fedstar")
 
 
 def test_graph_algorithms_are_the_registered_ones():

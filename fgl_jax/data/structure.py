@@ -12,10 +12,12 @@ return probability 0. Degree encoding (DSE): one-hot of the node's degree clippe
 isolated node counts as degree 1, as OpenFGL's `clip(1, n_dg)`). Degrees are out-degrees (row
 counts of `senders`), equal to degrees on the TU sets' symmetric edge lists.
 
-Only the encodings are built here; FedStar's model (a structure channel shared across clients and a
-feature channel kept local) and its algorithm are not yet (docs/graph_fl.md).
+`with_structure_encoding` puts the encoding into a GraphSet's node features, where FedStar's model
+(`fgl_jax.nn.graph.DualChannelClassifier`) reads it; the algorithm is `fgl_jax.algorithms.fedstar`.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -94,3 +96,42 @@ def structure_encoding(gs: GraphSet, rw_steps: int = 16, dg_dims: int = 16, kind
     parts = ([random_walk_encoding(gs, rw_steps)] if "rw" in kind else []) + (
         [degree_encoding(gs, dg_dims)] if "dg" in kind else [])
     return np.concatenate(parts, axis=1)
+
+
+def encoding_width(rw_steps: int, dg_dims: int, kind: str) -> int:
+    """The number of columns `structure_encoding` returns.
+
+    Args:
+        rw_steps: the random-walk length K.
+        dg_dims: the degree one-hot width.
+        kind: "rw", "dg" or "rw_dg".
+
+    Returns:
+        K, dg_dims or K + dg_dims.
+    """
+    if kind not in ENCODINGS:
+        raise ValueError(f"structure encoding: kind must be one of {', '.join(ENCODINGS)}, got {kind!r}")
+    return (rw_steps if "rw" in kind else 0) + (dg_dims if "dg" in kind else 0)
+
+
+def with_structure_encoding(gs: GraphSet, rw_steps: int = 16, dg_dims: int = 16, kind: str = "rw_dg") -> GraphSet:
+    """gs whose node features carry the structure encoding: x = [features | encoding | dataset
+    columns] (a cross-domain set's trailing one-hot dataset columns, `meta["class_blocks"]`, stay last,
+    where the graph models read them).
+
+    Args:
+        gs: the graphs (N nodes, F feature columns of which D are dataset columns).
+        rw_steps: the random-walk length K.
+        dg_dims: the degree one-hot width.
+        kind: "rw", "dg" or "rw_dg".
+
+    Returns:
+        A GraphSet with float32 x [N, F + encoding_width(...)]; meta["structure_encoding"] records
+        (kind, rw_steps, dg_dims).
+    """
+    enc = structure_encoding(gs, rw_steps, dg_dims, kind)
+    d = len(gs.meta.get("class_blocks", ()))
+    x = np.asarray(gs.x, np.float32)
+    cut = x.shape[1] - d
+    x = np.concatenate([x[:, :cut], enc, x[:, cut:]], axis=1)
+    return dataclasses.replace(gs, x=x, meta={**gs.meta, "structure_encoding": (kind, rw_steps, dg_dims)})

@@ -23,8 +23,8 @@ from fgl_jax import validate as V
 # the aggregator's key in a round: fold_in(round key, AGGREGATE_KEY), apart from the clients' keys
 AGGREGATE_KEY = 0x5EED
 
-ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "fedbn", "global")
-PERSONALISED = ("local", "fedper")
+ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "fedbn", "fedstar", "global")
+PERSONALISED = ("local", "fedper", "fedstar")
 # OpenFGL's evaluation modes (which model, on which graph); "auto" = fgl_jax's own choice: the
 # global model on each client's subgraph, or each client's model for personalised algorithms.
 EVAL_MODES = ("auto", "global_model_on_local_data", "global_model_on_global_data",

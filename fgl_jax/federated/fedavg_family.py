@@ -9,6 +9,7 @@ client ("personal"), and in FedProx's proximal term:
     FedProx : FedAvg + (mu/2)||w - w_global||^2 in the local objective (Li et al.)
     FedPer  : all but the last layer shared (Arivazhagan et al.)
     FedBN   : all but the normalisation layers shared (Li et al.; `fgl_jax.nn.layers.normalise`)
+    FedStar : only the structure channel shared (Tan et al.; `fgl_jax.nn.graph.DualChannelClassifier`)
     Global  : FedAvg on a one-client batch holding the whole graph == centralised training
 
 The server step is the run's aggregator (`fgl_jax.federated.config.server_aggregator`): the clients
@@ -30,6 +31,7 @@ from fgl_jax.federated.client import local_train, lr_scale, make_optimizer, node
 from fgl_jax.federated.config import AGGREGATE_KEY, FedConfig, server_aggregator
 from fgl_jax.federated.evaluation import evaluate_models, resolve_eval_mode
 from fgl_jax.federated.link import is_link
+from fgl_jax.nn.graph import is_structure
 from fgl_jax.nn.layers import NORM_PREFIX
 from fgl_jax.privacy.dp import clipped_node_grad
 
@@ -101,6 +103,8 @@ def personal_mask(params: PyTree, algorithm: str, num_layers: int, personal_laye
         return jax.tree_util.tree_map_with_path(lambda p, _: layer_index(p) >= first_personal, params)
     if algorithm == "fedbn":
         return jax.tree_util.tree_map_with_path(lambda p, _: is_norm(p), params)
+    if algorithm == "fedstar":   # only the structure channel is shared (fgl_jax.algorithms.fedstar)
+        return jax.tree_util.tree_map_with_path(lambda p, _: not is_structure(p), params)
     return jax.tree.map(lambda _: False, params)
 
 

@@ -4,6 +4,7 @@ and an MLP head, on a `fgl_jax.graph_batch.GraphBatch`.
     model = GraphClassifier(in_dim=F, hidden=64, num_classes=K, conv="gin", pooling="sum")
     logits = model.apply(params, minibatch)        # [G, K]   (one mini-batch)
     logits = model.apply(params, client_stack)     # [M, G, K] (a client's M mini-batches at once)
+    fedstar = DualChannelClassifier(in_dim=F, se_dim=32, hidden=64, num_classes=K)   # FedStar's two channels
 
 A client's stack [M, ...] is read as one disjoint union of its M mini-batches (node rows, edge
 endpoints and graph slots offset per mini-batch, as jraph's batching), so evaluation is one call.
@@ -64,6 +65,28 @@ def flatten_stack(batch) -> tuple:
             flat(batch.node_graph + (jnp.arange(m, dtype=jnp.int32) * g)[:, None]), flat(batch.node_mask), m * g)
 
 
+def own_domain_logits(out: Array, which: Array, node_graph: Array, node_mask: Array, num_graphs: int,
+                      domains: tuple) -> Array:
+    """Cross-domain heads: logits out [G, K] with every class outside a graph's dataset set to -1e9.
+
+    Args:
+        out: the logits of the G graph slots [G, K].
+        which: the nodes' one-hot dataset columns [N, D] (D = len(domains)).
+        node_graph: int [N], the slot of each node.
+        node_mask: bool [N], the real nodes.
+        num_graphs: G (static).
+        domains: D class ranges (lo, hi), one per dataset.
+
+    Returns:
+        [G, K], out inside each graph's range, -1e9 outside (a padding slot: -1e9 everywhere).
+    """
+    blocks = np.zeros((len(domains), out.shape[-1]), np.float32)
+    for i, (lo, hi) in enumerate(domains):
+        blocks[i, lo:hi] = 1.0
+    own = readout(which, node_graph, node_mask, num_graphs, "max") @ jnp.asarray(blocks)   # [G, K]
+    return jnp.where(own > 0, out, -1e9)
+
+
 class GraphClassifier(nn.Module):
     """num_layers GIN (2-layer MLP, eps = 0, GIN-0) or GCN layers with ReLU, a readout, then the head
     Dense(hidden) - ReLU - dropout - Dense(num_classes). Parameters: conv_i, head_0, head_1, and with
@@ -110,13 +133,91 @@ class GraphClassifier(nn.Module):
         self.sow("intermediates", EMBEDDING, g)
         out = nn.Dense(self.num_classes, name="head_1")(drop(nn.relu(nn.Dense(self.hidden, name="head_0")(g))))
         if self.domains:
-            blocks = np.zeros((len(self.domains), self.num_classes), np.float32)
-            for i, (lo, hi) in enumerate(self.domains):
-                blocks[i, lo:hi] = 1.0
-            own = readout(which, node_graph, nm, num_graphs, "max") @ jnp.asarray(blocks)   # [G, K]
-            out = jnp.where(own > 0, out, -1e9)
+            out = own_domain_logits(out, which, node_graph, nm, num_graphs, self.domains)
         out = out.reshape(batch.y.shape + (self.num_classes,))
         return out[..., 0] if self.task == "graph_reg" else out
+
+
+STRUCT_PREFIX = "struct_"   # the parameters of DualChannelClassifier's structure channel (FedStar shares them)
+
+
+class DualChannelClassifier(nn.Module):
+    """FedStar's decoupled graph classifier (Tan et al., AAAI 2023, Sec. 4.2): a structure channel
+    and a feature channel side by side, the structure embedding concatenated into the feature
+    channel's input at every layer.
+
+    The node inputs are x = [features (in_dim) | structure encoding (se_dim) | D dataset columns]
+    (`fgl_jax.data.structure.with_structure_encoding`; the dataset columns only with `domains`, as in
+    `GraphClassifier`). With h = hidden, for i = 0..num_layers-1:
+
+        f_0 = feat_embed(features),  s_0 = struct_embed(encoding)           # [N, h] each
+        f_{i+1} = dropout(relu(conv_i([f_i | s_i])))                        # GIN (or GCN) on [N, 2h]
+        s_{i+1} = tanh(struct_conv_i(s_i))                                   # GCN: D^-1/2 (A+I) D^-1/2 s W + b
+        g = readout(fuse([f_L | s_L]))                                       # [G, h]
+        logits = head_1(dropout(relu(head_0(g))))                            # [G, K]
+
+    Parameters whose name starts with `STRUCT_PREFIX` (struct_embed, struct_conv_i, struct_conv_i_bias)
+    are the structure channel, the part FedStar averages; the rest (feat_embed, conv_i*, fuse,
+    head_*, norm_*) is the feature channel and head, kept by each client. `conv`, `pooling`, `norm`,
+    `task` and `domains` mean what they mean in `GraphClassifier` (norm: after each feature layer).
+    """
+
+    in_dim: int               # node feature columns (without the encoding and dataset columns)
+    se_dim: int               # structure encoding columns
+    hidden: int
+    num_classes: int          # 1 for graph_reg
+    num_layers: int = 3
+    dropout: float = 0.0
+    conv: str = "gin"
+    pooling: str = "sum"
+    task: str = "graph_cls"
+    norm: str = "none"
+    domains: tuple = ()
+
+    @nn.compact
+    def __call__(self, batch, train: bool = False):
+        x, s, r, em, node_graph, nm, num_graphs = flatten_stack(batch)
+        n = x.shape[0]
+        which = x[:, x.shape[1] - len(self.domains):] if self.domains else None
+        feat, enc = x[:, :self.in_dim], x[:, self.in_dim:self.in_dim + self.se_dim]
+        drop = lambda h: nn.Dropout(self.dropout, deterministic=not train)(h) if self.dropout > 0 else h
+        f = nn.Dense(self.hidden, name="feat_embed")(feat)
+        st = nn.Dense(self.hidden, name=STRUCT_PREFIX + "embed")(enc)
+        for i in range(self.num_layers):
+            h = jnp.concatenate([f, st], axis=-1)
+            if self.conv == "gin":
+                h = gin_aggregate(h, s, r, em, n)
+                h = nn.Dense(self.hidden, name=f"conv_{i}_0")(h)
+                h = nn.Dense(self.hidden, name=f"conv_{i}_1")(nn.relu(h))
+            else:
+                h = ops.gcn_propagate(nn.Dense(self.hidden, use_bias=False, name=f"conv_{i}")(h), s, r, em, n)
+                h = h + self.param(f"conv_{i}_bias", nn.initializers.zeros, (self.hidden,), jnp.float32)
+            f = drop(nn.relu(layers.normalise(self, i, h, self.norm, nm)))
+            st = ops.gcn_propagate(nn.Dense(self.hidden, use_bias=False, name=f"{STRUCT_PREFIX}conv_{i}")(st),
+                                   s, r, em, n)
+            st = jnp.tanh(st + self.param(f"{STRUCT_PREFIX}conv_{i}_bias", nn.initializers.zeros, (self.hidden,),
+                                          jnp.float32))
+        h = nn.Dense(self.hidden, name="fuse")(jnp.concatenate([f, st], axis=-1))
+        g = readout(h, node_graph, nm, num_graphs, self.pooling)
+        self.sow("intermediates", EMBEDDING, g)
+        out = nn.Dense(self.num_classes, name="head_1")(drop(nn.relu(nn.Dense(self.hidden, name="head_0")(g))))
+        if self.domains:
+            out = own_domain_logits(out, which, node_graph, nm, num_graphs, self.domains)
+        out = out.reshape(batch.y.shape + (self.num_classes,))
+        return out[..., 0] if self.task == "graph_reg" else out
+
+
+def is_structure(path) -> bool:
+    """Whether a parameter (its key path in the model's tree) belongs to `DualChannelClassifier`'s
+    structure channel.
+
+    Args:
+        path: a key path from `jax.tree_util.tree_map_with_path`.
+
+    Returns:
+        True when a key on the path starts with `STRUCT_PREFIX`.
+    """
+    return any(str(getattr(k, "key", getattr(k, "name", ""))).startswith(STRUCT_PREFIX) for k in path)
 
 
 def is_graph(model) -> bool:

@@ -31,7 +31,7 @@ import numpy as np
 
 from benchmarks.peers.openfgl.compare import DEFAULT_VENV, HERE, machine_info, mean_sd
 
-ALGORITHMS = {"fedavg": "fedavg", "fedprox": "fedprox", "local": "isolate"}
+ALGORITHMS = {"fedavg": "fedavg", "fedprox": "fedprox", "local": "isolate", "fedstar": "fedstar"}
 DATASETS = ("PROTEINS", "NCI1", "IMDB-BINARY", "IMDB-MULTI", "ENZYMES", "BZR", "COX2", "PTC_MR", "AIDS")
 
 DIFFERENCES = [
@@ -47,6 +47,12 @@ DIFFERENCES = [
     "FedAvg weights: OpenFGL a client's number of graphs (all splits), fgl_jax its training graphs.",
     "Initialisation and dropout masks come from different RNGs (torch vs JAX); OpenFGL evaluates after "
     "the clients' local training (local_model_on_local_data) as fgl_jax does.",
+    "FedStar: both sides run the same dual-channel model (OpenFGL's DecoupledGIN, fgl_jax's "
+    "DualChannelClassifier: feature GIN on [features | structure], structure GCN with tanh, fusion layer, "
+    "sum readout, no batch norm; RWSE 16 + DSE 16) and share only the structure channel; fgl_jax runs it "
+    "with sum readout (the --pooling flag is for the other rows) and fedstar_client_init=own (each "
+    "client's feature channel its own draw, as OpenFGL); the average is weighted by training graphs "
+    "(fgl_jax, as the authors' code) vs all of a client's graphs (OpenFGL's num_samples).",
 ]
 
 
@@ -113,7 +119,7 @@ def main(argv=None) -> None:
     ap.add_argument("--datasets", nargs="+", default=["PROTEINS", "NCI1", "IMDB-BINARY"], choices=DATASETS,
                     help="TU sets of the shared data (OpenFGL's names)")
     ap.add_argument("--algorithms", nargs="+", default=["fedavg", "fedprox"], choices=sorted(ALGORITHMS),
-                    help="fgl_jax names (OpenFGL's: fedavg, fedprox, isolate)")
+                    help="fgl_jax names (OpenFGL's: fedavg, fedprox, isolate, fedstar)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="run seeds (= fgl_jax split seeds)")
     ap.add_argument("--rounds", type=int, default=20, help="communication rounds on both sides")
     ap.add_argument("--clients", type=int, default=10, help="number of clients")
@@ -125,7 +131,8 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (OpenFGL's default 0.01)")
     ap.add_argument("--weight-decay", type=float, default=5e-4, help="L2 weight decay (OpenFGL's default 5e-4)")
     ap.add_argument("--prox-mu", type=float, default=1e-3, help="FedProx mu (OpenFGL's fedprox_config default)")
-    ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout")
+    ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout (fedstar: "
+                    "always sum, as OpenFGL's model)")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per side")
     ap.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)), help="OpenFGL's venv")
     ap.add_argument("--out", default=str(HERE / "results_graph_fl"), help="stem of the record <out>.json / .md")
@@ -150,7 +157,7 @@ def main(argv=None) -> None:
     started = time.time()
     info = machine_info()
     data_dir = Path(resolve_data_dir(None))
-    runs, i, sizes = [], 0, {}
+    runs, i, sizes, notes = [], 0, {}, []
     settings = vars(a)
     if a.merge and Path(a.out).with_suffix(".json").exists():
         old = records.read(Path(a.out).with_suffix(".json"))
@@ -159,14 +166,18 @@ def main(argv=None) -> None:
         for key in ("datasets", "algorithms", "seeds"):
             settings = {**settings, key: list(dict.fromkeys(old["config"][key] + settings[key]))}
         info["loadavg_start"] = old["metrics"]["machine"]["loadavg_start"]
+        notes = old["metrics"].get("notes", [])   # the record's hand-written notes on the cells it keeps
     with tempfile.TemporaryDirectory(prefix="openfgl_gfl_") as tmp:
         for ds in a.datasets:
             fgl_name = "MUTAG_TU" if ds == "MUTAG" else ds
             for algo in a.algorithms:
                 extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else {}
+                pooling = a.pooling
+                if algo == "fedstar":   # OpenFGL's DecoupledGIN: sum readout; each client its own initial draw
+                    extra, pooling = {"fedstar_client_init": "own"}, "sum"
                 cfg = RunConfig(dataset=fgl_name, algorithm=algo, task="graph_cls", clients=a.clients,
                                 partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
-                                graph_pooling=a.pooling, graph_batch_size=a.batch_size, hidden=a.hidden, num_layers=2,
+                                graph_pooling=pooling, graph_batch_size=a.batch_size, hidden=a.hidden, num_layers=2,
                                 dropout=a.dropout, local_steps=a.local_epochs, lr=a.lr, weight_decay=a.weight_decay,
                                 rounds=a.rounds, eval_mode="local_model_on_local_data", eval_average="client_nodes",
                                 **extra)
@@ -199,7 +210,7 @@ def main(argv=None) -> None:
                           f"({rec['openfgl']['ms_per_round']:.0f} ms/round)", flush=True)
                     # the record after every run: a run cut short still leaves what it measured
                     info["loadavg_end"] = list(os.getloadavg())
-                    render({"runs": runs, "machine": info, "differences": DIFFERENCES}, settings, Path(a.out),
+                    render({"runs": runs, "machine": info, "differences": DIFFERENCES, "notes": notes}, settings, Path(a.out),
                            records.provenance(started=started))
 
 

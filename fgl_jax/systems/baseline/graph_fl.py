@@ -102,11 +102,14 @@ def graph_split(cfg, gs: GraphSet) -> tuple[np.ndarray, dict]:
 def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     """(GraphSet, FedData, report) of the configured graph-level run."""
     gs = task_targets(check_graph_set(gs if gs is not None else load_graph_set(cfg)), cfg.task)
+    spec = registry.algorithm(cfg.algorithm)
+    if spec.prepare_graphs is not None:  # the algorithm's own host step on the graphs (FedStar's encodings)
+        gs = spec.prepare_graphs(gs, cfg.hparams())
     if cfg.clients > gs.num_graphs:
         raise ValueError(f"clients={cfg.clients} is more than the {gs.num_graphs} graphs of {gs.name!r}")
     assignment, masks = graph_split(cfg, gs)
     clients = cfg.clients
-    if registry.algorithm(cfg.algorithm).data == "full_graph":  # centralised: one client, the same split
+    if spec.data == "full_graph":  # centralised: one client, the same split
         assignment, clients = np.zeros_like(assignment), 1
     for name, m in masks.items():
         if not m.any():
