@@ -85,5 +85,16 @@ def attack(kind: str, boost: float = 10.0, std: float = 1.0) -> Aggregator:
 
 
 def flip_labels(y: jax.Array, bad: jax.Array, num_classes: int, shift: int = 1) -> jax.Array:
-    """y [C, N] with every label of the clients in bad [C] shifted: (y + shift) mod num_classes."""
-    return jnp.where(bad[:, None], (y + shift) % num_classes, y).astype(y.dtype)
+    """Every label of the clients in `bad` shifted by one class.
+
+    Args:
+        y: int labels `[C, ...]` (nodes `[C, N]`, or a graph batch's `[C, M, G]`).
+        bad: bool `[C]`, the attackers.
+        num_classes: K.
+        shift: the shift.
+
+    Returns:
+        `y` with the attackers' rows replaced by (y + shift) mod K.
+    """
+    bad = bad.reshape((-1,) + (1,) * (y.ndim - 1))
+    return jnp.where(bad, (y + shift) % num_classes, y).astype(y.dtype)

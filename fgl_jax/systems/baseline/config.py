@@ -441,9 +441,6 @@ class BaselineFields(RunSpec):
         if self.partition_file or self.split_index:
             raise ValueError(f"{'partition_file' if self.partition_file else 'split_index'} assigns nodes; task "
                              f"{self.task} deals whole graphs (partition random or dirichlet)")
-        if self.attack != "none":
-            raise ValueError(f"attack={self.attack!r} is wired for node-level tasks; task {self.task} takes the robust "
-                             "aggregators (--aggregator) without an attack")
         if self.eval_mode.endswith("global_data"):
             raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task {self.task} (each client's "
                              "graphs are its own): use auto, global_model_on_local_data or local_model_on_local_data")
