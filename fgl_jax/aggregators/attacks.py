@@ -8,7 +8,8 @@ recompiles. With Delta_i = upload_i - params (the upload itself when params is N
     scale       Delta_i -> boost * Delta_i                   (Bagdasaryan et al.'s model replacement)
     gaussian    Delta_i -> N(0, std^2 I)                     (Gaussian-noise updates, Fang et al.)
 
-Label flipping changes the attacker's training data instead (`flip_labels`), before local training.
+Label flipping changes the attacker's training data instead (`flip_labels`), before local training, and
+so does the graph backdoor (`fgl_jax.federated.backdoor`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from fgl_jax.aggregators.knobs import Knobs
 
 PyTree = Any
 UPLOAD_ATTACKS = ("sign_flip", "scale", "gaussian")
-ATTACKS = (*UPLOAD_ATTACKS, "label_flip")
+# the data attacks change what an attacker trains on (fgl_jax.federated.adversary): label_flip its
+# labels, backdoor a trigger planted in some of its training items (fgl_jax.federated.backdoor)
+ATTACKS = (*UPLOAD_ATTACKS, "label_flip", "backdoor")
 
 
 def attacker_mask(seed: int, num_clients: int, fraction: Any) -> jax.Array:

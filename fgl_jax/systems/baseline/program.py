@@ -27,6 +27,7 @@ from fgl_jax.aggregators import robust
 from fgl_jax.aggregators.attacks import UPLOAD_ATTACKS, attack
 from fgl_jax.aggregators.knobs import names as knob_names
 from fgl_jax.federated.adversary import attacker_ids, with_adversaries
+from fgl_jax.federated.backdoor import with_attack_success
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
@@ -320,6 +321,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         algorithm = algorithm._replace(select=select_keys(cfg, graph))
     algorithm = with_adversaries(algorithm, knobs, cfg.attack, cfg.attackers, cfg.attack_seed,
                                  num_classes=None if link else graph.num_classes)
+    if cfg.attack == "backdoor":  # test_asr of the global model, every round
+        algorithm = with_attack_success(algorithm, model)
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
@@ -363,6 +366,9 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
         if on and not hasattr(state, "aggregator"):
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
+    if cfg.attack == "backdoor" and not hasattr(state, "server"):
+        raise ValueError(f"attack backdoor: algorithm {cfg.algorithm!r} keeps no global model (state.server) whose "
+                         "attack success rate could be measured")
     if cfg.node_dp_degree > 0 and not isinstance(state, BaselineState):
         raise ValueError(f"node_dp_degree: node-level DP is implemented in the FedAvg family's round (fedavg, fedprox, "
                          f"fedper, fedbn, fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r}")
