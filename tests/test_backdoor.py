@@ -142,7 +142,7 @@ def test_asr_without_attackers_is_the_clean_false_trigger_rate(backdoor_runs):
     cfg, gs, prog, out = backdoor_runs
     state, metrics = out[0.0]
     rate, n = false_trigger_rate(cfg, gs, state.server)
-    assert n == prog.describe["graph_report"]["backdoor"]["triggered_test_graphs"] and n >= 40
+    assert n == prog.describe["attack"]["backdoor"]["triggered_test_graphs"] and n >= 40
     # the same predictions, counted the same way: equal up to float32 vs float64 ties (none expected)
     assert metrics["test_asr"] == pytest.approx(rate, abs=1.0 / n)
     assert metrics["test_acc"] > 0.7                                 # the clean task was learnt

@@ -24,12 +24,20 @@ What we decided (the paper's code is not followed line by line):
   leaves the item's own structure intact; static shapes come from packing: the clean and the poisoned
   training data are packed with the same budgets (the poisoned version's), so they are arrays of one
   shape, and the attacker mask selects per client on device (`select_poisoned`), never a recompilation;
-- **the trigger's features are fixed**: every trigger node has feature vector `TRIGGER_VALUE` in every
-  coordinate (1.0), the same for every copy, so the trigger is its structure plus a fixed signature;
+- **the trigger's features are fixed**: every trigger node has the same feature vector
+  (`trigger_features`): TRIGGER_VALUE (1.0) in min(F, 8) coordinates drawn once from the seed, 0
+  elsewhere (all ones on the small one-hot TU features; 8 words of a bag-of-words such as Cora's), the
+  same for every copy, so the trigger is its structure plus a fixed signature;
+- node_cls: the poisoned node v gets its own copy of the trigger, joined by the edge (v, first trigger
+  node); for the ASR every test node of another class than the target gets its own copy, all planted
+  at once in a separate copy of its client's subgraph (its test_mask marks only them); trigger nodes are
+  unlabelled (in no split). Node-level runs pack features dense when the backdoor is on, so the clean
+  and poisoned batches share one layout;
 - every client's poisoned version is prepared once on the host ("as if it attacked"); the traced
   attacker mask picks which clients train on it, so the attacker fraction stays a sweepable value.
 
-Host side (NumPy, once): `trigger_edges`, `poison_choice`, `plant_graph_triggers`, `plant_node_triggers`.
+Host side (NumPy, once): `trigger_edges`, `trigger_features`, `poison_choice`, `plant_graph_triggers`,
+`plant_node_triggers`, `node_backdoor_batches`.
 Device side: `select_poisoned` (in `fgl_jax.federated.adversary.with_adversaries`) and
 `attack_success_rate` / `with_attack_success` (the `test_asr` metric of every round).
 """
@@ -42,10 +50,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax.batch import client_graphs, stack_graphs
 from fgl_jax.federated.algorithm import FederatedAlgorithm, with_round
 
 PyTree = Any
-TRIGGER_VALUE = 1.0          # every feature of every trigger node
+TRIGGER_VALUE = 1.0          # the value of a trigger node's set features
+TRIGGER_FEATURES = 8         # how many features a trigger node sets (all of them when F is smaller)
 TRAIN_KEY, TEST_KEY = "backdoor_train", "backdoor_test"   # FedData.extra entries
 
 
@@ -72,6 +82,22 @@ def trigger_edges(size: int, density: float, seed: int) -> tuple[np.ndarray, np.
     snd = np.stack([a, b], 1).reshape(-1).astype(np.int32)
     rcv = np.stack([b, a], 1).reshape(-1).astype(np.int32)
     return snd, rcv
+
+
+def trigger_features(num_features: int, seed: int) -> np.ndarray:
+    """A trigger node's features: TRIGGER_VALUE in min(F, TRIGGER_FEATURES) coordinates drawn from `seed`.
+
+    Args:
+        num_features: F.
+        seed: the draw's seed.
+
+    Returns:
+        float32 `[F]`.
+    """
+    rng = np.random.default_rng([seed, 0xB4D, 3])
+    out = np.zeros(num_features, np.float32)
+    out[rng.choice(num_features, min(num_features, TRIGGER_FEATURES), replace=False)] = TRIGGER_VALUE
+    return out
 
 
 def poison_choice(owner: np.ndarray, candidates: np.ndarray, num_clients: int, rate: float, seed: int) -> np.ndarray:
@@ -101,7 +127,7 @@ def poison_choice(owner: np.ndarray, candidates: np.ndarray, num_clients: int, r
 def plant_graph_triggers(gs, rows: Sequence[int], size: int, density: float, target: int, seed: int):
     """A GraphSet with the trigger added to the graphs `rows` (module docstring), their label `target`.
 
-    Graph g in rows keeps its n nodes and edges, then gets nodes n..n+t-1 (features TRIGGER_VALUE),
+    Graph g in rows keeps its n nodes and edges, then gets nodes n..n+t-1 (`trigger_features`),
     the trigger's edges among them (`trigger_edges`, shifted by n), then the attachment edges
     (u, n) and (n, u), u = a seeded random node of g (u drawn per graph from `seed`; a graph with no
     nodes gets no attachment). Other graphs are unchanged; graph order is kept.
@@ -122,7 +148,7 @@ def plant_graph_triggers(gs, rows: Sequence[int], size: int, density: float, tar
     rng = np.random.default_rng([seed, 0xB4D, 2])
     anchors = rng.integers(0, np.maximum(gs.nodes_per_graph, 1))   # one draw per graph, poisoned or not
     xs, ss, rs, n_off, e_off = [], [], [], [0], [0]
-    trig_x = np.full((size, gs.num_features), TRIGGER_VALUE, gs.x.dtype)
+    trig_x = np.tile(trigger_features(gs.num_features, seed), (size, 1)).astype(gs.x.dtype)
     for g in range(gs.num_graphs):
         lo, hi = gs.node_offsets[g], gs.node_offsets[g + 1]
         s = gs.senders[gs.edge_offsets[g]:gs.edge_offsets[g + 1]] - lo
@@ -145,6 +171,77 @@ def plant_graph_triggers(gs, rows: Sequence[int], size: int, density: float, tar
                                receivers=np.concatenate(rs).astype(np.int32), node_offsets=np.asarray(n_off, np.int64),
                                edge_offsets=np.asarray(e_off, np.int64), y=y,
                                edge_labels=None if poison.any() else gs.edge_labels)
+
+
+def plant_node_triggers(g, nodes: Sequence[int], size: int, density: float, target: int, seed: int,
+                        as_test: bool = False):
+    """A `fgl_jax.graph.Graph` (one client's subgraph) with a trigger copy attached to each node in `nodes`.
+
+    Node nodes[i] = v keeps its edges and gets nodes n + i t .. n + (i+1) t - 1 (`trigger_features`, no
+    label, in no split), the trigger's edges among them and the edge (v, n + i t) both ways; the
+    label of v becomes `target`. as_test: the split masks become "test = nodes" only (the ASR copy).
+
+    Args:
+        g: the client's graph (dense or CSR features).
+        nodes: local node ids to attach a trigger to.
+        size, density, seed: the trigger (`trigger_edges`, `trigger_features`).
+        target: the label the nodes get.
+        as_test: mark only `nodes`, as test nodes.
+
+    Returns:
+        The Graph with N + len(nodes) t nodes, dense features.
+    """
+    nodes = np.asarray(nodes, np.int64)
+    n, k = g.num_nodes, nodes.size
+    ts, tr = trigger_edges(size, density, seed)
+    base = n + size * np.arange(k)
+    snd = [np.asarray(g.senders, np.int64), (ts[None, :] + base[:, None]).reshape(-1), nodes, base]
+    rcv = [np.asarray(g.receivers, np.int64), (tr[None, :] + base[:, None]).reshape(-1), base, nodes]
+    x = g.x.toarray() if hasattr(g.x, "toarray") else np.asarray(g.x)
+    x = np.concatenate([x.astype(np.float32), np.tile(trigger_features(g.num_features, seed), (k * size, 1))])
+    y = np.concatenate([np.asarray(g.y), np.full(k * size, -1, np.int32)]).astype(np.int32)
+    y[nodes] = target
+    pad = np.zeros(k * size, bool)
+    masks = {m: np.concatenate([np.asarray(getattr(g, m), bool), pad]) for m in ("train_mask", "val_mask", "test_mask")}
+    if as_test:
+        masks = {m: np.zeros(n + k * size, bool) for m in masks}
+        masks["test_mask"][nodes] = True
+    return dataclasses.replace(g, senders=np.concatenate(snd).astype(np.int32), receivers=np.concatenate(rcv).astype(np.int32),
+                               x=x, y=y, **masks)
+
+
+def node_backdoor_batches(graph, assignment: np.ndarray, num_clients: int, size: int, density: float, rate: float,
+                          target: int, seed: int) -> tuple:
+    """(clean, poisoned, triggered test, report) ClientBatches `[C, ...]` of a node_cls backdoor run.
+
+    clean: every client's subgraph; poisoned: the same with round(rate x its training nodes) poisoned
+    (`plant_node_triggers`); both stacked with dense features and the same N and E (the poisoned
+    version's), so they are one shape. triggered test: each client's subgraph with a trigger on every
+    test node whose label is not the target (test_mask = those nodes, y = target).
+
+    Args:
+        graph: the split whole graph; assignment: int `[N]` client of each node; num_clients: C.
+        size, density, rate, target, seed: the backdoor (`fgl_jax.federated.backdoor`).
+
+    Returns:
+        (clean, poisoned, test, report) with report = poisoned training nodes per client and the
+        number of triggered test nodes.
+    """
+    assignment = np.asarray(assignment)
+    poison = poison_choice(assignment, np.asarray(graph.train_mask, bool) & (np.asarray(graph.y) >= 0), num_clients,
+                           rate, seed)
+    asr = triggered_test_rows(graph.y, graph.test_mask, target)
+    subs, ids = client_graphs(graph, assignment, num_clients)
+    bad = [plant_node_triggers(g, np.flatnonzero(poison[i]), size, density, target, seed) for g, i in zip(subs, ids)]
+    test = [plant_node_triggers(g, np.flatnonzero(asr[i]), size, density, target, seed, as_test=True)
+            for g, i in zip(subs, ids)]
+    # trigger nodes have no node of the source graph: id -1, as padding
+    extend = lambda gs: [np.concatenate([i, np.full(g.num_nodes - i.size, -1, i.dtype)]) for g, i in zip(gs, ids)]
+    poisoned = stack_graphs(bad, extend(bad), sparse=False)
+    clean = stack_graphs(subs, ids, sparse=False, num_nodes=poisoned.num_nodes, num_edges=int(poisoned.senders.shape[-1]))
+    report = {"poisoned_train_nodes_per_client": np.bincount(assignment[poison], minlength=num_clients).tolist(),
+              "triggered_test_nodes": int(asr.sum())}
+    return clean, poisoned, stack_graphs(test, extend(test), sparse=False), report
 
 
 def select_poisoned(clean: PyTree, poisoned: PyTree, bad: jax.Array) -> PyTree:

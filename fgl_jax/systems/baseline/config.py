@@ -59,7 +59,7 @@ SAMPLED_ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "fedbn", "global",
 # models whose outputs at the seeds are exact on the sampled computation trees (see sampling.py)
 SAMPLED_MODELS = ("gcn", "sage", "graphsage")
 GRAPH_TASKS = ("graph_cls", "graph_reg")
-BACKDOOR_TASKS = ("graph_cls",)   # the tasks whose items (graphs, nodes) the backdoor can trigger
+BACKDOOR_TASKS = ("node_cls", "graph_cls")   # the tasks whose items (graphs, nodes) the backdoor can trigger
 # graph-level simulations that deal whole graphs only (docs/graph_fl.md); random and dirichlet serve both levels
 GRAPH_PARTITIONS = ("topology_skew", "feature_skew", "cross_domain")
 # node-level options a graph-level task refuses when changed (they perturb or split nodes)

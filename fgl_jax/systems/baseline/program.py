@@ -27,7 +27,8 @@ from fgl_jax.aggregators import robust
 from fgl_jax.aggregators.attacks import UPLOAD_ATTACKS, attack
 from fgl_jax.aggregators.knobs import names as knob_names
 from fgl_jax.federated.adversary import attacker_ids, with_adversaries
-from fgl_jax.federated.backdoor import with_attack_success
+from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, check_backdoor_target, node_backdoor_batches,
+                                        with_attack_success)
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
@@ -174,6 +175,9 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     if cfg.split not in PER_CLIENT:
         graph = perturb_labels(graph, cfg)
     full = registry.algorithm(cfg.algorithm).data == "full_graph"
+    if full and cfg.attack == "backdoor":
+        raise ValueError(f"attack backdoor: algorithm {cfg.algorithm!r} trains one centralised model, with no "
+                         "clients to attack")
     if full and cfg.split not in PER_CLIENT:
         batch = full_graph_batch(graph)
         return Prepared(graph, None, make_fed_data(training_layout(batch, cfg, graph),
@@ -187,11 +191,15 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
                                                        glob=batch if needs_global_graph(cfg) else None))
     # stack_partition builds build_client_batch's arrays in O(N + E) instead of one pass over the
     # graph per client: what a sampled run at ogbn-products scale needs (tests/test_sharding.py: equal)
-    build = stack_partition if cfg.batch_size else build_client_batch
-    batch = build(graph, part.assignment, cfg.clients)
+    spec = registry.algorithm(cfg.algorithm)
+    backdoor = None
+    if cfg.attack == "backdoor":  # clean and poisoned batches of one shape, the triggered test nodes
+        batch, backdoor = backdoor_node_data(graph, part, cfg, spec)
+    else:
+        build = stack_partition if cfg.batch_size else build_client_batch
+        batch = build(graph, part.assignment, cfg.clients)
     glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
     extra, pre = None, None
-    spec = registry.algorithm(cfg.algorithm)
     inp = HostInput(graph, np.asarray(part.assignment), batch, cfg.partition_seed)
     if spec.pre_communication is not None:  # bytes of a one-off exchange before training
         up, down = spec.pre_communication(inp, cfg.hparams())
@@ -199,7 +207,26 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     if spec.prepare is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
         batch, extra = spec.prepare(inp, cfg.hparams())
     batch = training_layout(batch, cfg, graph)
-    return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre)
+    report = None
+    if backdoor is not None:
+        extra, report = {**(extra or {}), **backdoor[0]}, {"backdoor": backdoor[1]}
+    return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre, report=report)
+
+
+def backdoor_node_data(graph: Graph, part: Partition, cfg: RunConfig, spec) -> tuple:
+    """(clean batch, ({backdoor_train, backdoor_test}, report)) of a node_cls backdoor run
+    (`fgl_jax.federated.backdoor.node_backdoor_batches`); refused in one line where the poisoned data
+    could not stand in for the clean one (an algorithm's own host preparation, neighbour sampling,
+    centralised training)."""
+    if spec.prepare is not None or cfg.batch_size:
+        why = "prepares its own host data" if spec.prepare is not None else "trains on sampled mini-batches"
+        raise ValueError(f"attack backdoor: algorithm {cfg.algorithm!r} {why} from the clean graph; the node-level "
+                         "backdoor serves algorithms that train on the client subgraph (fedavg, fedprox, scaffold, ...)")
+    check_backdoor_target(cfg.attack_target, graph.num_classes, f"dataset {graph.name!r}")
+    clean, poisoned, test, report = node_backdoor_batches(
+        graph, part.assignment, cfg.clients, cfg.attack_trigger_size, cfg.attack_density, cfg.attack_poison_rate,
+        cfg.attack_target, cfg.attack_seed)
+    return clean, ({TRAIN_KEY: poisoned, TEST_KEY: test}, report)
 
 
 def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
@@ -417,12 +444,18 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
                 **({"task": cfg.task} if cfg.task != "node_cls" else {})}
     if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
-    if prepared.report is not None:
-        describe["graph_report"] = prepared.report
+    report = dict(prepared.report or {})
+    poisoning = report.pop("backdoor", None)   # the backdoor's counts go beside the attacker set
+    if report:
+        describe["graph_report"] = report
     if cfg.attack != "none":  # the attacker set of the configured fraction (a sweep's members draw theirs alike)
         describe["attack"] = {"kind": cfg.attack, "fraction": cfg.attackers, "seed": cfg.attack_seed,
                               "attackers": attacker_ids(cfg.attack_seed, int(prepared.data.eval.num_clients),
                                                         cfg.attackers)}
+        if poisoning is not None:
+            describe["attack"]["backdoor"] = {"trigger_size": cfg.attack_trigger_size, "density": cfg.attack_density,
+                                              "poison_rate": cfg.attack_poison_rate, "target": cfg.attack_target,
+                                              **poisoning}
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
     if cfg.dp_clip > 0 or cfg.secure_agg:
