@@ -7,6 +7,8 @@
   computed independently (a NumPy forward pass of the final global model over the triggered test
   graphs, `tests.test_graph_batch.dense_reference`); with half the clients attacking it rises well
   above it (stated margin below);
+- the same two statements for node classification on a CSBM graph (behind `slow`), and the node
+  trigger planting against a hand-built toy graph;
 - every upload attack, label flipping and the robust aggregators run on graph_cls (one cheap case in
   the default suite, the rest behind `slow`).
 """
@@ -20,7 +22,8 @@ import pytest
 from fgl_jax import schema
 from fgl_jax.aggregators.attacks import flip_labels
 from fgl_jax.data.tu import GraphSet
-from fgl_jax.federated.backdoor import TRIGGER_VALUE, plant_graph_triggers, poison_choice, trigger_edges
+from fgl_jax.federated.backdoor import (TRIGGER_VALUE, plant_graph_triggers, plant_node_triggers, poison_choice,
+                                        trigger_edges, trigger_features)
 from fgl_jax.systems.baseline.config import RunConfig
 from fgl_jax.systems.baseline.graph_fl import graph_split
 from fgl_jax.systems.baseline.program import build
@@ -166,6 +169,78 @@ def test_backdoor_refusals_are_one_line():
     with pytest.raises(ValueError, match=r"attack_target=5: dataset 'toy' has classes 0\.\.1"):
         build(schema.make(RunConfig, dict(task="graph_cls", dataset="unused", clients=2, attack="backdoor",
                                           attack_target=5)), graph=toy_set(num_graphs=40, seed=1))
+
+
+# ----------------------------------------------------------------------------------- node classification
+
+def test_node_planting_attaches_one_trigger_copy_per_node_on_a_toy_graph():
+    from fgl_jax.graph import Graph
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    s, r = np.array([0, 1, 1, 2, 2, 3], np.int32), np.array([1, 0, 2, 1, 3, 2], np.int32)
+    masks = dict(train_mask=np.array([1, 1, 0, 1], bool), val_mask=np.array([0, 0, 1, 0], bool),
+                 test_mask=np.zeros(4, bool))
+    g = Graph("t", s, r, x, np.array([1, 2, 0, 1], np.int32), 3, **masks)
+    out = plant_node_triggers(g, [1, 3], size=2, density=1.0, target=0, seed=5)
+    assert out.num_nodes == 8
+    np.testing.assert_array_equal(out.x[:4], x)
+    np.testing.assert_array_equal(out.x[4:], np.full((4, 3), TRIGGER_VALUE))   # F = 3 < 8: every feature set
+    np.testing.assert_array_equal(out.y, [1, 0, 0, 0, -1, -1, -1, -1])           # poisoned nodes -> target
+    np.testing.assert_array_equal(out.train_mask, [1, 1, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(out.val_mask, [0, 0, 1, 0, 0, 0, 0, 0])
+    want = _edges(s, r) | {(4, 5), (5, 4), (6, 7), (7, 6), (1, 4), (4, 1), (3, 6), (6, 3)}
+    assert _edges(out.senders, out.receivers) == want and len(out.senders) == len(want)
+    test = plant_node_triggers(g, [1, 3], size=2, density=1.0, target=0, seed=5, as_test=True)
+    np.testing.assert_array_equal(test.test_mask, [0, 1, 0, 1, 0, 0, 0, 0])
+    assert not test.train_mask.any() and not test.val_mask.any()
+    # a bag-of-words width: 8 features set, the same ones in every copy
+    wide = trigger_features(100, seed=5)
+    assert wide.sum() == 8 * TRIGGER_VALUE and np.array_equal(wide, trigger_features(100, seed=5))
+
+
+@pytest.fixture(scope="module")
+def node_runs():
+    """(cfg, prog, {fraction: (state, metrics)}) of one compiled FedAvg-GCN round on a CSBM graph."""
+    from fgl_jax.data.synthetic import csbm
+    graph = csbm(num_nodes=400, num_classes=3, num_features=16, avg_degree=5.0, homophily=0.8, feature_signal=2.0,
+                 seed=3)
+    cfg = schema.make(RunConfig, dict(dataset="unused", clients=4, split="random", rounds=ROUNDS, hidden=16,
+                                      local_steps=3, lr=0.02, attack="backdoor", attackers=0.5,
+                                      attack_poison_rate=0.5, attack_target=TARGET, attack_density=1.0))
+    prog = build(cfg, graph=graph)
+    step = jax.jit(prog.algorithm.round)
+    out = {}
+    for frac in (0.0, 0.5):
+        state = prog.algorithm.init(jax.random.key(0), prog.data)
+        state = state.replace(hp={**state.hp, "attackers": jnp.float32(frac)})
+        for r in range(2 * ROUNDS):
+            state, metrics = step(state, prog.data, jax.random.key(r))
+        out[frac] = (state, jax.tree.map(float, metrics))
+    return cfg, graph, prog, out
+
+
+@pytest.mark.slow
+def test_node_asr_is_the_false_trigger_rate_without_attackers_and_rises_with_them(node_runs):
+    from fgl_jax.batch import client_graphs, stack_graphs
+    from fgl_jax.systems.baseline.program import model_from_config, partition_clients, split_graph
+    cfg, graph, prog, out = node_runs
+    state, metrics = out[0.0]
+    # the clean model on each client's subgraph with every non-target test node triggered, one client
+    # at a time, counted here (not through attack_success_rate)
+    model, _ = model_from_config(cfg, graph)
+    g = split_graph(graph, cfg)
+    subs, _ = client_graphs(g, partition_clients(g, cfg).assignment, cfg.clients)
+    rows = [np.flatnonzero(sub.test_mask & (sub.y != TARGET)) for sub in subs]
+    trig = [plant_node_triggers(sub, r, cfg.attack_trigger_size, cfg.attack_density, TARGET, cfg.attack_seed)
+            for sub, r in zip(subs, rows)]
+    logits = np.asarray(jax.jit(jax.vmap(lambda b: model.apply(state.server, b, train=False)))(
+        stack_graphs(trig, sparse=False)))
+    hits = sum(int((logits[c][r].argmax(-1) == TARGET).sum()) for c, r in enumerate(rows))
+    total = sum(r.size for r in rows)
+    assert total == prog.describe["attack"]["backdoor"]["triggered_test_nodes"] and total >= 40
+    assert metrics["test_asr"] == pytest.approx(hits / total, abs=1.0 / total)
+    assert metrics["test_acc"] > 0.6
+    # with half the clients attacking: the same margin as the graph task's (n >= 40 triggered nodes)
+    assert out[0.5][1]["test_asr"] >= metrics["test_asr"] + 0.3, (metrics["test_asr"], out[0.5][1]["test_asr"])
 
 
 # ----------------------------------------------------------------------------------- attacks on graph tasks
