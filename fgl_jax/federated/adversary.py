@@ -44,7 +44,8 @@ def with_adversaries(algorithm: FederatedAlgorithm, knobs: Optional[Mapping[str,
                      num_classes: Optional[int] = None) -> FederatedAlgorithm:
     """`algorithm` with traced aggregator knobs and an attack (module docstring). knobs: name ->
     configured value of every Knobs name the run's aggregator reads; attack: "none" or one of
-    ATTACKS (label_flip and backdoor need num_classes; backdoor reads data.extra["backdoor_train"]). Unchanged when there is nothing to do."""
+    ATTACKS (label_flip and backdoor need num_classes; backdoor reads data.extra["backdoor_train"]).
+    Unchanged when there is nothing to do."""
     if attack != "none" and attack not in ATTACKS:
         raise ValueError(f"attack must be 'none' or one of {', '.join(ATTACKS)}, got {attack!r}")
     if attack in ("label_flip", "backdoor") and not num_classes:
