@@ -161,6 +161,15 @@ def test_asr_with_attackers_rises_well_above_the_false_trigger_rate(backdoor_run
     assert attacked >= clean + 0.3, (clean, attacked)
 
 
+def test_asr_summary_reads_the_reported_round():
+    from types import SimpleNamespace
+    from fgl_jax.federated.backdoor import asr_summary
+    res = SimpleNamespace(history={"test_asr": np.array([0.1, 0.5, 0.9]), "test_acc": np.array([0.6, 0.7, 0.65])},
+                          best={"best_round": 2})
+    assert asr_summary(res) == {"backdoor": {"test_asr_at_best_round": 0.5, "test_acc_at_best_round": 0.7,
+                                             "test_asr_final": 0.9}}
+
+
 def test_backdoor_refusals_are_one_line():
     with pytest.raises(ValueError, match="attack backdoor plants a trigger"):
         schema.make(RunConfig, dict(task="graph_reg", dataset="unused", attack="backdoor"))

@@ -297,6 +297,24 @@ def with_attack_success(algorithm: FederatedAlgorithm, model) -> FederatedAlgori
     return with_round(algorithm, wrap)
 
 
+def asr_summary(result) -> dict:
+    """`Hooks.finalize` of a backdoor run: {"backdoor": {"test_asr_at_best_round", "test_acc_at_best_round",
+    "test_asr_final"}} for summary.json's extras (the reported round is the best-validation one).
+
+    Args:
+        result: the run's `RunResult` (history with "test_asr"; best with "best_round", 1-based).
+
+    Returns:
+        The dict above (at_best values are None when no round was selected).
+    """
+    asr = np.asarray(result.history["test_asr"], np.float64)
+    acc = np.asarray(result.history.get("test_acc", np.full(asr.shape, np.nan)), np.float64)
+    r = int(result.best.get("best_round", 0) or 0)
+    at = lambda a: float(a[r - 1]) if 0 < r <= a.shape[0] else None
+    return {"backdoor": {"test_asr_at_best_round": at(asr), "test_acc_at_best_round": at(acc),
+                         "test_asr_final": float(asr[-1]) if asr.size else None}}
+
+
 def check_backdoor_target(target: int, num_classes: int, where: str) -> None:
     """One-line refusal of a target class outside 0..K-1 (or of a task without classes)."""
     if num_classes < 2:

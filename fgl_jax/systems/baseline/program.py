@@ -27,8 +27,8 @@ from fgl_jax.aggregators import robust
 from fgl_jax.aggregators.attacks import UPLOAD_ATTACKS, attack
 from fgl_jax.aggregators.knobs import names as knob_names
 from fgl_jax.federated.adversary import attacker_ids, with_adversaries
-from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, check_backdoor_target, node_backdoor_batches,
-                                        with_attack_success)
+from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, asr_summary, check_backdoor_target,
+                                        node_backdoor_batches, with_attack_success)
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
@@ -478,7 +478,9 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["dp_uncovered"] = uncovered
         print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
               "(docs/aggregators.md)", file=sys.stderr)
-    hooks = Hooks(finalize=membership_hook(cfg, prepared.graph, prepared.data)) if cfg.eval_mia else Hooks()
+    finals = ([membership_hook(cfg, prepared.graph, prepared.data)] if cfg.eval_mia else []) + \
+        ([asr_summary] if cfg.attack == "backdoor" else [])
+    hooks = Hooks(finalize=(lambda res: {k: v for f in finals for k, v in f(res).items()})) if finals else Hooks()
     return Program(algorithm, prepared.data, cfg.rounds, describe, hooks=hooks,
                    per_round=per_round_columns(cfg, algorithm, prepared.data),
                    account=dp_account(cfg, prepared.data) if cfg.dp_clip > 0 else None)
