@@ -173,6 +173,8 @@ def test_asr_summary_reads_the_reported_round():
 def test_backdoor_refusals_are_one_line():
     with pytest.raises(ValueError, match="attack backdoor plants a trigger"):
         schema.make(RunConfig, dict(task="graph_reg", dataset="unused", attack="backdoor"))
+    with pytest.raises(ValueError, match="algorithm 'global' trains one centralised model"):
+        schema.make(RunConfig, dict(task="graph_cls", dataset="unused", algorithm="global", attack="backdoor"))
     with pytest.raises(ValueError, match="attack_target=3 is an option of attack backdoor"):
         schema.make(RunConfig, dict(task="graph_cls", dataset="unused", attack="sign_flip", attack_target=3))
     with pytest.raises(ValueError, match=r"attack_target=5: dataset 'toy' has classes 0\.\.1"):

@@ -363,6 +363,9 @@ class BaselineFields(RunSpec):
         if self.attack == "backdoor" and self.task not in BACKDOOR_TASKS:
             raise ValueError(f"attack backdoor plants a trigger in classified graphs or nodes ({', '.join(BACKDOOR_TASKS)}), "
                              f"not in task {self.task}")
+        if self.attack == "backdoor" and registry.algorithm(self.algorithm).data == "full_graph":
+            raise ValueError(f"attack backdoor: algorithm {self.algorithm!r} trains one centralised model, with no "
+                             "clients to attack")
         if self.attackers > 0 and self.attack == "none":
             raise ValueError(f"attackers={self.attackers} needs an attack: set attack to one of {', '.join(ATTACKS)}")
         if self.aggregator != "mean" and self.dp_clip > 0:

@@ -175,9 +175,6 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     if cfg.split not in PER_CLIENT:
         graph = perturb_labels(graph, cfg)
     full = registry.algorithm(cfg.algorithm).data == "full_graph"
-    if full and cfg.attack == "backdoor":
-        raise ValueError(f"attack backdoor: algorithm {cfg.algorithm!r} trains one centralised model, with no "
-                         "clients to attack")
     if full and cfg.split not in PER_CLIENT:
         batch = full_graph_batch(graph)
         return Prepared(graph, None, make_fed_data(training_layout(batch, cfg, graph),
