@@ -316,7 +316,16 @@ def asr_summary(result) -> dict:
 
 
 def check_backdoor_target(target: int, num_classes: int, where: str) -> None:
-    """One-line refusal of a target class outside 0..K-1 (or of a task without classes)."""
+    """One-line refusal of a target class outside 0..K-1 (or of a task without classes).
+
+    Args:
+        target: the backdoor's target class.
+        num_classes: K of the data.
+        where: what the data are, for the message (e.g. "dataset 'cora'").
+
+    Returns:
+        None; raises ValueError when the target is not a class.
+    """
     if num_classes < 2:
         raise ValueError(f"attack backdoor: {where} has {num_classes} classes; a backdoor needs a classification task")
     if not 0 <= target < num_classes:
@@ -324,6 +333,13 @@ def check_backdoor_target(target: int, num_classes: int, where: str) -> None:
 
 
 def triggered_test_rows(y: np.ndarray, test: np.ndarray, target: int) -> np.ndarray:
-    """The items ASR is measured on: test items whose true label is not the target (bool `[n]`)."""
+    """The items ASR is measured on: test items whose true label is not the target.
+
+    Args:
+        y: int `[n]` true labels; test: bool `[n]` the test split; target: the target class.
+
+    Returns:
+        bool `[n]`.
+    """
     return np.asarray(test, bool) & (np.asarray(y) != target)
 
