@@ -159,6 +159,10 @@ def test_asr_with_attackers_rises_well_above_the_false_trigger_rate(backdoor_run
     # n >= 40 triggered graphs: a binomial sd of at most 0.08 per rate; a rise of 0.3 is > 2.5 sd of
     # their difference (the deterministic run has no sampling noise beyond the draw of the data)
     assert attacked >= clean + 0.3, (clean, attacked)
+    # the clean rate here is 0, so the count is also checked where it is not: the attacked model's
+    # test_asr is its own rate on the triggered graphs, by the same NumPy forward pass
+    rate, n = false_trigger_rate(cfg, gs, out[0.5][0].server)
+    assert attacked == pytest.approx(rate, abs=1.0 / n) and 0.0 < rate < 1.0
 
 
 def test_asr_summary_reads_the_reported_round():
