@@ -8,7 +8,8 @@ recompiles. With Delta_i = upload_i - params (the upload itself when params is N
     scale       Delta_i -> boost * Delta_i                   (Bagdasaryan et al.'s model replacement)
     gaussian    Delta_i -> N(0, std^2 I)                     (Gaussian-noise updates, Fang et al.)
 
-Label flipping changes the attacker's training data instead (`flip_labels`), before local training.
+Label flipping changes the attacker's training data instead (`flip_labels`), before local training, and
+so does the graph backdoor (`fgl_jax.federated.backdoor`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from fgl_jax.aggregators.knobs import Knobs
 
 PyTree = Any
 UPLOAD_ATTACKS = ("sign_flip", "scale", "gaussian")
-ATTACKS = (*UPLOAD_ATTACKS, "label_flip")
+# the data attacks change what an attacker trains on (fgl_jax.federated.adversary): label_flip its
+# labels, backdoor a trigger planted in some of its training items (fgl_jax.federated.backdoor)
+ATTACKS = (*UPLOAD_ATTACKS, "label_flip", "backdoor")
 
 
 def attacker_mask(seed: int, num_clients: int, fraction: Any) -> jax.Array:
@@ -85,5 +88,16 @@ def attack(kind: str, boost: float = 10.0, std: float = 1.0) -> Aggregator:
 
 
 def flip_labels(y: jax.Array, bad: jax.Array, num_classes: int, shift: int = 1) -> jax.Array:
-    """y [C, N] with every label of the clients in bad [C] shifted: (y + shift) mod num_classes."""
-    return jnp.where(bad[:, None], (y + shift) % num_classes, y).astype(y.dtype)
+    """Every label of the clients in `bad` shifted by one class.
+
+    Args:
+        y: int labels `[C, ...]` (nodes `[C, N]`, or a graph batch's `[C, M, G]`).
+        bad: bool `[C]`, the attackers.
+        num_classes: K.
+        shift: the shift.
+
+    Returns:
+        `y` with the attackers' rows replaced by (y + shift) mod K.
+    """
+    bad = bad.reshape((-1,) + (1,) * (y.ndim - 1))
+    return jnp.where(bad, (y + shift) % num_classes, y).astype(y.dtype)

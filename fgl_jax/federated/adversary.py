@@ -11,7 +11,10 @@ wraps an algorithm (before `with_participation`, so it sees the round's sampled 
   the hp values, and "attacker_mask", the attackers among this round's training clients
   (`attacker_mask(seed, C, attackers)[train_index]`); the aggregator's state is restored after it;
 - attack "label_flip" shifts the training labels of the attacking clients before local training
-  (the round's `data.train.y`; evaluation keeps the true labels).
+  (the round's `data.train.y`; evaluation keeps the true labels);
+- attack "backdoor" gives the attacking clients their poisoned training data (trigger planted,
+  relabelled to the target: `fgl_jax.federated.backdoor`), prepared for every client on the host
+  in `data.extra["backdoor_train"]` `[C, ...]` and selected by the mask on device.
 
 The upload attacks themselves are the aggregator's first stage (`fgl_jax.aggregators.attacks.attack`,
 placed by `fgl_jax.federated.config.server_aggregator` from `FedConfig.upload_stages`), so every
@@ -28,6 +31,7 @@ import numpy as np
 from fgl_jax.aggregators import knobs as K
 from fgl_jax.aggregators.attacks import ATTACKS, attacker_mask, flip_labels
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm, with_round
+from fgl_jax.federated.backdoor import TRAIN_KEY, select_poisoned
 
 
 def attacker_ids(seed: int, num_clients: int, fraction: float) -> list[int]:
@@ -40,10 +44,11 @@ def with_adversaries(algorithm: FederatedAlgorithm, knobs: Optional[Mapping[str,
                      num_classes: Optional[int] = None) -> FederatedAlgorithm:
     """`algorithm` with traced aggregator knobs and an attack (module docstring). knobs: name ->
     configured value of every Knobs name the run's aggregator reads; attack: "none" or one of
-    ATTACKS (label_flip needs num_classes). Unchanged when there is nothing to do."""
+    ATTACKS (label_flip and backdoor need num_classes; backdoor reads data.extra["backdoor_train"]).
+    Unchanged when there is nothing to do."""
     if attack != "none" and attack not in ATTACKS:
         raise ValueError(f"attack must be 'none' or one of {', '.join(ATTACKS)}, got {attack!r}")
-    if attack == "label_flip" and not num_classes:
+    if attack in ("label_flip", "backdoor") and not num_classes:
         raise ValueError("attack label_flip needs the number of classes")
     values = {k: float(v) for k, v in (knobs or {}).items()}
     if attack != "none":
@@ -67,6 +72,9 @@ def with_adversaries(algorithm: FederatedAlgorithm, knobs: Optional[Mapping[str,
                 now["attacker_mask"] = bad
                 if attack == "label_flip":
                     data = data.replace(train=data.train.replace(y=flip_labels(data.train.y, bad, num_classes)))
+                elif attack == "backdoor":
+                    poisoned = jax.tree.map(lambda a: a[data.train_index], data.extra[TRAIN_KEY])
+                    data = data.replace(train=select_poisoned(data.train, poisoned, bad))
             agg = getattr(state, "aggregator", None)
             if agg is None:
                 return round_(state, data, key)

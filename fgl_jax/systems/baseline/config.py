@@ -59,6 +59,7 @@ SAMPLED_ALGORITHMS = ("local", "fedavg", "fedprox", "fedper", "fedbn", "global",
 # models whose outputs at the seeds are exact on the sampled computation trees (see sampling.py)
 SAMPLED_MODELS = ("gcn", "sage", "graphsage")
 GRAPH_TASKS = ("graph_cls", "graph_reg")
+BACKDOOR_TASKS = ("node_cls", "graph_cls")   # the tasks whose items (graphs, nodes) the backdoor can trigger
 # graph-level simulations that deal whole graphs only (docs/graph_fl.md); random and dirichlet serve both levels
 GRAPH_PARTITIONS = ("topology_skew", "feature_skew", "cross_domain")
 # node-level options a graph-level task refuses when changed (they perturb or split nodes)
@@ -69,7 +70,8 @@ AGGREGATOR_OPTIONS = {"aggregator_trim": ("trimmed_mean",), "aggregator_f": ("kr
                       "aggregator_m": ("multi_krum",), "aggregator_clip": ("norm_bound",),
                       "aggregator_noise": ("norm_bound",), "aggregator_iters": ("geomed",),
                       "aggregator_nu": ("geomed",)}
-ATTACK_OPTIONS = {"attack_boost": ("scale",), "attack_std": ("gaussian",)}
+ATTACK_OPTIONS = {"attack_boost": ("scale",), "attack_std": ("gaussian",), "attack_trigger_size": ("backdoor",),
+                  "attack_density": ("backdoor",), "attack_poison_rate": ("backdoor",), "attack_target": ("backdoor",)}
 # algorithms that are FedAvg with a server optimiser: `server_opt` would add a second one
 SERVER_OPT_ALGORITHMS = tuple(algo for _, algo, _ in SERVER_OPTS.values())
 
@@ -198,13 +200,23 @@ class BaselineFields(RunSpec):
                                   low=0, low_open=True)
     attack: str = option("none", "model poisoning by the attacking clients: sign_flip (upload -update), scale "
                          "(boost x update), gaussian (a noise update), label_flip (training labels shifted by "
-                         "one class); none = honest clients", choices=("none", *ATTACKS))
+                         "one class), backdoor (a subgraph trigger planted in some training items, relabelled to "
+                         "attack_target; docs/robustness.md); none = honest clients", choices=("none", *ATTACKS))
     attackers: float = option(0.0, "fraction of the clients that attack, drawn from attack_seed (traced: the "
                               "attacker set is data)", low=0, high=1, traced=True)
     attack_boost: float = option(10.0, "attack scale: factor on the attacker's update (model replacement)",
                                  low=0, low_open=True)
     attack_std: float = option(1.0, "attack gaussian: std of the attacker's noise update", low=0, low_open=True)
-    attack_seed: int = option(0, "seed of the attacker set (the round(attackers x clients) of lowest U(0,1) score)")
+    attack_seed: int = option(0, "seed of the attacker set (the round(attackers x clients) of lowest U(0,1) score); "
+                              "backdoor: also of its trigger, poisoned items and attachment nodes")
+    attack_trigger_size: int = option(4, "attack backdoor: nodes of the subgraph trigger (added to each poisoned "
+                                      "graph or attached to each poisoned node; features all 1)", low=1)
+    attack_density: float = option(0.8, "attack backdoor: edge probability of the Erdos-Renyi trigger, drawn once "
+                                   "(1 = complete graph)", low=0, high=1)
+    attack_poison_rate: float = option(0.2, "attack backdoor: fraction of an attacker's training graphs / nodes "
+                                       "given the trigger and the target label", low=0, high=1)
+    attack_target: int = option(0, "attack backdoor: the target class; the run reports test_asr, the fraction of "
+                                "triggered test items of other classes predicted as it", low=0)
     ldp: str = option("none", "OpenFGL's local DP for node classification: per-node gradient clipping and "
                       "noise on the local model after every step (laplace or gaussian)",
                       choices=("none", "laplace", "gaussian"))
@@ -351,6 +363,12 @@ class BaselineFields(RunSpec):
                 if chosen not in owners and getattr(self, name) != defaults[name]:
                     raise ValueError(f"{name}={getattr(self, name)!r} is an option of {what} {' / '.join(owners)}, "
                                      f"not of {chosen!r}")
+        if self.attack == "backdoor" and self.task not in BACKDOOR_TASKS:
+            raise ValueError(f"attack backdoor plants a trigger in classified graphs or nodes ({', '.join(BACKDOOR_TASKS)}), "
+                             f"not in task {self.task}")
+        if self.attack == "backdoor" and registry.algorithm(self.algorithm).data == "full_graph":
+            raise ValueError(f"attack backdoor: algorithm {self.algorithm!r} trains one centralised model, with no "
+                             "clients to attack")
         if self.attackers > 0 and self.attack == "none":
             raise ValueError(f"attackers={self.attackers} needs an attack: set attack to one of {', '.join(ATTACKS)}")
         if self.aggregator != "mean" and self.dp_clip > 0:
@@ -444,9 +462,6 @@ class BaselineFields(RunSpec):
         if self.partition_file or self.split_index:
             raise ValueError(f"{'partition_file' if self.partition_file else 'split_index'} assigns nodes; task "
                              f"{self.task} deals whole graphs (partition random or dirichlet)")
-        if self.attack != "none":
-            raise ValueError(f"attack={self.attack!r} is wired for node-level tasks; task {self.task} takes the robust "
-                             "aggregators (--aggregator) without an attack")
         if self.eval_mode.endswith("global_data"):
             raise ValueError(f"eval_mode={self.eval_mode!r} is not available for task {self.task} (each client's "
                              "graphs are its own): use auto, global_model_on_local_data or local_model_on_local_data")

@@ -17,7 +17,9 @@ from fgl_jax.data import load, source
 from fgl_jax.data.graph_domains import combine_graph_sets, domain_group
 from fgl_jax.data.tu import GraphSet, check_graph_set
 from fgl_jax.federated.algorithm import FedData
-from fgl_jax.graph_batch import GraphBatch, pack_clients, select_graph_clients
+from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, check_backdoor_target, plant_graph_triggers,
+                                        poison_choice, trigger_edges, triggered_test_rows)
+from fgl_jax.graph_batch import GraphBatch, budgets, pack_clients, select_graph_clients
 from fgl_jax.nn.graph import GraphClassifier
 from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, domain_partition, mean_degree,
                                       mean_feature, per_client_graph_split, sorted_segment_partition,
@@ -117,14 +119,18 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
                              "clients; check the fractions)")
     size = cfg.graph_batch_size
     eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size)
-    train_batch = pack_clients(gs, client_groups(assignment, clients, masks["train"], cfg.split_seed), masks,
-                               batch_size=size)
-    data = make_graph_fed_data(eval_batch, train_batch)
+    train_groups = client_groups(assignment, clients, masks["train"], cfg.split_seed)
+    if cfg.attack == "backdoor":
+        data, bd_report = backdoor_graph_data(cfg, gs, assignment, clients, masks, eval_batch, train_groups)
+    else:
+        data = make_graph_fed_data(eval_batch, pack_clients(gs, train_groups, masks, batch_size=size))
     shape = lambda b: {"minibatches": b.num_minibatches, "nodes": int(b.x.shape[-2]), "edges": int(b.senders.shape[-1]),
                        "graph_slots": b.num_graph_slots}
     report = {"graphs_per_client": np.bincount(assignment, minlength=clients).tolist(),
               "train_graphs_per_client": [int((masks["train"] & (assignment == c)).sum()) for c in range(clients)],
-              "train_batch": shape(train_batch), "eval_batch": shape(eval_batch)}
+              "train_batch": shape(data.train), "eval_batch": shape(eval_batch)}
+    if cfg.attack == "backdoor":
+        report["backdoor"] = bd_report
     if "domains" in gs.meta:
         report["datasets"] = list(gs.meta["domains"])
         report["class_blocks"] = [list(b) for b in gs.meta["class_blocks"]]
@@ -132,6 +138,32 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
         report["labels_per_client"] = [np.bincount(gs.y[assignment == c], minlength=gs.num_classes).tolist()
                                        for c in range(clients)]
     return gs, data, report
+
+
+def backdoor_graph_data(cfg, gs: GraphSet, assignment: np.ndarray, clients: int, masks: dict, eval_batch: GraphBatch,
+                        train_groups: list) -> tuple:
+    """(FedData, report) of a backdoor run (`fgl_jax.federated.backdoor`): the clean training batch and
+    every client's poisoned one (its poison_rate of training graphs with the trigger, label attack_target)
+    packed with the same budgets, the poisoned one [C, ...] in extra["backdoor_train"]; the triggered
+    copies of every client's test graphs not of the target class in extra["backdoor_test"] (test_mask)."""
+    check_backdoor_target(cfg.attack_target, gs.num_classes, f"dataset {gs.name!r}")
+    size, seed = cfg.graph_batch_size, cfg.attack_seed
+    poison = poison_choice(assignment, masks["train"], clients, cfg.attack_poison_rate, seed)
+    bad = plant_graph_triggers(gs, np.flatnonzero(poison), cfg.attack_trigger_size, cfg.attack_density,
+                               cfg.attack_target, seed)
+    m, n, e = budgets(bad, train_groups, size)
+    pack = lambda g: pack_clients(g, train_groups, masks, batch_size=size, num_minibatches=m, num_nodes=n, num_edges=e)
+    data = make_graph_fed_data(eval_batch, pack(gs))
+    asr_rows = triggered_test_rows(gs.y, masks["test"], cfg.attack_target)
+    trig = plant_graph_triggers(gs, np.flatnonzero(asr_rows), cfg.attack_trigger_size, cfg.attack_density,
+                                cfg.attack_target, seed)
+    none = np.zeros(gs.num_graphs, bool)
+    test = pack_clients(trig, client_groups(assignment, clients, asr_rows, cfg.split_seed),
+                        {"train": none, "val": none, "test": asr_rows}, batch_size=size)
+    report = {"poisoned_train_graphs_per_client": np.bincount(assignment[poison], minlength=clients).tolist(),
+              "triggered_test_graphs": int(asr_rows.sum()),
+              "trigger_edges": int(trigger_edges(cfg.attack_trigger_size, cfg.attack_density, seed)[0].size // 2)}
+    return data.replace(extra={TRAIN_KEY: pack(bad), TEST_KEY: test}), report
 
 
 def make_graph_fed_data(eval_batch: GraphBatch, train_batch: GraphBatch):

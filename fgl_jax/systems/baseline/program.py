@@ -28,6 +28,8 @@ from fgl_jax.aggregators import robust
 from fgl_jax.aggregators.attacks import UPLOAD_ATTACKS, attack
 from fgl_jax.aggregators.knobs import names as knob_names
 from fgl_jax.federated.adversary import attacker_ids, with_adversaries
+from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, asr_summary, check_backdoor_target,
+                                        node_backdoor_batches, with_attack_success)
 from fgl_jax.federated.participation import participants, with_participation
 from fgl_jax.privacy.dp import LocalDP, epsilons
 from fgl_jax.privacy import dp as dp_privacy
@@ -199,11 +201,15 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
                                                        glob=batch if needs_global_graph(cfg) else None))
     # stack_partition builds build_client_batch's arrays in O(N + E) instead of one pass over the
     # graph per client: what a sampled run at ogbn-products scale needs (tests/test_sharding.py: equal)
-    build = stack_partition if cfg.batch_size else build_client_batch
-    batch = build(graph, part.assignment, cfg.clients)
+    spec = registry.algorithm(cfg.algorithm)
+    backdoor = None
+    if cfg.attack == "backdoor":  # clean and poisoned batches of one shape, the triggered test nodes
+        batch, backdoor = backdoor_node_data(graph, part, cfg, spec)
+    else:
+        build = stack_partition if cfg.batch_size else build_client_batch
+        batch = build(graph, part.assignment, cfg.clients)
     glob = full_graph_batch(graph) if needs_global_graph(cfg) else None
     extra, pre = None, None
-    spec = registry.algorithm(cfg.algorithm)
     inp = HostInput(graph, np.asarray(part.assignment), batch, cfg.partition_seed)
     if spec.pre_communication is not None:  # bytes of a one-off exchange before training
         up, down = spec.pre_communication(inp, cfg.hparams())
@@ -211,7 +217,26 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
     if spec.prepare is not None:  # the algorithm's own host-side step (FedGCN's pre-communication, ...), once
         batch, extra = spec.prepare(inp, cfg.hparams())
     batch = training_layout(batch, cfg, graph)
-    return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre)
+    report = None
+    if backdoor is not None:
+        extra, report = {**(extra or {}), **backdoor[0]}, {"backdoor": backdoor[1]}
+    return Prepared(graph, part, make_fed_data(batch, glob=glob, extra=extra), pre_communication=pre, report=report)
+
+
+def backdoor_node_data(graph: Graph, part: Partition, cfg: RunConfig, spec) -> tuple:
+    """(clean batch, ({backdoor_train, backdoor_test}, report)) of a node_cls backdoor run
+    (`fgl_jax.federated.backdoor.node_backdoor_batches`); refused in one line where the poisoned data
+    could not stand in for the clean one (an algorithm's own host preparation, neighbour sampling,
+    centralised training)."""
+    if spec.prepare is not None or cfg.batch_size:
+        why = "prepares its own host data" if spec.prepare is not None else "trains on sampled mini-batches"
+        raise ValueError(f"attack backdoor: algorithm {cfg.algorithm!r} {why} from the clean graph; the node-level "
+                         "backdoor serves algorithms that train on the client subgraph (fedavg, fedprox, scaffold, ...)")
+    check_backdoor_target(cfg.attack_target, graph.num_classes, f"dataset {graph.name!r}")
+    clean, poisoned, test, report = node_backdoor_batches(
+        graph, part.assignment, cfg.clients, cfg.attack_trigger_size, cfg.attack_density, cfg.attack_poison_rate,
+        cfg.attack_target, cfg.attack_seed)
+    return clean, ({TRAIN_KEY: poisoned, TEST_KEY: test}, report)
 
 
 def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
@@ -333,6 +358,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
         algorithm = algorithm._replace(select=select_keys(cfg, graph))
     algorithm = with_adversaries(algorithm, knobs, cfg.attack, cfg.attackers, cfg.attack_seed,
                                  num_classes=None if link else graph.num_classes)
+    if cfg.attack == "backdoor":  # test_asr of the global model, every round
+        algorithm = with_attack_success(algorithm, model)
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
@@ -376,6 +403,9 @@ def check_privacy(cfg: RunConfig, algorithm, data) -> None:
         if on and not hasattr(state, "aggregator"):
             raise ValueError(f"{name}: algorithm {cfg.algorithm!r} has no server aggregate to apply it to "
                              "(it keeps personal models or prototypes only; docs/aggregators.md)")
+    if cfg.attack == "backdoor" and not hasattr(state, "server"):
+        raise ValueError(f"attack backdoor: algorithm {cfg.algorithm!r} keeps no global model (state.server) whose "
+                         "attack success rate could be measured")
     if cfg.node_dp_degree > 0 and not isinstance(state, BaselineState):
         raise ValueError(f"node_dp_degree: node-level DP is implemented in the FedAvg family's round (fedavg, fedprox, "
                          f"fedper, fedbn, fedavgm, fedadam, fedyogi, global), not for algorithm {cfg.algorithm!r}")
@@ -424,12 +454,18 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
                 **({"task": cfg.task} if cfg.task != "node_cls" else {})}
     if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
-    if prepared.report is not None:
-        describe["graph_report"] = prepared.report
+    report = dict(prepared.report or {})
+    poisoning = report.pop("backdoor", None)   # the backdoor's counts go beside the attacker set
+    if report:
+        describe["graph_report"] = report
     if cfg.attack != "none":  # the attacker set of the configured fraction (a sweep's members draw theirs alike)
         describe["attack"] = {"kind": cfg.attack, "fraction": cfg.attackers, "seed": cfg.attack_seed,
                               "attackers": attacker_ids(cfg.attack_seed, int(prepared.data.eval.num_clients),
                                                         cfg.attackers)}
+        if poisoning is not None:
+            describe["attack"]["backdoor"] = {"trigger_size": cfg.attack_trigger_size, "density": cfg.attack_density,
+                                              "poison_rate": cfg.attack_poison_rate, "target": cfg.attack_target,
+                                              **poisoning}
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
     if cfg.dp_clip > 0 or cfg.secure_agg:
@@ -452,7 +488,9 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["dp_uncovered"] = uncovered
         print(f"fgl-jax: warning: dp_epsilon covers {cfg.algorithm}'s aggregated model, not {uncovered} "
               "(docs/aggregators.md)", file=sys.stderr)
-    hooks = Hooks(finalize=membership_hook(cfg, prepared.graph, prepared.data)) if cfg.eval_mia else Hooks()
+    finals = ([membership_hook(cfg, prepared.graph, prepared.data)] if cfg.eval_mia else []) + \
+        ([asr_summary] if cfg.attack == "backdoor" else [])
+    hooks = Hooks(finalize=(lambda res: {k: v for f in finals for k, v in f(res).items()})) if finals else Hooks()
     return Program(algorithm, prepared.data, cfg.rounds, describe, hooks=hooks,
                    per_round=per_round_columns(cfg, algorithm, prepared.data),
                    account=dp_account(cfg, prepared.data) if cfg.dp_clip > 0 else None)
