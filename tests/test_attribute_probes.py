@@ -25,12 +25,14 @@ def test_ridge_path_equals_the_normal_equations_with_an_unpenalised_intercept():
         np.testing.assert_allclose(b, theta[d], atol=1e-8)
 
 
-def test_fedsage_view_is_the_mean_of_the_live_generated_slots():
+def test_fedsage_view_is_the_mean_of_the_live_or_of_all_generated_slots():
     rng = np.random.default_rng(1)
     c, n, p, f = 2, 5, 3, 4
     gen, count = rng.normal(size=(c, n, p, f)), rng.integers(0, p + 1, (c, n))
     mask = rng.random((c, n)) < 0.8
-    view, m = inference.fedsage_generated_view(gen, count, mask)
+    view, m = inference.fedsage_generated_view(gen, mask, count)
+    every, _ = inference.fedsage_generated_view(gen, mask)
+    np.testing.assert_allclose(every, gen.mean(2).reshape(c * n, f), rtol=1e-5, atol=1e-6)
     for i in range(c):
         for v in range(n):
             want = gen[i, v, :count[i, v]].mean(0) if count[i, v] else np.zeros(f)
@@ -51,10 +53,10 @@ def test_fedsage_probe_recovers_a_label_the_generated_features_carry_and_not_noi
     # homophilous generated neighbours: features around the node's own class centre
     planted = centres[y][:, :, None, :] + 0.5 * rng.normal(size=(c, n, p, f))
     count = rng.integers(1, p + 1, (c, n))
-    view, m = inference.fedsage_generated_view(planted, count, mask)
+    view, m = inference.fedsage_generated_view(planted, mask, count)
     r = inference.linear_probe(view, y.reshape(-1), mask=m)
     assert r["probe_acc"] > 0.9 > r["majority_acc"] + 0.3
-    noise, m = inference.fedsage_generated_view(rng.normal(size=(c, n, p, f)), count, mask)
+    noise, m = inference.fedsage_generated_view(rng.normal(size=(c, n, p, f)), mask, count)
     r0 = inference.linear_probe(noise, y.reshape(-1), mask=m)
     assert r0["probe_acc"] < r["majority_acc"] + 0.12  # 180 scored nodes, chance ~1/3; stated tolerance
 

@@ -195,15 +195,17 @@ def _ridge_path(x: np.ndarray, a: np.ndarray, k: int, ridges) -> list:
     return out
 
 
-def fedsage_generated_view(mend_x, mend_n, node_mask) -> tuple[np.ndarray, np.ndarray]:
-    """What FedSage+'s neighbour generator reveals about each node: the mean of the features NeighGen
-    generated for its missing neighbours (the live slots of `FedSagePlusState.mend_x`; zeros for a
-    node it gave none), one row per client node.
+def fedsage_generated_view(mend_x, node_mask, mend_n=None) -> tuple[np.ndarray, np.ndarray]:
+    """What FedSage+'s neighbour generator reveals about each node: the mean of the features fGen
+    generated for its missing neighbours (`FedSagePlusState.mend_x`), one row per client node.
+    Without `mend_n`: all P slots, what a party holding the client's NeighGen computes from its
+    impaired graph; with it: the live slots only, what the mended graph adds (zeros for a node that
+    got none).
 
     Args:
         mend_x: float `[C, N, P, F]`, the generated neighbour features of every client's nodes.
-        mend_n: int `[C, N]`, the live slots of each node (n_i <= P).
         node_mask: bool `[C, N]`, the real (unpadded) nodes.
+        mend_n: int `[C, N]` or None, the live slots of each node (n_i <= P).
 
     Returns:
         (view float32 `[C * N, F]`, mask bool `[C * N]` of the real nodes), rows in client-major order
@@ -211,7 +213,8 @@ def fedsage_generated_view(mend_x, mend_n, node_mask) -> tuple[np.ndarray, np.nd
     """
     gen = np.asarray(mend_x, np.float32)
     c, n, p, f = gen.shape
-    live = (np.arange(p)[None, None, :] < np.asarray(mend_n)[..., None]).astype(np.float32)  # [C, N, P]
+    count = np.full((c, n), p) if mend_n is None else np.asarray(mend_n)
+    live = (np.arange(p)[None, None, :] < count[..., None]).astype(np.float32)  # [C, N, P]
     total = np.einsum("cnp,cnpf->cnf", live, gen)
     view = total / np.maximum(live.sum(-1, keepdims=True), 1.0)
     return view.reshape(c * n, f), np.asarray(node_mask, bool).reshape(-1)
