@@ -26,7 +26,8 @@ def _argvs() -> list[list[str]]:
     commands = [e.info.get("command", e.name) for e in registry.entries("system")]
     return ([["--help"], []] + [[c, "--help"] for c in commands]
             + [["sweep", "--help"], ["sweep", "--system", "hifgl", "--help"], ["datasets", "--help"],
-               ["demo", "--help"], ["plot", "--help"], ["inspect", "--help"],
+               ["demo", "--help"], ["plot", "--help"], ["inspect", "--help"], ["attack", "--help"],
+               ["attack", "nosuch", "runs/x"],
                ["run", "--no-such-flag"], ["run", "--rounds"], ["hifgl", "--partition"], ["nosuch"],
                ["inspect", "x", "--partition", "nosuch"], ["sweep", "--system", "nosuch"]])
 
@@ -94,7 +95,8 @@ def test_builtin_help_matches_the_committed_cli_reference(runs):
     light, _ = runs
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     for argv, _code, out, _err in light["runs"]:
-        if argv in (["sweep", "--help"], ["datasets", "--help"], ["demo", "--help"], ["plot", "--help"]):
+        if argv in (["sweep", "--help"], ["datasets", "--help"], ["demo", "--help"], ["plot", "--help"],
+                    ["attack", "--help"]):
             block = re.search(rf"## fgl-jax {argv[0]}\n\n```text\n(.*?)\n```", page, re.S).group(1)
             assert out.rstrip() == block, f"docs/cli.md's `fgl-jax {argv[0]} --help` differs"
 
