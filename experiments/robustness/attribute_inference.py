@@ -59,7 +59,9 @@ def fedsage_views(fj, np, name: str) -> tuple[dict, dict]:
     res = fj.run_config(cfg, progress=False)
     seconds = time.perf_counter() - t0
     b = fj.build(cfg).data.eval
-    y = np.asarray(b.y).reshape(-1)
+    # labels from the graph through the node ids: the batch's y holds 0 for an unlabelled node (label -1)
+    ids, gy = np.asarray(b.node_ids).reshape(-1), np.asarray(fj.load_graph(name).y)
+    y = np.where(ids >= 0, gy[np.maximum(ids, 0)], -1)
     every, mask = fj.inference.fedsage_generated_view(res.state.mend_x, b.node_mask)
     mended, _ = fj.inference.fedsage_generated_view(res.state.mend_x, b.node_mask, res.state.mend_n)
     live = np.asarray(res.state.mend_n)[np.asarray(b.node_mask, bool)]
