@@ -147,7 +147,7 @@ def _cli_reference() -> str:
             lines.append(f"| `{spec.flag}` | `{name}` | {typ} | `{cell(default)}` | {cell(valid)} | "
                          f"{'yes' if spec.traced else ''} | {cell(spec.help)} |")
         lines += ["", f"Run controls (`--config`, `--out`, `--resume`, ...): `fgl-jax {command} --help`.", ""]
-    for command in ("sweep", "reproduce", "plot", "demo", "datasets"):
+    for command in ("sweep", "reproduce", "plot", "attack", "demo", "datasets"):
         buf = io.StringIO()
         with redirect_stdout(buf):
             try:

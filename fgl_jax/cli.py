@@ -12,6 +12,7 @@
     fgl-jax run --dataset my_graph.npz --clients 10 --partition louvain   # any path: docs/your_own_graph.md
     fgl-jax reproduce all --quick --out /tmp/repro   # every paper's quick tables
     fgl-jax plot runs/a runs/b --out ab.png          # the runs' curves on one figure
+    fgl-jax attack mia runs/cora_fedavg              # membership inference on a finished run's final model
 
 A system's command is its config class as flags (`fgl_jax.schema.add_flags`), so its defaults, help
 text and valid values are written once, in the config. This module is the top layer: nothing in the
@@ -39,7 +40,7 @@ def _command_name(entry: registry.Entry) -> str:
     return entry.info.get("command", entry.name)
 
 
-BUILTIN_COMMANDS = ("sweep", "demo", "reproduce", "plot", "datasets", "inspect")
+BUILTIN_COMMANDS = ("sweep", "demo", "reproduce", "plot", "datasets", "inspect", "attack")
 
 
 def _only_system(command: Optional[str]) -> Optional[registry.Entry]:
@@ -441,6 +442,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_attack(args: argparse.Namespace) -> int:
+    """`fgl-jax attack mia RUN_DIR`: the attack on the finished run's final checkpoint, RUN_DIR/attacks/."""
+    from fgl_jax.systems.baseline.attack import attack_run
+    record = attack_run(args.run_dir, args.attack, overwrite=args.overwrite)
+    mia = record["mia"]
+    print(f"membership inference on the final {mia['model']} model after {record['rounds']} rounds "
+          f"({mia['members']} members, {mia['nonmembers']} non-members):")
+    for kind in ("loss", "confidence"):
+        print(f"  {kind:10s} AUC {mia[f'auc_{kind}']:.4f}")
+    print(f"wrote {Path(record['run_dir']) / 'attacks' / (args.attack + '.json')}")
+    return 0
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from fgl_jax.plot import plot_runs
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
@@ -526,7 +540,7 @@ def _add_sweep_command(sub, e: registry.Entry, systems: Sequence[registry.Entry]
 
 
 def _add_builtin_commands(sub, systems: Sequence[registry.Entry]) -> None:
-    """demo, reproduce, plot, datasets, inspect."""
+    """demo, reproduce, plot, attack, datasets, inspect."""
     p = sub.add_parser("demo", help="FedAvg-GCN on the embedded synthetic graph (no downloads)")
     p.add_argument("--rounds", type=int, default=100, help="number of federated rounds (default: 100)")
     p.add_argument("--out", default=None, metavar="DIR", help="also write the run's outputs here")
@@ -562,6 +576,17 @@ def _add_builtin_commands(sub, systems: Sequence[registry.Entry]) -> None:
     p.add_argument("--dpi", type=int, default=100, help="resolution of a raster image (default: 100)")
     _add_verbosity(p)
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("attack", help="attack a finished run's final model (mia: membership inference)",
+                       description="Rebuild a finished `fgl-jax run --out` directory (its config.yaml and final "
+                                   "checkpoint) and attack its final model as --eval-mia does; writes "
+                                   "RUN_DIR/attacks/ATTACK.json and prints the AUC of each attack.")
+    p.add_argument("attack", choices=["mia"], help="mia = membership inference (loss- and confidence-threshold "
+                   "attacks; members = training nodes, non-members = test nodes)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a finished run's directory (written with --out)")
+    p.add_argument("--overwrite", action="store_true", help="replace RUN_DIR/attacks/ATTACK.json if it exists")
+    _add_verbosity(p)
+    p.set_defaults(func=cmd_attack)
 
     p = sub.add_parser("datasets", help="list datasets of every kind, whether their files are found and where they "
                                         "are published; --download NAME fetches one")

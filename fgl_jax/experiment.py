@@ -30,7 +30,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -401,3 +401,74 @@ def run_config(cfg: Any, options: Optional[RunOptions] = None, **changes: Any):
                                    loss_guard=opts.loss_guard or float(getattr(cfg, "loss_guard", 0.0)))
         return execute(program, cfg.seed, opts, system=entry.name, config_text=schema.dump(cfg, entry.name),
                        build_seconds=t_build, counter=counter, cache_programs=True)
+
+
+class LoadedRun(NamedTuple):
+    """A finished run directory rebuilt (`load_run`).
+
+    Attributes:
+        system: the registered system's name.
+        config: its config, as config.yaml holds it (with `load_run`'s changes applied).
+        program: the `Program` built from that config (host preparation redone, as `--resume` does).
+        state: the algorithm state of the newest intact checkpoint (the last round of a finished run).
+        rounds: the rounds that checkpoint has done.
+    """
+
+    system: str
+    config: Any
+    program: Any
+    state: Any
+    rounds: int
+
+
+def load_run(run_dir: Any, **changes: Any) -> LoadedRun:
+    """Rebuild a finished run from its directory: its config.yaml, the program built from it (data,
+    partition and model, as `--resume` rebuilds them) and its final checkpoint's state.
+
+    Args:
+        run_dir: a directory written by `run_config(..., out=...)` / `fgl-jax ... --out`.
+        **changes: config fields to change before the build (fields that do not change the state,
+            e.g. ``eval_mia=True`` to get the membership attack's hook).
+
+    Returns:
+        A `LoadedRun`.
+
+    Raises:
+        ValueError: one line for a directory that is missing, holds no finished run (no
+            summary.json), no config.yaml, no checkpoint, or a checkpoint that does not fit the config.
+    """
+    import jax
+
+    from fgl_jax import rundir
+    from fgl_jax.federated import checkpoint
+    from fgl_jax.federated.run import Tracker
+    shown = run_dir
+    out = rundir.resolve_out(run_dir)
+    if not out.is_dir():
+        raise ValueError(f"run directory {shown} does not exist")
+    if not (out / "config.yaml").is_file():
+        raise ValueError(f"{shown} holds no run: {out / 'config.yaml'} is missing (a directory written with --out)")
+    if not (out / "summary.json").is_file():
+        raise ValueError(f"{shown} holds no finished run (no summary.json): finish it with --resume first")
+    if not checkpoint.committed(out / "checkpoints"):
+        raise ValueError(f"{shown} holds no checkpoint ({out / 'checkpoints'} is missing or empty): the run's final "
+                         "model is not stored; run it again with --out")
+    text = (out / "config.yaml").read_text(encoding="utf-8")
+    values = schema.read_yaml_text(text, str(out / "config.yaml"))
+    system = str(values.pop("system", "baseline"))
+    entry = registry.entry("system", system)
+    cls = entry.info["config"]
+    where = str(out / "config.yaml")
+    values = schema.check(cls, schema.from_yaml(cls, values, where), where)
+    unknown = sorted(set(changes) - set(schema.fields(cls)))
+    if unknown:
+        raise ValueError(f"{shown} holds a {system} run, whose config has no {', '.join(unknown)}")
+    cfg = schema.make(cls, {**values, **changes}, source=where)
+    program = entry.obj(resolve_dataset(cfg))
+    key = seed_key(int(cfg.seed))
+    like = jax.eval_shape(program.algorithm.init, key, program.data)
+    found = checkpoint.restore(out / "checkpoints", like, Tracker.empty(program.algorithm.select))
+    if found is None:  # (committed() saw one: only a race with a deletion gets here)
+        raise ValueError(f"{shown} holds no checkpoint to restore")
+    rounds, state, _, _ = found
+    return LoadedRun(entry.name, cfg, program, state, int(rounds))

@@ -6,6 +6,7 @@
     summary.json   results only (deterministic: an interrupted and resumed run writes the same bytes)
     timings.json   build / compile / run seconds of the latest invocation
     checkpoints/   see `fgl_jax.federated.checkpoint`
+    attacks/       what `fgl-jax attack` wrote about the finished run (`attacks/mia.json`)
     .fgl-jax.lock  held (`fcntl.flock`) by the process writing the run, with its pid; left in place
 
 Every write but metrics.jsonl's appends goes to a temporary name in the same directory and is
@@ -199,7 +200,7 @@ def _is_run_entry(p: Path) -> bool:
     """Whether `p` (an entry of a run directory) is something a run writes."""
     if p.name == LOCK_FILE or _RUN_TEMPORARY.fullmatch(p.name):
         return True
-    if p.name == "checkpoints":
+    if p.name in ("checkpoints", "attacks"):  # attacks/: `fgl-jax attack`'s results on the run
         return p.is_dir() or p.is_symlink()
     return p.name in RUN_FILES and (p.is_symlink() or not p.is_dir())
 

@@ -31,6 +31,7 @@ def _argvs() -> list[list[str]]:
     return ([["--help"], []] + [[c, "--help"] for c in commands]
             + [["sweep", "--help"], ["sweep", "--system", "hifgl", "--help"], ["datasets", "--help"],
                ["demo", "--help"], ["plot", "--help"], ["inspect", "--help"], ["reproduce", "--help"],
+               ["attack", "--help"], ["attack", "nosuch", "runs/x"],
                ["run", "--no-such-flag"], ["run", "--bogus"], ["run", "--rounds"], ["hifgl", "--partition"], ["nosuch"],
                ["inspect", "x", "--partition", "nosuch"], ["sweep", "--system", "nosuch"], ["reproduce", "nosuch"]])
 
@@ -183,7 +184,8 @@ def test_the_key_follows_the_source_contents(tmp_path):
 def test_builtin_help_matches_the_committed_cli_reference(shipped):
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     for argv, _code, out, _err in shipped["runs"]:
-        if argv in (["sweep", "--help"], ["datasets", "--help"], ["demo", "--help"], ["plot", "--help"]):
+        if argv in (["sweep", "--help"], ["datasets", "--help"], ["demo", "--help"], ["plot", "--help"],
+                    ["attack", "--help"]):
             block = re.search(rf"## fgl-jax {argv[0]}\n\n```text\n(.*?)\n```", page, re.S).group(1)
             assert out.rstrip() == block, f"docs/cli.md's `fgl-jax {argv[0]} --help` differs"
 

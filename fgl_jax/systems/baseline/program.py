@@ -282,12 +282,24 @@ def model_from_config(cfg: RunConfig, graph: Graph) -> tuple:
     return spec.build(), spec
 
 
-def membership_hook(cfg: RunConfig, graph: Graph, data):
-    """`Hooks.finalize` of --eval-mia: the loss- and confidence-threshold membership attacks
-    (`fgl_jax.privacy.inference`) on the final model's logits of every client's nodes, training nodes
-    (members) vs test nodes (non-members). The model is the global one (`state.server`) or, for a
-    personalised evaluation (eval_mode resolving to local_model_on_local_data), each client's own
-    (the FedAvg family's personal layers over the global ones)."""
+def membership_attack(cfg: RunConfig, graph: Graph, data):
+    """The loss- and confidence-threshold membership attacks (`fgl_jax.privacy.inference`) on a
+    final state's logits of every client's nodes, training nodes (members) vs test nodes
+    (non-members); what --eval-mia runs after training and `fgl-jax attack mia RUN_DIR` on a
+    finished run's final checkpoint (one implementation). The model is the global one
+    (`state.server`) or, for a personalised evaluation (eval_mode resolving to
+    local_model_on_local_data), each client's own (the FedAvg family's personal layers over the
+    global ones).
+
+    Args:
+        cfg: the run's config (task node_cls).
+        graph: the graph after the run's preparation (`Prepared.graph`).
+        data: the run's `FedData` (its `eval` batch holds every client's nodes, `[C, N, ...]`).
+
+    Returns:
+        attack(state) -> {"model": "global" | "personal", "members", "nonmembers",
+        "auc_loss", "auc_confidence"}.
+    """
     from fgl_jax.federated.evaluation import resolve_eval_mode
     from fgl_jax.federated.fedavg_family import personal_mask
     from fgl_jax.privacy import inference
@@ -295,8 +307,7 @@ def membership_hook(cfg: RunConfig, graph: Graph, data):
     batch = data.eval
     personal = resolve_eval_mode(cfg.eval_mode, cfg.algorithm).startswith("local_model")
 
-    def finalize(result) -> dict:
-        state = result.state
+    def attack(state) -> dict:
         server = getattr(state, "server", None)
         if server is None:
             raise ValueError(f"eval_mia: algorithm {cfg.algorithm!r} keeps no global model (state.server) to attack")
@@ -318,8 +329,15 @@ def membership_hook(cfg: RunConfig, graph: Graph, data):
         out = {"model": which, "members": int(members.sum()), "nonmembers": int(nonmembers.sum())}
         for kind in inference.SCORES:
             out[f"auc_{kind}"] = inference.membership_auc(np.asarray(logits), y, members, nonmembers, kind)
-        return {"mia": out}
-    return finalize
+        return out
+    return attack
+
+
+def membership_hook(cfg: RunConfig, graph: Graph, data):
+    """`Hooks.finalize` of --eval-mia: `membership_attack` on the run's final state, as
+    summary.json's `extras.mia`."""
+    attack = membership_attack(cfg, graph, data)
+    return lambda result: {"mia": attack(result.state)}
 
 
 def algorithm_from_config(cfg: RunConfig, graph: Graph):
