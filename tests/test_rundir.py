@@ -8,6 +8,7 @@ a renamed checkpoint, two processes on one --out, Ctrl-C and an unwritable --out
 from __future__ import annotations
 
 import errno
+import importlib
 import json
 import os
 import re
@@ -63,7 +64,9 @@ class _Stop(Exception):
 def _interrupted(d) -> Path:
     """The 12-round run stopped after its third chunk (round 9), as a kill leaves it: checkpoints
     3..9, rows 1..9, no summary.json. `d` may be relative (to the working directory)."""
-    engine = sys.modules["fgl_jax.federated.run"]  # the module (fgl_jax.federated.run is also a function)
+    # the module (fgl_jax.federated.run is also a function); imported here, so the test does not
+    # depend on another test having imported it first
+    engine = importlib.import_module("fgl_jax.federated.run")
     chunks = []
 
     def stop_after_three() -> None:
