@@ -585,6 +585,9 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
     rows: list[dict] = []
     out = Path(out_dir).absolute() if out_dir is not None else None
     log_path = out / "metrics.jsonl" if out else None
+    # several processes (jax.distributed): every one saves and restores its shards of the checkpoints
+    # and reads the rows a resume continues, so all take the same decisions; process 0 alone writes rows
+    writer = jax.process_index() == 0
     saver = None
     if out is not None:
         from fgl_jax.federated import checkpoint
@@ -601,7 +604,8 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                                      f"cannot resume without them; start again with {rundir.arg('overwrite')}")
             elif log_path.exists() or (out / "checkpoints").exists():
                 print(f"fgl-jax: no checkpoint in {out / 'checkpoints'}: starting at round 1", file=sys.stderr)
-        rundir.write_rows(log_path, rows)
+        if writer:
+            rundir.write_rows(log_path, rows)
         if policy is not None:
             saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"),
                                      meta=checkpoint_meta)
@@ -663,7 +667,7 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                 if evaluation is not None and i == n - 1:
                     row["eval"] = evaluation
                 rows.append(row)
-            if log_path is not None:
+            if log_path is not None and writer:
                 rundir.append_rows(log_path, rows[len(rows) - keep:])
             if evaluation is not None:
                 evaluations.append({"round": r + n, **evaluation})
@@ -685,7 +689,8 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                 if stop_at is not None:
                     if saver is not None:
                         saver.close()
-                    res = _stop(int(stop_at), state, history, evaluations, rows, log_path, tracker, compile_s,
+                    res = _stop(int(stop_at), state, history, evaluations, rows, log_path if writer else None,
+                                tracker, compile_s,
                                 t_run, hooks, bar)
                     res.checkpoint_seconds = saver.seconds if saver is not None else 0.0
                     return res
