@@ -144,7 +144,12 @@ def put_global(x, sharding: NamedSharding) -> jax.Array:
     """Host value -> global jax.Array with `sharding`; each process fills only its own shards,
     so the same call works on one host and across hosts (every process holds the full value)."""
     if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-        return jax.device_put(x, sharding)  # typed PRNG keys: single-process path only
+        if sharding.is_fully_addressable:
+            return jax.device_put(x, sharding)
+        # several processes: the key data [..., 2] placed like any array, wrapped back into keys on
+        # the devices (device_put cannot reach another process's devices)
+        data = put_global(jax.random.key_data(x), NamedSharding(sharding.mesh, P(*sharding.spec)))
+        return jax.jit(lambda d: jax.random.wrap_key_data(d, impl=jax.random.key_impl(x)))(data)
     host = np.asarray(x)
     return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
 

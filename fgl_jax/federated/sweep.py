@@ -210,7 +210,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         t1 = time.perf_counter()
         at_compile = counter.read()["programs"]
         phase_lines.phase("running", f"{s} member{'s' if s > 1 else ''} x {num_rounds} rounds")
-        tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], jax.device_get(compiled(*args)))
+        tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], _gather(compiled(*args)))
         t2 = time.perf_counter()
     else:
         mine = (lambda i: data) if data_axes is None else (
@@ -253,10 +253,23 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
     return SweepResult(history, best, members, t1 - t0, t2 - t1, diverged, programs)
 
 
+def _gather(tree):
+    """Every member's outputs on the host of every process: a member axis split over several
+    processes' devices is all-gathered (`process_allgather`, each process contributes its own
+    members); one process's arrays are fetched as they are."""
+    leaves = jax.tree.leaves(tree)
+    if all(getattr(a, "is_fully_addressable", True) for a in leaves):
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+    return jax.tree.map(lambda a: a if a.is_fully_addressable else multihost_utils.process_allgather(a, tiled=True),
+                        tree)
+
+
 def _split_members(args, mesh):
     """(data, init_keys, run_keys, hp_arrays) placed on `mesh`: data replicated, the member axis
     padded (copies of member 0) to a multiple of the device count and split over the devices."""
     from jax.sharding import NamedSharding, PartitionSpec as P
+    from fgl_jax.federated.sharding import put_global
     data, *members = args
     s = int(members[0].shape[0])
     pad = -s % mesh.size
@@ -265,8 +278,8 @@ def _split_members(args, mesh):
     def place(a):
         if pad:
             a = jnp.concatenate([a, jnp.repeat(a[:1], pad, axis=0)])
-        return jax.device_put(a, split)
-    return (jax.device_put(data, rep), *jax.tree.map(place, members))
+        return put_global(a, split)  # each process places its own devices' members (several hosts too)
+    return (jax.tree.map(lambda a: put_global(a, rep), data), *jax.tree.map(place, members))
 
 
 # ------------------------------------------------------------------------------------------------
