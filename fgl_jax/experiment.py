@@ -324,7 +324,7 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, op
                "wall_seconds": build_seconds + time.perf_counter() - t0, **counter.read(),
                "cache_dir": str(cache.root()) if cache.root() is not None else None,
                "devices": 1 if mesh is None else int(mesh.size), "processes": jax_process_count(),
-               "writer": out is not None and writer}
+               "writer": out is not None and writer, "per_process_data": _per_process(program.data)}
     res.summary = summary_dict(system, program, res)
     res.timings = timings
     for w in res.summary["warnings"]:
@@ -393,6 +393,14 @@ def program_context(system: str, config_text: Optional[str], data: Any) -> Optio
     if cache.root() is None or config_text is None or registry.foreign():
         return None
     return json.dumps({"system": system, "config": config_text, "data": cache.tree_digest(data)})
+
+
+def _per_process(data: Any) -> bool:
+    """True when each process built only its own clients' rows (`fgl_jax.federated.local_data`)."""
+    if jax_process_count() < 2:
+        return False
+    from fgl_jax.federated.local_data import is_global
+    return is_global(data)
 
 
 def jax_process_count() -> int:

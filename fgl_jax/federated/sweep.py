@@ -336,6 +336,8 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         if k == "seed":
             raise ValueError("give seeds with --seeds, not in the grid")
     first = {k: v[0] for k, v in grid.items() if k in options}
+    # the members are split over the devices and the data replicated: every process needs all of it
+    build = (lambda b: lambda o: _whole(b, o))(build)
     program = build({**options, **first})
     hp_keys = traced_hparams(program)
     vector = [k for k in grid if k in hp_keys]
@@ -405,6 +407,13 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         print(f"fgl-jax: {messages[-1]}", file=sys.stderr)
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
+
+def _whole(build, options):
+    """build(options) with the whole data in every process (`local_data.whole_data`)."""
+    from fgl_jax.federated.local_data import whole_data
+    with whole_data():
+        return build(options)
 
 
 def unvaried_axes(members: Sequence[Mapping[str, Any]], histories: Sequence[Mapping[str, np.ndarray]],
