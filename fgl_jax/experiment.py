@@ -263,10 +263,10 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, op
     multi = jax_process_count() > 1
     # what a checkpoint's shards were cut for: a resume over another layout is refused (_check_layout)
     layout = {"processes": jax_process_count(), "devices": 1 if mesh is None else int(mesh.size)}
-    if multi:
+    if multi and chunk is None:
         # every process must run the same chunks (each chunk is a collective program): the chunk
-        # length may not depend on whether this process writes files
-        chunk = chunk or program.num_rounds
+        # length may not depend on a process's progress display; ~20 chunks give checkpoints to resume from
+        chunk = max(1, math.ceil(program.num_rounds / 20)) if out is not None else program.num_rounds
     writer = not multi or dev.is_main_process()  # process 0 writes the run's files; all write checkpoints
     meta = None
     if out is not None:

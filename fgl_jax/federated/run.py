@@ -694,7 +694,7 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                                 t_run, hooks, bar)
                     res.checkpoint_seconds = saver.seconds if saver is not None else 0.0
                     return res
-            if saver is not None and saver.due(r, final=r >= num_rounds):
+            if saver is not None and _due(saver, r, r >= num_rounds):
                 saver.save(r, state, tracker, extra=hooks.save_state() if hooks.save_state is not None else None)
             _fault("chunk")()
         if saver is not None:
@@ -706,6 +706,16 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
     res = _finish(state, history, evaluations, tracker, compile_s, t_run, hooks, diverged)
     res.checkpoint_seconds = saver.seconds if saver is not None else 0.0
     return res
+
+
+def _due(saver, rounds_done: int, final: bool) -> bool:
+    """`saver.due`, the same in every process: a save is a collective (each process writes its
+    shards), so under several processes a wall-clock policy ("30s") follows process 0's clock."""
+    due = saver.due(rounds_done, final=final)
+    if final or jax.process_count() < 2 or saver.every.seconds is None:
+        return due
+    from fgl_jax.federated.devices import agree_with_main
+    return agree_with_main(due, None)[0]
 
 
 def _stop(stop_at: int, state, history, evaluations, rows, log_path, tracker, compile_s, t_run, hooks, bar=None
