@@ -1,0 +1,116 @@
+"""Per-process data loading (issue 53 item 3): host memory and preparation time of one process that
+builds every client against each of two `jax.distributed` processes that build only their own.
+-> benchmarks/results/multihost.json (one record, overwritten).
+
+    nice -n 10 python benchmarks/bench_multihost.py                    # block_csbm, 200,000 nodes, 64 METIS clients
+    python benchmarks/bench_multihost.py --dataset csbm --clients 8     # a quick check
+
+Each worker (its own process, one CPU device, JAX's and fgl_jax's caches off) builds the baseline
+FedAvg program with `fgl_jax.build` (graph generation, split, METIS partition, padded client rows)
+and reports its wall and CPU seconds, its peak RSS before and after the build (getrusage) and the
+bytes of client-axis rows it holds (the addressable shards of `program.data`). One process builds
+the whole padded batch; under two processes each builds the rows of its own device
+(`fgl_jax.federated.local_data`), while both still generate the graph and compute the partition.
+Nothing is trained: this measures preparation only.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness.py
+from harness import RESULTS, ROOT, command, emit_result, loadavg, machine, peak_rss_mb, read_result, write_record  # noqa: E402
+
+OUT = RESULTS / "multihost.json"
+
+
+def worker(args) -> None:
+    sys.path.insert(0, str(ROOT))
+    import jax
+    if args.processes > 1:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(coordinator_address=f"127.0.0.1:{args.port}", num_processes=args.processes,
+                                   process_id=args.pid)
+    import fgl_jax as fj
+    cfg = fj.default_config("baseline", dataset=args.dataset, algorithm="fedavg", model="gcn", clients=args.clients,
+                            partition="metis", split="keep", rounds=1, hidden=16)
+    rss0 = peak_rss_mb()
+    t0, c0 = time.perf_counter(), time.process_time()
+    program = fj.build(cfg)
+    jax.block_until_ready(jax.tree.leaves(program.data))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    eval_rows = program.data.eval.y
+    local = sum(s.data.nbytes for a in jax.tree.leaves((program.data.eval, program.data.train))
+                for s in a.addressable_shards) if args.processes > 1 else \
+        sum(a.nbytes for a in jax.tree.leaves((program.data.eval, program.data.train)))
+    emit_result({"process": args.pid, "build_s": wall, "build_cpu_s": cpu, "peak_rss_before_build_mb": rss0,
+                 "peak_rss_mb": peak_rss_mb(), "client_rows_bytes": int(local),
+                 "client_axis": int(eval_rows.shape[0]),
+                 "rows_held": int(sum(s.data.shape[0] for s in eval_rows.addressable_shards))})
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(processes: int, dataset: str, clients: int) -> dict:
+    """Start `processes` workers at once (one port), wait for all, return their results."""
+    port = _port()
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1", "FGL_JAX_CACHE_DIR": "off",
+           "JAX_ENABLE_COMPILATION_CACHE": "false"}
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--processes", str(processes), "--pid", str(i),
+                               "--port", str(port), "--dataset", dataset, "--clients", str(clients)],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(processes)]
+    t0 = time.perf_counter()
+    try:
+        outs = [p.communicate(timeout=900) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (out, err) in zip(procs, outs):
+        if p.returncode != 0:
+            raise SystemExit(f"worker exited {p.returncode}: {err[-2000:]}")
+    rows = [read_result(out) for out, _ in outs]
+    return {"processes": processes, "wall_s": time.perf_counter() - t0, "workers": rows,
+            "max_peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
+            "max_build_s": max(r["build_s"] for r in rows),
+            "client_rows_mb_per_process": max(r["client_rows_bytes"] for r in rows) / 2 ** 20}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="block_csbm", help="registered dataset to build (default block_csbm)")
+    ap.add_argument("--clients", type=int, default=64, help="METIS clients (default 64)")
+    ap.add_argument("--worker", action="store_true", help="internal: run one worker")
+    ap.add_argument("--processes", type=int, default=1, help="internal: the worker's process count")
+    ap.add_argument("--pid", type=int, default=0, help="internal: the worker's process id")
+    ap.add_argument("--port", type=int, default=0, help="internal: the coordinator's port")
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    load = loadavg()
+    one = measure(1, args.dataset, args.clients)
+    two = measure(2, args.dataset, args.clients)
+    payload = {"dataset": args.dataset, "clients": args.clients, "one_process": one, "two_processes": two,
+               "client_rows_ratio": two["client_rows_mb_per_process"] / one["client_rows_mb_per_process"],
+               "peak_rss_ratio": two["max_peak_rss_mb"] / one["max_peak_rss_mb"],
+               "loadavg_before": load, "machine": machine(), "command": command(__file__, sys.argv[1:])}
+    for name, m in (("1 process", one), ("2 processes", two)):
+        print(f"{name}: build {m['max_build_s']:.1f} s, peak RSS {m['max_peak_rss_mb']:.0f} MiB, "
+              f"client rows {m['client_rows_mb_per_process']:.1f} MiB per process")
+    print(f"wrote {write_record(OUT, payload, title='per-process data loading: one process vs two (preparation only)')}")
+
+
+if __name__ == "__main__":
+    main()
