@@ -2,11 +2,12 @@
 builds every client against each of two `jax.distributed` processes that build only their own.
 -> benchmarks/results/multihost.json (one record, overwritten).
 
-    nice -n 10 python benchmarks/bench_multihost.py                    # block_csbm, 200,000 nodes, 64 METIS clients
-    python benchmarks/bench_multihost.py --dataset csbm --clients 8     # a quick check
+    python benchmarks/bench_multihost.py                        # csbm, 100,000 nodes x 128 features, 64 METIS clients
+    python benchmarks/bench_multihost.py --nodes 5000 --clients 8   # a quick check
 
-Each worker (its own process, one CPU device, JAX's and fgl_jax's caches off) builds the baseline
-FedAvg program with `fgl_jax.build` (graph generation, split, METIS partition, padded client rows)
+The parent generates the graph once (`fgl_jax.csbm`) and saves it as an .npz in a temporary
+directory; each worker (its own process, one CPU device, JAX's and fgl_jax's caches off) builds the
+baseline FedAvg program from that file with `fgl_jax.build` (loading, METIS partition, padded client rows)
 and reports its wall and CPU seconds, its peak RSS before and after the build (getrusage) and the
 bytes of client-axis rows it holds (the addressable shards of `program.data`). One process builds
 the whole padded batch; under two processes each builds the rows of its own device
@@ -37,7 +38,7 @@ def worker(args) -> None:
         jax.distributed.initialize(coordinator_address=f"127.0.0.1:{args.port}", num_processes=args.processes,
                                    process_id=args.pid)
     import fgl_jax as fj
-    cfg = fj.default_config("baseline", dataset=args.dataset, algorithm="fedavg", model="gcn", clients=args.clients,
+    cfg = fj.default_config("baseline", dataset=args.graph, algorithm="fedavg", model="gcn", clients=args.clients,
                             partition="metis", split="keep", rounds=1, hidden=16)
     rss0 = peak_rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -60,18 +61,18 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def measure(processes: int, dataset: str, clients: int) -> dict:
+def measure(processes: int, graph: str, clients: int) -> dict:
     """Start `processes` workers at once (one port), wait for all, return their results."""
     port = _port()
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1", "FGL_JAX_CACHE_DIR": "off",
            "JAX_ENABLE_COMPILATION_CACHE": "false"}
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--processes", str(processes), "--pid", str(i),
-                               "--port", str(port), "--dataset", dataset, "--clients", str(clients)],
+                               "--port", str(port), "--graph", graph, "--clients", str(clients)],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(processes)]
     t0 = time.perf_counter()
     try:
-        outs = [p.communicate(timeout=900) for p in procs]
+        outs = [p.communicate(timeout=1800) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -89,7 +90,9 @@ def measure(processes: int, dataset: str, clients: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="block_csbm", help="registered dataset to build (default block_csbm)")
+    ap.add_argument("--nodes", type=int, default=100_000, help="csbm nodes (default 100,000)")
+    ap.add_argument("--features", type=int, default=128, help="dense feature width (default 128)")
+    ap.add_argument("--graph", default=None, help="internal: the worker's graph file")
     ap.add_argument("--clients", type=int, default=64, help="METIS clients (default 64)")
     ap.add_argument("--worker", action="store_true", help="internal: run one worker")
     ap.add_argument("--processes", type=int, default=1, help="internal: the worker's process count")
@@ -99,10 +102,19 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
+    import tempfile
+    sys.path.insert(0, str(ROOT))
+    import fgl_jax as fj
     load = loadavg()
-    one = measure(1, args.dataset, args.clients)
-    two = measure(2, args.dataset, args.clients)
-    payload = {"dataset": args.dataset, "clients": args.clients, "one_process": one, "two_processes": two,
+    with tempfile.TemporaryDirectory() as tmp:
+        graph = fj.csbm(num_nodes=args.nodes, num_features=args.features, avg_degree=10.0, seed=0)
+        path = str(fj.save_graph(graph, Path(tmp) / "csbm.npz"))
+        edges = int(graph.num_edges)
+        del graph
+        one = measure(1, path, args.clients)
+        two = measure(2, path, args.clients)
+    payload = {"dataset": f"csbm {args.nodes} nodes x {args.features} dense features, mean degree 10",
+               "directed_edges": edges, "clients": args.clients, "one_process": one, "two_processes": two,
                "client_rows_ratio": two["client_rows_mb_per_process"] / one["client_rows_mb_per_process"],
                "peak_rss_ratio": two["max_peak_rss_mb"] / one["max_peak_rss_mb"],
                "loadavg_before": load, "machine": machine(), "command": command(__file__, sys.argv[1:])}

@@ -399,7 +399,7 @@ def _per_process(data: Any) -> bool:
     """True when each process built only its own clients' rows (`fgl_jax.federated.local_data`)."""
     if jax_process_count() < 2:
         return False
-    from fgl_jax.federated.local_data import is_global
+    from fgl_jax.federated.sharding import is_global
     return is_global(data)
 
 

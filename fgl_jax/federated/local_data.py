@@ -198,9 +198,3 @@ def whole_data():
 def wanted() -> bool:
     """Whether a system should build per-process rows now: several processes, outside `whole_data`."""
     return jax.process_count() > 1 and not _WHOLE.get()
-
-
-def is_global(data: Any) -> bool:
-    """True when `data` already holds arrays spread over several processes (`local_fed_data`):
-    nothing to pad or place, and nothing a process can read whole."""
-    return any(isinstance(a, jax.Array) and not a.is_fully_addressable for a in jax.tree.leaves(data))

@@ -714,8 +714,8 @@ def _due(saver, rounds_done: int, final: bool) -> bool:
     due = saver.due(rounds_done, final=final)
     if final or jax.process_count() < 2 or saver.every.seconds is None:
         return due
-    from fgl_jax.federated.devices import agree_with_main
-    return agree_with_main(due, None)[0]
+    from jax.experimental import multihost_utils
+    return bool(np.asarray(multihost_utils.broadcast_one_to_all(np.int32(due))))
 
 
 def _stop(stop_at: int, state, history, evaluations, rows, log_path, tracker, compile_s, t_run, hooks, bar=None

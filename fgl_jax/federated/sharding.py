@@ -158,6 +158,20 @@ def pad_fed_data(data: FedData, multiple: int, warn: bool = True) -> tuple[FedDa
                    extra=data.extra), info
 
 
+def is_global(data: Any) -> bool:
+    """True when `data` already holds arrays spread over several processes
+    (`fgl_jax.federated.local_data.local_fed_data`): nothing to pad or place, and nothing a
+    process can read whole.
+
+    Args:
+        data: a pytree (a FedData).
+
+    Returns:
+        Whether any leaf is a jax.Array that this process cannot address whole.
+    """
+    return any(isinstance(a, jax.Array) and not a.is_fully_addressable for a in jax.tree.leaves(data))
+
+
 def put_global(x, sharding: NamedSharding) -> jax.Array:
     """Host value -> global jax.Array with `sharding`; each process fills only its own shards,
     so the same call works on one host and across hosts (every process holds the full value)."""
@@ -240,7 +254,6 @@ def run_sharded(algorithm: FederatedAlgorithm, data: FedData, key: jax.Array, nu
     opts = resolve(options, changes, "run_sharded")
     mesh = mesh or client_mesh()
     init_key, _ = jax.random.split(key)
-    from fgl_jax.federated.local_data import is_global
     if is_global(data):  # built per process (`local_data.local_fed_data`): padded and placed already
         with x64_scope(algorithm):
             shardings = state_shardings(jax.eval_shape(algorithm.init, init_key, data), mesh, client_fields)
