@@ -84,18 +84,19 @@ def owned_rows(num_rows: int, mesh: Mesh) -> dict:
 
 
 def _assemble(local: ClientBatch, slot: dict, rows: dict, num_rows: int, mesh: Mesh) -> ClientBatch:
-    """Global [num_rows, ...] arrays from the locally built `local` batch: device d gets the
+    """Global [num_rows, ...] arrays from the locally built `local` batch (NumPy): device d gets the
     rows `rows[d]`, each taken from `local` at `slot[row]` (a (position, dummy) pair; a dummy's
     masks are off, its node_ids -1 and client_mask False, as `sharding.pad_clients` makes them)."""
     sharding = client_sharding(mesh)
-    host = jax.tree.map(np.asarray, local)
     off = {"train_mask", "val_mask", "test_mask", "client_mask"}
 
     def leaf(path, a):
         name = jax.tree_util.keystr(path).strip(".").split(".")[-1]
         per_device = []
         for d, rs in rows.items():
-            block = a[[slot[r][0] for r in rs]]
+            at = np.asarray([slot[r][0] for r in rs])
+            # consecutive rows are a view (device_put makes the one copy); others a gather
+            block = a[at[0]:at[-1] + 1] if (np.diff(at) == 1).all() else a[at]
             dummy = np.asarray([slot[r][1] for r in rs])
             if dummy.any() and name in off:
                 block = block.copy()
@@ -105,7 +106,7 @@ def _assemble(local: ClientBatch, slot: dict, rows: dict, num_rows: int, mesh: M
                 block[dummy] = -1
             per_device.append(jax.device_put(block, d))
         return jax.make_array_from_single_device_arrays((num_rows,) + a.shape[1:], sharding, per_device)
-    return jax.tree_util.tree_map_with_path(leaf, host)
+    return jax.tree_util.tree_map_with_path(leaf, local)
 
 
 def local_fed_data(graph: Graph, assignment: np.ndarray, num_clients: int, mesh: Mesh,
@@ -152,7 +153,8 @@ def local_fed_data(graph: Graph, assignment: np.ndarray, num_clients: int, mesh:
     local = stack_partition(graph, assignment, num_clients, clients=needed,
                             num_nodes=_round_up(sizes["nodes"].max(), node_multiple),
                             num_edges=_round_up(sizes["edges"].max(), edge_multiple),
-                            num_nnz=_round_up(sizes["nnz"].max(), edge_multiple) if sparse else None)
+                            num_nnz=_round_up(sizes["nnz"].max(), edge_multiple) if sparse else None,
+                            on_device=False)  # host rows, placed once on their devices below
     at = {k: i for i, k in enumerate(needed)}
     eval_slot = {r: (at[eval_src(r)[0]], eval_src(r)[1]) for rs in eval_rows.values() for r in rs}
     train_slot = {r: (at[train_src(r)[0]], train_src(r)[1]) for rs in train_rows.values() for r in rs}
