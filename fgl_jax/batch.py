@@ -34,6 +34,9 @@ def _dev(x, dtype=None) -> Array:
     return jax.device_put(np.asarray(x, dtype))
 
 
+_put = _dev  # stack_partition's default placement (its `on_device=False` keeps NumPy arrays)
+
+
 @flax.struct.dataclass
 class LinkPairs:
     """The node pairs a link-prediction model scores, per client (`link_client_batch`).
@@ -372,7 +375,7 @@ def padding_ratio(batch: ClientBatch) -> float:
 def stack_partition(graph: Graph, assignment: np.ndarray, num_clients: int,
                     clients: Optional[Sequence[int]] = None, node_multiple: int = 8, edge_multiple: int = 64,
                     num_nodes: Optional[int] = None, num_edges: Optional[int] = None,
-                    num_nnz: Optional[int] = None) -> ClientBatch:
+                    num_nnz: Optional[int] = None, on_device: bool = True) -> ClientBatch:
     """`build_client_batch` without the per-client loop: same arrays, O(N + E + nnz) in total.
 
     build_client_batch takes an induced subgraph per client, O(C (N + E)); with 20,000 clients
@@ -389,6 +392,8 @@ def stack_partition(graph: Graph, assignment: np.ndarray, num_clients: int,
         num_nodes: force N; None: computed.
         num_edges: force E; None: computed.
         num_nnz: force nnz; None: computed.
+        on_device: put the arrays on the default device (False: keep NumPy arrays, for a caller
+            that places rows itself, `fgl_jax.federated.local_data`, without a second copy).
 
     Returns:
         A `ClientBatch` with C = len(clients) clients.
@@ -397,6 +402,7 @@ def stack_partition(graph: Graph, assignment: np.ndarray, num_clients: int,
         GraphError: a bad `assignment` shape, no clients selected, client ids out of range, a selected
             client without nodes, or a forced size too small.
     """
+    _dev = _put if on_device else (lambda x, dtype=None: np.asarray(x, dtype))
     assignment = np.asarray(assignment)
     if assignment.shape != (graph.num_nodes,):
         raise GraphError(f"assignment has shape {assignment.shape}, expected ({graph.num_nodes},)")

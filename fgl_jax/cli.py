@@ -99,13 +99,18 @@ def _add_device_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", type=int, default=0, metavar="N",
                    help="shard the client axis over the first N local devices (default 0 = all of them; a CPU "
                         "is one device)")
+    _add_process_flags(p, "run", "--out's config, metrics and summary; every process saves its own checkpoint shards there")
+
+
+def _add_process_flags(p: argparse.ArgumentParser, what: str, writes: str) -> None:
+    """--coordinator, --num-processes, --process-id: one command over several processes (hosts)."""
     p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                   help="multi-process run (jax.distributed): address of process 0; give the same command on every "
-                        "process with --num-processes and --process-id (docs/scaling.md)")
+                   help=f"multi-process {what} (jax.distributed): address of process 0; give the same command on "
+                        "every process with --num-processes and --process-id (docs/scaling.md)")
     p.add_argument("--num-processes", type=int, default=None, metavar="N",
-                   help="multi-process run: how many processes take part (with --coordinator)")
+                   help="multi-process: how many processes take part (with --coordinator)")
     p.add_argument("--process-id", type=int, default=None, metavar="I",
-                   help="multi-process run: this process's index, 0..N-1; process 0 writes --out (with --coordinator)")
+                   help=f"multi-process: this process's index, 0..N-1; process 0 writes {writes} (with --coordinator)")
 
 
 def _add_tensorboard_flag(p: argparse.ArgumentParser) -> None:
@@ -308,6 +313,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from fgl_jax.tensorboard import check_available
         check_available(args.tensorboard)
     args.out = _out_dir(args.out)
+    import jax
+    if jax.process_count() > 1 and jax.process_index() != 0:
+        args.out = args.tensorboard = None  # process 0 writes the sweep's files (every process gets the rows)
     with (rundir.RunLock(args.out) if args.out else contextlib.nullcontext()):  # one writer per --out
         return _sweep(args)
 
@@ -532,6 +540,7 @@ def _add_sweep_command(sub, e: registry.Entry, systems: Sequence[registry.Entry]
     p.add_argument("--devices", type=int, default=0, metavar="N",
                    help="split the members of each program over the first N local devices (default 0 = all; "
                         "a CPU is one device)")
+    _add_process_flags(p, "sweep (its members split over every process's devices)", "sweep.md, sweep.json")
     p.add_argument("--no-progress", action="store_true",
                    help="no phase lines (loading, preparing, compiling, running) on standard error")
     _add_cache_flag(p)

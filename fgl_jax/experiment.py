@@ -261,38 +261,41 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, op
     on_restored = None
     mesh = dev.choose_mesh(opts.devices)
     multi = jax_process_count() > 1
-    if multi and resume:
-        raise ValueError(f"{rundir.arg('resume')} is single-process only: a multi-process run writes no checkpoints "
-                         "(docs/scaling.md)")
-    if multi:
+    # what a checkpoint's shards were cut for: a resume over another layout is refused (_check_layout)
+    layout = {"processes": jax_process_count(), "devices": 1 if mesh is None else int(mesh.size)}
+    if multi and chunk is None:
         # every process must run the same chunks (each chunk is a collective program): the chunk
-        # length may not depend on whether this process writes files
-        chunk = chunk or program.num_rounds
-        if not dev.is_main_process():
-            out = None  # process 0 writes the run's files
+        # length may not depend on a process's progress display; ~20 chunks give checkpoints to resume from
+        chunk = max(1, math.ceil(program.num_rounds / 20)) if out is not None else program.num_rounds
+    writer = not multi or dev.is_main_process()  # process 0 writes the run's files; all write checkpoints
     meta = None
     if out is not None:
         out = rundir.resolve_out(out)  # absolute, once: checkpoints are saved and restored by this path
-        stack.enter_context(rundir.RunLock(out))  # before anything is deleted or written there
-        out_path = rundir.prepare(out, resume=resume, overwrite=overwrite)
-        saved = (out_path / "config.yaml").read_text() if (out_path / "config.yaml").is_file() else None
-        if resume and config_text is not None:
-            _check_resume(out_path, saved, config_text, opts.resume_with_changes)
+        if resume:  # every process reads the same manifests, so all refuse alike
+            _check_layout(out, layout)
+        meta = dict(layout)
         if config_text is not None:  # every checkpoint records the config it continues
-            meta = {"config": config_text,
-                    "config_sha256": rundir.config_digest(schema.read_yaml_text(config_text, "this command"))}
-        if resume and _finished(out_path):
-            done = rundir.read_json(out_path / "summary.json")
-            if int(program.num_rounds) <= int(done.get("rounds", 0)) or done.get("extras", {}).get("stopped_early"):
-                raise ValueError(f"{out_path} holds a finished run (summary.json): nothing to resume; "
-                                 f"{rundir.arg('overwrite')} runs it again")
-        if not resume and config_text is not None:
-            rundir.write_atomic(out_path / "config.yaml", config_text)
-        elif config_text is not None and config_text != saved:
-            def on_restored(_start: int) -> None:
-                rundir.write_atomic(out_path / "config.yaml", config_text)
+            meta.update({"config": config_text,
+                         "config_sha256": rundir.config_digest(schema.read_yaml_text(config_text, "this command"))})
+    failure = None
+    if out is not None and writer:
+        try:
+            on_restored = _claim(stack, out, resume, overwrite, config_text, opts, program)
+        except Exception as e:  # noqa: BLE001 - re-raised below, once the other processes know
+            if not multi:
+                raise
+            failure = e
+    if multi:
+        main_ok, same_out = dev.agree_with_main(failure is None, None if out is None else str(out))
+        if failure is not None:
+            raise failure
+        if not main_ok:
+            raise ValueError("process 0 refused this run's directory (its error says why)")
+        if not same_out:
+            raise ValueError(f"{rundir.arg('out', out)}: process 0 was given another --out; every process of a "
+                             "multi-process run gives the same --out, a directory all of them see")
     hooks, tb = program.hooks, None
-    if opts.tensorboard is not None and (not multi or dev.is_main_process()):  # process 0 writes, as for `out`
+    if opts.tensorboard is not None and writer:  # process 0 writes, as for `out`
         from fgl_jax import tensorboard as tbmod
         tb = tbmod.TensorBoardLog(opts.tensorboard)
         hooks = tbmod.with_tensorboard(hooks, tb)
@@ -306,7 +309,7 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, op
         engine = dataclasses.replace(
             opts, chunk=chunk, out_dir=out, overwrite=False, resume_with_changes=(), devices=None, tensorboard=None,
             hooks=hooks, state=None, on_restored=on_restored, per_round=getattr(program, "per_round", None),
-            checkpoints=opts.checkpoints and not multi, checkpoint_meta=meta,
+            checkpoints=opts.checkpoints, checkpoint_meta=meta,
             program_context=program_context(system, config_text, program.data)
             if cache_programs and mesh is None and not multi else None)
         res = dev.run_on_devices(program.algorithm, program.data, seed_key(int(seed)), program.num_rounds, engine,
@@ -321,15 +324,64 @@ def _execute(stack: contextlib.ExitStack, program, seed, system, config_text, op
                "wall_seconds": build_seconds + time.perf_counter() - t0, **counter.read(),
                "cache_dir": str(cache.root()) if cache.root() is not None else None,
                "devices": 1 if mesh is None else int(mesh.size), "processes": jax_process_count(),
-               "writer": out is not None}
+               "writer": out is not None and writer, "per_process_data": _per_process(program.data)}
     res.summary = summary_dict(system, program, res)
     res.timings = timings
     for w in res.summary["warnings"]:
         print(f"fgl-jax: warning: {w}", file=sys.stderr)
-    if out is not None:
+    if out is not None and writer:
         rundir.write_atomic(Path(out) / "summary.json", json.dumps(res.summary, indent=2))
         rundir.write_atomic(Path(out) / "timings.json", json.dumps(_jsonable(timings), indent=2))
     return res
+
+
+def _claim(stack: contextlib.ExitStack, out: Path, resume: bool, overwrite: bool, config_text: Optional[str],
+           opts: "RunOptions", program):
+    """Process 0's (or the only process's) hold on the run directory: lock it, check it (`rundir.prepare`,
+    the resumed config, a finished run) and write config.yaml. Returns the `on_restored` callback that
+    rewrites config.yaml once a resume with allowed changes restored its checkpoint, or None."""
+    from fgl_jax import rundir
+    stack.enter_context(rundir.RunLock(out))  # before anything is deleted or written there
+    out_path = rundir.prepare(out, resume=resume, overwrite=overwrite)
+    saved = (out_path / "config.yaml").read_text() if (out_path / "config.yaml").is_file() else None
+    if resume and config_text is not None:
+        _check_resume(out_path, saved, config_text, opts.resume_with_changes)
+    if resume and _finished(out_path):
+        done = rundir.read_json(out_path / "summary.json")
+        if int(program.num_rounds) <= int(done.get("rounds", 0)) or done.get("extras", {}).get("stopped_early"):
+            raise ValueError(f"{out_path} holds a finished run (summary.json): nothing to resume; "
+                             f"{rundir.arg('overwrite')} runs it again")
+    if not resume and config_text is not None:
+        rundir.write_atomic(out_path / "config.yaml", config_text)
+    elif config_text is not None and config_text != saved:
+        def on_restored(_start: int) -> None:
+            rundir.write_atomic(out_path / "config.yaml", config_text)
+        return on_restored
+    return None
+
+
+def _check_layout(out: Path, layout: dict) -> None:
+    """Refuse a resume whose checkpoint was cut for another process or device count, when either
+    side is a multi-process run: each process holds the shards of its own devices, and the client
+    axis is padded to the device count, so the state would not fit. (One process over another
+    --devices count is left to the structure check of `checkpoint.restore`, as before.) A manifest
+    without the fields was written by a single-process run."""
+    from fgl_jax import rundir
+    from fgl_jax.federated import checkpoint
+    found = checkpoint.manifests(out / "checkpoints")
+    if not found:
+        return
+    path, m = found[0]
+    saved = {"processes": int(m.get("processes", 1)), "devices": m.get("devices")}
+    if saved["processes"] == 1 and layout["processes"] == 1:
+        return
+    if saved["processes"] != layout["processes"] or (saved["devices"] is not None
+                                                     and int(saved["devices"]) != layout["devices"]):
+        show = lambda d: (f"{d['processes']} process{'es' if d['processes'] != 1 else ''}"
+                          + (f" x {d['devices']} device(s) in all" if d.get("devices") is not None else ""))
+        raise ValueError(f"{rundir.arg('resume')}: checkpoint {path} was written by a run over {show(saved)}, this run "
+                         f"has {show(layout)}; resume with the same --num-processes and devices per process, or "
+                         f"start again with {rundir.arg('overwrite')}")
 
 
 def program_context(system: str, config_text: Optional[str], data: Any) -> Optional[str]:
@@ -341,6 +393,14 @@ def program_context(system: str, config_text: Optional[str], data: Any) -> Optio
     if cache.root() is None or config_text is None or registry.foreign():
         return None
     return json.dumps({"system": system, "config": config_text, "data": cache.tree_digest(data)})
+
+
+def _per_process(data: Any) -> bool:
+    """True when each process built only its own clients' rows (`fgl_jax.federated.local_data`)."""
+    if jax_process_count() < 2:
+        return False
+    from fgl_jax.federated.sharding import is_global
+    return is_global(data)
 
 
 def jax_process_count() -> int:

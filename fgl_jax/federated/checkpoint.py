@@ -22,6 +22,13 @@ checkpoint and what failed.
 `Saver` is what a run uses: the commit of a save (hooks' state, manifest) follows once orbax finished
 writing it, at the next save or at the end. `parse_every` reads the save policy: at most one save per
 30 s by default, plus the last round.
+
+Several processes (`jax.distributed`; the directory on a file system every process sees): every
+process makes the same `Saver` calls and orbax writes each process's own shards of the sharded state;
+process 0 alone clears leftovers (then all wait at a barrier), writes hooks.npz and the manifest,
+after orbax finalised the step, so the manifest's checksums cover every process's files. `restore`
+is called by every process: each verifies the same files, reaches the same decision and reads its
+own shards (`target`: the state's shardings, and the rest replicated over the state's mesh).
 """
 from __future__ import annotations
 
@@ -65,6 +72,44 @@ def _manager(directory: Path, keep: Optional[int] = None, asynchronous: bool = F
         max_to_keep=keep if keep is not None and keep > 0 else None, step_prefix=STEP_PREFIX,
         step_format_fixed_length=STEP_DIGITS, enable_async_checkpointing=asynchronous, create=False)
     return ocp.CheckpointManager(directory, options=options)
+
+
+def _main() -> bool:
+    """True in the process that clears, commits and writes manifests (process 0, or the only one)."""
+    return jax.process_index() == 0
+
+
+def _barrier(name: str) -> None:
+    """Every process waits here until all arrived (a no-op in a single-process run)."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+        multihost_utils.sync_global_devices(f"fgl_jax_checkpoint_{name}")
+
+
+def target(tree: PyTree) -> PyTree:
+    """ShapeDtypeStructs orbax restores `tree` into: each jax.Array leaf keeps its sharding (so a
+    sharded state comes back sharded, each process reading its own shards); under several processes
+    a leaf without a global sharding (the tracker's NumPy scalars) is replicated over the mesh of the
+    first leaf that has one.
+
+    Args:
+        tree: a pytree of arrays (jax or NumPy) or ShapeDtypeStructs.
+
+    Returns:
+        The same pytree of `jax.ShapeDtypeStruct`s (with `sharding` where one is known).
+    """
+    from jax.sharding import NamedSharding, PartitionSpec
+    leaves = jax.tree.leaves(tree)
+    mesh = next((a.sharding.mesh for a in leaves if isinstance(getattr(a, "sharding", None), NamedSharding)), None)
+    many = jax.process_count() > 1
+
+    def one(a):
+        dtype = a.dtype if hasattr(a, "dtype") else jnp.asarray(a).dtype
+        sharding = getattr(a, "sharding", None) if isinstance(a, (jax.Array, jax.ShapeDtypeStruct)) else None
+        if many and mesh is not None and not isinstance(sharding, NamedSharding):
+            sharding = NamedSharding(mesh, PartitionSpec())
+        return jax.ShapeDtypeStruct(np.shape(a), dtype, sharding=sharding)
+    return jax.tree.map(one, tree)
 
 
 def _path(directory: Path, rounds_done: int) -> Path:
@@ -289,13 +334,17 @@ class Saver:
             if self._manager is None:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 # what an earlier attempt left at or past this round (a resume redoes those rounds) and
-                # its uncommitted steps: orbax would refuse to save a step not newer than its latest
-                _clear(self.directory, rounds_done)
+                # its uncommitted steps: orbax would refuse to save a step not newer than its latest.
+                # One process clears; the others wait, so none writes into a directory being cleared
+                if _main():
+                    _clear(self.directory, rounds_done)
+                _barrier("clear")
                 try:
                     self._manager = _manager(self.directory, self.keep, asynchronous=True)
                 except Exception as e:  # noqa: BLE001 - one line for the user (`_write_error`)
                     raise _write_error(path, e) from None
-            _manifest(path).unlink(missing_ok=True)
+            if _main():
+                _manifest(path).unlink(missing_ok=True)
             import orbax.checkpoint as ocp
             tree = {"state": state, "tracker": tracker}
             try:
@@ -363,7 +412,10 @@ def _commit(directory: Path, path: Path, rounds_done: int, extra: Optional[dict]
             before_commit: Optional[Callable[[], None]], meta: Optional[dict] = None) -> None:
     """Make a step orbax finished count: hooks' state, then the manifest (last); then the manifests
     of the steps orbax's retention removed. meta: more fields of the manifest (the state's
-    structure, the run's config)."""
+    structure, the run's config). Process 0 alone commits (its manifest covers every process's
+    files, which orbax finalised before `wait_until_finished` returned)."""
+    if not _main():
+        return
     if extra is not None:
         np.savez(path / EXTRA, **{k: np.asarray(v) for k, v in extra.items()})
     if before_commit is not None:  # fault injection for the reliability tests
@@ -402,9 +454,7 @@ def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
     directory = Path(directory).absolute()  # the checkpoint library refuses relative paths
-    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype if hasattr(a, "dtype")
-                                                         else jnp.asarray(a).dtype),
-                          {"state": state_like, "tracker": tracker_like})
+    target_ = target({"state": state_like, "tracker": tracker_like})
     candidates = committed(directory)[::-1]
     if not candidates:
         return None
@@ -423,16 +473,16 @@ def restore(directory: Path, state_like: PyTree, tracker_like: PyTree, log=None
                     raise ValueError(f"checkpoint {path}: its manifest records round {recorded}, its name says "
                                      f"round {rounds} (copied or renamed?); name it round_{int(recorded):06d} "
                                      "again, or remove it and its .sha256 file")
-                if "structure" in manifest and manifest["structure"] != structure(target):
+                if "structure" in manifest and manifest["structure"] != structure(target_):
                     raise ValueError(f"checkpoint {path} does not fit this run's state "
-                                     f"({_first_difference(manifest['structure'], structure(target))}); "
+                                     f"({_first_difference(manifest['structure'], structure(target_))}); "
                                      "it was written by a different program")
                 if not (path / ITEM).is_dir():
                     raise ValueError(f"checkpoint {path} was written by an older fgl_jax (before orbax's "
                                      f"CheckpointManager; no {ITEM}/ inside): start the run again with "
                                      f"{rundir.arg('overwrite')}")
                 try:
-                    out = manager.restore(rounds, args=ocp.args.StandardRestore(target))
+                    out = manager.restore(rounds, args=ocp.args.StandardRestore(target_))
                 except OSError as e:
                     raise OSError(e.errno or errno.EIO, f"cannot read this checkpoint: {e.strerror or e}",
                                   str(path)) from None

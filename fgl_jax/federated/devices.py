@@ -8,10 +8,13 @@ limit, and several processes (hosts) joined with `jax.distributed`.
 With more than one device the client axis of the run's `FedData` is sharded over a 1-D mesh
 (`fgl_jax.federated.sharding`): same numbers as one device up to float summation order. A
 system whose data is not a `FedData` (FedHGN's relation blocks, Lumos's device trees, ...) runs
-on one device, with a notice. With several processes every process prepares the same data
-(deterministic preparation) and runs the same program over the mesh of all processes' devices;
-process 0 alone writes `--out`. Checkpoints (and so `--resume`) are single-process only for now:
-a sharded state spread over hosts would need every process to write its own shards.
+on one device, with a notice. With several processes every process computes the same partition
+and builds only the clients its devices hold (`fgl_jax.federated.local_data`), and all run the
+same program over the mesh of all processes' devices. Every process gives the same `--out`, a
+directory all of them see: each saves its own shards of the checkpoints there and `--resume`
+restores them in each (refused, in every process, when the checkpoint was written by another
+process or device count); process 0 alone writes config.yaml, metrics.jsonl and summary.json.
+`agree_with_main` lets the other processes stop with process 0 when it refuses the directory.
 """
 from __future__ import annotations
 
@@ -53,6 +56,29 @@ DISTRIBUTED = [False]  # jax.distributed was initialised by `initialize` (its sh
 def is_main_process() -> bool:
     """True in process 0 (or without jax.distributed): the process that writes the run's files."""
     return jax.process_index() == 0
+
+
+def agree_with_main(ok: bool, text: Optional[str]) -> tuple[bool, bool]:
+    """Whether process 0 accepted (its `ok`) and whether this process's `text` equals process 0's.
+
+    Every process must call it (a collective). Process 0's verdict on the run directory (a refused
+    resume, a non-empty --out) reaches the others, which then stop with one line instead of waiting
+    for it forever in the first collective of the run.
+
+    Args:
+        ok: this process's verdict (only process 0's counts).
+        text: what must be the same in every process (the resolved --out), or None.
+
+    Returns:
+        (process 0's ok, this process's text equals process 0's).
+    """
+    import hashlib
+    import numpy as np
+    from jax.experimental import multihost_utils
+    digest = hashlib.sha256(repr(text).encode()).digest()[:8]
+    mine = np.concatenate([[np.int32(bool(ok))], np.frombuffer(digest, np.int32)])
+    main = np.asarray(multihost_utils.broadcast_one_to_all(mine))
+    return bool(main[0]), bool((main[1:] == mine[1:]).all())
 
 
 def choose_mesh(devices: Optional[int] = None):
@@ -98,6 +124,12 @@ def run_on_devices(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num
     if not isinstance(data, FedData):
         print(f"fgl-jax: notice: {system} keeps its data in a {type(data).__name__}, not a client-axis FedData: "
               f"it runs on one device, not the {mesh.size} available", file=sys.stderr)
+        if jax.process_count() > 1 and options is not None and options.checkpoints:
+            # each process would run (and save) the whole state on its own device: no shards to split
+            import dataclasses
+            print(f"fgl-jax: notice: {system} runs whole in every process: no checkpoints across processes",
+                  file=sys.stderr)
+            options = dataclasses.replace(options, checkpoints=False)
         return run(algorithm, data, key, num_rounds, options)
     from fgl_jax.federated.sharding import run_sharded
     from fgl_jax.federated.algorithm import x64_scope

@@ -585,6 +585,9 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
     rows: list[dict] = []
     out = Path(out_dir).absolute() if out_dir is not None else None
     log_path = out / "metrics.jsonl" if out else None
+    # several processes (jax.distributed): every one saves and restores its shards of the checkpoints
+    # and reads the rows a resume continues, so all take the same decisions; process 0 alone writes rows
+    writer = jax.process_index() == 0
     saver = None
     if out is not None:
         from fgl_jax.federated import checkpoint
@@ -601,7 +604,8 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                                      f"cannot resume without them; start again with {rundir.arg('overwrite')}")
             elif log_path.exists() or (out / "checkpoints").exists():
                 print(f"fgl-jax: no checkpoint in {out / 'checkpoints'}: starting at round 1", file=sys.stderr)
-        rundir.write_rows(log_path, rows)
+        if writer:
+            rundir.write_rows(log_path, rows)
         if policy is not None:
             saver = checkpoint.Saver(out / "checkpoints", policy, before_commit=_fault("checkpoint"),
                                      meta=checkpoint_meta)
@@ -663,7 +667,7 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                 if evaluation is not None and i == n - 1:
                     row["eval"] = evaluation
                 rows.append(row)
-            if log_path is not None:
+            if log_path is not None and writer:
                 rundir.append_rows(log_path, rows[len(rows) - keep:])
             if evaluation is not None:
                 evaluations.append({"round": r + n, **evaluation})
@@ -685,11 +689,12 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
                 if stop_at is not None:
                     if saver is not None:
                         saver.close()
-                    res = _stop(int(stop_at), state, history, evaluations, rows, log_path, tracker, compile_s,
+                    res = _stop(int(stop_at), state, history, evaluations, rows, log_path if writer else None,
+                                tracker, compile_s,
                                 t_run, hooks, bar)
                     res.checkpoint_seconds = saver.seconds if saver is not None else 0.0
                     return res
-            if saver is not None and saver.due(r, final=r >= num_rounds):
+            if saver is not None and _due(saver, r, r >= num_rounds):
                 saver.save(r, state, tracker, extra=hooks.save_state() if hooks.save_state is not None else None)
             _fault("chunk")()
         if saver is not None:
@@ -701,6 +706,16 @@ def _run(algorithm: FederatedAlgorithm, data: Any, key: jax.Array, num_rounds: i
     res = _finish(state, history, evaluations, tracker, compile_s, t_run, hooks, diverged)
     res.checkpoint_seconds = saver.seconds if saver is not None else 0.0
     return res
+
+
+def _due(saver, rounds_done: int, final: bool) -> bool:
+    """`saver.due`, the same in every process: a save is a collective (each process writes its
+    shards), so under several processes a wall-clock policy ("30s") follows process 0's clock."""
+    due = saver.due(rounds_done, final=final)
+    if final or jax.process_count() < 2 or saver.every.seconds is None:
+        return due
+    from jax.experimental import multihost_utils
+    return bool(np.asarray(multihost_utils.broadcast_one_to_all(np.int32(due))))
 
 
 def _stop(stop_at: int, state, history, evaluations, rows, log_path, tracker, compile_s, t_run, hooks, bar=None

@@ -112,6 +112,27 @@ class PaddingInfo:
         return self.eval_padded - self.eval_clients + self.train_padded - self.train_clients
 
 
+def padded_counts(c: int, ct: int, multiple: int) -> tuple[int, int]:
+    """(C_pad, C_t_pad): both client axes rounded up to multiples of `multiple` (the device count).
+
+    A padded training client needs a slot in the evaluation axis for its personal parameters, so
+    the evaluation axis gets one more block when it had no dummy of its own.
+
+    Args:
+        c: C, the evaluation clients.
+        ct: C_t, the training clients.
+        multiple: the device count.
+
+    Returns:
+        The padded counts (C_pad, C_t_pad).
+    """
+    ct_pad = _round_up(ct, multiple)
+    c_pad = _round_up(c, multiple)
+    if ct_pad > ct and c_pad == c:
+        c_pad += multiple  # room for the dummies' (never used) personal state
+    return c_pad, ct_pad
+
+
 def pad_fed_data(data: FedData, multiple: int, warn: bool = True) -> tuple[FedData, PaddingInfo]:
     """Pad both client axes of `data` to multiples of `multiple` (the device count).
 
@@ -122,10 +143,7 @@ def pad_fed_data(data: FedData, multiple: int, warn: bool = True) -> tuple[FedDa
     if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
         raise ValueError(f"pad_fed_data: multiple must be a positive integer (the device count), got {multiple!r}")
     c, ct = data.eval.num_clients, data.train.num_clients
-    ct_pad = _round_up(ct, multiple)
-    c_pad = _round_up(c, multiple)
-    if ct_pad > ct and c_pad == c:
-        c_pad += multiple  # room for the dummies' (never used) personal state
+    c_pad, ct_pad = padded_counts(c, ct, multiple)
     info = PaddingInfo(multiple, c, ct, c_pad, ct_pad)
     if c_pad == c and ct_pad == ct:
         return data, info
@@ -140,11 +158,30 @@ def pad_fed_data(data: FedData, multiple: int, warn: bool = True) -> tuple[FedDa
                    extra=data.extra), info
 
 
+def is_global(data: Any) -> bool:
+    """True when `data` already holds arrays spread over several processes
+    (`fgl_jax.federated.local_data.local_fed_data`): nothing to pad or place, and nothing a
+    process can read whole.
+
+    Args:
+        data: a pytree (a FedData).
+
+    Returns:
+        Whether any leaf is a jax.Array that this process cannot address whole.
+    """
+    return any(isinstance(a, jax.Array) and not a.is_fully_addressable for a in jax.tree.leaves(data))
+
+
 def put_global(x, sharding: NamedSharding) -> jax.Array:
     """Host value -> global jax.Array with `sharding`; each process fills only its own shards,
     so the same call works on one host and across hosts (every process holds the full value)."""
     if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-        return jax.device_put(x, sharding)  # typed PRNG keys: single-process path only
+        if sharding.is_fully_addressable:
+            return jax.device_put(x, sharding)
+        # several processes: the key data [..., 2] placed like any array, wrapped back into keys on
+        # the devices (device_put cannot reach another process's devices)
+        data = put_global(jax.random.key_data(x), NamedSharding(sharding.mesh, P(*sharding.spec)))
+        return jax.jit(lambda d: jax.random.wrap_key_data(d, impl=jax.random.key_impl(x)))(data)
     host = np.asarray(x)
     return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
 
@@ -216,8 +253,14 @@ def run_sharded(algorithm: FederatedAlgorithm, data: FedData, key: jax.Array, nu
     from fgl_jax.federated.run import run
     opts = resolve(options, changes, "run_sharded")
     mesh = mesh or client_mesh()
-    data, _ = pad_fed_data(data, mesh.size)
     init_key, _ = jax.random.split(key)
+    if is_global(data):  # built per process (`local_data.local_fed_data`): padded and placed already
+        with x64_scope(algorithm):
+            shardings = state_shardings(jax.eval_shape(algorithm.init, init_key, data), mesh, client_fields)
+            # no process can fetch the whole state: it is initialised where its shards live
+            state_s = jax.jit(algorithm.init, out_shardings=shardings)(init_key, data)
+        return run(constrain(algorithm, shardings), data, key, num_rounds, opts, state=state_s)
+    data, _ = pad_fed_data(data, mesh.size)
     with x64_scope(algorithm):
         state = jax.jit(algorithm.init)(init_key, data)
         state = jax.device_get(state)

@@ -210,7 +210,7 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
         t1 = time.perf_counter()
         at_compile = counter.read()["programs"]
         phase_lines.phase("running", f"{s} member{'s' if s > 1 else ''} x {num_rounds} rounds")
-        tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], jax.device_get(compiled(*args)))
+        tracker, metrics = jax.tree.map(lambda a: np.asarray(a)[:s], _gather(compiled(*args)))
         t2 = time.perf_counter()
     else:
         mine = (lambda i: data) if data_axes is None else (
@@ -253,10 +253,23 @@ def _run_sweep(algorithm, data, seeds, num_rounds, hparams, mode, loss_guard=0.0
     return SweepResult(history, best, members, t1 - t0, t2 - t1, diverged, programs)
 
 
+def _gather(tree):
+    """Every member's outputs on the host of every process: a member axis split over several
+    processes' devices is all-gathered (`process_allgather`, each process contributes its own
+    members); one process's arrays are fetched as they are."""
+    leaves = jax.tree.leaves(tree)
+    if all(getattr(a, "is_fully_addressable", True) for a in leaves):
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+    return jax.tree.map(lambda a: a if a.is_fully_addressable else multihost_utils.process_allgather(a, tiled=True),
+                        tree)
+
+
 def _split_members(args, mesh):
     """(data, init_keys, run_keys, hp_arrays) placed on `mesh`: data replicated, the member axis
     padded (copies of member 0) to a multiple of the device count and split over the devices."""
     from jax.sharding import NamedSharding, PartitionSpec as P
+    from fgl_jax.federated.sharding import put_global
     data, *members = args
     s = int(members[0].shape[0])
     pad = -s % mesh.size
@@ -265,8 +278,8 @@ def _split_members(args, mesh):
     def place(a):
         if pad:
             a = jnp.concatenate([a, jnp.repeat(a[:1], pad, axis=0)])
-        return jax.device_put(a, split)
-    return (jax.device_put(data, rep), *jax.tree.map(place, members))
+        return put_global(a, split)  # each process places its own devices' members (several hosts too)
+    return (jax.tree.map(lambda a: put_global(a, rep), data), *jax.tree.map(place, members))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -323,6 +336,8 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         if k == "seed":
             raise ValueError("give seeds with --seeds, not in the grid")
     first = {k: v[0] for k, v in grid.items() if k in options}
+    # the members are split over the devices and the data replicated: every process needs all of it
+    build = (lambda b: lambda o: _whole(b, o))(build)
     program = build({**options, **first})
     hp_keys = traced_hparams(program)
     vector = [k for k in grid if k in hp_keys]
@@ -392,6 +407,13 @@ def run_grid(build, options: Mapping[str, Any], seeds: Sequence[int], grid: Mapp
         print(f"fgl-jax: {messages[-1]}", file=sys.stderr)
     axes = {"seed": seeds, **grid}
     return GridResult(axes, vector, other, rows, history, compile_s, run_s, len(combos), messages)
+
+
+def _whole(build, options):
+    """build(options) with the whole data in every process (`local_data.whole_data`)."""
+    from fgl_jax.federated.local_data import whole_data
+    with whole_data():
+        return build(options)
 
 
 def unvaried_axes(members: Sequence[Mapping[str, Any]], histories: Sequence[Mapping[str, np.ndarray]],

@@ -56,6 +56,9 @@ class Prepared:
     pre_communication: Optional[dict] = None
     # graph-level tasks: graphs per client, label counts, the mini-batch budgets (summary.json)
     report: Optional[dict] = None
+    # per-process data (`fgl_jax.federated.local_data`): the unpadded FedData's shapes, which the
+    # host-side bookkeeping (participants, bytes) counts clients on; None: `data` itself
+    shapes: object = None
 
 
 PER_CLIENT = ("per_client", "openfgl")
@@ -199,6 +202,12 @@ def prepare(cfg: RunConfig, graph: Optional[Graph] = None) -> Prepared:
             batch = full_graph_batch(graph)
             return Prepared(graph, part, make_fed_data(training_layout(batch, cfg, graph),
                                                        glob=batch if needs_global_graph(cfg) else None))
+    if per_process(cfg):  # several processes: each builds only the clients its devices hold
+        from fgl_jax.federated.local_data import local_fed_data
+        from fgl_jax.federated.sharding import client_mesh
+        data, shapes = local_fed_data(graph, part.assignment, cfg.clients, client_mesh(),
+                                      glob=full_graph_batch(graph) if needs_global_graph(cfg) else None)
+        return Prepared(graph, part, data, shapes=shapes)
     # stack_partition builds build_client_batch's arrays in O(N + E) instead of one pass over the
     # graph per client: what a sampled run at ogbn-products scale needs (tests/test_sharding.py: equal)
     spec = registry.algorithm(cfg.algorithm)
@@ -237,6 +246,19 @@ def backdoor_node_data(graph: Graph, part: Partition, cfg: RunConfig, spec) -> t
         graph, part.assignment, cfg.clients, cfg.attack_trigger_size, cfg.attack_density, cfg.attack_poison_rate,
         cfg.attack_target, cfg.attack_seed)
     return clean, ({TRAIN_KEY: poisoned, TEST_KEY: test}, report)
+
+
+def per_process(cfg: RunConfig) -> bool:
+    """Whether this run builds its client rows per process (`fgl_jax.federated.local_data`): under
+    jax.distributed with several processes, for node classification over partitioned clients,
+    unless the algorithm has its own host step over the whole batch (`prepare`), training samples
+    neighbour mini-batches (its CSR is cut to the whole batch) or --eval-mia reads every client's
+    rows on the host; and not inside `local_data.whole_data` (a sweep). Those build everything in
+    every process, as before."""
+    from fgl_jax.federated.local_data import wanted
+    if not wanted() or cfg.task != "node_cls" or cfg.batch_size or cfg.eval_mia:
+        return False
+    return registry.algorithm(cfg.algorithm).prepare is None
 
 
 def prepare_links(graph: Graph, cfg: RunConfig) -> Prepared:
@@ -465,7 +487,8 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
                          "--split-index all` or fgl_jax.systems.baseline.fixed_splits.run_all_splits (one Program is one split)")
     prepared = prepare(cfg, graph)
     algorithm = algorithm_from_config(cfg, prepared.graph)
-    check_privacy(cfg, algorithm, prepared.data)
+    counted = prepared.shapes if prepared.shapes is not None else prepared.data  # real clients, unpadded
+    check_privacy(cfg, algorithm, counted)
     describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm,
                 "model": cfg.graph_model if cfg.task in GRAPH_TASKS else cfg.model,
                 "clients": cfg.clients, "partition": "file" if cfg.partition_file else cfg.partition,
@@ -478,7 +501,7 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         describe["graph_report"] = report
     if cfg.attack != "none":  # the attacker set of the configured fraction (a sweep's members draw theirs alike)
         describe["attack"] = {"kind": cfg.attack, "fraction": cfg.attackers, "seed": cfg.attack_seed,
-                              "attackers": attacker_ids(cfg.attack_seed, int(prepared.data.eval.num_clients),
+                              "attackers": attacker_ids(cfg.attack_seed, int(counted.eval.num_clients),
                                                         cfg.attackers)}
         if poisoning is not None:
             describe["attack"]["backdoor"] = {"trigger_size": cfg.attack_trigger_size, "density": cfg.attack_density,
@@ -487,7 +510,7 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
     if prepared.pre_communication is not None:
         describe["pre_training_communication"] = prepared.pre_communication
     if cfg.dp_clip > 0 or cfg.secure_agg:
-        num_train = int(prepared.data.train.num_clients)
+        num_train = int(counted.train.num_clients)
         m = participants(num_train, cfg.client_fraction, cfg.clients_per_round)
         if cfg.dp_clip > 0:  # epsilon after cfg.rounds (metrics.jsonl's dp_epsilon has it after every round)
             describe["privacy"] = {**dp_privacy.describe(cfg.dp_noise, m, num_train, cfg.rounds, cfg.dp_delta,
@@ -510,8 +533,8 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         ([asr_summary] if cfg.attack == "backdoor" else [])
     hooks = Hooks(finalize=(lambda res: {k: v for f in finals for k, v in f(res).items()})) if finals else Hooks()
     return Program(algorithm, prepared.data, cfg.rounds, describe, hooks=hooks,
-                   per_round=per_round_columns(cfg, algorithm, prepared.data),
-                   account=dp_account(cfg, prepared.data) if cfg.dp_clip > 0 else None)
+                   per_round=per_round_columns(cfg, algorithm, counted),
+                   account=dp_account(cfg, counted) if cfg.dp_clip > 0 else None)
 
 
 def dp_account(cfg: RunConfig, data):
