@@ -31,7 +31,7 @@ import os
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import numpy as np
 
