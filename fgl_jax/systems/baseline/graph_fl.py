@@ -112,10 +112,11 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
         if not m.any():
             raise ValueError(f"the split leaves no {name} graphs on {gs.name!r} ({gs.num_graphs} graphs, {cfg.clients} "
                              "clients; check the fractions)")
-    size = cfg.graph_batch_size
-    eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size)
+    size, how = cfg.graph_batch_size, cfg.graph_batching
+    eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size,
+                              batching=how)
     train_batch = pack_clients(gs, client_groups(assignment, clients, masks["train"], cfg.split_seed), masks,
-                               batch_size=size)
+                               batch_size=size, batching=how)
     data = make_graph_fed_data(eval_batch, train_batch)
     shape = lambda b: {"minibatches": b.num_minibatches, "nodes": int(b.x.shape[-2]), "edges": int(b.senders.shape[-1]),
                        "graph_slots": b.num_graph_slots}
