@@ -125,6 +125,9 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (OpenFGL's default 0.01)")
     ap.add_argument("--weight-decay", type=float, default=5e-4, help="L2 weight decay (OpenFGL's default 5e-4)")
     ap.add_argument("--prox-mu", type=float, default=1e-3, help="FedProx mu (OpenFGL's fedprox_config default)")
+    ap.add_argument("--graph-batching", default="count", choices=("count", "budget"),
+                    help="fgl_jax's cut of a client's graphs into mini-batches (RunConfig.graph_batching; OpenFGL "
+                         "always cuts batch-size graphs)")
     ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per side")
     ap.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)), help="OpenFGL's venv")
@@ -166,7 +169,8 @@ def main(argv=None) -> None:
                 extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else {}
                 cfg = RunConfig(dataset=fgl_name, algorithm=algo, task="graph_cls", clients=a.clients,
                                 partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
-                                graph_pooling=a.pooling, graph_batch_size=a.batch_size, hidden=a.hidden, num_layers=2,
+                                graph_pooling=a.pooling, graph_batch_size=a.batch_size,
+                                graph_batching=a.graph_batching, hidden=a.hidden, num_layers=2,
                                 dropout=a.dropout, local_steps=a.local_epochs, lr=a.lr, weight_decay=a.weight_decay,
                                 rounds=a.rounds, eval_mode="local_model_on_local_data", eval_average="client_nodes",
                                 **extra)
