@@ -161,3 +161,17 @@ def test_minibatch_loss_is_the_mean_over_its_real_training_graphs():
         z = logits[keep].astype(np.float64)
         ce = np.log(np.exp(z).sum(1)) - z[np.arange(len(keep)), gs.y[ids[keep]]]
         np.testing.assert_allclose(float(graph_loss(model, logits, mb)), ce.mean(), rtol=1e-5)
+
+
+def test_graph_batching_refusals_are_one_line():
+    from fgl_jax import schema
+    from fgl_jax.systems.baseline.config import RunConfig
+    with pytest.raises(ValueError, match="graph batching must be one of") as err:
+        pack_clients(toy_set(num_graphs=3), [np.arange(3)], batching="sorted")
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="graph_batching='budget' is an option of task graph_cls") as err:
+        schema.make(RunConfig, {"dataset": "cora", "graph_batching": "budget"})
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="graph_batching") as err:
+        schema.make(RunConfig, {"task": "graph_cls", "dataset": "x", "graph_batching": "sorted"})
+    assert "\n" not in str(err.value)
