@@ -153,10 +153,11 @@ def main(argv=None) -> None:
     started = time.time()
     info = machine_info()
     data_dir = Path(resolve_data_dir(None))
-    runs, i, sizes = [], 0, {}
+    runs, i, sizes, notes = [], 0, {}, []
     settings = vars(a)
     if a.merge and Path(a.out).with_suffix(".json").exists():
         old = records.read(Path(a.out).with_suffix(".json"))
+        notes = old["metrics"].get("notes", [])   # the record's written notes on kept runs stay with them
         mine = {(d, al, s) for d in a.datasets for al in a.algorithms for s in a.seeds}
         runs = [r for r in old["metrics"]["runs"] if (r["dataset"], r["algorithm"], r["seed"]) not in mine]
         for key in ("datasets", "algorithms", "seeds"):
@@ -203,7 +204,7 @@ def main(argv=None) -> None:
                           f"({rec['openfgl']['ms_per_round']:.0f} ms/round)", flush=True)
                     # the record after every run: a run cut short still leaves what it measured
                     info["loadavg_end"] = list(os.getloadavg())
-                    render({"runs": runs, "machine": info, "differences": DIFFERENCES}, settings, Path(a.out),
+                    render({"runs": runs, "machine": info, "differences": DIFFERENCES, "notes": notes}, settings, Path(a.out),
                            records.provenance(started=started))
 
 
