@@ -10,12 +10,22 @@ graph's readout, loss or metric, so padding never changes a graph's output (test
     batch = pack_clients(gs, groups, split, batch_size=32)   # GraphBatch [C, M, ...]
     batch.minibatch(i)                                       # one client's mini-batch i (no M axis)
 
-Budgets are chosen from the data: G = batch_size + 1 (one slot is always padding), N = the largest
-mini-batch's node count + 1 rounded up to a multiple of 8, E = its edge count rounded up to a
-multiple of 8 (at least 8), M = the most mini-batches any client needs; any of them may be given
-(larger) to pack the same graphs differently. A client's graphs keep the order they are given in
-(the mini-batches are cut once, in that order, and local training walks them in order every epoch,
-as OpenFGL's graph_fl loaders with shuffle=False).
+Two ways to cut a client's graphs (`client_runs`), both consecutive runs in the order given
+(the mini-batches are cut once and local training walks them in order every epoch, as OpenFGL's
+graph_fl loaders with shuffle=False), so the composition is a function of the data and the seed
+that ordered the groups:
+
+- count (default, OpenFGL's): runs of batch_size graphs; G = batch_size + 1 slots.
+- budget: next-fit against a node and an edge budget of batch_size graphs of the set's mean size
+  (`size_budget`, at least its largest graph) and at most 2 * batch_size graphs, so a step holds a
+  varying number of graphs but about the same number of nodes; G = the fullest run + 1. The loss of
+  a step stays the mean over that mini-batch's real training graphs.
+
+Budgets are chosen from the data: N = the largest mini-batch's node count + 1 rounded up to a
+multiple of 8, E = its edge count rounded up to a multiple of 8 (at least 8), M = the most
+mini-batches any client needs; any of them may be given (larger) to pack the same graphs
+differently. Under vmap every client pays for M x N slots, so with unequal clients most padding is
+the small clients' empty mini-batches (benchmarks/peers/openfgl/graph_fl_padding.py measures it).
 """
 from __future__ import annotations
 
@@ -77,6 +87,9 @@ class GraphBatch:
         return GraphBatch(**fields, client_mask=self.client_mask)
 
 
+BATCHINGS = ("count", "budget")
+
+
 def _round_up(n: int, multiple: int) -> int:
     return max(multiple, -(-int(n) // multiple) * multiple)
 
@@ -86,46 +99,119 @@ def cut_minibatches(index: np.ndarray, batch_size: int) -> list[np.ndarray]:
     return [index[i:i + batch_size] for i in range(0, len(index), batch_size)]
 
 
-def needs(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int) -> tuple[int, int, int]:
-    """(mini-batches, nodes, edges) of the largest client and mini-batch when every client's
-    `groups[c]` (GraphSet rows) is cut into runs of batch_size."""
-    m, n, e = 1, 0, 0
+def size_budget(gs: GraphSet, batch_size: int) -> tuple[int, int]:
+    """(real nodes, real edges) a `budget` mini-batch may hold: batch_size graphs of the set's mean
+    size, and never less than its largest graph (so every graph fits alone).
+
+    Args:
+        gs: the GraphSet (its nodes_per_graph, edges_per_graph).
+        batch_size: the nominal graphs per mini-batch.
+
+    Returns:
+        (node budget, edge budget) of real entries (padding slots come on top: see `budgets`).
+    """
     npg, epg = gs.nodes_per_graph, gs.edges_per_graph
-    for idx in groups:
-        runs = cut_minibatches(np.asarray(idx, np.int64), batch_size)
-        m = max(m, len(runs))
-        for run in runs:
-            n, e = max(n, int(npg[run].sum())), max(e, int(epg[run].sum()))
-    return m, n, e
+    n = max(int(npg.max(initial=1)), int(np.ceil(batch_size * npg.mean()))) if npg.size else 1
+    e = max(int(epg.max(initial=0)), int(np.ceil(batch_size * epg.mean()))) if epg.size else 0
+    return n, e
 
 
-def budgets(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int) -> tuple[int, int, int]:
+def cut_by_budget(index: np.ndarray, nodes: np.ndarray, edges: np.ndarray, max_graphs: int, max_nodes: int,
+                  max_edges: int) -> list[np.ndarray]:
+    """`index` cut into consecutive runs (next-fit, in the given order): a run closes when the next
+    graph would take it past max_graphs graphs, max_nodes nodes or max_edges edges.
+
+    Args:
+        index: int [K] GraphSet rows, in training order.
+        nodes, edges: int [num_graphs of the set] nodes and edges of every graph.
+        max_graphs, max_nodes, max_edges: the run's caps (a graph above a cap gets a run of its own).
+
+    Returns:
+        The runs, a list of int arrays that concatenate to `index`.
+    """
+    runs, start, n, e = [], 0, 0, 0
+    for i, g in enumerate(index):
+        ng, eg = int(nodes[g]), int(edges[g])
+        if i > start and (i - start >= max_graphs or n + ng > max_nodes or e + eg > max_edges):
+            runs.append(index[start:i])
+            start, n, e = i, 0, 0
+        n, e = n + ng, e + eg
+    if len(index) > start:
+        runs.append(index[start:])
+    return runs
+
+
+def client_runs(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int,
+                batching: str = "count") -> list[list[np.ndarray]]:
+    """Every client's mini-batches (GraphSet rows of each), cut in the order of `groups[c]`.
+
+    Args:
+        gs: the GraphSet.
+        groups: per client, int [K_c] GraphSet rows in training order.
+        batch_size: count: graphs per mini-batch; budget: the nominal size that sets `size_budget`.
+        batching: count (runs of batch_size graphs: every step sees batch_size graphs but the last)
+            or budget (next-fit against `size_budget`'s node and edge budgets and at most
+            2 * batch_size graphs: each step sees a similar number of nodes, so fewer padding slots).
+
+    Returns:
+        runs[c][j]: int array of the graphs of client c's mini-batch j.
+    """
+    if batching not in BATCHINGS:
+        raise ValueError(f"graph batching must be one of {BATCHINGS}, got {batching!r}")
+    if batching == "count":
+        return [cut_minibatches(np.asarray(idx, np.int64), batch_size) for idx in groups]
+    n, e = size_budget(gs, batch_size)
+    return [cut_by_budget(np.asarray(idx, np.int64), gs.nodes_per_graph, gs.edges_per_graph, 2 * batch_size, n, e)
+            for idx in groups]
+
+
+def _needs(gs: GraphSet, runs: list[list[np.ndarray]]) -> tuple[int, int, int, int]:
+    """(mini-batches, nodes, edges, graphs) of the largest client and mini-batch of `runs`."""
+    m, n, e, k = 1, 0, 0, 1
+    npg, epg = gs.nodes_per_graph, gs.edges_per_graph
+    for client in runs:
+        m = max(m, len(client))
+        for run in client:
+            n, e, k = max(n, int(npg[run].sum())), max(e, int(epg[run].sum())), max(k, len(run))
+    return m, n, e, k
+
+
+def needs(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int, batching: str = "count") -> tuple[int, int, int]:
+    """(mini-batches, nodes, edges) of the largest client and mini-batch when every client's
+    `groups[c]` (GraphSet rows) is cut by `client_runs`."""
+    return _needs(gs, client_runs(gs, groups, batch_size, batching))[:3]
+
+
+def budgets(gs: GraphSet, groups: Sequence[np.ndarray], batch_size: int, batching: str = "count") -> tuple[int, int, int]:
     """The default (M, N, E): `needs`, with one padding node and N, E rounded up to multiples of 8."""
-    m, n, e = needs(gs, groups, batch_size)
+    m, n, e = needs(gs, groups, batch_size, batching)
     return m, _round_up(n + 1, 8), _round_up(e, 8)
 
 
 def pack_clients(gs: GraphSet, groups: Sequence[np.ndarray], masks: Optional[dict] = None, *,
                  batch_size: int = 32, num_minibatches: Optional[int] = None, num_nodes: Optional[int] = None,
-                 num_edges: Optional[int] = None, num_graph_slots: Optional[int] = None) -> GraphBatch:
+                 num_edges: Optional[int] = None, num_graph_slots: Optional[int] = None,
+                 batching: str = "count") -> GraphBatch:
     """Pack client c's graphs `groups[c]` (GraphSet rows, in order) into M mini-batches each.
 
     masks: {"train"|"val"|"test": bool [num_graphs of gs]} the split (default: every graph is a
-    training graph). Budgets default to `budgets` (module docstring); larger ones pack the same
-    graphs with more padding. Returns a GraphBatch [C, M, ...] of device arrays.
+    training graph). batching: count (runs of batch_size graphs) or budget (runs filled up to a
+    node / edge budget: `client_runs`). Budgets default to `budgets` (module docstring); larger
+    ones pack the same graphs with more padding. Returns a GraphBatch [C, M, ...] of device arrays.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     groups = [np.asarray(g, np.int64) for g in groups]
-    m0, n0, e0 = budgets(gs, groups, batch_size)
-    M = m0 if num_minibatches is None else int(num_minibatches)
-    N = n0 if num_nodes is None else int(num_nodes)
-    E = e0 if num_edges is None else int(num_edges)
-    G = batch_size + 1 if num_graph_slots is None else int(num_graph_slots)
-    m1, n1, e1 = needs(gs, groups, batch_size)
-    if M < m1 or N < n1 + 1 or E < max(e1, 1) or G < batch_size + 1:
+    runs = client_runs(gs, groups, batch_size, batching)
+    m1, n1, e1, k1 = _needs(gs, runs)
+    M = m1 if num_minibatches is None else int(num_minibatches)
+    N = _round_up(n1 + 1, 8) if num_nodes is None else int(num_nodes)
+    E = _round_up(e1, 8) if num_edges is None else int(num_edges)
+    g0 = batch_size + 1 if batching == "count" else k1 + 1
+    G = g0 if num_graph_slots is None else int(num_graph_slots)
+    if M < m1 or N < n1 + 1 or E < max(e1, 1) or G < k1 + 1:
         raise ValueError(f"pack_clients: budgets M={M}, N={N}, E={E}, G={G} are below what the graphs need "
-                         f"(M>={m1}, N>={n1 + 1} with one padding node, E>={max(e1, 1)}, G>={batch_size + 1} "
+                         f"(M>={m1}, N>={n1 + 1} with one padding node, E>={max(e1, 1)}, G>={k1 + 1} "
                          "with one padding graph)")
     C, F = len(groups), gs.num_features
     split = {"train": np.ones(gs.num_graphs, bool)} if masks is None else masks
@@ -141,7 +227,7 @@ def pack_clients(gs: GraphSet, groups: Sequence[np.ndarray], masks: Optional[dic
     gids = np.full((C, M, G), -1, np.int32)
     npg, epg = gs.nodes_per_graph, gs.edges_per_graph
     for c, idx in enumerate(groups):
-        for j, run in enumerate(cut_minibatches(idx, batch_size)):
+        for j, run in enumerate(runs[c]):
             k = len(run)
             n, e = int(npg[run].sum()), int(epg[run].sum())
             if n > N - 1 or e > E:

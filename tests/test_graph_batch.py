@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from fgl_jax.data.tu import GraphSet
-from fgl_jax.graph_batch import budgets, pack_clients
+from fgl_jax.federated.graph_task import graph_loss
+from fgl_jax.graph_batch import budgets, cut_by_budget, pack_clients, size_budget
 from fgl_jax.nn.graph import GraphClassifier
 
 
@@ -98,6 +99,9 @@ def test_padding_never_changes_a_graphs_output():
     assert not np.isnan(a).any()
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert tight.x.shape[1:3] != loose.x.shape[1:3]          # the budgets did differ
+    budget = pack_clients(gs, groups, batch_size=2, batching="budget")   # other runs, other slots
+    c = per_graph(jax.vmap(lambda b: model.apply(params, b))(budget), budget, gs.num_graphs)
+    np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
 
 
 def test_pack_budgets_and_masks():
@@ -115,3 +119,62 @@ def test_pack_budgets_and_masks():
     assert np.all(ng[~nm] == batch.y.shape[-1] - 1)
     with pytest.raises(ValueError, match="budgets"):
         pack_clients(gs, [np.arange(5)], batch_size=2, num_nodes=4)
+
+
+def test_budget_batching_cuts_every_graph_once_within_budget():
+    gs = toy_set(num_graphs=23, seed=5)
+    rng = np.random.default_rng(0)
+    groups = [rng.permutation(np.arange(0, 23, 2)), rng.permutation(np.arange(1, 23, 2)), np.array([], np.int64)]
+    batch = pack_clients(gs, groups, batch_size=3, batching="budget")
+    ids = np.asarray(batch.graph_ids)
+    npg, epg = gs.nodes_per_graph, gs.edges_per_graph
+    # NumPy re-derivation of the budgets: 3 mean-sized graphs, never below the largest graph
+    n_cap = max(npg.max(), int(np.ceil(3 * npg.mean())))
+    e_cap = max(epg.max(), int(np.ceil(3 * epg.mean())))
+    assert size_budget(gs, 3) == (n_cap, e_cap)
+    for c, idx in enumerate(groups):
+        seen = ids[c][ids[c] >= 0]
+        np.testing.assert_array_equal(seen, idx)               # each graph once per epoch, in the given order
+        for run in ids[c]:
+            run = run[run >= 0]
+            assert npg[run].sum() <= n_cap and epg[run].sum() <= e_cap and len(run) <= 6
+    assert not np.asarray(batch.graph_mask)[2].any()          # a client without graphs: all padding
+    # next-fit: a run closes only when the next graph would break a budget
+    runs = cut_by_budget(np.arange(6), np.array([3, 3, 3, 5, 1, 1]), np.zeros(6, int), 9, 7, 0)
+    assert [r.tolist() for r in runs] == [[0, 1], [2], [3, 4, 5]]
+    runs = cut_by_budget(np.arange(4), np.array([9, 1, 1, 1]), np.array([0, 2, 2, 2]), 2, 5, 10)
+    assert [r.tolist() for r in runs] == [[0], [1, 2], [3]]
+
+
+def test_minibatch_loss_is_the_mean_over_its_real_training_graphs():
+    gs = toy_set(num_graphs=11, seed=2, classes=3)
+    train = np.array([1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1], bool)
+    masks = {"train": train, "val": ~train, "test": np.zeros(11, bool)}
+    batch = pack_clients(gs, [np.arange(11)], masks, batch_size=4, batching="budget")
+    model = type("M", (), {"task": "graph_cls"})()
+    loss = jax.jit(lambda logits, mb: graph_loss(model, logits, mb))      # one compile for every mini-batch
+    host = {f: np.asarray(getattr(batch, f)) for f in batch.__dataclass_fields__}
+    rng = np.random.default_rng(1)
+    assert batch.num_minibatches > 1
+    for j in range(batch.num_minibatches):
+        mb = type(batch)(**{f: a if f == "client_mask" else a[0, j] for f, a in host.items()})
+        logits = rng.normal(size=(mb.num_graph_slots, 3)).astype(np.float32)
+        ids = np.asarray(mb.graph_ids)
+        keep = np.flatnonzero(ids >= 0)[train[ids[ids >= 0]]]
+        z = logits[keep].astype(np.float64)
+        ce = np.log(np.exp(z).sum(1)) - z[np.arange(len(keep)), gs.y[ids[keep]]]
+        np.testing.assert_allclose(float(loss(logits, mb)), ce.mean(), rtol=1e-5)
+
+
+def test_graph_batching_refusals_are_one_line():
+    from fgl_jax import schema
+    from fgl_jax.systems.baseline.config import RunConfig
+    with pytest.raises(ValueError, match="graph batching must be one of") as err:
+        pack_clients(toy_set(num_graphs=3), [np.arange(3)], batching="sorted")
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="graph_batching='budget' is an option of task graph_cls") as err:
+        schema.make(RunConfig, {"dataset": "cora", "graph_batching": "budget"})
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="graph_batching") as err:
+        schema.make(RunConfig, {"task": "graph_cls", "dataset": "x", "graph_batching": "sorted"})
+    assert "\n" not in str(err.value)

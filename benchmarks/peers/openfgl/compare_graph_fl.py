@@ -131,6 +131,9 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (OpenFGL's default 0.01)")
     ap.add_argument("--weight-decay", type=float, default=5e-4, help="L2 weight decay (OpenFGL's default 5e-4)")
     ap.add_argument("--prox-mu", type=float, default=1e-3, help="FedProx mu (OpenFGL's fedprox_config default)")
+    ap.add_argument("--graph-batching", default="count", choices=("count", "budget"),
+                    help="fgl_jax's cut of a client's graphs into mini-batches (RunConfig.graph_batching; OpenFGL "
+                         "always cuts batch-size graphs)")
     ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout (fedstar: "
                     "always sum, as OpenFGL's model)")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per side")
@@ -161,6 +164,7 @@ def main(argv=None) -> None:
     settings = vars(a)
     if a.merge and Path(a.out).with_suffix(".json").exists():
         old = records.read(Path(a.out).with_suffix(".json"))
+        notes = old["metrics"].get("notes", [])   # the record's written notes on kept runs stay with them
         mine = {(d, al, s) for d in a.datasets for al in a.algorithms for s in a.seeds}
         runs = [r for r in old["metrics"]["runs"] if (r["dataset"], r["algorithm"], r["seed"]) not in mine]
         for key in ("datasets", "algorithms", "seeds"):
@@ -177,7 +181,8 @@ def main(argv=None) -> None:
                     extra, pooling = {"fedstar_client_init": "own"}, "sum"
                 cfg = RunConfig(dataset=fgl_name, algorithm=algo, task="graph_cls", clients=a.clients,
                                 partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
-                                graph_pooling=pooling, graph_batch_size=a.batch_size, hidden=a.hidden, num_layers=2,
+                                graph_pooling=pooling, graph_batch_size=a.batch_size,
+                                graph_batching=a.graph_batching, hidden=a.hidden, num_layers=2,
                                 dropout=a.dropout, local_steps=a.local_epochs, lr=a.lr, weight_decay=a.weight_decay,
                                 rounds=a.rounds, eval_mode="local_model_on_local_data", eval_average="client_nodes",
                                 **extra)

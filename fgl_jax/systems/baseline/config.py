@@ -270,6 +270,11 @@ class BaselineFields(RunSpec):
                                 "batch norm; sum: the GIN paper's)", choices=("sum", "mean", "max"))
     graph_batch_size: int = option(32, "graph_cls / graph_reg: graphs per mini-batch (local_steps = local epochs "
                                    "over a client's mini-batches)", low=1)
+    graph_batching: str = option("count", "graph_cls / graph_reg: how a client's graphs are cut into mini-batches: "
+                                 "count (graph_batch_size graphs each, OpenFGL's) or budget (filled up to the nodes "
+                                 "and edges of graph_batch_size mean-sized graphs, at most 2x graph_batch_size "
+                                 "graphs: fewer padding slots, a varying number of graphs per step)",
+                                 choices=("count", "budget"))
     batch_size: int = option(0, "node_cls: seed nodes per neighbour-sampled mini-batch of local training (0 = "
                              "full-batch local steps); local_steps then counts local epochs over a client's "
                              "training nodes (docs/scaling.md)", low=0)
@@ -327,7 +332,7 @@ class BaselineFields(RunSpec):
             if self.partition in GRAPH_PARTITIONS:
                 raise ValueError(f"partition={self.partition!r} deals whole graphs (task graph_cls / graph_reg), not "
                                  f"the nodes of task {self.task!r}")
-            for name in ("graph_model", "graph_pooling", "graph_batch_size"):
+            for name in ("graph_model", "graph_pooling", "graph_batch_size", "graph_batching"):
                 default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
                 if getattr(self, name) != default:
                     raise ValueError(f"{name}={getattr(self, name)!r} is an option of task graph_cls / graph_reg, "

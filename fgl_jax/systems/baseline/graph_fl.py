@@ -117,13 +117,14 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
         if not m.any():
             raise ValueError(f"the split leaves no {name} graphs on {gs.name!r} ({gs.num_graphs} graphs, {cfg.clients} "
                              "clients; check the fractions)")
-    size = cfg.graph_batch_size
-    eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size)
+    size, how = cfg.graph_batch_size, cfg.graph_batching
+    eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size,
+                              batching=how)
     train_groups = client_groups(assignment, clients, masks["train"], cfg.split_seed)
     if cfg.attack == "backdoor":
         data, bd_report = backdoor_graph_data(cfg, gs, assignment, clients, masks, eval_batch, train_groups)
     else:
-        data = make_graph_fed_data(eval_batch, pack_clients(gs, train_groups, masks, batch_size=size))
+        data = make_graph_fed_data(eval_batch, pack_clients(gs, train_groups, masks, batch_size=size, batching=how))
     shape = lambda b: {"minibatches": b.num_minibatches, "nodes": int(b.x.shape[-2]), "edges": int(b.senders.shape[-1]),
                        "graph_slots": b.num_graph_slots}
     report = {"graphs_per_client": np.bincount(assignment, minlength=clients).tolist(),
@@ -147,6 +148,9 @@ def backdoor_graph_data(cfg, gs: GraphSet, assignment: np.ndarray, clients: int,
     packed with the same budgets, the poisoned one [C, ...] in extra["backdoor_train"]; the triggered
     copies of every client's test graphs not of the target class in extra["backdoor_test"] (test_mask)."""
     check_backdoor_target(cfg.attack_target, gs.num_classes, f"dataset {gs.name!r}")
+    if cfg.graph_batching != "count":
+        # the clean and poisoned training sets share one shape: count batching keeps their runs aligned
+        raise ValueError(f"--attack backdoor packs graphs with --graph-batching count, got {cfg.graph_batching!r}")
     size, seed = cfg.graph_batch_size, cfg.attack_seed
     poison = poison_choice(assignment, masks["train"], clients, cfg.attack_poison_rate, seed)
     bad = plant_graph_triggers(gs, np.flatnonzero(poison), cfg.attack_trigger_size, cfg.attack_density,
