@@ -3,14 +3,16 @@ and Local on a node task (Cora, 10 Louvain clients) and a graph task (PROTEINS, 
 Dirichlet label skew), 3 seeds each, mean +- sd of the test accuracy at the best validation round and
 of the worst-10 % client's test accuracy there.
 
-    python experiments/personalised/table.py [--rounds-cora 40] [--rounds-proteins 20] [--algorithms ...]
+    python experiments/personalised/table.py [--rounds-cora 20] [--rounds-proteins 10] [--algorithms ...]
+        [--datasets cora proteins] [--docs] [--render]
 
 Each (dataset, algorithm) is one `fj.build` and one `fj.sweep` over the seeds (the member program
 compiled once, the seeds run one after another on a CPU). Cora: split openfgl (20/40/40 per client),
 GCN hidden 64; PROTEINS: GIN, mean readout, dirichlet_beta 0.5; every other option the CLI default
 (lr 0.01 Adam, the algorithm's own local steps). An algorithm that refuses a task (FedEM on graph
 tasks) is recorded with its one-line reason. Writes experiments/results/personalised/table.json
-(one record, overwritten; `--algorithms` reruns only those and keeps the record's other rows) and
+(one record, overwritten; `--algorithms` / `--datasets` rerun only those and keep the record's other
+rows of the same round budget, so the two datasets can run as two processes) and
 prints the markdown table the docs show; `--docs` also writes it between the markers in
 docs/personalised.md.
 """
@@ -30,6 +32,7 @@ from harness import machine, write_record  # noqa: E402
 
 OUT = ROOT / "experiments" / "results" / "personalised" / "table.json"
 DOC = ROOT / "docs" / "personalised.md"
+COMMAND = "nice -n 5 python experiments/personalised/table.py --rounds-cora 20 --rounds-proteins 10"
 BEGIN, END = "<!-- personalised-table:begin -->", "<!-- personalised-table:end -->"
 ALGORITHMS = ("fedavg", "local", "ditto", "fedbn", "fedrep", "apfl", "pfedme", "fedala", "fedem", "fedproto",
               "fedtgp", "feddistill")
@@ -102,34 +105,22 @@ def render(rows: list, rounds: dict, command: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds-cora", type=int, default=40, help="FL rounds on Cora")
-    ap.add_argument("--rounds-proteins", type=int, default=20, help="FL rounds on PROTEINS")
+    ap.add_argument("--rounds-cora", type=int, default=20, help="FL rounds on Cora")
+    ap.add_argument("--rounds-proteins", type=int, default=10, help="FL rounds on PROTEINS")
     ap.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), help="algorithms to (re)run")
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS), help="datasets to (re)run")
     ap.add_argument("--docs", action="store_true", help="write the table into docs/personalised.md")
+    ap.add_argument("--render", action="store_true", help="run nothing: render the existing record's table")
     args = ap.parse_args()
     rounds = {"cora": args.rounds_cora, "proteins": args.rounds_proteins}
-    old = json.loads(OUT.read_text())["metrics"] if OUT.exists() else {}
-    if old and old.get("rounds") != rounds:
-        old = {}   # another budget: nothing of the old record is comparable
-    keep = [r for r in old.get("rows", []) if not (r["algorithm"] in args.algorithms and r["dataset"] in args.datasets)]
-    rows = list(keep)
-    for d in args.datasets:
-        for a in args.algorithms:
-            r = measure(d, a, rounds[d])
-            rows.append(r)
-            print(d, a, "refused: " + r["refused"] if "refused" in r else f"test {cell(r['test_acc'])} "
-                  f"worst10 {cell(r['worst10'])} compile {r['compile_seconds']} s run {r['run_seconds']} s", flush=True)
-            write_record(OUT, {"experiment": "personalised FL table", "rounds": rounds, "seeds": list(SEEDS),
-                               "datasets": DATASETS, "machine": machine(), "rows": rows,
-                               "command": "python experiments/personalised/table.py " + " ".join(sys.argv[1:])},
-                         kind="experiment")
-    order = {(d, a): i for i, (d, a) in enumerate((d, a) for d in DATASETS for a in ALGORITHMS)}
-    rows.sort(key=lambda r: order.get((r["dataset"], r["algorithm"]), 1 << 30))
-    command = "nice -n 5 python experiments/personalised/table.py"
-    write_record(OUT, {"experiment": "personalised FL table", "rounds": rounds, "seeds": list(SEEDS),
-                       "datasets": DATASETS, "machine": machine(), "rows": rows, "command": command}, kind="experiment")
-    table = render(rows, rounds, command)
+    todo = [] if args.render else [(d, a) for d in args.datasets for a in args.algorithms]
+    rows = merge(rounds, [])
+    for d, a in todo:
+        r = measure(d, a, rounds[d])
+        print(d, a, "refused: " + r["refused"] if "refused" in r else f"test {cell(r['test_acc'])} "
+              f"worst10 {cell(r['worst10'])} compile {r['compile_seconds']} s run {r['run_seconds']} s", flush=True)
+        rows = merge(rounds, [r])   # re-read: a second process may fill the other dataset's rows meanwhile
+    table = render(rows, rounds, COMMAND)
     print(table)
     if args.docs:
         text = DOC.read_text()
@@ -137,6 +128,21 @@ def main() -> None:
             raise SystemExit(f"{DOC}: no {BEGIN} marker")
         head, rest = text.split(BEGIN, 1)
         DOC.write_text(head + BEGIN + "\n" + table + END + rest.split(END, 1)[1])
+
+
+def merge(rounds: dict, new: list) -> list:
+    """The record's rows of this budget with `new` in place of the same (dataset, algorithm); written back."""
+    old = json.loads(OUT.read_text())["metrics"] if OUT.exists() else {}
+    rows = old.get("rows", []) if old.get("rounds") == rounds else []   # another budget: not comparable
+    mine = {(r["dataset"], r["algorithm"]) for r in new}
+    rows = [r for r in rows if (r["dataset"], r["algorithm"]) not in mine] + list(new)
+    order = {(d, a): i for i, (d, a) in enumerate((d, a) for d in DATASETS for a in ALGORITHMS)}
+    rows.sort(key=lambda r: order.get((r["dataset"], r["algorithm"]), 1 << 30))
+    if new:
+        write_record(OUT, {"experiment": "personalised FL table", "rounds": rounds, "seeds": list(SEEDS),
+                           "datasets": DATASETS, "machine": machine(), "rows": rows, "command": COMMAND},
+                     kind="experiment")
+    return rows
 
 
 if __name__ == "__main__":
