@@ -66,8 +66,8 @@ def measure(dataset: str, algorithm: str, rounds: int) -> dict:
            "worst10": None if worst is None else np.asarray(worst)[rows, at].astype(float).tolist(),
            "compile_seconds": round(sw.compile_seconds, 2), "run_seconds": round(sw.run_seconds, 2),
            "diverged": [d for d in sw.diverged if d]}
-    if worst is None:   # a global model (FedAvg): the per-client spread of that model is not reported
-        row["worst10_note"] = "global model: no per-client spread"
+    if worst is None:   # FedAvg's global model, Local on graph tasks: no per-client spread in the history
+        row["worst10_note"] = "no per-client spread reported"
     return row
 
 
@@ -97,9 +97,11 @@ def render(rows: list, rounds: dict, command: str) -> str:
             elif "refused" in r:
                 cells += ["refused", "refused"]
             else:
-                cells += [cell(r["test_acc"]), cell(r["worst10"]) if r["worst10"] else "n/a (global model)"]
+                cells += [cell(r["test_acc"]), cell(r["worst10"]) if r["worst10"] else "n/a"]
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    notes = [f"- {r['algorithm']} on {r['dataset']}: {r['refused']}" for r in rows if "refused" in r]
+    notes = [f"- {r['algorithm']} on {r['dataset']}: refused ({r['refused']})" for r in rows if "refused" in r]
+    notes.append("- n/a: the run reports no per-client spread (FedAvg evaluates its global model; Local on a graph "
+                 "task does not report it); not run: no time left in the session's budget for that cell")
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
