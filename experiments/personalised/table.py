@@ -96,10 +96,14 @@ def render(rows: list, rounds: dict, command: str) -> str:
                 cells += ["not run", "not run"]
             elif "refused" in r:
                 cells += ["refused", "refused"]
+            elif r.get("diverged") and len(r["diverged"]) == len(r["seeds"]):
+                cells += ["diverged", "diverged"]
             else:
                 cells += [cell(r["test_acc"]), cell(r["worst10"]) if r["worst10"] else "n/a"]
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
     notes = [f"- {r['algorithm']} on {r['dataset']}: refused ({r['refused']})" for r in rows if "refused" in r]
+    notes += [f"- {r['algorithm']} on {r['dataset']}: every seed diverged ({r['diverged'][0]})" for r in rows
+              if r.get("diverged") and len(r["diverged"]) == len(r["seeds"])]
     notes.append("- n/a: the run reports no per-client spread (FedAvg evaluates its global model; Local on a graph "
                  "task does not report it); not run: no time left in the session's budget for that cell")
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
