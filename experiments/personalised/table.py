@@ -104,8 +104,8 @@ def render(rows: list, rounds: dict, command: str) -> str:
     notes = [f"- {r['algorithm']} on {r['dataset']}: refused ({r['refused']})" for r in rows if "refused" in r]
     notes += [f"- {r['algorithm']} on {r['dataset']}: every seed diverged ({r['diverged'][0]})" for r in rows
               if r.get("diverged") and len(r["diverged"]) == len(r["seeds"])]
-    notes.append("- n/a: the run reports no per-client spread (FedAvg evaluates its global model; Local on a graph "
-                 "task does not report it); not run: no time left in the session's budget for that cell")
+    notes.append("- n/a: the run reports no per-client spread (FedAvg evaluates its global model; the graph-task "
+                 "evaluation on PROTEINS reports none for any method); not run: no time left for that cell")
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
