@@ -66,6 +66,8 @@ class AlgorithmSpec:
     dp_uncovered: what DP-FedAvg's epsilon does not cover (warned about with --dp-clip).
     local_steps: the local optimiser steps per round a run takes when its config leaves `local_steps`
         at 0 (FedProx: 3, so its proximal term acts), 1 unless an algorithm needs more.
+    hetero: True when it takes heterogeneous client models (`--client-models`,
+        `fgl_jax.federated.client_models`): it never averages parameters (prototypes or logits only).
 
     Phases (a round schedule that changes kind part-way) are not declared here: they are the
     `phases` of the `FederatedAlgorithm` the factory returns (`fgl_jax.federated.algorithm.Phase`).
@@ -82,6 +84,7 @@ class AlgorithmSpec:
     prepare_graphs: Optional[Callable] = None
     dp_uncovered: Optional[str] = None
     local_steps: int = 1
+    hetero: bool = False
 
     _CHOICES = {"features": (None, "ell"), "data": (None, "full_graph")}
 

@@ -43,6 +43,8 @@ from fgl_jax.algorithms._common import evaluate_round, init_params, round_start,
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.config import FedConfig
 from fgl_jax.federated.chunking import map_clients
+from fgl_jax.federated.client_models import take, ungroup
+from fgl_jax.federated.evaluation import evaluate_groups
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.nn.models import apply_with_embedding
@@ -110,59 +112,122 @@ def proto_regulariser(z: jax.Array, y: jax.Array, mask: jax.Array, protos: jax.A
     return per_class.sum()
 
 
-def embedding_dim(model, data: FedData, params: PyTree) -> int:
+def embedding_dim(model, data: FedData, params: PyTree, represent: Callable = None) -> int:
+    """D, the width of what `represent` (default `apply_with_embedding`) gives as the representation."""
+    represent = represent or (lambda m, p, b, **kw: apply_with_embedding(m, p, b, **kw))
     one = jax.tree.map(lambda a: a[0], data.eval)
-    h, _ = jax.eval_shape(lambda p, b: apply_with_embedding(model, p, b), params, one)
+    h, _ = jax.eval_shape(lambda p, b: represent(model, p, b), params, one)
     return int(h.shape[-1])
+
+
+def logits_as_representation(model, params: PyTree, batch, train: bool = False, rngs=None
+                             ) -> tuple[jax.Array, jax.Array]:
+    """(logits, logits): for methods that exchange per-class mean logits instead of embeddings (FedDistill)."""
+    logits = model.apply(params, batch, train=train, rngs=rngs)
+    return logits, logits
 
 
 ServerInit = Callable[[jax.Array, int, int], PyTree]
 # (server_state, local [C_t,K,D], counts [C_t,K], data, hp) -> (server_state, protos [K,D], present [K])
 ServerUpdate = Callable[..., tuple]
+# (z [N,D], logits [N,K], y [N], mask [N], protos [K,D], present [K], hp) -> scalar: the term added to CE
+Regulariser = Callable[..., jax.Array]
 
 
 def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, loss_kind: str,
                         server_update: ServerUpdate, server_init: Optional[ServerInit] = None,
-                        extra_hp: Optional[dict] = None) -> FederatedAlgorithm:
+                        extra_hp: Optional[dict] = None, represent: Optional[Callable] = None,
+                        regulariser: Optional[Regulariser] = None) -> FederatedAlgorithm:
     """Personal models trained with CE + hp[lam_name] * L_R(z, global prototypes); after training the
-    clients' class prototypes go to `server_update`, which returns the next global prototypes."""
+    clients' class prototypes go to `server_update`, which returns the next global prototypes.
+
+    represent(model, params, batch, train=, rngs=) -> (z [N, D], logits [N, K]): what is averaged per
+    class (default: the penultimate embedding, `apply_with_embedding`); regulariser(z, logits, y,
+    mask, protos, present, hp): L_R (default: `proto_regulariser` of `loss_kind` on z).
+
+    Heterogeneous client models (`common.client_models`, `fgl_jax.federated.client_models`): the
+    clients of one architecture are one group, trained by one vmapped update (a static loop over the
+    groups inside the one traced round); the state's `personal` and `opt` are then tuples with one
+    entry per group ([C_g, ...], [C_t_g, ...]). Every group's representation must have the same
+    width D (the prototypes are averaged across groups). Client c uses the key it would have in a
+    homogeneous run, so one architecture for every client gives the homogeneous run's numbers."""
     optimizer = make_optimizer(common.optim, lr=1.0)
     num_classes = int(model.num_classes)
+    represent = represent or (lambda m, p, b, **kw: apply_with_embedding(m, p, b, **kw))
+    if regulariser is None:
+        def regulariser(z, logits, y, mask, protos, present, hp):
+            return proto_regulariser(z, y, mask, protos, present, loss_kind)
+    hetero = common.client_models is not None
+    groups = common.client_models.groups() if hetero else None
 
     def init(key: jax.Array, data: FedData) -> ProtoState:
         k_model, k_server = jax.random.split(key)
-        params = init_params(model, k_model, data)
-        d = embedding_dim(model, data, params)
         hp = {"lr": jnp.float32(common.optim.lr), lam_name: jnp.float32(lam)}
         hp.update({k: jnp.float32(v) for k, v in (extra_hp or {}).items()})
-        return ProtoState(round=jnp.zeros((), jnp.int32), personal=stack(params, data.eval.num_clients),
-                          opt=stack(optimizer.init(params), data.train.num_clients),
+        if not hetero:
+            params = init_params(model, k_model, data)
+            personal, opt = stack(params, data.eval.num_clients), stack(optimizer.init(params), data.train.num_clients)
+            d = embedding_dim(model, data, params, represent)
+        else:
+            personal, opt, dims = [], [], {}
+            for i, g in enumerate(groups):   # group 0 takes the homogeneous run's key
+                params = init_params(g.model, k_model if i == 0 else jax.random.fold_in(k_model, i), data)
+                personal.append(stack(params, len(g.eval_index)))
+                opt.append(stack(optimizer.init(params), len(g.train_pos)))
+                dims[str(g.arch)] = embedding_dim(g.model, data, params, represent)
+            if len(set(dims.values())) > 1:
+                raise ValueError(f"client_models: the class prototypes must have one width across architectures, got "
+                                 f"{', '.join(f'{a} -> {d}' for a, d in dims.items())} (the width of the last hidden "
+                                 "layer; GAT's is hidden x heads): give every architecture the same last hidden width")
+            personal, opt, d = tuple(personal), tuple(opt), next(iter(dims.values()))
+        return ProtoState(round=jnp.zeros((), jnp.int32), personal=personal, opt=opt,
                           protos=jnp.zeros((num_classes, d), jnp.float32), present=jnp.zeros((num_classes,), bool),
                           server=None if server_init is None else server_init(k_server, num_classes, d), hp=hp)
 
-    def round_fn(state: ProtoState, data: FedData, key: jax.Array):
-        ct = data.train.num_clients
-        start, opt, scale = round_start(optimizer, common, state, data,
-                                        start=jax.tree.map(lambda a: a[data.train_index], state.personal))
-
+    def client_update(net, state: ProtoState, scale):
         def client(p, o, b, k):
             def loss(w, b, k):
-                z, logits = apply_with_embedding(model, w, b, train=True, rngs={"dropout": k})
-                reg = proto_regulariser(z, b.y, b.train_mask, state.protos, state.present, loss_kind)
+                z, logits = represent(net, w, b, train=True, rngs={"dropout": k})
+                reg = regulariser(z, logits, b.y, b.train_mask, state.protos, state.present, state.hp)
                 return masked_cross_entropy(logits, b.y, b.train_mask) + state.hp[lam_name] * reg
 
             p, o, first = local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
-            z, _ = apply_with_embedding(model, p, b, train=False)
+            z, _ = represent(net, p, b, train=False)
             # graph_cls: z holds the graph embeddings (the readout) of the client's M mini-batches as
             # one union [M*G, D]; labels and masks [M, G] flatten to match (padding slots are unmasked)
             protos, counts = class_prototypes(z, b.y.reshape(-1), b.train_mask.reshape(-1), num_classes)
             return p, o, first, protos, counts
+        return map_clients(client, common.client_chunk)
 
-        new, opt, losses, local, counts = map_clients(client, common.client_chunk)(
-            start, opt, data.train, jax.random.split(key, ct))
+    def round_fn(state: ProtoState, data: FedData, key: jax.Array):
+        ct = data.train.num_clients
+        keys = jax.random.split(key, ct)
+        if not hetero:
+            start, opt, scale = round_start(optimizer, common, state, data,
+                                            start=jax.tree.map(lambda a: a[data.train_index], state.personal))
+            new, opt, losses, local, counts = client_update(model, state, scale)(start, opt, data.train, keys)
+            personal = scatter_clients(state.personal, data.train_index, new)
+        else:
+            personal, opts, outs, scale = list(state.personal), list(state.opt), [], None
+            for i, g in enumerate(groups):   # static: one vmapped update per architecture
+                if len(g.train_pos) == 0:
+                    continue
+                n_g = len(g.eval_index)
+                sub = state.replace(opt=state.opt[i])
+                start, opt_g, scale = round_start(optimizer, common, sub, data,
+                                                  start=take(state.personal[i], g.train_local, n_g))
+                new, opts[i], *rest = client_update(g.model, state, scale)(
+                    start, opt_g, take(data.train, g.train_pos, ct), take(keys, g.train_pos, ct))
+                personal[i] = scatter_clients(state.personal[i], jnp.asarray(g.train_local), new)
+                outs.append((g.train_pos, rest))
+            personal, opt = tuple(personal), tuple(opts)
+            losses, local, counts = ungroup([r for _, r in outs], [pos for pos, _ in outs])
         server, protos, present = server_update(state.server, local, counts, data, state.hp)
-        personal = scatter_clients(state.personal, data.train_index, new)
-        metrics = evaluate_round(model, common, data, personal=personal)
+        if not hetero:
+            metrics = evaluate_round(model, common, data, personal=personal)
+        else:
+            metrics = evaluate_groups(groups, personal, data, common.eval_mode, common.client_chunk,
+                                      common.eval_average)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
         return ProtoState(round=state.round + 1, personal=personal, opt=opt, protos=protos, present=present,
@@ -177,7 +242,7 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
     return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
 
 
-@register("algorithm", "fedproto", hparams=FedProtoHParams, tasks=("node_cls", "graph_cls"),
+@register("algorithm", "fedproto", hparams=FedProtoHParams, tasks=("node_cls", "graph_cls"), hetero=True,
           paper="Tan, Long, Liu, Zhou, Lu, Jiang, Zhang, AAAI 2022, arXiv:2105.00243",
           help="FedProto: personal models regularised towards averaged class prototypes")
 def fedproto(model, common: FedConfig, hp: FedProtoHParams) -> FederatedAlgorithm:

@@ -101,7 +101,7 @@ def margin_loss(gen: dict, x: jax.Array, y: jax.Array, valid: jax.Array, margin:
     return (ce * v).sum() / jnp.maximum(v.sum(), 1.0)
 
 
-@register("algorithm", "fedtgp", hparams=FedTGPHParams, tasks=("node_cls", "graph_cls"),
+@register("algorithm", "fedtgp", hetero=True, hparams=FedTGPHParams, tasks=("node_cls", "graph_cls"),
           paper="Zhang, Hua, Cao, Wang, Guan, Ma, AAAI 2024, arXiv:2401.03230",
           help="FedTGP: trainable global prototypes with an adaptive-margin contrastive server loss")
 def fedtgp(model, common: FedConfig, hp: FedTGPHParams):

@@ -69,6 +69,8 @@ class FedConfig:
             FedYogiHParams), or None (the plain aggregate).
         aggregator: a user's `Aggregator` of kind "reduce" in place of the mean, or None.
         model: the run's model as data (`ModelSpec`), for algorithms that build a variant of it.
+        client_models: heterogeneous client models (`fgl_jax.federated.client_models.ClientModels`),
+            or None (every client runs `model`); only algorithms registered with hetero=True read it.
     """
 
     algorithm: str = "fedavg"
@@ -101,6 +103,8 @@ class FedConfig:
     model: Optional[Any] = None
     # secure aggregation (`fgl_jax.aggregators.secure_mean`): a SecureAgg, or None (the plain mean)
     secure_agg: Optional["SecureAgg"] = None
+    # heterogeneous client models (fgl_jax.federated.client_models.ClientModels), or None: one model
+    client_models: Optional[Any] = None
 
     def __post_init__(self):
         V.one_of("FedConfig", "algorithm", self.algorithm, ALGORITHMS)

@@ -116,3 +116,36 @@ def evaluate_logits(logits: jax.Array, batch, average: str = "pooled") -> dict:
     res = summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
     res.update(client_spread(counts, batch.client_mask))   # each client's own prediction, as `evaluate`
     return res
+
+
+def evaluate_groups(groups, personal: tuple, data: FedData, mode: str, chunk: Optional[int] = None,
+                    average: str = "pooled") -> dict:
+    """`evaluate`'s metrics of heterogeneous client models: each client's own model on its own data.
+
+    Args:
+        groups: the architectures' `fgl_jax.federated.client_models.Group`s (static index arrays).
+        personal: per group its clients' parameters `[C_g, ...]`.
+        data: the run's `FedData`.
+        mode: the resolved evaluation mode; only local_model_on_local_data exists here (there is no
+            global model, and clients of different architectures cannot share one).
+        chunk: clients per block (`map_clients`), or None.
+        average: "pooled" or "client_nodes".
+
+    Returns:
+        The pooled metrics and the per-client spread (`client_spread`), as `evaluate` gives them
+        for one model per client.
+    """
+    from fgl_jax.federated.client_models import take, ungroup
+    if mode not in ("auto", "local_model_on_local_data"):
+        raise ValueError(f"eval_mode={mode!r}: heterogeneous client models are evaluated each on its own client's "
+                         "data (local_model_on_local_data or auto)")
+    c = data.eval.num_clients
+    parts = []
+    for g, params in zip(groups, personal):
+        one = lambda p, b, m=g.model: client_counts(m.apply(p, b, train=False), b.y, b)
+        parts.append(map_clients(one, chunk)(params, take(data.eval, g.eval_index, c)))
+    counts = ungroup(parts, [g.eval_index for g in groups])
+    batch = data.eval
+    res = summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
+    res.update(client_spread(counts, batch.client_mask))
+    return res

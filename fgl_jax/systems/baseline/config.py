@@ -99,6 +99,13 @@ class BaselineFields(RunSpec):
     norm: str = option("none", "normalisation after each hidden layer: none, batch (each feature over the "
                        "client's nodes, the batch's statistics in training and evaluation), layer (each node "
                        "over its features); FedBN keeps its parameters local", choices=("none", "batch", "layer"))
+    client_models: str = option("", "heterogeneous client models: architectures name:LAYERSxHIDDEN dealt to the "
+                                "clients round-robin, e.g. gcn:2x64,gcn:3x64,gat:2x8 (each group of one architecture "
+                                "trains as one vmapped update; dropout and norm stay the run's); only algorithms "
+                                "that exchange prototypes or logits take them: fedproto, fedtgp (one last hidden "
+                                "width for all), feddistill; empty = every client runs --model")
+    client_models_file: str = option("", "heterogeneous client models from a file: one architecture "
+                                     "name:LAYERSxHIDDEN per client, one per line (# comments); see --client-models")
     clients: int = option(5, "number of clients", low=1)
     partition: str = option("random", "how nodes are split over clients (graph_cls / graph_reg: how whole graphs "
                             "are dealt: random, dirichlet = label skew, topology_skew = sorted by mean degree, "
@@ -281,6 +288,24 @@ class BaselineFields(RunSpec):
     fanout: str = option("10,5", "with --batch-size: neighbours sampled per node at each hop, one per GNN layer "
                          "(without replacement; all of a node's neighbours when it has fewer)")
 
+    def _check_client_models(self) -> None:
+        """--client-models / --client-models-file: one of them, a node task, an algorithm that averages no
+        parameters, every client training each round (the architecture groups are fixed at build)."""
+        if self.client_models and self.client_models_file:
+            raise ValueError("give client_models or client_models_file, not both")
+        if not registry.algorithm(self.algorithm).hetero:
+            takers = [a for a in registry.names("algorithm") if registry.algorithm(a).hetero]
+            raise ValueError(f"client_models: algorithm {self.algorithm!r} averages model parameters, which needs one "
+                             f"architecture for every client; heterogeneous models run with {', '.join(takers)}")
+        if self.task != "node_cls":
+            raise ValueError(f"client_models: heterogeneous client models are for task node_cls, not {self.task}")
+        if self.client_fraction != 1.0 or self.clients_per_round is not None:
+            raise ValueError("client_models: client sampling (client_fraction / clients_per_round) is not available "
+                             "with heterogeneous client models (the architecture groups are fixed when the run is built)")
+        if self.client_models:   # the spec's syntax now (a file is read when the run is built)
+            from fgl_jax.federated.client_models import parse_client_models
+            parse_client_models(self.client_models)
+
     def _check_directed(self) -> None:
         """--directed keep: a graph file, node classification, a model that reads direction."""
         if self.task != "node_cls":
@@ -300,6 +325,8 @@ class BaselineFields(RunSpec):
             raise ValueError("give client_fraction or clients_per_round, not both")
         if self.dp_noise > 0 and self.dp_clip <= 0:
             raise ValueError(f"dp_noise={self.dp_noise} needs a clipping norm: set dp_clip > 0")
+        if self.client_models or self.client_models_file:
+            self._check_client_models()
         if not self.secure_agg:
             for name, default in (("secure_agg_threshold", 0), ("secure_agg_dropout", 0.0),
                                   ("secure_agg_frac_bits", 20)):

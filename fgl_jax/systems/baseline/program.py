@@ -362,10 +362,11 @@ def membership_hook(cfg: RunConfig, graph: Graph, data):
     return lambda result: {"mia": attack(result.state)}
 
 
-def algorithm_from_config(cfg: RunConfig, graph: Graph):
+def algorithm_from_config(cfg: RunConfig, graph: Graph, data=None):
     """The registered algorithm with the configured model and common hyperparameters (for task
     link_pred: the model is a `LinkModel` whose encoder outputs `hidden`-wide embeddings, and the
-    reported round is selected by val_auc)."""
+    reported round is selected by val_auc). data: the run's `FedData`, needed with heterogeneous
+    client models (their groups are fixed by which clients hold training nodes)."""
     link = cfg.task == "link_pred"
     model, spec = model_from_config(cfg, graph)
     if link:
@@ -384,7 +385,8 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     common = FedConfig(local_steps=cfg.local_steps, optim=optim, client_chunk=cfg.client_chunk,
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
                        dp_noise=cfg.dp_noise, ldp=ldp, server_opt=cfg.server_hparams(), aggregator=reduction,
-                       upload_stages=upload_stages, model=spec, secure_agg=secure_agg_options(cfg))
+                       upload_stages=upload_stages, model=spec, secure_agg=secure_agg_options(cfg),
+                       client_models=client_models_of(cfg, spec, data))
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
@@ -401,6 +403,25 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph):
     if cfg.attack == "backdoor":  # test_asr of the global model, every round
         algorithm = with_attack_success(algorithm, model)
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
+
+
+def client_models_of(cfg: RunConfig, spec, data):
+    """FedConfig's heterogeneous client models from --client-models / --client-models-file (None when off)."""
+    if not (cfg.client_models or cfg.client_models_file):
+        return None
+    from fgl_jax.federated import client_models as cm
+    if data is None:
+        raise ValueError("client_models: algorithm_from_config needs the run's data (the groups follow which clients "
+                         "hold training nodes): pass data=prepared.data, or build the run with fgl_jax.build")
+    specs = cm.read_client_models_file(cfg.client_models_file) if cfg.client_models_file \
+        else cm.parse_client_models(cfg.client_models)
+    return cm.make_client_models(specs, spec, int(data.eval.num_clients), np.asarray(data.train_index),
+                                 per_client=bool(cfg.client_models_file))
+
+
+def client_models_describe(cfg: RunConfig) -> dict:
+    """summary.json's record of the heterogeneous client models: the spec or file as given."""
+    return {"spec": cfg.client_models} if cfg.client_models else {"file": cfg.client_models_file}
 
 
 def secure_agg_options(cfg: RunConfig) -> Optional[SecureAgg]:
@@ -486,12 +507,14 @@ def build(cfg: RunConfig, graph: Optional[Graph] = None) -> Program:
         raise ValueError("split_index all runs every fixed split as members of one program: use `fgl-jax run "
                          "--split-index all` or fgl_jax.systems.baseline.fixed_splits.run_all_splits (one Program is one split)")
     prepared = prepare(cfg, graph)
-    algorithm = algorithm_from_config(cfg, prepared.graph)
+    algorithm = algorithm_from_config(cfg, prepared.graph, prepared.data)
     counted = prepared.shapes if prepared.shapes is not None else prepared.data  # real clients, unpadded
     check_privacy(cfg, algorithm, counted)
     describe = {"dataset": cfg.dataset, "algorithm": cfg.algorithm,
                 "model": cfg.graph_model if cfg.task in GRAPH_TASKS else cfg.model,
                 "clients": cfg.clients, "partition": "file" if cfg.partition_file else cfg.partition,
+                **({"client_models": client_models_describe(cfg)} if cfg.client_models or cfg.client_models_file
+                   else {}),
                 **({"task": cfg.task} if cfg.task != "node_cls" else {})}
     if prepared.partition is not None:  # the edge cut and label skew of the split (summary.json)
         describe["partition_report"] = partition_report(prepared.graph, prepared.partition)
