@@ -234,15 +234,17 @@ def plot(path: Path = FIGURE) -> Path:
         for alg, marker in zip(ALGORITHMS, "osD"):
             pts = sorted((r for r in rows if r["axis"] == axis and r["algorithm"] == alg and "skipped" not in r),
                          key=lambda r: r[axis])
-            label = alg + (" (sampled)" if axis == "nodes" and alg == "fedavg" else "")
+            label = alg + (" (sampled)" if any(r.get("sampled") for r in pts) else "")
             for row_i, key in enumerate(("s_per_round", "peak_rss_mb")):
                 ax = axes[row_i, col]
                 xs = [r[axis] for r in pts]
                 ys = [r[key] for r in pts]
-                if axis == "nodes" and alg == "fedavg" and cited and cited.get(key):
-                    xs, ys = xs + [cited["nodes"]], ys + [cited[key]]
                 if xs:
                     ax.plot(xs, ys, marker=marker, label=label)
+                if axis == "nodes" and alg == "fedavg" and cited and cited.get(key):
+                    # its own marker: that run trained neighbour-sampled, the points above full-batch
+                    ax.plot([cited["nodes"]], [cited[key]], marker="*", ms=12, ls="", color="k",
+                            label="fedavg sampled, 2.4 M (large_graph.json)")
                 skipped = [r[axis] for r in rows if r["axis"] == axis and r["algorithm"] == alg and "skipped" in r]
                 for x in skipped:
                     ax.axvline(x, color=ax.lines[-1].get_color() if xs else "grey", ls=":", lw=0.8)

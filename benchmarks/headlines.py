@@ -145,6 +145,18 @@ def fedgc_wide(d: dict) -> dict:
     return {f"prepare s ({k})": v for k, v in (d.get("median_prepare_s") or {}).items()}
 
 
+def growth(d: dict) -> dict:
+    """bench_growth.py: the largest node count each algorithm measured on its nodes axis, and its s/round."""
+    out = {}
+    for alg in ("fedavg", "fedgta", "hifgl"):
+        done = [r for r in (d.get("points") or {}).values()
+                if r.get("axis") == "nodes" and r.get("algorithm") == alg and "skipped" not in r]
+        big = max(done, key=lambda r: r["nodes"], default=None)
+        out[f"{alg} largest nodes"] = None if big is None else big["nodes"]
+        out[f"{alg} s/round there"] = None if big is None else big.get("s_per_round")
+    return out
+
+
 # record id -> its headline function (a record without one is listed without headline numbers)
 HEADLINES: dict[str, Callable[[dict], dict]] = {
     "fedavg": fedavg, "fedavg_quick": fedavg, "hifgl": hifgl, "round_speed": round_speed,
@@ -152,7 +164,7 @@ HEADLINES: dict[str, Callable[[dict], dict]] = {
     "lumos": lumos, "fedhgn": fedhgn, "fedhgl": fedhgl, "fedgc": fedgc, "fedgc_default_cell": fedgc_default_cell,
     "lcc": lcc, "participation": participation, "scaling": scaling, "scaling_quick": scaling, "sweep": sweep,
     "csbm": csbm, "faults": faults, "whole_process": whole_process, "all_cpu": all_suite, "all_gpu": all_suite,
-    "fedgc_wide": fedgc_wide, "cache": cache}
+    "fedgc_wide": fedgc_wide, "cache": cache, "growth": growth}
 
 
 def headline(record_id: str, metrics: dict) -> Optional[dict]:
