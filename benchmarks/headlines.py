@@ -145,6 +145,25 @@ def fedgc_wide(d: dict) -> dict:
     return {f"prepare s ({k})": v for k, v in (d.get("median_prepare_s") or {}).items()}
 
 
+def products_run(large_graph: dict) -> Optional[dict]:
+    """The 2.4 M-node sampled FedAvg run that `bench_large_graph.py --products --run` records under its
+    metrics' "run" key, in bench_growth's point fields (None while the record holds no run).
+
+    bench_growth cites it instead of running it again: the plot and the table read it from
+    large_graph.json at drawing time, so they show the current run.
+    """
+    run = large_graph.get("run")
+    if not run:
+        return None
+    t, summary = run.get("timings") or {}, run.get("summary") or {}
+    rounds = summary.get("rounds_run") or summary.get("rounds")
+    return {"nodes": 2_449_029, "clients": 100, "algorithm": "fedavg", "sampled": True,
+            "command": run.get("command"), "process_wall_s": run.get("wall_s"), "peak_rss_mb": run.get("peak_rss_mb"),
+            "prepare_s": t.get("build_seconds"), "compile_s": t.get("compile_seconds"),
+            "s_per_round": t["run_seconds"] / rounds if t.get("run_seconds") and rounds else None,
+            "rounds": rounds, "loadavg_at_start": run.get("load_avg_1min_at_start")}
+
+
 def growth(d: dict) -> dict:
     """bench_growth.py: the largest node count each algorithm measured on its nodes axis, and its s/round."""
     out = {}

@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))     # headlines.py
 sys.path.insert(0, str(ROOT))     # fgl_jax, when run from elsewhere
+import headlines  # noqa: E402
 from headlines import fmt, headline  # noqa: E402
 
 from fgl_jax import records  # noqa: E402
@@ -187,7 +188,7 @@ def growth(recs: dict) -> str:
                      "sampled" if r.get("sampled") else "full-batch", skipped or fmt(r.get("s_per_round")),
                      "" if skipped else fmt(r.get("cpu_s_per_round")), prep(r), fmt(r.get("compile_s")), fmt(rss),
                      load, when])
-    c = m.get("cited_2_4M")
+    c = headlines.products_run(recs.get("benchmarks/results/large_graph.json", {}).get("metrics", {}))
     if c:
         rows.append(["nodes (cited)", "fedavg", f"{c['nodes']:,}", f"{c['clients']:,}", "sampled",
                      fmt(c.get("s_per_round")), "", fmt(c.get("prepare_s")), fmt(c.get("compile_s")),

@@ -144,3 +144,14 @@ def test_one_tiny_point_end_to_end_writes_a_valid_record(tmp_path):
     assert "skipped" not in p, p.get("skipped")
     assert (p["nodes"], p["clients"], p["config"]["client_chunk"]) == (400, 100, 10)
     assert json.loads(json.dumps(rec["provenance"]))["command"].startswith("python benchmarks/bench_growth.py")
+
+
+def test_the_cited_products_run_is_read_from_large_graphs_run_entry():
+    headlines = _module("fgl_jax_bench_headlines", BENCH / "headlines.py")
+    assert headlines.products_run({"rows": []}) is None            # no run recorded yet: nothing cited
+    run = {"command": "fgl-jax run ...", "wall_s": 2400.0, "peak_rss_mb": 12_000.0, "load_avg_1min_at_start": 2.5,
+           "timings": {"build_seconds": 540.0, "compile_seconds": 60.0, "run_seconds": 1500.0},
+           "summary": {"rounds": 10, "rounds_run": 10}}
+    c = headlines.products_run({"run": run})
+    assert (c["nodes"], c["clients"], c["sampled"]) == (2_449_029, 100, True)
+    assert (c["s_per_round"], c["prepare_s"], c["compile_s"], c["peak_rss_mb"]) == (150.0, 540.0, 60.0, 12_000.0)
