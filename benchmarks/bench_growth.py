@@ -197,6 +197,24 @@ def measure(p: dict, args) -> dict:
     return row
 
 
+def merge(src: Path, dst: Path = OUT) -> Path:
+    """Copy the points of the growth record `src` into `dst`, each keeping the provenance of the run
+    that measured it (a point of the same name in `dst` is replaced).
+
+    Args:
+        src: a record written by this script (e.g. with `--out`).
+        dst: the record to update.
+
+    Returns:
+        `dst`.
+    """
+    sys.path.insert(0, str(ROOT))
+    from fgl_jax import records
+    new, rec = records.read(src), records.read(dst)
+    rec["metrics"]["points"].update(new["metrics"]["points"])
+    return records.write(dst, rec)
+
+
 def plot(path: Path = FIGURE) -> Path:
     """Log-log s/round and peak RSS against nodes and against clients, per algorithm, from the record.
 
@@ -279,6 +297,9 @@ def main(argv=None) -> None:
     ap.add_argument("--device", default=None, choices=("cpu", "gpu", "tpu"),
                     help="JAX platform of the points (sets JAX_PLATFORMS in each child); default: JAX's choice")
     ap.add_argument("--plot", action="store_true", help="only draw docs/img/growth.png from the record")
+    ap.add_argument("--merge", type=Path, default=None, metavar="FILE",
+                    help="only copy the points of another growth record (a run written with --out elsewhere, e.g. "
+                         "one large point run beside the main run) into the record, each with its own provenance")
     ap.add_argument("--out", type=Path, default=OUT, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -287,6 +308,9 @@ def main(argv=None) -> None:
         return
     if args.plot:
         print(f"wrote {plot()}")
+        return
+    if args.merge:
+        print(f"wrote {merge(args.merge, args.out)}")
         return
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     unknown = [a for a in algorithms if a not in ALGORITHMS]

@@ -155,3 +155,19 @@ def test_the_cited_products_run_is_read_from_large_graphs_run_entry():
     c = headlines.products_run({"run": run})
     assert (c["nodes"], c["clients"], c["sampled"]) == (2_449_029, 100, True)
     assert (c["s_per_round"], c["prepare_s"], c["compile_s"], c["peak_rss_mb"]) == (150.0, 540.0, 60.0, 12_000.0)
+
+
+def test_merge_copies_points_with_their_own_provenance(growth, tmp_path):
+    def rec(points, command):
+        prov = {"command": command, "started": None, "finished": "2026-01-01 00:00:00 UTC", "commit": None,
+                "dirty": None, "versions": None, "machine": None}
+        return {"schema": "fgl_jax.record/1", "id": "growth", "kind": "benchmark", "config": {}, "seeds": [],
+                "metrics": {"points": {k: {**v, "provenance": prov} for k, v in points.items()}}, "provenance": prov}
+    main, side = tmp_path / "growth.json", tmp_path / "side" / "growth.json"
+    side.parent.mkdir()
+    records.write(main, rec({"a": {"v": 1}, "b": {"v": 2}}, "main run"))
+    records.write(side, rec({"b": {"v": 3}, "c": {"v": 4}}, "side run"))
+    growth.merge(side, main)
+    pts = records.read(main)["metrics"]["points"]
+    assert {k: v["v"] for k, v in pts.items()} == {"a": 1, "b": 3, "c": 4}
+    assert [pts[k]["provenance"]["command"] for k in "abc"] == ["main run", "side run", "side run"]
