@@ -37,7 +37,9 @@ Every point runs in its own child process (`harness.launch_limited`): the child 
 transfers drop out), and reports its peak RSS (getrusage). A
 point that runs past `--budget-s` or grows past `--max-rss-mb` is killed and recorded as
 "skipped: <reason>" with the phases it finished; once a point of an (axis, algorithm) series is
-skipped, its larger points are recorded as skipped without running. The load average is recorded
+skipped for its own time or memory, its larger points are recorded as skipped without running. A
+point is also killed when the machine's available memory falls below `--min-available-mb` (other
+jobs must not be pushed into the OOM killer); that skip does not stop its series. The load average is recorded
 with each point (the machine is shared).
 """
 from __future__ import annotations
@@ -233,23 +235,23 @@ def plot(path: Path = FIGURE) -> Path:
     cited = products_run(json.loads(large.read_text())["metrics"]) if large.exists() else None
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     for col, axis in enumerate(("nodes", "clients")):
-        for alg, marker in zip(ALGORITHMS, "osD"):
+        for alg, marker, color in zip(ALGORITHMS, "osD", ("C0", "C1", "C2")):
             pts = sorted((r for r in rows if r["axis"] == axis and r["algorithm"] == alg and "skipped" not in r),
                          key=lambda r: r[axis])
+            fixed_k, fixed_n = FIXED.get(alg, (FIXED_CLIENTS, FIXED_NODES))
             label = alg + (" (sampled)" if any(r.get("sampled") for r in pts) else "")
+            if (fixed_k, fixed_n) != (FIXED_CLIENTS, FIXED_NODES):
+                label += f" ({fixed_k} silos)" if axis == "nodes" else f" ({fixed_n:,} nodes)"
+            skipped = [r[axis] for r in rows if r["axis"] == axis and r["algorithm"] == alg and "skipped" in r]
             for row_i, key in enumerate(("s_per_round", "peak_rss_mb")):
                 ax = axes[row_i, col]
-                xs = [r[axis] for r in pts]
-                ys = [r[key] for r in pts]
-                if xs:
-                    ax.plot(xs, ys, marker=marker, label=label)
+                ax.plot([r[axis] for r in pts], [r[key] for r in pts], marker=marker, color=color, label=label)
+                for x in skipped:  # a skipped point: a dotted line where it would be
+                    ax.axvline(x, color=color, ls=":", lw=1.0)
                 if axis == "nodes" and alg == "fedavg" and cited and cited.get(key):
                     # its own marker: that run trained neighbour-sampled, the points above full-batch
                     ax.plot([cited["nodes"]], [cited[key]], marker="*", ms=12, ls="", color="k",
                             label="fedavg sampled, 2.4 M (large_graph.json)")
-                skipped = [r[axis] for r in rows if r["axis"] == axis and r["algorithm"] == alg and "skipped" in r]
-                for x in skipped:
-                    ax.axvline(x, color=ax.lines[-1].get_color() if xs else "grey", ls=":", lw=0.8)
         for row_i, (key, unit) in enumerate((("s_per_round", "seconds per round"), ("peak_rss_mb", "peak RSS (MiB)"))):
             ax = axes[row_i, col]
             ax.set_xscale("log")
@@ -335,7 +337,8 @@ def main(argv=None) -> None:
         else:
             row = measure(p, args)
             seen[same] = row
-            if "skipped" in row:
+            # a point killed because OTHER jobs used up the machine's memory says nothing of the larger ones
+            if "skipped" in row and not row["skipped"].startswith("the machine's available memory"):
                 stopped[series] = f"{p['nodes']} nodes / {p['clients']} clients"
         points[part_name(p)] = row
         shown = (f"{row['s_per_round']:.3g} s/round, compile {row['compile_s']:.1f} s, prepare "
