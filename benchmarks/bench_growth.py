@@ -36,8 +36,9 @@ Every point runs in its own child process (`harness.launch_limited`): the child 
 `--rounds` rounds one call each (s/round = their median: with 3 rounds the first call's one-off
 transfers drop out), and reports its peak RSS (getrusage). A
 point that runs past `--budget-s` or grows past `--max-rss-mb` is killed and recorded as
-"skipped: <reason>" with the phases it finished; once a point of an (axis, algorithm) series is
-skipped for its own time or memory, its larger points are recorded as skipped without running. A
+"skipped: <reason>" with the phases it finished; once a point of a nodes-axis series is skipped for
+its own time or memory, its larger points are recorded as skipped without running (on the clients
+axis a larger count means smaller clients, so every point runs). A
 point is also killed when the machine's available memory falls below `--min-available-mb` (other
 jobs must not be pushed into the OOM killer); that skip does not stop its series. The load average is recorded
 with each point (the machine is shared).
@@ -214,7 +215,29 @@ def merge(src: Path, dst: Path = OUT) -> Path:
     from fgl_jax import records
     new, rec = records.read(src), records.read(dst)
     rec["metrics"]["points"].update(new["metrics"]["points"])
+    rec["metrics"]["points"] = fill_crossings(rec["metrics"]["points"])
     return records.write(dst, rec)
+
+
+def fill_crossings(points: dict) -> dict:
+    """`points` with a point that was not run replaced by the same point measured on the other axis
+    (the two axes cross where nodes = 100k and clients = 100), marked `same_as`.
+
+    Args:
+        points: part name -> row.
+
+    Returns:
+        A new dict.
+    """
+    key = lambda r: (r["algorithm"], r["nodes"], r["clients"], r.get("sampled", False))
+    measured = {key(r): (name, r) for name, r in points.items() if "skipped" not in r and "same_as" not in r}
+    out = {}
+    for name, r in points.items():
+        hit = measured.get(key(r))
+        if "skipped" in r and r["skipped"].startswith("not run") and hit is not None:
+            r = {**hit[1], "axis": r["axis"], "same_as": hit[0]}
+        out[name] = r
+    return out
 
 
 def plot(path: Path = FIGURE) -> Path:
@@ -338,7 +361,10 @@ def main(argv=None) -> None:
             row = measure(p, args)
             seen[same] = row
             # a point killed because OTHER jobs used up the machine's memory says nothing of the larger ones
-            if "skipped" in row and not row["skipped"].startswith("the machine's available memory"):
+            # only on the nodes axis is a larger point surely costlier: more clients of a fixed graph are
+            # smaller clients (FedAvg's round got cheaper from 10 to 100 clients)
+            if ("skipped" in row and p["axis"] == "nodes"
+                    and not row["skipped"].startswith("the machine's available memory")):
                 stopped[series] = f"{p['nodes']} nodes / {p['clients']} clients"
         points[part_name(p)] = row
         shown = (f"{row['s_per_round']:.3g} s/round, compile {row['compile_s']:.1f} s, prepare "

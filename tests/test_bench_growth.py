@@ -171,3 +171,17 @@ def test_merge_copies_points_with_their_own_provenance(growth, tmp_path):
     pts = records.read(main)["metrics"]["points"]
     assert {k: v["v"] for k, v in pts.items()} == {"a": 1, "b": 3, "c": 4}
     assert [pts[k]["provenance"]["command"] for k in "abc"] == ["main run", "side run", "side run"]
+
+
+def test_a_point_not_run_takes_the_same_point_measured_on_the_other_axis(growth):
+    measured = {"axis": "nodes", "algorithm": "fedgta", "nodes": 100_000, "clients": 100, "sampled": False,
+                "s_per_round": 2.0}
+    points = {"nodes/fedgta/100000/100": measured,
+              "clients/fedgta/100000/100": {"axis": "clients", "algorithm": "fedgta", "nodes": 100_000,
+                                            "clients": 100, "sampled": False, "skipped": "not run: the smaller ..."},
+              "clients/fedgta/100000/1000": {"axis": "clients", "algorithm": "fedgta", "nodes": 100_000,
+                                             "clients": 1000, "sampled": False, "skipped": "exceeded --budget-s 1 s"}}
+    out = growth.fill_crossings(points)
+    assert out["clients/fedgta/100000/100"] == {**measured, "axis": "clients", "same_as": "nodes/fedgta/100000/100"}
+    assert out["clients/fedgta/100000/1000"] == points["clients/fedgta/100000/1000"]   # a real skip stays
+    assert out["nodes/fedgta/100000/100"] == measured
