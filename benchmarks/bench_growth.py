@@ -19,8 +19,8 @@ client arrays all inside "preparation").
                   axis neighbour-sampled (batch 512, fan-out 10,5) as the 2.4 M-node
                   `bench_large_graph.py --products --run` was; that run's wall time, phases and peak
                   RSS are cited from large_graph.json's "run" entry (not re-run here) and drawn as
-                  its own marker: sampled rounds cost per sampled slot, not per edge (at 3,000 nodes
-                  in 100 clients a sampled round cost 9 s CPU against 0.1 s full-batch: every client
+                  its own marker: sampled rounds cost per sampled slot, not per edge (a trial at 3,000
+                  nodes in 100 clients: a sampled FedAvg round cost 9 s CPU, a full-batch FedGTA round 0.13 s: every client
                   pays batch 512 x 61 slots however small it is).
     client_chunk: a tenth of the clients at a time (at least 10), so the live activations are about
                   a tenth of the federation's at every point (10 of 100 = the products run's setting).
