@@ -165,8 +165,10 @@ def test_merge_copies_points_with_their_own_provenance(growth, tmp_path):
                 "metrics": {"points": {k: {**v, "provenance": prov} for k, v in points.items()}}, "provenance": prov}
     main, side = tmp_path / "growth.json", tmp_path / "side" / "growth.json"
     side.parent.mkdir()
-    records.write(main, rec({"a": {"v": 1}, "b": {"v": 2}}, "main run"))
-    records.write(side, rec({"b": {"v": 3}, "c": {"v": 4}}, "side run"))
+    pt = lambda k, v: {"axis": "nodes", "algorithm": "fedavg", "nodes": 10 * k, "clients": 100, "sampled": False,
+                       "s_per_round": v, "v": v}
+    records.write(main, rec({"a": pt(1, 1), "b": pt(2, 2)}, "main run"))
+    records.write(side, rec({"b": pt(2, 3), "c": pt(3, 4)}, "side run"))
     growth.merge(side, main)
     pts = records.read(main)["metrics"]["points"]
     assert {k: v["v"] for k, v in pts.items()} == {"a": 1, "b": 3, "c": 4}
