@@ -134,7 +134,7 @@ def test_the_growth_table_shows_a_skipped_point_and_its_reason():
 def test_one_tiny_point_end_to_end_writes_a_valid_record(tmp_path):
     out = tmp_path / "growth.json"
     proc = subprocess.run([sys.executable, str(BENCH / "bench_growth.py"), "--axis", "nodes", "--algorithms",
-                           "fedavg", "--nodes", "400", "--rounds", "2", "--budget-s", "300", "--out", str(out)],
+                           "fedavg", "--nodes", "3000", "--rounds", "2", "--budget-s", "300", "--out", str(out)],
                           capture_output=True, text=True, cwd=ROOT, env={**__import__("os").environ,
                                                                          "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -142,7 +142,7 @@ def test_one_tiny_point_end_to_end_writes_a_valid_record(tmp_path):
     _check_schema(rec)
     (p,) = rec["metrics"]["points"].values()
     assert "skipped" not in p, p.get("skipped")
-    assert (p["nodes"], p["clients"], p["config"]["client_chunk"]) == (400, 100, 10)
+    assert (p["nodes"], p["clients"], p["config"]["client_chunk"]) == (3000, 100, 10)
     assert json.loads(json.dumps(rec["provenance"]))["command"].startswith("python benchmarks/bench_growth.py")
 
 
