@@ -219,3 +219,99 @@ def write_record(path: Path | str, payload: Mapping[str, Any], *, config: Option
     rec = records.make(path.stem, json.loads(json.dumps(metrics, default=_json_default)), kind=kind,
                        config=config, seeds=seeds, title=title, provenance=prov)
     return records.write(path, rec) if parts is None else records.write_parts(path, rec, parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limited:
+    """Result of `launch_limited`: how a worker process ended and what it used.
+
+    wall_s: seconds from start to exit (or to the kill).
+    stdout: everything it printed on stdout (also when it was stopped).
+    stderr: its error output.
+    returncode: the exit status (negative: killed by that signal).
+    peak_rss_mb: the process's own peak RSS (ru_maxrss from wait4), in MiB.
+    stopped: None when it exited by itself, else why it was killed ("budget", "memory",
+        "machine memory": the machine's available memory fell below the floor).
+    """
+    wall_s: float
+    stdout: str
+    stderr: str
+    returncode: int
+    peak_rss_mb: float
+    stopped: Optional[str]
+
+
+def _rss_mb(pid: int) -> float:
+    # current resident set of a live process (Linux /proc; 0 elsewhere, where only the budget applies)
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def available_mb() -> Optional[float]:
+    """MemAvailable of the machine in MiB (Linux /proc/meminfo), or None where there is none."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def launch_limited(cmd: Sequence[str], budget_s: float, max_rss_mb: float, cwd: Optional[Path | str] = None,
+                   env: Optional[Mapping[str, str]] = None, poll_s: float = 0.5,
+                   min_available_mb: float = 0.0) -> Limited:
+    """Run `cmd` as `launch` does, but kill it once it runs longer than `budget_s` or its resident
+    set grows past `max_rss_mb`; never raises for the worker's own failure (the caller records it).
+
+    For a benchmark whose points may not fit the machine: a point that is too slow or too large is
+    stopped and recorded as skipped, and the next point still runs. Output goes to temporary files
+    (a full pipe would stall a worker that nobody reads while it runs). The peak RSS is the
+    child's own high-water mark from `os.wait4` (not RUSAGE_CHILDREN, which is the largest child
+    of this process so far).
+
+    Args:
+        cmd: the worker's command line.
+        budget_s: wall seconds after which it is killed.
+        max_rss_mb: resident MiB above which it is killed (checked every `poll_s` seconds).
+        cwd, env: as for `launch` (`env` is added to this process's environment).
+        poll_s: seconds between checks.
+        min_available_mb: kill it when the machine's available memory (`available_mb`) falls below
+            this: on a shared machine the worker must not push another job into the OOM killer.
+
+    Returns:
+        A `Limited`.
+    """
+    import signal
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, text=True, cwd=cwd,
+                                env=None if env is None else {**os.environ, **env})
+        stopped = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if stopped is None and time.perf_counter() - t0 > budget_s:
+                stopped = "budget"
+            elif stopped is None and _rss_mb(proc.pid) > max_rss_mb:
+                stopped = "memory"
+            elif stopped is None and (available_mb() or float("inf")) < min_available_mb:
+                stopped = "machine memory"
+            if stopped is not None:
+                proc.send_signal(signal.SIGKILL)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(poll_s)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        rss = usage.ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else usage.ru_maxrss / 1024
+        return Limited(wall, out.read(), err.read(), proc.returncode, rss, stopped)

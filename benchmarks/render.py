@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))     # headlines.py
 sys.path.insert(0, str(ROOT))     # fgl_jax, when run from elsewhere
+import headlines  # noqa: E402
 from headlines import fmt, headline  # noqa: E402
 
 from fgl_jax import records  # noqa: E402
@@ -29,7 +30,7 @@ from fgl_jax import records  # noqa: E402
 RECORD_DIRS = ("benchmarks/results", "benchmarks/peers")
 # the pages that show benchmark numbers (repository paths)
 PAGES = ("docs/algorithms.md", "docs/workflow.md", "benchmarks/results/README.md",
-         "benchmarks/peers/openfgl/README.md")
+         "benchmarks/peers/openfgl/README.md", "docs/scaling.md")
 OPENFGL = "benchmarks/peers/openfgl/results.json"
 MARK = re.compile(r"(<!-- records: ([\w-]+) -->\n)(.*?)(<!-- /records: \2 -->)", re.S)
 
@@ -167,9 +168,41 @@ def index(recs: dict) -> str:
     return _table(["record", "what", "headline", "finished (UTC, load)"], rows)
 
 
+def growth(recs: dict) -> str:
+    """bench_growth.py: one row per point (axis, algorithm, size) with its costs, or why it was skipped
+    (with the phases it finished); then the 2.4 M-node run it cites from large_graph.json."""
+    rec = _need(recs, "benchmarks/results/growth.json", "growth")
+    m = rec["metrics"]
+    order = {"nodes": 0, "clients": 1}
+    prep = lambda r: (f"{fmt(r['prepare_s'])} ({fmt(r['generate_s'])})" if r.get("generate_s") is not None
+                      else fmt(r.get("prepare_s")))
+    rows = []
+    for r in sorted(m["points"].values(), key=lambda r: (order.get(r["axis"], 2), r["algorithm"], r["nodes"],
+                                                         r["clients"])):
+        load = r.get("loadavg_at_start")
+        load = f"{load[0]:.0f}" if isinstance(load, list) and load else ""
+        when = (r.get("provenance") or {}).get("finished", "")[:16]
+        skipped = "skipped: " + r["skipped"] if "skipped" in r else None
+        rss = r.get("peak_rss_mb", r.get("process_peak_rss_mb"))
+        rows.append([r["axis"], r["algorithm"], f"{r['nodes']:,}", f"{r['clients']:,}",
+                     "sampled" if r.get("sampled") else "full-batch", skipped or fmt(r.get("s_per_round")),
+                     "" if skipped else fmt(r.get("cpu_s_per_round")), prep(r), fmt(r.get("compile_s")), fmt(rss),
+                     load, when])
+    c = headlines.products_run(recs.get("benchmarks/results/large_graph.json", {}).get("metrics", {}))
+    if c:
+        rows.append(["nodes (cited)", "fedavg", f"{c['nodes']:,}", f"{c['clients']:,}", "sampled",
+                     fmt(c.get("s_per_round")), "", fmt(c.get("prepare_s")), fmt(c.get("compile_s")),
+                     fmt(c.get("peak_rss_mb")), fmt(c.get("loadavg_at_start")), "large_graph.json `run`"])
+    return (_table(["axis", "algorithm", "nodes", "clients", "training", "s/round", "CPU s/round",
+                    "prepare s (of it generation)", "compile s", "peak RSS MiB", "load", "measured (UTC)"], rows)
+            + f"\n\nRecord `benchmarks/results/growth.json`, written by `{rec['provenance'].get('command', '')}`. "
+              "A skipped point's prepare / compile columns show the phases it finished before it was stopped, "
+              "its RSS column the process's peak.")
+
+
 TABLES: dict[str, Callable[[dict], str]] = {
     "openfgl": openfgl, "whole_process": whole_process, "linkpred": linkpred, "feddep_acc": feddep_acc,
-    "round_speed": round_speed, "cache": cache, "index": index}
+    "round_speed": round_speed, "cache": cache, "index": index, "growth": growth}
 
 
 def render_page(text: str, recs: dict, page: str = "page") -> str:
