@@ -273,7 +273,9 @@ def launch_limited(cmd: Sequence[str], budget_s: float, max_rss_mb: float, cwd: 
     stopped and recorded as skipped, and the next point still runs. Output goes to temporary files
     (a full pipe would stall a worker that nobody reads while it runs). The peak RSS is the
     child's own high-water mark from `os.wait4` (not RUSAGE_CHILDREN, which is the largest child
-    of this process so far).
+    of this process so far). Linux counts in it the launching process's resident set up to the
+    child's exec (the memory it was forked with), so the calling process must stay small: a driver
+    that imports no JAX, as bench_growth's is.
 
     Args:
         cmd: the worker's command line.

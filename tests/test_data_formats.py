@@ -53,7 +53,7 @@ def test_the_builtin_formats_are_registry_entries_with_their_kind():
     files = {e.name: e.info["data"] for e in registry.entries("format") if e.info["sniff"] is None}
     assert files == {"npz": "graph", "csv": "graph", "ogb": "graph", "hypergraph": "hypergraph", "hetero": "hetero",
                      "graphml": "graph", "gml": "graph", "edgelist": "graph", "tu": "graphs",
-                     "planetoid": "graph"}
+                     "planetoid": "graph", "geom_gcn": "graph"}
     objects = {e.name for e in registry.entries("format") if e.info["sniff"] is not None}
     assert objects == {"scipy", "networkx", "jraph", "pyg", "dgl"}
 

@@ -106,11 +106,11 @@ def test_a_converted_record_keeps_its_numbers_and_original_provenance(tmp_path):
 
 def test_committed_hifgl_records_are_valid_and_hold_every_full_cell():
     """The committed full-run results of HiFGL are records of exactly the reproduction's cells."""
-    from experiments.hifgl import baselines, paper
+    from experiments.hifgl import baselines, code_options, paper
     recs = harness.load(harness.RESULTS / "hifgl", quick=False)
     plan = paper.Plan.make(False)
     cells = (paper.main_cells(plan) + paper.table6_cells(plan) + baselines.row_cells(False)
-             + baselines.sensitivity_cells(False))
+             + baselines.sensitivity_cells(False) + code_options.option_cells())
     assert sorted(recs) == sorted(c.id for c in cells)
     for c in cells:
         assert recs[c.id]["seeds"] == list(c.seeds)
