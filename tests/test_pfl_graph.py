@@ -78,3 +78,34 @@ def test_graph_top_mask_counts_layers_from_the_output():
     assert picked(2) == ["head_0", "head_1"]
     assert picked(3) == ["conv_1_0", "conv_1_1", "head_0", "head_1", "norm_scale_1"]
     assert len(picked(4)) == 8
+
+
+def test_graph_task_client_spread_vs_numpy():
+    """Local on a toy graph_cls run: each client's own model re-applied graph by graph in NumPy
+    (`dense_reference`), its accuracy over its own test graphs, then mean / worst 10 % / sd."""
+    import math
+
+    from fgl_jax.federated.evaluation import SPREAD_KEYS
+    from fgl_jax.systems.baseline.graph_fl import graph_split, task_targets
+    from tests.test_graph_batch import dense_reference
+    gs = toy_set(num_graphs=40, seed=3)
+    cfg = make_cfg(algorithm="local", clients=5, rounds=1, lr=0.2, split="per_client", train_frac=0.5, val_frac=0.2,
+                   test_frac=0.3)
+    prog = build(cfg, graph=gs)
+    state, m = jax.jit(prog.algorithm.round)(prog.algorithm.init(jax.random.key(0), prog.data), prog.data,
+                                             jax.random.key(1))
+    assignment, masks = graph_split(cfg, task_targets(gs, "graph_cls"))
+    acc = []
+    for c in range(cfg.clients):
+        mine = masks["test"] & (assignment == c)
+        if not mine.any():
+            continue
+        params = jax.tree.map(lambda a: np.asarray(a[c]), state.personal)
+        pred = dense_reference(params, gs, cfg.graph_model, cfg.graph_pooling, cfg.num_layers).argmax(-1)
+        acc.append((pred[mine] == gs.y[mine]).mean())
+    acc = np.array(acc)
+    assert len(acc) >= 4 and acc.std() > 0                    # a spread to measure
+    worst = np.sort(acc)[: math.ceil(len(acc) / 10)].mean()
+    want = dict(zip(SPREAD_KEYS, (acc.mean(), worst, acc.std())))
+    for key in SPREAD_KEYS:
+        np.testing.assert_allclose(float(m[key]), want[key], rtol=1e-5, atol=1e-6, err_msg=key)

@@ -9,7 +9,9 @@ graph_cls: cross-entropy over the training graphs; metrics {split}_acc and val_l
 cross-entropy). graph_reg: squared error; metrics {split}_mse, {split}_mae, val_loss (= val_mse) and
 val_score = 1 / (1 + val_mse), the engine's selection metric (it keeps the round with the highest
 value: `SELECT_REG`). Pooled over clients (every graph counts once) or OpenFGL's mean of per-client
-metrics weighted by the client's graph count (`average="client_nodes"`).
+metrics weighted by the client's graph count (`average="client_nodes"`). With one model per client
+(personalised evaluation) graph_cls also reports the per-client spread of test accuracy
+(`graph_spread`: mean, worst 10 %, sd over clients, each client's accuracy over its own test graphs).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.metrics import AVERAGES, SPLITS, _weighted_mean, masked_cross_entropy
+from fgl_jax.federated.metrics import AVERAGES, SPLITS, _weighted_mean, accuracy_spread, masked_cross_entropy
 from fgl_jax.nn.graph import is_graph  # noqa: F401 (dispatch test, re-exported for the client functions)
 
 SELECT_REG = ("val_score", "test_mse")
@@ -87,4 +89,23 @@ def evaluate_graphs(model, params, batch, per_client: bool, chunk: Optional[int]
         for i, s in enumerate(SPLITS):
             res[f"{s}_acc"] = acc[i]
         res["val_loss"] = ce[1]
+        if per_client:   # each client's own model: how its accuracy over its test graphs spreads
+            res.update(graph_spread(sums, batch.client_mask))
     return res
+
+
+def graph_spread(sums: dict, client_mask: jax.Array) -> dict:
+    """The per-client test accuracy's distribution of a graph_cls run (`metrics.SPREAD_KEYS`).
+
+    Args:
+        sums: `client_sums` stacked over clients: count [C, 3] and correct [C, 3].
+        client_mask: bool [C], the real clients.
+
+    Returns:
+        The mean over clients, worst 10 % and sd of each client's accuracy over its own test graphs
+        (every graph counts once within its client, as a node does in the node tasks' spread);
+        clients without a test graph are left out.
+    """
+    total = sums["count"][:, 2]
+    acc = sums["correct"][:, 2] / jnp.maximum(total, 1.0)                         # [C]
+    return accuracy_spread(acc, client_mask & (total > 0))
