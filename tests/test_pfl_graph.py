@@ -26,7 +26,7 @@ def test_registered_for_graph_tasks():
     able = {e.name: e.spec.tasks for e in registry.entries("algorithm")}
     for name in PERSONALISED:
         assert {"graph_cls", "graph_reg"} <= set(able[name]), name
-    assert "graph_cls" not in able["fedem"]   # FedEM's E-step is per node; graph tasks are refused by the config
+    assert "graph_cls" in able["fedem"] and "graph_reg" not in able["fedem"]   # FedEM: per-graph E-step, no regression
 
 
 @pytest.mark.slow
@@ -109,3 +109,47 @@ def test_graph_task_client_spread_vs_numpy():
     want = dict(zip(SPREAD_KEYS, (acc.mean(), worst, acc.std())))
     for key in SPREAD_KEYS:
         np.testing.assert_allclose(float(m[key]), want[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_fedem_graph_one_component_is_fedavg():
+    """FedEM with k = 1 on graph_cls: same init, keys and graph loss as FedAvg (q = 1 on every graph)."""
+    from tests.alg_helpers import assert_trees_close
+    gs = toy_set(num_graphs=24, seed=6)
+    em = build(make_cfg(algorithm="fedem", fedem_components=1, local_steps=2), graph=gs)
+    avg = build(make_cfg(algorithm="fedavg", local_steps=2), graph=gs)
+    se, sa = em.algorithm.init(jax.random.key(0), em.data), avg.algorithm.init(jax.random.key(0), avg.data)
+    for r in range(2):
+        se, me = jax.jit(em.algorithm.round)(se, em.data, jax.random.key(r))
+        sa, ma = jax.jit(avg.algorithm.round)(sa, avg.data, jax.random.key(r))
+        assert_trees_close(jax.tree.map(lambda a: a[0], se.server), sa.server, rtol=1e-5, atol=1e-6)
+        for k in ("val_acc", "test_acc", "train_loss", "val_loss"):
+            np.testing.assert_allclose(float(me[k]), float(ma[k]), rtol=1e-5, atol=1e-6, err_msg=k)
+    assert np.asarray(se.pi).tolist() == [[1.0]] * 3
+
+
+def test_fedem_graph_e_step_vs_numpy():
+    """k = 2, one round: every training client's new pi is the mean over its training graphs of
+    q_g(m) ~ pi(m) exp(-CE_m(g)), the CE from the round's starting components applied graph by
+    graph in NumPy (`dense_reference`)."""
+    from fgl_jax.systems.baseline.graph_fl import graph_split, task_targets
+    from tests.test_graph_batch import dense_reference
+    gs = toy_set(num_graphs=24, seed=6)
+    cfg = make_cfg(algorithm="fedem", fedem_components=2, rounds=1)
+    prog = build(cfg, graph=gs)
+    s0 = prog.algorithm.init(jax.random.key(0), prog.data)
+    s1, m = jax.jit(prog.algorithm.round)(s0, prog.data, jax.random.key(1))
+    assignment, masks = graph_split(cfg, task_targets(gs, "graph_cls"))
+    ce = []
+    for c in range(2):
+        z = dense_reference(jax.tree.map(lambda a: np.asarray(a[c]), s0.server), gs, cfg.graph_model,
+                            cfg.graph_pooling, cfg.num_layers)
+        z = z - z.max(1, keepdims=True)
+        ce.append(-(z[np.arange(gs.num_graphs), gs.y] - np.log(np.exp(z).sum(1))))
+    ce = np.stack(ce)                                                       # [k, G]
+    q = np.exp(-ce) / np.exp(-ce).sum(0)                                    # pi uniform at the start
+    for c in range(cfg.clients):
+        mine = masks["train"] & (assignment == c)
+        np.testing.assert_allclose(np.asarray(s1.pi)[c], q[:, mine].mean(1), rtol=1e-4, atol=1e-6)
+    assert not np.allclose(np.asarray(s1.pi), 0.5)                          # the E-step moved pi
+    for key in ("test_acc", "test_acc_clients_mean", "test_acc_clients_worst10", "test_acc_clients_sd"):
+        assert np.isfinite(float(m[key])), key

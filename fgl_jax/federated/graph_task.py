@@ -69,6 +69,26 @@ def evaluate_graphs(model, params, batch, per_client: bool, chunk: Optional[int]
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     sums = map_clients(lambda p, b: client_sums(model, model.apply(p, b, train=False), b), chunk,
                        in_axes=(0 if per_client else None, 0))(params, batch)
+    return graph_metrics(model, sums, batch, per_client, average)
+
+
+def graph_metrics(model, sums: dict, batch, per_client: bool, average: str = "pooled") -> dict:
+    """The reported metrics from every client's `client_sums` (for algorithms whose prediction is
+    not one `model.apply`, e.g. FedEM's mixture).
+
+    Args:
+        model: the graph model (its `task` picks the metrics).
+        sums: `client_sums` stacked over clients, every leaf [C, 3].
+        batch: the evaluation `GraphBatch` [C, M, ...] (client_mask, graph_mask).
+        per_client: each client was predicted by its own model (adds the graph_cls spread).
+        average: "pooled" or "client_nodes" (weighted by the clients' graph counts).
+
+    Returns:
+        {split}_acc and val_loss (graph_cls, + `graph_spread` when per_client) or {split}_mse,
+        {split}_mae, val_loss, val_score (graph_reg), as scalars.
+    """
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     real = batch.client_mask.astype(jnp.float32)
     if average == "pooled":
         tot = {k: (v * real[:, None]).sum(0) for k, v in sums.items()}
