@@ -193,6 +193,7 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
 
             p, o, first = local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
             z, _ = represent(net, p, b, train=False)
+            z = z.reshape(-1, z.shape[-1])   # graph_cls logits come as [M, G, K]: one row per graph slot
             # graph_cls: z holds the graph embeddings (the readout) of the client's M mini-batches as
             # one union [M*G, D]; labels and masks [M, G] flatten to match (padding slots are unmasked)
             protos, counts = class_prototypes(z, b.y.reshape(-1), b.train_mask.reshape(-1), num_classes)
