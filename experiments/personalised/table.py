@@ -9,8 +9,8 @@ of the worst-10 % client's test accuracy there.
 Each (dataset, algorithm) is one `fj.build` and one `fj.sweep` over the seeds (the member program
 compiled once, the seeds run one after another on a CPU). Cora: split openfgl (20/40/40 per client),
 GCN hidden 64; PROTEINS: GIN, mean readout, dirichlet_beta 0.5; every other option the CLI default
-(lr 0.01 Adam, the algorithm's own local steps). An algorithm that refuses a task (FedEM on graph
-tasks) is recorded with its one-line reason. Writes experiments/results/personalised/table.json
+(lr 0.01 Adam, the algorithm's own local steps). An algorithm that refuses a task is recorded with
+its one-line reason. Writes experiments/results/personalised/table.json
 (one record, overwritten; `--algorithms` / `--datasets` rerun only those and keep the record's other
 rows of the same round budget, so the two datasets can run as two processes) and
 prints the markdown table the docs show; `--docs` also writes it between the markers in
@@ -66,7 +66,7 @@ def measure(dataset: str, algorithm: str, rounds: int) -> dict:
            "worst10": None if worst is None else np.asarray(worst)[rows, at].astype(float).tolist(),
            "compile_seconds": round(sw.compile_seconds, 2), "run_seconds": round(sw.run_seconds, 2),
            "diverged": [d for d in sw.diverged if d]}
-    if worst is None:   # FedAvg's global model, Local on graph tasks: no per-client spread in the history
+    if worst is None:   # FedAvg's global model: no per-client spread in the history
         row["worst10_note"] = "no per-client spread reported"
     return row
 
@@ -104,8 +104,9 @@ def render(rows: list, rounds: dict, command: str) -> str:
     notes = [f"- {r['algorithm']} on {r['dataset']}: refused ({r['refused']})" for r in rows if "refused" in r]
     notes += [f"- {r['algorithm']} on {r['dataset']}: every seed diverged ({r['diverged'][0]})" for r in rows
               if r.get("diverged") and len(r["diverged"]) == len(r["seeds"])]
-    notes.append("- n/a: the run reports no per-client spread (FedAvg evaluates its global model; the graph-task "
-                 "evaluation on PROTEINS reports none for any method); not run: no time left for that cell")
+    notes.append("- n/a: the run reports no per-client spread (FedAvg evaluates its global model; a PROTEINS row "
+                 "measured before graph-task evaluation reported the spread and not rerun since); not run: no "
+                 "time left for that cell")
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 

@@ -20,9 +20,11 @@ This is FedProto's machinery (`fedproto.prototype_algorithm`) with the logits as
 and the distillation term as the regulariser. Differences from PFLlib's clientdistill: it collects
 the class-wise logits during its local epoch (the logits of the model as it trains); here they are
 the trained model's logits on the client's training nodes (as FedProto's prototypes here). The
-paper's temperature is 1 (no temperature option). graph_reg has no classes; graph_cls is not
-offered (the per-graph logits of a mini-batch stack would need FedProto's flattening of the readout;
-not done).
+paper's temperature is 1 (no temperature option).
+
+Graph classification (`--task graph_cls`): the unit is the graph: L_i^k is the mean logits of the
+client's training graphs of class k (over all its mini-batches), and L_KD runs over the training
+graphs of each local step's mini-batch. graph_reg has no classes: refused.
 
 Server step: logit aggregation (no global model), so it does not go through `fgl_jax.aggregators`;
 DP-FedAvg and `--server-opt` are refused.
@@ -54,9 +56,9 @@ def distillation_loss(logits: jax.Array, y: jax.Array, mask: jax.Array, global_l
     """L_KD of the module docstring.
 
     Args:
-        logits: the client model's logits [N, K].
+        logits: the client model's logits [N, K] (nodes, or the graphs of one mini-batch).
         y: labels [N].
-        mask: training nodes [N] (bool).
+        mask: training nodes (graphs) [N] (bool).
         global_logits: the server's class-wise logits [K, K] (row k: class k's).
         present: bool [K], class k has global logits.
 
@@ -70,7 +72,7 @@ def distillation_loss(logits: jax.Array, y: jax.Array, mask: jax.Array, global_l
     return (ce * use).sum() / jnp.maximum(mask.sum(), 1)
 
 
-@register("algorithm", "feddistill", hparams=FedDistillHParams, tasks=("node_cls",), hetero=True,
+@register("algorithm", "feddistill", hparams=FedDistillHParams, tasks=("node_cls", "graph_cls"), hetero=True,
           paper="Jeong, Oh, Kim, Park, Bennis, Kim, NeurIPS 2018 workshop, arXiv:1811.11479 (PFLlib's FedDistill)",
           help="FedDistill: personal models distilled towards the averaged class-wise logits (any architectures)")
 def feddistill(model, common: FedConfig, hp: FedDistillHParams):

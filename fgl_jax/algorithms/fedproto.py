@@ -47,6 +47,7 @@ from fgl_jax.federated.client_models import take, ungroup
 from fgl_jax.federated.evaluation import evaluate_groups
 from fgl_jax.federated.client import local_train, make_optimizer
 from fgl_jax.federated.metrics import masked_cross_entropy
+from fgl_jax.federated.participation import restrict
 from fgl_jax.nn.models import apply_with_embedding
 from fgl_jax.registry import register
 from fgl_jax.schema import option
@@ -150,7 +151,11 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
     groups inside the one traced round); the state's `personal` and `opt` are then tuples with one
     entry per group ([C_g, ...], [C_t_g, ...]). Every group's representation must have the same
     width D (the prototypes are averaged across groups). Client c uses the key it would have in a
-    homogeneous run, so one architecture for every client gives the homogeneous run's numbers."""
+    homogeneous run, so one architecture for every client gives the homogeneous run's numbers.
+    Client sampling (`fgl_jax.federated.participation`) cannot gather static groups: the round gets
+    the sample in `FedData.sample`, every group trains all its training clients, the others keep
+    their models and optimiser states, and only the sampled clients' prototypes reach the server,
+    with the gathered run's keys (one architecture: the homogeneous sampled run's numbers)."""
     optimizer = make_optimizer(common.optim, lr=1.0)
     num_classes = int(model.num_classes)
     represent = represent or (lambda m, p, b, **kw: apply_with_embedding(m, p, b, **kw))
@@ -193,6 +198,7 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
 
             p, o, first = local_train(loss, optimizer, common.local_steps, p, o, b, k, scale)
             z, _ = represent(net, p, b, train=False)
+            z = z.reshape(-1, z.shape[-1])   # graph_cls logits come as [M, G, K]: one row per graph slot
             # graph_cls: z holds the graph embeddings (the readout) of the client's M mini-batches as
             # one union [M*G, D]; labels and masks [M, G] flatten to match (padding slots are unmasked)
             protos, counts = class_prototypes(z, b.y.reshape(-1), b.train_mask.reshape(-1), num_classes)
@@ -201,7 +207,14 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
 
     def round_fn(state: ProtoState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
-        keys = jax.random.split(key, ct)
+        on = None   # bool [C_t]: the clients sampled this round (masked participation), None: all
+        if data.sample is None:
+            keys = jax.random.split(key, ct)
+        else:   # the j-th sampled client gets the key the gathered path gives it: split(key, m)[j]
+            m = data.sample.shape[0]
+            slot = jnp.zeros((ct,), jnp.int32).at[data.sample].set(jnp.arange(m, dtype=jnp.int32))
+            keys = jax.random.split(key, m)[slot]
+            on = jnp.zeros((ct,), bool).at[data.sample].set(True)
         if not hetero:
             start, opt, scale = round_start(optimizer, common, state, data,
                                             start=jax.tree.map(lambda a: a[data.train_index], state.personal))
@@ -218,10 +231,18 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
                                                   start=take(state.personal[i], g.train_local, n_g))
                 new, opts[i], *rest = client_update(g.model, state, scale)(
                     start, opt_g, take(data.train, g.train_pos, ct), take(keys, g.train_pos, ct))
+                if on is not None:   # clients left out this round keep their model and optimiser state
+                    keep = lambda fresh, old, on_g=on[jnp.asarray(g.train_pos)]: jnp.where(
+                        on_g.reshape((-1,) + (1,) * (fresh.ndim - 1)), fresh, old)
+                    new = jax.tree.map(keep, new, start)
+                    opts[i] = jax.tree.map(keep, opts[i], state.opt[i])
                 personal[i] = scatter_clients(state.personal[i], jnp.asarray(g.train_local), new)
                 outs.append((g.train_pos, rest))
             personal, opt = tuple(personal), tuple(opts)
             losses, local, counts = ungroup([r for _, r in outs], [pos for pos, _ in outs])
+            if data.sample is not None:   # the server hears from the sampled clients only
+                losses, local, counts = jax.tree.map(lambda a: a[data.sample], (losses, local, counts))
+                data = restrict(data, data.sample)
         server, protos, present = server_update(state.server, local, counts, data, state.hp)
         if not hetero:
             metrics = evaluate_round(model, common, data, personal=personal)
@@ -239,7 +260,8 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
         counts = jnp.zeros(s.present.shape, s.protos.dtype)
         return (s.protos, counts), (s.protos, s.present)
 
-    return FederatedAlgorithm(init=init, round=round_fn, messages=messages)
+    # grouped clients are static positions: client sampling trains the sample by mask
+    return FederatedAlgorithm(init=init, round=round_fn, messages=messages, masked_sampling=hetero)
 
 
 @register("algorithm", "fedproto", hparams=FedProtoHParams, tasks=("node_cls", "graph_cls"), hetero=True,

@@ -78,6 +78,10 @@ class FederatedAlgorithm(NamedTuple):
     # program each; `round` must then equal them (phase by phase, with the hand-overs) in one
     # function, for the engines that run a single program (sweeps, `make_scan`)
     phases: tuple = ()
+    # True when the round cannot train a gathered sample of the clients (heterogeneous client models:
+    # the architecture groups are static positions on `FedData.train`): partial participation then
+    # passes the sample in `FedData.sample` and the round trains the sampled clients by mask
+    masked_sampling: bool = False
 
 
 def with_round(algorithm: FederatedAlgorithm, wrap: Callable[[Callable], Callable]) -> FederatedAlgorithm:
@@ -201,6 +205,10 @@ class FedData:
     # True when every client holds a training node and `train` is `eval` itself (train_index =
     # arange(C)): results per training client are then already in evaluation order (static)
     train_is_eval: bool = flax.struct.field(pytree_node=False, default=False)
+    # partial participation by mask (`FederatedAlgorithm.masked_sampling`): int32 [m], the ascending
+    # positions in `train` of this round's sampled clients, `train` itself left whole; None: every
+    # training client trains (or `train` already holds only the sample)
+    sample: Optional[jax.Array] = None
 
 
 class HostInput(NamedTuple):

@@ -10,7 +10,10 @@ Inside one jitted round, the clients of one architecture are one group: their pa
 `[C_g, ...]` and trained by one vmapped local update, so A architectures cost A traced client updates
 in a single program (as `fgl_jax.federated.bucketed` does for size buckets). The groups are static:
 which clients hold training nodes is fixed when the run is built (`ClientModels.train_index`), so
-partial participation, which changes the training clients per round, is refused with them.
+partial participation cannot gather the round's sample; it trains it by mask instead
+(`FederatedAlgorithm.masked_sampling`, `FedData.sample`): a client's architecture never changes,
+every group's update runs for all its training clients, and the clients not sampled keep their
+state and send nothing (the full run's cost, the sampled run's result).
 
 Only algorithms that never average parameters can take such clients (FedProto and FedTGP exchange
 class prototypes, FedDistill per-class logits): the registry's `hetero` flag says which.

@@ -13,7 +13,7 @@ from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.config import EVAL_MODES, PERSONALISED
 from fgl_jax.federated.graph_task import evaluate_graphs, is_graph
 from fgl_jax.federated.link import evaluate_links, is_link
-from fgl_jax.federated.metrics import AVERAGES, client_counts, summarise
+from fgl_jax.federated.metrics import AVERAGES, SPREAD_KEYS, accuracy_spread, client_counts, summarise  # noqa: F401 (SPREAD_KEYS re-exported)
 
 PyTree = Any
 
@@ -41,25 +41,16 @@ def evaluate(model, params: PyTree, batch, per_client: bool, chunk: Optional[int
     return res
 
 
-SPREAD_KEYS = ("test_acc_clients_mean", "test_acc_clients_worst10", "test_acc_clients_sd")
-
-
 def client_spread(counts: dict, client_mask: jax.Array) -> dict:
     """The per-client test accuracy's distribution over the real clients with test nodes (counts:
     `client_counts` stacked over clients [C, ...]; client_mask bool [C]), as scalars (`SPREAD_KEYS`):
     the unweighted mean over clients, the mean of the worst 10 % (the ceil(n / 10) lowest, at
-    least one) and the population standard deviation. Personalised FL reports these beside the
-    pooled test_acc (Ditto's fairness: a good mean can hide clients left behind)."""
+    least one) and the population standard deviation (`fgl_jax.federated.metrics.accuracy_spread`).
+    Personalised FL reports these beside the pooled test_acc (Ditto's fairness: a good mean can
+    hide clients left behind)."""
     total = counts["total"][:, 2]
     acc = counts["tp"][:, 2].sum(-1) / jnp.maximum(total, 1.0)                 # [C]
-    valid = client_mask & (total > 0)
-    n = jnp.maximum(valid.sum(), 1).astype(jnp.float32)
-    mean = jnp.where(valid, acc, 0.0).sum() / n
-    sd = jnp.sqrt(jnp.where(valid, (acc - mean) ** 2, 0.0).sum() / n)
-    k = jnp.maximum(jnp.ceil(0.1 * n), 1.0)
-    low = jnp.sort(jnp.where(valid, acc, jnp.inf))                             # the valid ones first
-    worst = jnp.where(jnp.arange(low.shape[0]) < k, low, 0.0).sum() / k
-    return dict(zip(SPREAD_KEYS, (mean, worst, sd)))
+    return accuracy_spread(acc, client_mask & (total > 0))
 
 
 def resolve_eval_mode(mode: str, algorithm: str) -> str:

@@ -9,7 +9,9 @@ graph_cls: cross-entropy over the training graphs; metrics {split}_acc and val_l
 cross-entropy). graph_reg: squared error; metrics {split}_mse, {split}_mae, val_loss (= val_mse) and
 val_score = 1 / (1 + val_mse), the engine's selection metric (it keeps the round with the highest
 value: `SELECT_REG`). Pooled over clients (every graph counts once) or OpenFGL's mean of per-client
-metrics weighted by the client's graph count (`average="client_nodes"`).
+metrics weighted by the client's graph count (`average="client_nodes"`). With one model per client
+(personalised evaluation) graph_cls also reports the per-client spread of test accuracy
+(`graph_spread`: mean, worst 10 %, sd over clients, each client's accuracy over its own test graphs).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.metrics import AVERAGES, SPLITS, _weighted_mean, masked_cross_entropy
+from fgl_jax.federated.metrics import AVERAGES, SPLITS, _weighted_mean, accuracy_spread, masked_cross_entropy
 from fgl_jax.nn.graph import is_graph  # noqa: F401 (dispatch test, re-exported for the client functions)
 
 SELECT_REG = ("val_score", "test_mse")
@@ -67,6 +69,26 @@ def evaluate_graphs(model, params, batch, per_client: bool, chunk: Optional[int]
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     sums = map_clients(lambda p, b: client_sums(model, model.apply(p, b, train=False), b), chunk,
                        in_axes=(0 if per_client else None, 0))(params, batch)
+    return graph_metrics(model, sums, batch, per_client, average)
+
+
+def graph_metrics(model, sums: dict, batch, per_client: bool, average: str = "pooled") -> dict:
+    """The reported metrics from every client's `client_sums` (for algorithms whose prediction is
+    not one `model.apply`, e.g. FedEM's mixture).
+
+    Args:
+        model: the graph model (its `task` picks the metrics).
+        sums: `client_sums` stacked over clients, every leaf [C, 3].
+        batch: the evaluation `GraphBatch` [C, M, ...] (client_mask, graph_mask).
+        per_client: each client was predicted by its own model (adds the graph_cls spread).
+        average: "pooled" or "client_nodes" (weighted by the clients' graph counts).
+
+    Returns:
+        {split}_acc and val_loss (graph_cls, + `graph_spread` when per_client) or {split}_mse,
+        {split}_mae, val_loss, val_score (graph_reg), as scalars.
+    """
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     real = batch.client_mask.astype(jnp.float32)
     if average == "pooled":
         tot = {k: (v * real[:, None]).sum(0) for k, v in sums.items()}
@@ -87,4 +109,23 @@ def evaluate_graphs(model, params, batch, per_client: bool, chunk: Optional[int]
         for i, s in enumerate(SPLITS):
             res[f"{s}_acc"] = acc[i]
         res["val_loss"] = ce[1]
+        if per_client:   # each client's own model: how its accuracy over its test graphs spreads
+            res.update(graph_spread(sums, batch.client_mask))
     return res
+
+
+def graph_spread(sums: dict, client_mask: jax.Array) -> dict:
+    """The per-client test accuracy's distribution of a graph_cls run (`metrics.SPREAD_KEYS`).
+
+    Args:
+        sums: `client_sums` stacked over clients: count [C, 3] and correct [C, 3].
+        client_mask: bool [C], the real clients.
+
+    Returns:
+        The mean over clients, worst 10 % and sd of each client's accuracy over its own test graphs
+        (every graph counts once within its client, as a node does in the node tasks' spread);
+        clients without a test graph are left out.
+    """
+    total = sums["count"][:, 2]
+    acc = sums["correct"][:, 2] / jnp.maximum(total, 1.0)                         # [C]
+    return accuracy_spread(acc, client_mask & (total > 0))

@@ -60,6 +60,33 @@ SPLITS = ("train", "val", "test")
 AVERAGES = ("pooled", "client_nodes")
 
 
+SPREAD_KEYS = ("test_acc_clients_mean", "test_acc_clients_worst10", "test_acc_clients_sd")
+
+
+def accuracy_spread(acc: jax.Array, valid: jax.Array) -> dict:
+    """The distribution over clients of per-client accuracies, as scalars (`SPREAD_KEYS`).
+
+    The node tasks' `client_spread` (accuracy over a client's test nodes) and the graph tasks'
+    (over its test graphs, `fgl_jax.federated.graph_task.evaluate_graphs`) both end here.
+
+    Args:
+        acc: float [C], every client's test accuracy (any value where not valid).
+        valid: bool [C], the real clients that hold test nodes / graphs.
+
+    Returns:
+        {test_acc_clients_mean: the unweighted mean over the valid clients, test_acc_clients_worst10:
+        the mean of the worst 10 % (the ceil(n / 10) lowest, at least one), test_acc_clients_sd: the
+        population standard deviation}.
+    """
+    n = jnp.maximum(valid.sum(), 1).astype(jnp.float32)
+    mean = jnp.where(valid, acc, 0.0).sum() / n
+    sd = jnp.sqrt(jnp.where(valid, (acc - mean) ** 2, 0.0).sum() / n)
+    k = jnp.maximum(jnp.ceil(0.1 * n), 1.0)
+    low = jnp.sort(jnp.where(valid, acc, jnp.inf))                             # the valid ones first
+    worst = jnp.where(jnp.arange(low.shape[0]) < k, low, 0.0).sum() / k
+    return dict(zip(SPREAD_KEYS, (mean, worst, sd)))
+
+
 def class_counts(logits: jax.Array, y: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(true positives, predicted, true) per class over masked nodes, float32 [K] each; for masks
     [N, S] (one column per split) [S, K] each.

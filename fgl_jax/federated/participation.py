@@ -16,6 +16,12 @@ gathered likewise and scattered back afterwards. So aggregation averages over th
 (weights renormalised), per-client state of the others is left unchanged (algorithms write it
 back with `.at[train_index].set`), and evaluation still covers every client. With m = C_t the
 wrapper is not applied at all, so a fraction of 1.0 is the full run bit for bit.
+
+An algorithm whose clients cannot be gathered (`FederatedAlgorithm.masked_sampling`: heterogeneous
+client models, whose architecture groups are static positions) gets the same sample as positions
+in `FedData.sample` with `train` left whole, and trains the sampled clients by mask: each group's
+vmapped update runs for all its training clients, the others' results are dropped. The sample and
+the round's key are the gathered path's, so the result is the same; only the cost is the full one.
 """
 from __future__ import annotations
 
@@ -108,6 +114,8 @@ def with_participation(algorithm: FederatedAlgorithm, fraction: float = 1.0, cou
                 return round_(state, data, key)
             k_pick, k_round = jax.random.split(key)
             index = sample_clients(k_pick, n, m)
+            if algorithm.masked_sampling:   # the round trains the sample by mask (module docstring)
+                return round_(state, data.replace(sample=index), k_round)
             full = {f: getattr(state, f) for f in algorithm.train_axis}
             state = state.replace(**{f: jax.tree.map(lambda a: a[index], v) for f, v in full.items()})
             state, metrics = round_(state, restrict(data, index), k_round)

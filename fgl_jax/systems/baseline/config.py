@@ -290,7 +290,7 @@ class BaselineFields(RunSpec):
 
     def _check_client_models(self) -> None:
         """--client-models / --client-models-file: one of them, a node task, an algorithm that averages no
-        parameters, every client training each round (the architecture groups are fixed at build)."""
+        parameters (client sampling trains the sample by mask: `FederatedAlgorithm.masked_sampling`)."""
         if self.client_models and self.client_models_file:
             raise ValueError("give client_models or client_models_file, not both")
         if not registry.algorithm(self.algorithm).hetero:
@@ -299,9 +299,6 @@ class BaselineFields(RunSpec):
                              f"architecture for every client; heterogeneous models run with {', '.join(takers)}")
         if self.task != "node_cls":
             raise ValueError(f"client_models: heterogeneous client models are for task node_cls, not {self.task}")
-        if self.client_fraction != 1.0 or self.clients_per_round is not None:
-            raise ValueError("client_models: client sampling (client_fraction / clients_per_round) is not available "
-                             "with heterogeneous client models (the architecture groups are fixed when the run is built)")
         if self.client_models:   # the spec's syntax now (a file is read when the run is built)
             from fgl_jax.federated.client_models import parse_client_models
             parse_client_models(self.client_models)
