@@ -67,6 +67,7 @@ def test_one_architecture_equals_the_homogeneous_run(toy, name):
     assert homo.present.any() and np.abs(homo.protos).max() > 0   # prototypes were exchanged
 
 
+@pytest.mark.slow
 def test_sampled_one_architecture_equals_the_homogeneous_sampled_run(toy):
     """Client sampling with grouped clients (by mask, `FedData.sample`) against the homogeneous run
     that gathers the same sample: same models, prototypes and metrics; the round's clients really vary."""

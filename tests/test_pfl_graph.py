@@ -111,6 +111,7 @@ def test_graph_task_client_spread_vs_numpy():
         np.testing.assert_allclose(float(m[key]), want[key], rtol=1e-5, atol=1e-6, err_msg=key)
 
 
+@pytest.mark.slow
 def test_fedem_graph_one_component_is_fedavg():
     """FedEM with k = 1 on graph_cls: same init, keys and graph loss as FedAvg (q = 1 on every graph)."""
     from tests.alg_helpers import assert_trees_close
