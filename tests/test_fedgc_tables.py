@@ -133,3 +133,28 @@ def test_pipe_inside_a_cell_is_escaped():
     lines = tables.md_table(["a", "b"], [["m = |V_tr| pairs", 1.50]])
     assert cells(lines[2]) == ["m = |V_tr| pairs", "1.5"] and "\\|V_tr\\|" in lines[2]
     assert len(lines) == 3 and set(lines[1]) <= set("|-")
+
+
+def test_test_selected_is_the_best_test_checkpoint_of_protocol_free_variants():
+    hist = [{"round": 250, "val_acc": 0.9, "test_acc": 0.70}, {"round": 500, "val_acc": 0.5, "test_acc": 0.75},
+            {"round": 750, "val_acc": 0.6, "test_acc": None}]
+    for var in tables.PROTOCOL_FREE:
+        assert tables.test_selected({"id": f"full/cora/r0.5/{var}/s0", "history": hist}) == 0.75
+    # self-training / IB choose on the protocol too: only a --protocol paper run gives their number
+    assert tables.test_selected({"id": "full/cora/r0.5/ibfs/s0", "history": hist}) is None
+    assert tables.test_selected({"id": "full/cora/r0.5/ldp/s0", "history": []}) is None
+
+
+def test_protocol_pair_rows_are_the_records_histories(tmp_path):
+    """The page's both-protocols table against the committed records' histories, re-derived by hand."""
+    path, _ = render(tmp_path, False)
+    recs = [r for r in records.read_lines(RESULTS / "records" / "fedgc_full.jsonl")
+            if re.fullmatch(r"fedgc/citeseer/r0\.5/noib/s\d+", r["id"]) and r["config"].get("protocol") == "val"]
+    assert len(recs) >= 3
+    header, rows = next((h, rs) for h, rs in md_tables(path.read_text()) if "test-selected (paper's code)" in h)
+    row = next(r for r in rows if r[0] == "citeseer" and r[1] == VARIANTS["noib"][0])
+    best = [100 * max(h["test_acc"] for h in r["metrics"]["history"]) for r in recs]
+    val = [100 * r["metrics"]["test_acc"] for r in recs]
+    mean_sd = lambda v: "%.1f ± %.1f" % (sum(v) / len(v), (sum((x - sum(v) / len(v)) ** 2 for x in v) / len(v)) ** 0.5)
+    assert row[header.index("test-selected (paper's code)")] == mean_sd(best)
+    assert row[header.index("validation-selected")] == mean_sd(val)

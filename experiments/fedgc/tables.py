@@ -278,6 +278,59 @@ def seed_groups(runs: dict, needs: str = "") -> dict:
     return groups
 
 
+# Table 2 variants whose preparation does not read the selection protocol (no self-training, no IB:
+# `prepare` returns before choosing anything on validation or test), so `--protocol paper` on them is the
+# same run with another checkpoint reported, and the attack targets the last round's G' either way
+PROTOCOL_FREE = ("noib", "ldp", "reg")
+
+
+def test_selected(r: dict) -> Optional[float]:
+    """Test accuracy (fraction) the paper's test-based selection reports for `r`'s run: the highest test
+    accuracy over its evaluated checkpoints, read from the run's own history.
+
+    Args:
+        r: a run dict (`paper.run_of`) of a `PROTOCOL_FREE` variant, with its "history" of evaluations.
+    Returns:
+        max over the history of "test_acc", or None when `r` has no history or its variant's preparation
+        depends on the protocol (then only a `--protocol paper` run gives the number).
+    """
+    parts = r.get("id", "").split("/")
+    hist = [h for h in r.get("history") or [] if h.get("test_acc") is not None]
+    if len(parts) < 4 or parts[3] not in PROTOCOL_FREE or not hist:
+        return None
+    return max(float(h["test_acc"]) for h in hist)
+
+
+def protocol_pair_summary(runs: dict, tag: str) -> list:
+    """Table 2's protocol-free variants (`PROTOCOL_FREE`) under both selections, mean ± std over every
+    seed stored: validation-selected (this project's protocol) and test-selected (the paper's code), the
+    latter from the same runs' histories (`test_selected`)."""
+    rows = []
+    for ds, p in PAPER_T2.items():
+        for var in PROTOCOL_FREE:
+            rs = sorted((r for rid, r in runs.items() if rid.startswith(f"{tag}/{ds}/r0.5/{var}/s")
+                         and rid.rpartition("/s")[2].isdigit() and r.get("test_acc") is not None
+                         and r.get("config", {}).get("protocol", "val") == "val"),  # test-selected runs: no pair
+                        key=lambda r: r["seed"])
+            if not rs:
+                continue
+            val = [100 * r["test_acc"] for r in rs]
+            te = [100 * t for t in map(test_selected, rs) if t is not None]
+            rows.append([ds, VARIANTS[var][0], p[var + "_acc"], ", ".join(str(r["seed"]) for r in rs), stat(val),
+                         stat(te) if len(te) == len(rs) else "–",
+                         f"{np.mean(te) - np.mean(val):+.1f}" if len(te) == len(rs) else "–"])
+    if not rows:
+        return []
+    return ["## Table 2 without self-training under both selection protocols (ACC ft, %)", "",
+            "FedGC† (no IB), LDP and Reg prepare no self-training and no IB, so the selection protocol only "
+            "chooses which evaluated checkpoint is reported (the attack targets the last round's G' under both): "
+            "the test-selected column is the highest test accuracy over each run's 8 evaluations, the number "
+            "`--protocol paper` reports for the same run, read from the stored history (`tables.test_selected`). "
+            "Mean ± std over the seeds listed.", ""] + md_table(
+        ["dataset", "variant", "paper", "seeds", "validation-selected", "test-selected (paper's code)",
+         "test − validation"], rows) + [""]
+
+
 def seed_summary(runs: dict) -> list:
     """Mean ± std over seeds for every run id present with more than one seed (the tables above
     show seed 0). |AUC − 50| is the attack's distance from guessing (an AUC far below 50 leaks too)."""
@@ -702,6 +755,7 @@ def markdown(runs: dict, tag: str, paper_protocol: Optional[dict] = None) -> tup
           "how well G' transfers across architectures from how good G' is.", "", ""]
     L += ablation_summary(runs, tag)
     L += seed_summary(runs)
+    L += protocol_pair_summary(runs, tag)
     L += fresh_summary(runs)
     L += plsplit_summary(runs)
     L += attack_selected_summary(runs)
