@@ -3,6 +3,8 @@
     fgl-jax reproduce lumos [--quick] [--data-dir D] [--out D]
     python experiments/lumos/paper.py [--quick] [--resume] [--render] [--datasets lastfm_asia facebook] [--rounds 300]
         [--seeds 3] [--aux-seeds 1] [--facebook-rounds 100] ...     (the time-budget flags: `Options`)
+    python experiments/lumos/paper.py --datasets facebook --facebook-rounds 300 --only 'FB/node/gcn/*'
+                                     (re-run some cells by key; the other cells' records are kept)
 
 Relative gaps (Figs. 3-4), workload trimming (Fig. 7), the eps sweep (Fig. 5), ablations (Fig. 6) and
 messages / epoch time (Fig. 8). A cell is one entry of the paper's comparisons ("LFM/node/gcn/lumos",
