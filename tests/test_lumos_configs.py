@@ -85,3 +85,56 @@ def test_facebook_gap_notes_sit_on_the_cells_they_explain():
     assert noted == sorted(f"FB/{t}/gcn/{w}" for t in ("node", "link") for w in ("lumos", "eps", "novn", "nott"))
     assert "MMSE" in full["FB/node/gcn/lumos"].paper["gap_note"]
     assert full["LFM/node/gcn/lumos"].paper == {"paper_vs_central": -14.73, "paper_vs_naive": 52.85}
+
+
+def test_only_selects_cells_by_key():
+    """--only (issue 49): a re-run of some cells; a pattern matching nothing is one clear error."""
+    opts = paper.Options(datasets=("facebook",), facebook_rounds=300,
+                         only=("FB/node/gcn/lumos", "FB/node/gcn/naive", "FB/node/gcn/central"))
+    got = {paper.key_of(c.id): c for c in paper.cells(False, opts)}
+    assert sorted(got) == ["FB/node/gcn/central", "FB/node/gcn/lumos", "FB/node/gcn/naive"]
+    assert got["FB/node/gcn/lumos"].config.rounds == 300 and got["FB/node/gcn/lumos"].seeds == (0, 1, 2)
+    assert got["FB/node/gcn/naive"].config["rounds"] == 300
+    wild = paper.cells(False, dataclasses.replace(opts, only=("workload/*",)))
+    assert [paper.key_of(c.id) for c in wild] == ["workload/facebook"]
+    with pytest.raises(ValueError, match="matches no cell"):
+        paper.cells(False, dataclasses.replace(opts, only=("FB/node/gcn/lumos_typo",)))
+
+
+def test_authors_encoder_cell_is_the_main_cell_with_that_encoder():
+    full = {paper.key_of(c.id): c for c in paper.cells(False)}
+    for ds in ("FB", "LFM"):
+        for task in ("node", "link"):
+            main, auth = full[f"{ds}/{task}/gcn/lumos"], full[f"{ds}/{task}/gcn/lumos_authors"]
+            assert auth.config == dataclasses.replace(main.config, encoder="authors-code")
+            assert auth.seeds == main.seeds and "gap_note" not in auth.paper
+    assert not any(k.endswith("lumos_authors") for k in map(paper.key_of, (c.id for c in paper.cells(True))))
+
+
+def _run(test, values, epochs=None, acc=None):
+    r = {"test": test, "std": 0.0, "values": values}
+    if acc is not None:
+        r["info"] = {"ldp_accounting": acc, "epsilon": 2.0}
+        r["epochs"] = epochs
+    return r
+
+
+def test_authors_section_and_mixed_epochs_header():
+    acc = {"encoder": "authors-code", "eps": 2.0, "eps_recipient_mean": 250.4, "eps_recipient_max": 945.6}
+    runs = {"FB/node/gcn/lumos": _run(0.6, [0.6]), "FB/node/gcn/central": _run(0.8, [0.8]),
+            "FB/node/gcn/naive": _run(0.4, [0.4]), "FB/node/gcn/lumos_authors": _run(0.7, [0.7], 300, acc)}
+    text = "\n".join(paper.authors_code_section(runs))
+    row = next(line for line in text.splitlines() if line.startswith("| FB node gcn"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # 100 (0.7 - 0.8) / 0.8 = -12.5, 100 (0.7 - 0.4) / 0.4 = +75
+    assert cells[3] == "-12.50 (-16.29)" and cells[4] == "+75.00 (+74.29)"
+    assert cells[5:] == ["2", "250", "946", "300"]
+    assert paper.authors_code_section({k: v for k, v in runs.items() if "authors" not in k}) == []
+    # the budget note ignores the authors-code accounting (no "budget" key) and names the recorded runs
+    per = {"budget": "per-recipient", "eps_recipient_max_over_eps": 1.0, "eps_recipient_mean_over_eps": 0.9}
+    runs["FB/node/gcn/lumos"] = _run(0.6, [0.6], 300, per)
+    runs["FB/link/gcn/lumos"] = {"test": 0.7, "info": {"epsilon": 2.0}}
+    note = paper.budget_note(runs)
+    assert "(FB/node/gcn/lumos)" in note and "The other Lumos runs predate" in note and "1.00ε" in note
+    assert paper._fb_epochs_text({100: ["FB/a", "FB/b", "FB/c"], 300: ["FB/d"]}) == \
+        "300 for FB/d; 100 for the other Facebook runs"

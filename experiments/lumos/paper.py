@@ -3,6 +3,8 @@
     fgl-jax reproduce lumos [--quick] [--data-dir D] [--out D]
     python experiments/lumos/paper.py [--quick] [--resume] [--render] [--datasets lastfm_asia facebook] [--rounds 300]
         [--seeds 3] [--aux-seeds 1] [--facebook-rounds 100] ...     (the time-budget flags: `Options`)
+    python experiments/lumos/paper.py --datasets facebook --facebook-rounds 300 --only 'FB/node/gcn/*'
+                                     (re-run some cells by key; the other cells' records are kept)
 
 Relative gaps (Figs. 3-4), workload trimming (Fig. 7), the eps sweep (Fig. 5), ablations (Fig. 6) and
 messages / epoch time (Fig. 8). A cell is one entry of the paper's comparisons ("LFM/node/gcn/lumos",
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import functools
 import math
 import os
@@ -136,6 +139,9 @@ class Options:
     facebook_gat_seeds: Optional[int] = option(None, "seeds of the GAT main runs on Facebook only", low=1)
     facebook_gat_tasks: tuple[str, ...] = option(("node", "link"), "tasks of the GAT main runs on Facebook",
                                                  choices=("node", "link"))
+    only: tuple[str, ...] = option((), "run only the cells whose key matches one of these shell patterns, e.g. "
+                                       "'FB/node/gcn/*' or 'workload/*' (empty: every cell); with --resume or "
+                                       "without, the records of the other cells are kept")
     naive_adjacency: str = option("expected", "naive FedGNN adjacency: expected (mean-field RR, GCN only) or a "
                                               "sampled RR graph", choices=("expected", "sampled"))
 
@@ -242,6 +248,11 @@ def run_cells(quick: bool = False, opts: Options = Options()) -> list[Cell]:
             if phase == "main":
                 out.append(_lumos_cell(f"{k}/lumos", base, main_seeds))
                 out.append(_lumos_cell(f"{k}/lumos_mmse", mmse, main_seeds))
+                if bb == "gcn" and not quick:
+                    # the authors' public code's encoder (issue 49): a results-page row beside the printed
+                    # mechanism, never the headline; its realised per-recipient eps is in info.ldp_accounting
+                    out.append(_lumos_cell(f"{k}/lumos_authors", dataclasses.replace(base, encoder="authors-code"),
+                                           main_seeds))
                 out.append(_baseline_cell(f"{k}/central", base, main_seeds, "central", opts.naive_adjacency))
                 if bb == "gcn":
                     out.append(_baseline_cell(f"{short}/{task}/mlp/central", base, s["seeds"], "mlp",
@@ -263,8 +274,15 @@ def run_cells(quick: bool = False, opts: Options = Options()) -> list[Cell]:
 
 
 def cells(quick: bool = False, opts: Options = Options()) -> list[Cell]:
-    """Every cell of a reproduction: the workload cells (Fig. 7), then the comparisons (`run_cells`)."""
-    return workload_cells(quick, opts) + run_cells(quick, opts)
+    """Every cell of a reproduction: the workload cells (Fig. 7), then the comparisons (`run_cells`);
+    only those whose key ("workload/facebook", "FB/node/gcn/lumos", ...) matches `opts.only` when it is given."""
+    out = workload_cells(quick, opts) + run_cells(quick, opts)
+    if opts.only:
+        out = [c for c in out if any(fnmatch.fnmatchcase(key_of(c.id), p) for p in opts.only)]
+        if not out:
+            raise ValueError(f"--only {' '.join(opts.only)} matches no cell of these settings (keys look like "
+                             "'FB/node/gcn/lumos' or 'workload/facebook')")
+    return out
 
 
 def rel(a, b):
@@ -427,7 +445,7 @@ def results_of(recs: Mapping[str, dict]) -> dict:
     runs (comparison key -> metrics; an eps sweep gives one key per eps, "LFM/node/gcn/eps0.5"),
     workload (dataset -> Fig. 7 metrics), notes (cell key -> gap note) and the settings the header
     states, read from the records' configs and seeds."""
-    res: dict = {"runs": {}, "workload": {}, "notes": {}, "cells": {}}
+    res: dict = {"runs": {}, "workload": {}, "notes": {}, "cells": {}, "epochs": {}}
     for cid, rec in recs.items():
         if not cid.startswith(f"{TABLE}/"):
             continue
@@ -442,8 +460,10 @@ def results_of(recs: Mapping[str, dict]) -> dict:
             prefix, pre = key.rsplit("/", 1)
             for e, point in m["points"].items():
                 res["runs"][f"{prefix}/{pre}{e}"] = point
+                res["epochs"][f"{prefix}/{pre}{e}"] = rec["config"]["rounds"]
         else:
             res["runs"][key] = _own(m)
+            res["epochs"][key] = rec["config"]["rounds"]
     res["settings"] = settings_of(res["cells"])
     return res
 
@@ -471,6 +491,13 @@ def settings_of(cells_: Mapping[str, dict]) -> dict:
         s["facebook_gat_seeds"] = n(fb_gat)
     if fb and fb["config"]["rounds"] != s["rounds"]:
         s["facebook_rounds"] = fb["config"]["rounds"]
+    # Facebook runs at more than one epoch count (a re-run of some cells): the header names each count's runs
+    fb_epochs: dict[int, list[str]] = {}
+    for k, r in cells_.items():
+        if k.startswith("FB/"):
+            fb_epochs.setdefault(int(r["config"]["rounds"]), []).append(k)
+    if len(fb_epochs) > 1:
+        s["facebook_rounds_mixed"] = {e: sorted(ks) for e, ks in sorted(fb_epochs.items())}
     return s
 
 
@@ -544,25 +571,75 @@ def _table(headers, rows) -> str:
 
 def budget_note(runs) -> str:
     """How the LDP budget was split in these runs, from their stored accounting (runs stored before
-    the accounting existed used the paper's split, the only one then run)."""
-    accs = [r["info"]["ldp_accounting"] for r in runs.values() if "ldp_accounting" in r.get("info", {})]
+    the accounting existed used the paper's split, the only one then run). The authors-code encoder's
+    runs are left out here: their realised budget has its own section (`authors_code_section`)."""
+    ldp = {k: r for k, r in runs.items() if "authors" not in k.rsplit("/", 1)[-1]}
+    accs = {k: r["info"]["ldp_accounting"] for k, r in ldp.items()
+            if "ldp_accounting" in r.get("info", {}) and "budget" in r["info"]["ldp_accounting"]}
     paper_split = ("the paper's split ε' = εB/d per coordinate (`budget: per-coordinate-average`) is ε only on "
                    "average over a device's B bins: when B does not divide d, a recipient of a larger bin sees "
                    "⌈d/B⌉·εB/d, up to 1.98ε on Facebook and 1.94ε on LastFM")
     if not accs:
         return ("**LDP budget**: these runs predate the per-recipient default and used the paper's split; "
                 + paper_split + ".\n")
-    budgets = sorted({a["budget"] for a in accs})
-    worst = max(a["eps_recipient_max_over_eps"] for a in accs)
-    mean = float(np.mean([a["eps_recipient_mean_over_eps"] for a in accs]))
-    head = ("**LDP budget** (" + ", ".join(f"`{b}`" for b in budgets) + "): the realised budget of the worst "
-            f"recipient is {worst:.2f}ε, the mean over recipients {mean:.2f}ε (per-run values in the records, "
-            "`info.ldp_accounting`). ")
+    budgets = sorted({a["budget"] for a in accs.values()})
+    worst = max(a["eps_recipient_max_over_eps"] for a in accs.values())
+    mean = float(np.mean([a["eps_recipient_mean_over_eps"] for a in accs.values()]))
+    # Lumos runs (not baselines: they carry no LDP info) stored before the accounting existed
+    older = [k for k, r in ldp.items() if "epsilon" in r.get("info", {}) and k not in accs]
+    scope = "" if not older else " of the runs that record it (" + ", ".join(sorted(accs)) + ")"
+    head = ("**LDP budget** (" + ", ".join(f"`{b}`" for b in budgets) + f"): the realised budget{scope} of the "
+            f"worst recipient is {worst:.2f}ε, the mean over recipients {mean:.2f}ε (per-run values in the "
+            "records, `info.ldp_accounting`). ")
+    if older:
+        head += ("The other Lumos runs predate the per-recipient default and used the paper's split. ")
     if budgets == ["per-recipient"]:
-        return (head + "Not the paper's: ε' = ε/⌈d/B⌉ per coordinate, so that every recipient's view is ε-LDP "
-                "(Thm 4 per recipient); " + paper_split + ". Per recipient the noise is therefore a little larger "
-                "than the paper's on average.\n")
+        return (head + "Not the paper's split: per-recipient ε' = ε/⌈d/B⌉ per coordinate, so that every "
+                "recipient's view is ε-LDP (Thm 4 per recipient); " + paper_split + ". Per recipient the noise is "
+                "therefore a little larger than the paper's on average.\n")
     return head + "Note: " + paper_split + ".\n"
+
+
+def authors_code_section(runs) -> list[str]:
+    """The authors' public encoder (`encoder: authors-code`, issue 49) beside the printed mechanism:
+    accuracy, its gaps to the same baselines, and the per-recipient epsilon it composes to
+    (`info.ldp_accounting`, `onebit.authors_code_epsilon`). [] when no such run is stored."""
+    rows = []
+    for k, r in runs.items():
+        if not k.endswith("/lumos_authors"):
+            continue
+        short, task, bb, _ = k.split("/")
+        pk = "sup" if task == "node" else "link"
+        c, n, lu = (runs.get(f"{short}/{task}/{bb}/{w}") for w in ("central", "naive", "lumos"))
+        acc = r.get("info", {}).get("ldp_accounting", {})
+        t = r["test"]
+        rows.append([f"{short} {task} {bb}", _pm(r), _pm(lu), f"{_fmt(rel(t, c and c['test']), True)} "
+                     f"({PAPER[pk + '_vs_central'][(short, bb)]:+.2f})",
+                     f"{_fmt(rel(t, n and n['test']), True)} ({PAPER[pk + '_vs_naive'][(short, bb)]:+.2f})",
+                     f"{acc.get('eps', float('nan')):g}", f"{acc.get('eps_recipient_mean', float('nan')):.0f}",
+                     f"{acc.get('eps_recipient_max', float('nan')):.0f}", r.get("epochs", "–")])
+    if not rows:
+        return []
+    return ["## The authors' public encoder (`--encoder authors-code`)\n",
+            "The authors' public code (`tree_constructor.py`, `encode`) does not implement Eqs. 26-27 as printed: "
+            "every one of the d coordinates goes to every recipient (no bins), each one-bit coordinate at budget "
+            "exp(ε/m) (m = the sender's recipients), with a d/(2m) scale. Its views therefore compose to "
+            "d·exp(ε/m) per recipient, and each view also reveals the sender's feature minimum and maximum "
+            "exactly. The row is that encoder with everything else as in the **Lumos** row (same trees, "
+            "seeds, epochs), so it shows what the lower noise buys; it is not ε-LDP at the ε the run names, "
+            "and it is not the headline (which keeps the printed mechanism). Gaps are 100·(a−b)/b against the "
+            "same central / naive runs as the main table; realised ε per (sender, recipient) pair from the "
+            "records (`info.ldp_accounting`).\n",
+            _table(["setting", "Lumos, authors' encoder", "Lumos (printed mechanism)", "vs central (paper)",
+                    "vs naive (paper)", "ε named", "realised ε per recipient, mean", "realised ε, worst pair",
+                    "epochs"], rows), ""]
+
+
+def _fb_epochs_text(by_epochs: Mapping[int, list[str]]) -> str:
+    """ "300 for FB/node/gcn/lumos, ...; 100 for the other Facebook runs": the largest group unnamed."""
+    rest = max(by_epochs, key=lambda e: len(by_epochs[e]))
+    named = [f"{e} for {', '.join(ks)}" for e, ks in by_epochs.items() if e != rest]
+    return "; ".join(named + [f"{rest} for the other Facebook runs"])
 
 
 def render(res: Mapping[str, Any]) -> str:
@@ -578,7 +655,8 @@ def render(res: Mapping[str, Any]) -> str:
                                    else "")
              + (f"; Facebook GAT main runs: {s['facebook_gat_seeds']}" if s.get("facebook_gat_seeds")
                 else "") + f". Epochs: {rounds}"
-             + (f" (Facebook: {fb_rounds})" if fb_rounds else "") + ".\n")
+             + (f" (Facebook: {_fb_epochs_text(s['facebook_rounds_mixed'])})" if s.get("facebook_rounds_mixed")
+                else f" (Facebook: {fb_rounds})" if fb_rounds else "") + "; each run's epochs are in the All runs table.\n")
     L.append("**Lumos** = the paper's mechanism as printed (one-bit encoder, Eq. 27 recovery). **Lumos+MMSE** = the "
              "same encoder, with the receiving device shrinking the recovered x'' towards the midpoint by the linear "
              "MMSE factor s²/(s² + C²/4) (s² = public mean feature variance). This is post-processing of the ε-LDP "
@@ -685,6 +763,7 @@ def render(res: Mapping[str, Any]) -> str:
     L.append(_table(["setting", "decoding", "ε=0.5", "ε=1", "ε=2", "ε=4", "gain ε=1 (paper)", "gain ε=2 (paper)",
                      "gain ε=4 (paper)"], rows))
     L.append("")
+    L.extend(authors_code_section(runs))
     L.extend(facebook_gaps(runs, res.get("notes", {})))
     L.append("## Effect of trimming on the system (Fig. 8)\n")
     L.append("Messages = device-to-device messages per device per epoch (forward leaf embeddings, plus positive and "
@@ -711,8 +790,8 @@ def render(res: Mapping[str, Any]) -> str:
                      "max tree nodes Lumos / w/o TT (straggler saving)"], rows))
     L.append("")
     L.append("## All runs\n")
-    L.append(_table(["run", "test", "± std", "n", "epoch s", "wall s"],
-                    [[k, f"{v['test']:.4f}", f"{v['std']:.4f}", len(v.get('values', [])),
+    L.append(_table(["run", "test", "± std", "n", "epochs", "epoch s", "wall s"],
+                    [[k, f"{v['test']:.4f}", f"{v['std']:.4f}", len(v.get('values', [])), res["epochs"].get(k, "–"),
                       f"{v.get('epoch_seconds', float('nan')):.3f}", f"{v['seconds']:.0f}"] for k, v in runs.items()]))
     return "\n".join(L)
 
@@ -740,13 +819,14 @@ def paper_payload() -> dict:
 
 
 def results_payload(out: Path = harness.RESULTS / "lumos", quick: bool = False) -> Optional[dict]:
-    """{"runs", "workload", "settings", "paper"} of the records in `out` (what the results pages and
-    make_index.py draw), or None when there are none."""
+    """{"runs", "workload", "settings", "paper", "epochs"} of the records in `out` (what the results pages
+    and make_index.py draw; epochs: run key -> its epochs), or None when there are none."""
     recs = harness.load(out, quick, f"{TABLE}/")
     if not recs:
         return None
     res = results_of(recs)
-    return {"runs": res["runs"], "workload": res["workload"], "settings": res["settings"], "paper": paper_payload()}
+    return {"runs": res["runs"], "workload": res["workload"], "settings": res["settings"], "paper": paper_payload(),
+            "epochs": res["epochs"]}
 
 
 def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, options: Optional[Options] = None,
