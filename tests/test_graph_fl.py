@@ -146,7 +146,7 @@ def test_graph_algorithms_are_the_registered_ones():
     by the config): the list the smoke below runs is exactly the registered one."""
     from fgl_jax import registry
     able = {e.name for e in registry.entries("algorithm") if "graph_cls" in e.spec.tasks}
-    personalised = {"ditto", "fedbn", "fedrep", "apfl", "pfedme", "fedala"}   # tests/test_pfl_graph.py
+    personalised = {"ditto", "fedbn", "fedrep", "apfl", "pfedme", "fedala", "fedem", "feddistill"}  # test_pfl_graph.py
     assert set(GRAPH_ALGORITHMS) | personalised == able
 
 
