@@ -11,13 +11,17 @@ Files: the two GNN-benchmark .npz spellings (small graphs written here by `write
 none is in the offline data), every Platonov heterophily .npz, the Planetoid raw files of Cora and
 CiteSeer, every TU directory and zip in $FGL_JAX_DATA (default /work/shared/data), and three toy
 Geom-GCN raw directories (``geom_gcn_toy.py``: WebKB, Actor and Wikipedia variants; none is in the
-offline data) with their ten split files. No OGB node-property directory is in the offline data and
-PyG has no reader of its own for it (the ``ogb`` package reads it), so it is not compared here.
+offline data) with their ten split files, and a toy OGB node-property directory in the ogbn-arxiv
+layout (``ogb_toy.py``: none is in the offline data; PyG has no reader of its own for it, so the
+``ogb`` package's ``PygNodePropPredDataset`` reads it, installed in the same venv).
 
 For the Geom-GCN rows, "edges_coalesced" is PyG's stored count (directed pairs de-duplicated,
 self-loops kept) against fgl_jax's with ``on_directed="keep", keep_self_loops=True``; "edges" is
 PyG's after to_undirected + remove_self_loops against fgl_jax's default; "splits" compares the ten
 train/val/test masks (sha256 of the [k, N] uint8 masks and the sizes).
+For the OGB row, "edges_stored" is ogb's edge_index as stored (one-way edges and the self-loop kept)
+against fgl_jax's with ``on_directed="keep", keep_self_loops=True``; "edges" and "splits" as for
+Geom-GCN (k = 1: the one split scheme, "time").
 
 Edge counts are stored directed edges, as both keep them: PyG's edge_index columns, fgl_jax's
 senders. Both drop self-loops except where a row says otherwise.
@@ -40,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[2]), str(HERE.parents[1]), str(HERE)]
 from harness import write_record  # noqa: E402
 from geom_gcn_toy import VARIANTS, write_geom_gcn_dir  # noqa: E402
+from ogb_toy import DIR_NAME as OGB_DIR, write_ogb_dir  # noqa: E402
 DEFAULT_PYG = Path("/work/peers/pyg-venv/bin/python")
 DATA = Path(os.environ.get("FGL_JAX_DATA", "/work/shared/data"))
 
@@ -88,6 +93,7 @@ def layout_files(work: Path, data: Path = DATA) -> list[dict]:
     for variant, name in VARIANTS.items():
         out.append({"id": f"geom_gcn/{name} (toy)", "kind": f"geom_gcn_{variant}",
                     "path": str(write_geom_gcn_dir(work / "geom_gcn" / name, variant))})
+    out.append({"id": f"ogb/{OGB_DIR} (toy)", "kind": "ogb_node", "path": str(write_ogb_dir(work / "ogb" / OGB_DIR))})
     for p in sorted((data / "heterophily").glob("*.npz")):
         out.append({"id": f"heterophily/{p.name}", "kind": "heterophily", "path": str(p)})
     for p in sorted((data / "planetoid").glob("ind.*.test.index")):
@@ -114,6 +120,8 @@ def fgl_counts(kind: str, path: str) -> dict:
            "classes": int(y[y >= 0].max()) + 1 if (y >= 0).any() else 0}
     if kind.startswith("geom_gcn_"):
         out.update(geom_gcn_extra(path))
+    if kind == "ogb_node":
+        out.update(ogb_extra(path))
     return out
 
 
@@ -133,6 +141,30 @@ def geom_gcn_extra(path: str) -> dict:
         splits[f"{key}_sha256"] = hashlib.sha256(m.tobytes()).hexdigest()
         splits[f"{key}_sizes"] = [int(v) for v in m.sum(axis=1)]
     return {"edges_coalesced": int(kept.num_edges), "splits": splits}
+
+
+def split_digests(train: np.ndarray, val: np.ndarray, test: np.ndarray) -> dict:
+    """{"k", "<part>_sha256", "<part>_sizes"} of bool masks [k, N] (uint8 bytes, split-major), as
+    layouts_pyg.py digests PyG's."""
+    import hashlib
+    out: dict = {"k": int(train.shape[0])}
+    for key, m in (("train", train), ("val", val), ("test", test)):
+        m = np.ascontiguousarray(np.asarray(m).astype(np.uint8))
+        out[f"{key}_sha256"] = hashlib.sha256(m.tobytes()).hexdigest()
+        out[f"{key}_sizes"] = [int(v) for v in m.sum(axis=1)]
+    return out
+
+
+def ogb_extra(path: str) -> dict:
+    """fgl_jax's side of the OGB row's extra entries: the stored directed count (one-way edges and
+    self-loops kept) and its one split's digests (as [1, N] masks)."""
+    import fgl_jax as fj
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = fj.load(path)
+        kept = fj.load(path, on_directed="keep", keep_self_loops=True)
+    return {"edges_stored": int(kept.num_edges),
+            "splits": split_digests(*(np.asarray(m)[None] for m in (g.train_mask, g.val_mask, g.test_mask)))}
 
 
 def main() -> None:
@@ -156,7 +188,7 @@ def main() -> None:
             rows.append({"id": item["id"], "kind": item["kind"], "pyg": theirs, "fgl_jax": ours, "equal": same})
     import jax
     record = {"command": "python benchmarks/peers/pyg/layouts.py", "torch": pyg["torch"],
-              "torch_geometric": pyg["torch_geometric"], "jax": jax.__version__, "data": str(DATA), "files": rows}
+              "torch_geometric": pyg["torch_geometric"], "ogb": pyg.get("ogb"), "jax": jax.__version__, "data": str(DATA), "files": rows}
     write_record(HERE / "layouts.json", record,
                  title="every public layout: fgl_jax's loader vs PyG's readers (node/edge/feature/class counts)")
     lines = ["# Every public layout: fgl_jax's loader against PyTorch Geometric's reader (issue 48)", "",
@@ -164,20 +196,23 @@ def main() -> None:
              f"{record['torch_geometric']}, jax {record['jax']}); data from `{DATA}`. Counts: nodes, stored "
              "directed edges, features, classes (graphs for TU sets); for the Geom-GCN directories, edges after "
              "PyG's to_undirected + remove_self_loops, with PyG's stored (coalesced) count in brackets, and the "
-             "ten split files' masks compared. `=` marks a count equal on both sides; "
+             "ten split files' masks compared; likewise for the OGB directory (read by the `ogb` package "
+             f"{pyg.get('ogb', '?')}), with its stored directed count and its one split. `=` marks a count equal on both sides; "
              "tests/test_layout_counts.py checks fgl_jax's against the PyG column.", "",
              "| file | reader (PyG) | PyG: nodes / edges / features / classes | fgl_jax | equal |",
              "|---|---|---|---|---|"]
     reader = {"gnnbench": "io.read_npz", "gnnbench_dotted": "io.npz.parse_npz (keys renamed)",
               "heterophily": "HeterophilousGraphDataset", "planetoid": "Planetoid", "tu": "TUDataset",
               "geom_gcn_webkb": "WebKB", "geom_gcn_actor": "Actor",
-              "geom_gcn_wikipedia": "WikipediaNetwork(geom_gcn_preprocess=True)"}
+              "geom_gcn_wikipedia": "WikipediaNetwork(geom_gcn_preprocess=True)",
+              "ogb_node": "ogb's PygNodePropPredDataset"}
     for row in rows:
         def fmt(c: dict) -> str:
             if "error" in c:
                 return f"error: {c['error'][:80]}"
             g = f"{c['graphs']} graphs, " if "graphs" in c else ""
             e = f" (coalesced {c['edges_coalesced']})" if "edges_coalesced" in c else ""
+            e += f" (stored {c['edges_stored']})" if "edges_stored" in c else ""
             k = f"; {c['splits']['k']} splits" if "splits" in c else ""
             return f"{g}{c['nodes']} / {c['edges']}{e} / {c['features']} / {c['classes']}{k}"
         eq = ", ".join(k for k, v in row["equal"].items() if v)

@@ -17,6 +17,10 @@ links to the user's files, so PyG parses the very bytes fgl_jax parses and downl
                  ten <name>_split_0.6_0.2_<i>.npz) read by torch_geometric.datasets.WebKB,
                  Actor and WikipediaNetwork(geom_gcn_preprocess=True); the directory's name is the
                  dataset's (cornell, film, chameleon)
+    ogb_node     an OGB node-property directory in the ogbn-arxiv layout (``ogb_toy.py``), read by the
+                 ``ogb`` package's ``PygNodePropPredDataset("ogbn-arxiv")`` (its raw/, split/ and
+                 RELEASE_v1.txt linked into <root>/ogbn_arxiv/, so it neither downloads nor writes
+                 into the user's directory) and its ``get_idx_split()``
     tu           torch_geometric.datasets.TUDataset(use_node_attr=True) (the directory's files, or the
                  zip's, in raw/); a set without node labels or attributes (IMDB) counts the features
                  of PyG's OneHotDegree transform at the set's maximum degree
@@ -26,7 +30,10 @@ Counts: nodes, edges (stored directed edge_index columns, as PyG keeps them), fe
 directories, whose readers only coalesce the directed pairs (self-loops and one-way edges stay),
 "edges_coalesced" is that count and "edges" the count after PyG's to_undirected and
 remove_self_loops (what fgl_jax does by default); "splits" gives k and, per mask, the sha256 of
-the [k, N] masks as uint8 bytes (split-major) and the per-split sizes.
+the [k, N] masks as uint8 bytes (split-major) and the per-split sizes. For the OGB directory,
+"edges_stored" is ogb's edge_index as stored (one-way edges and the self-loop kept; ogbn-arxiv adds
+no inverse edges), "edges" the count after to_undirected + remove_self_loops, and "splits" the same
+digests of the one split (k = 1) made into [1, N] masks from get_idx_split()'s index arrays.
 """
 from __future__ import annotations
 
@@ -107,6 +114,8 @@ def read(kind: str, path: Path, scratch: Path) -> dict:
                 "classes": int(ys.max()) + 1 if ys.numel() else 0}
     if kind.startswith("geom_gcn_"):
         return _geom_gcn(kind[len("geom_gcn_"):], path, scratch)
+    if kind == "ogb_node":
+        return _ogb_node(path, scratch)
     raise ValueError(f"unknown kind {kind!r}")
 
 
@@ -139,9 +148,56 @@ def _geom_gcn(variant: str, path: Path, scratch: Path) -> dict:
     return out
 
 
+def _split_digests(masks: dict) -> dict:
+    """{"k", "<part>_sha256", "<part>_sizes"} of {"train", "val", "test"}: bool tensors [k, N]."""
+    import hashlib
+    out: dict = {"k": int(masks["train"].size(0))}
+    for key in ("train", "val", "test"):
+        m = masks[key].contiguous().to(torch.uint8).numpy()
+        out[f"{key}_sha256"] = hashlib.sha256(m.tobytes()).hexdigest()
+        out[f"{key}_sizes"] = [int(v) for v in m.sum(axis=1)]
+    return out
+
+
+def _ogb_node(path: Path, scratch: Path) -> dict:
+    import contextlib
+    import io
+    from ogb.nodeproppred import PygNodePropPredDataset
+    from torch_geometric.utils import remove_self_loops, to_undirected
+    root = scratch / "ogbn_arxiv"
+    root.mkdir(parents=True)
+    for item in ("raw", "split", "RELEASE_v1.txt"):
+        os.symlink((path / item).resolve(), root / item)
+    _load = torch.load   # ogb 1.3.6 calls torch.load on its own processed file, which torch >= 2.6 refuses
+    torch.load = lambda *a, **k: _load(*a, **{"weights_only": False, **k})   # by default (weights_only)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):   # ogb prints progress; stdout is our JSON line
+            ds = PygNodePropPredDataset("ogbn-arxiv", root=str(scratch))
+            idx = ds.get_idx_split()
+    finally:
+        torch.load = _load
+    data = ds[0]
+    out = _counts(data)
+    out["edges_stored"] = out["edges"]
+    out["edges"] = int(remove_self_loops(to_undirected(data.edge_index, num_nodes=data.num_nodes))[0].size(1))
+    masks = {}
+    for key, part in (("train", "train"), ("val", "valid"), ("test", "test")):
+        m = torch.zeros(1, data.num_nodes, dtype=torch.bool)
+        m[0, idx[part]] = True
+        masks[key] = m
+    out["splits"] = _split_digests(masks)
+    return out
+
+
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
-    out = {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__, "files": {}}
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        ogb_version = version("ogb")
+    except PackageNotFoundError:
+        ogb_version = None
+    out = {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__, "ogb": ogb_version,
+           "files": {}}
     for item in spec:
         with tempfile.TemporaryDirectory() as tmp:
             try:
