@@ -6,7 +6,10 @@ GNN-benchmark files and the three toy Geom-GCN directories (WebKB, Actor, Wikipe
 rewritten by the record's own deterministic writers. For the Geom-GCN rows the record also holds
 PyG's stored (coalesced, one-way edges and self-loops kept) edge count and digests of its ten split
 masks: fgl_jax's reading with on_directed="keep", keep_self_loops=True and its fixed splits must
-give the same.
+give the same. The toy OGB node-property directory (ogbn-arxiv layout, benchmarks/peers/pyg/ogb_toy.py),
+read by the ``ogb`` package's PygNodePropPredDataset, is rewritten the same way; its record holds
+ogb's stored directed edge count (one-way edges and the self-loop kept) and the digests of its one
+split's masks.
 
 The heavy TU sets (NCI1, AIDS, PROTEINS, IMDB) and the big heterophily files are marked slow."""
 from __future__ import annotations
@@ -39,6 +42,8 @@ def _module(name: str):
 
 
 def _path(row: dict, tmp: Path) -> Path:
+    if row["kind"] == "ogb_node":
+        return _module("ogb_toy").write_ogb_dir(tmp / row["id"].split()[0])
     if row["kind"].startswith("geom_gcn_"):
         return _module("geom_gcn_toy").write_geom_gcn_dir(tmp / row["id"].split()[0], row["kind"][len("geom_gcn_"):])
     if row["id"].endswith("(toy)"):
@@ -70,6 +75,12 @@ def counts(row: dict, path: Path) -> dict:
             kept = load(str(path), on_directed="keep", keep_self_loops=True)
         out["edges_coalesced"] = kept.num_edges
         out["splits"] = _split_digests(g.meta["fixed_splits"])
+    if row["kind"] == "ogb_node":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kept = load(str(path), on_directed="keep", keep_self_loops=True)
+        out["edges_stored"] = kept.num_edges
+        out["splits"] = _split_digests({k: np.asarray(getattr(g, f"{k}_mask"))[None] for k in ("train", "val", "test")})
     return out
 
 
@@ -82,7 +93,7 @@ def _params():
 def test_the_record_covers_every_layout_pyg_reads():
     kinds = {row["kind"] for row in RECORD["files"]}
     assert kinds == {"gnnbench", "gnnbench_dotted", "heterophily", "planetoid", "tu", "geom_gcn_webkb",
-                     "geom_gcn_actor", "geom_gcn_wikipedia"}
+                     "geom_gcn_actor", "geom_gcn_wikipedia", "ogb_node"}
     assert all("error" not in row["pyg"] for row in RECORD["files"])
 
 
