@@ -121,13 +121,7 @@ class GraphClassifier(nn.Module):
         h = x
         for i in range(self.num_layers):
             h = drop(h) if i > 0 else h
-            if self.conv == "gin":
-                h = gin_aggregate(h, s, r, em, n)
-                h = nn.Dense(self.hidden, name=f"conv_{i}_0")(h)
-                h = nn.Dense(self.hidden, name=f"conv_{i}_1")(nn.relu(h))
-            else:
-                h = ops.gcn_propagate(nn.Dense(self.hidden, use_bias=False, name=f"conv_{i}")(h), s, r, em, n)
-                h = h + self.param(f"conv_{i}_bias", nn.initializers.zeros, (self.hidden,), jnp.float32)
+            h = conv_layer(self, i, h, s, r, em, n)
             h = nn.relu(layers.normalise(self, i, h, self.norm, nm))
         g = readout(h, node_graph, nm, num_graphs, self.pooling)
         self.sow("intermediates", EMBEDDING, g)
@@ -136,6 +130,29 @@ class GraphClassifier(nn.Module):
             out = own_domain_logits(out, which, node_graph, nm, num_graphs, self.domains)
         out = out.reshape(batch.y.shape + (self.num_classes,))
         return out[..., 0] if self.task == "graph_reg" else out
+
+
+def conv_layer(module: nn.Module, i: int, h: jax.Array, s: jax.Array, r: jax.Array, em: jax.Array,
+               n: int) -> jax.Array:
+    """Layer i of a graph classifier's node stack (before its normalisation and ReLU), created in
+    `module`'s scope: GIN-0 (neighbour sum + self, then a two-layer MLP `conv_i_0`, `conv_i_1`) or GCN
+    (`conv_i` without bias, propagated, plus `conv_i_bias`), as `module.conv` says.
+
+    Args:
+        module: the calling classifier (its `conv` and `hidden` fields; the parameters are its own).
+        i: the layer index (parameter names).
+        h: float [N, H_in], node states.
+        s, r: int [E] senders and receivers; em: bool [E] real edges; n: N.
+
+    Returns:
+        float [N, hidden].
+    """
+    if module.conv == "gin":
+        h = gin_aggregate(h, s, r, em, n)
+        h = nn.Dense(module.hidden, name=f"conv_{i}_0")(h)
+        return nn.Dense(module.hidden, name=f"conv_{i}_1")(nn.relu(h))
+    h = ops.gcn_propagate(nn.Dense(module.hidden, use_bias=False, name=f"conv_{i}")(h), s, r, em, n)
+    return h + module.param(f"conv_{i}_bias", nn.initializers.zeros, (module.hidden,), jnp.float32)
 
 
 STRUCT_PREFIX = "struct_"   # the parameters of DualChannelClassifier's structure channel (FedStar shares them)
@@ -185,13 +202,7 @@ class DualChannelClassifier(nn.Module):
         st = nn.Dense(self.hidden, name=STRUCT_PREFIX + "embed")(enc)
         for i in range(self.num_layers):
             h = jnp.concatenate([f, st], axis=-1)
-            if self.conv == "gin":
-                h = gin_aggregate(h, s, r, em, n)
-                h = nn.Dense(self.hidden, name=f"conv_{i}_0")(h)
-                h = nn.Dense(self.hidden, name=f"conv_{i}_1")(nn.relu(h))
-            else:
-                h = ops.gcn_propagate(nn.Dense(self.hidden, use_bias=False, name=f"conv_{i}")(h), s, r, em, n)
-                h = h + self.param(f"conv_{i}_bias", nn.initializers.zeros, (self.hidden,), jnp.float32)
+            h = conv_layer(self, i, h, s, r, em, n)
             f = drop(nn.relu(layers.normalise(self, i, h, self.norm, nm)))
             st = ops.gcn_propagate(nn.Dense(self.hidden, use_bias=False, name=f"{STRUCT_PREFIX}conv_{i}")(st),
                                    s, r, em, n)
