@@ -75,7 +75,8 @@ def render(out: Path) -> Path:
     """out/code_options.md from the records."""
     recs = harness.load(out, False, "code_options/")
     datasets = [ds for ds in paper.DATASETS if f"code_options/{ds}/paper" in recs]
-    lines = ["# HiFGL: the authors' code's choices, measured one at a time (HiFGL-GCN, 5 silos, 5 seeds)", "",
+    lines = ["# HiFGL: the authors' code's choices, measured one at a time and together (HiFGL-GCN, 5 silos, 5 seeds)",
+             "",
              "Test accuracy % at the reported round, mean ± sd over seeds 0-4; Δ against this project's "
              "protocol row. Options: `--select test`, `--edges same_split`, `--lr`/`--lr-decay-every`, "
              "`--norm authors_code` (`experiments/hifgl/code_options.py` says where in the authors' code each "
