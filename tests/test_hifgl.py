@@ -22,8 +22,28 @@ def _setup(model="gcn", mode="field", silos=3, norm="gcn_selfloop", n=40, seed=0
     return g, assign, data, cfg, alg
 
 
-def _dense_reference(g, params, model, norm):
-    """Dense NumPy GCN/SAGE with Eq. 2/3 (norm 'paper_eq23': no self-loops) or A+I normalisation."""
+def _authors_code_adjacency(g, carried=None):
+    """The authors' code's GCN normalisation as a dense [N, N] matrix (row = receiver), re-derived by
+    running their Device/GCNAgg loop (code/modules.py, code/models.py) in NumPy on one-hot states:
+    each device's neighbour list holds every edge; a device sends its state / sqrt(1 + len(list)) to
+    each neighbour the edge between them carries (`carried` [E] bool, None = every edge); a receiver
+    stacks [own state] + received messages (n items), divides by sqrt(n + 1) and takes the mean."""
+    n = g.num_nodes
+    carried = np.ones(g.num_edges, bool) if carried is None else carried
+    neighbours = [[] for _ in range(n)]
+    for s, r in zip(g.senders, g.receivers):
+        if r not in neighbours[s]:
+            neighbours[s].append(r)
+    inbox = [[np.eye(n)[u]] for u in range(n)]
+    for s, r, c in zip(g.senders, g.receivers, carried):
+        if c:
+            inbox[r].append(np.eye(n)[s] / np.sqrt(1 + len(neighbours[s])))
+    return np.stack([np.mean(np.stack(items) / np.sqrt(len(items) + 1), axis=0) for items in inbox])
+
+
+def _dense_reference(g, params, model, norm, carried=None):
+    """Dense NumPy GCN/SAGE with Eq. 2/3 (norm 'paper_eq23': no self-loops), A+I normalisation or the
+    authors' code's ('authors_code', messages along the `carried` edges only)."""
     p = jax.tree.map(np.asarray, params)["params"]
     a = dense_adj(g)
     x = g.dense_x().astype(np.float64)
@@ -31,7 +51,9 @@ def _dense_reference(g, params, model, norm):
     h = x
     for i in range(2):
         k = p[f"layer_{i}"]["kernel"]
-        if model == "gcn":
+        if model == "gcn" and norm == "authors_code":
+            h = _authors_code_adjacency(g, carried) @ h @ k + p[f"bias_{i}"]
+        elif model == "gcn":
             if norm == "gcn_selfloop":
                 ah = a + np.eye(len(a))
                 d = ah.sum(1)
@@ -47,7 +69,8 @@ def _dense_reference(g, params, model, norm):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model,norm", [("gcn", "gcn_selfloop"), ("gcn", "paper_eq23"), ("sage", "gcn_selfloop")])
+@pytest.mark.parametrize("model,norm", [("gcn", "gcn_selfloop"), ("gcn", "paper_eq23"), ("gcn", "authors_code"),
+                                        ("sage", "gcn_selfloop")])
 @pytest.mark.parametrize("mode", ["field", "real", "plain"])
 def test_secmp_forward_equals_dense_reference(model, norm, mode):
     g, _, data, cfg, alg = _setup(model=model, mode=mode, norm=norm)
@@ -295,3 +318,31 @@ def test_same_split_edges_equal_dense_reference_on_the_split_restricted_graph():
     np.testing.assert_allclose(np.asarray(logits), ref, atol=1e-4, rtol=1e-3)
     with pytest.raises(ValueError, match="edges must be"):
         H.make_hifgl_data(g, assign, 3, edges="split")
+
+
+def test_authors_code_norm_is_the_authors_loop():
+    """norm="authors_code": the propagation of one-hot states is the adjacency the authors' loop builds
+    (`_authors_code_adjacency`), over every edge and over the same-split edges (whose senders still
+    divide by their whole degree); and HiFGL's network with both options equals the dense 2-layer
+    network on that adjacency (plain mode here; the SecMP modes: test_secmp_forward_equals_dense_reference)."""
+    g = toy_graph(n=16, seed=2, avg_degree=3)
+    part = np.select([g.train_mask, g.val_mask, g.test_mask], [0, 1, 2], 3)
+    same = part[g.senders] == part[g.receivers]
+    assert 0 < same.sum() < len(same)
+    eye = jnp.eye(g.num_nodes)
+    s, r = jnp.asarray(g.senders), jnp.asarray(g.receivers)
+    for carried in (np.ones(g.num_edges, bool), same):
+        got = H.authors_code_propagate(eye, s, r, jnp.asarray(carried), g.num_nodes)
+        np.testing.assert_allclose(np.asarray(got), _authors_code_adjacency(g, carried), atol=1e-6)
+    # isolated devices (toy_graph keeps two) hold n = 1: their own state / sqrt(2)
+    lone = np.flatnonzero(dense_adj(g).sum(1) == 0)
+    assert len(lone) and np.allclose(np.asarray(got)[lone, lone], 2 ** -0.5)
+
+    assign = np.arange(g.num_nodes) % 3
+    data = H.make_hifgl_data(g, assign, 3, edges="same_split")
+    cfg = H.HiFGLConfig(model="gcn", hidden=8, mode="plain", norm="authors_code", edges="same_split")
+    alg = H.hifgl(cfg, g.num_features, g.num_classes)
+    state = alg.init(jax.random.key(0), data)
+    logits, _ = H.forward(state.params, data, state.codes, cfg, jax.random.key(1), secure=False)
+    ref = _dense_reference(g, state.params, "gcn", "authors_code", carried=same)
+    np.testing.assert_allclose(np.asarray(logits), ref, atol=1e-4, rtol=1e-3)

@@ -34,15 +34,21 @@ def _bias(module: nn.Module, i: int, width: int) -> Array:
 
 def gcn_layer(module: nn.Module, i: int, z: Array, senders: Array, receivers: Array, edge_mask: Array,
               num_nodes: int, *, aggregate: Optional[Callable] = None, self_loop: bool = True,
-              use_bias: bool = True) -> Array:
+              use_bias: bool = True, propagate: Optional[Callable] = None) -> Array:
     """GCN propagation of projected features: D^-1/2 (A + I) D^-1/2 z (+ bias_i after it).
 
     z: [N, W] = X W; senders/receivers: int [E]; edge_mask: bool or float [E] (float = edge weight).
     aggregate: neighbour sum (None: plain segment sums); self_loop=False: D^-1/2 A D^-1/2 z with
-    degrees floored at 1. use_bias=False leaves the bias to the caller. Returns [N, W].
+    degrees floored at 1. use_bias=False leaves the bias to the caller. propagate: another
+    normalisation in place of `ops.gcn_propagate`, called as propagate(z, senders, receivers,
+    edge_mask, num_nodes, aggregate=aggregate, layer=i) (self_loop is then unused; HiFGL's
+    `norm="authors_code"`). Returns [N, W].
     """
-    out = ops.gcn_propagate(z, senders, receivers, edge_mask, num_nodes, aggregate=aggregate,
-                            self_loop=self_loop, layer=i)
+    if propagate is not None:
+        out = propagate(z, senders, receivers, edge_mask, num_nodes, aggregate=aggregate, layer=i)
+    else:
+        out = ops.gcn_propagate(z, senders, receivers, edge_mask, num_nodes, aggregate=aggregate,
+                                self_loop=self_loop, layer=i)
     return out + _bias(module, i, z.shape[-1]) if use_bias else out
 
 

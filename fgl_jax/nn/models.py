@@ -113,6 +113,8 @@ class GCN(nn.Module):
 
     aggregate: the neighbour sum (`ops.neighbour_sum` signature); None = plain segment sums.
     HiFGL passes its secure sum here. self_loop=False: HiFGL's Eq. 2/3 without the self term.
+    propagate: a normalised propagation replacing `ops.gcn_propagate` (see `layers.gcn_layer`;
+    HiFGL's authors'-code normalisation); None = the symmetric one above.
     """
 
     in_dim: int
@@ -123,6 +125,7 @@ class GCN(nn.Module):
     norm: str = "none"  # normalisation after each hidden layer: none, batch, layer (`layers.normalise`)
     aggregate: Optional[Callable] = None
     self_loop: bool = True
+    propagate: Optional[Callable] = None
     # True: the input features already are the first layer's neighbour aggregate (FedGCN's
     # pre-communicated S X), so layer 0 is a linear map without propagation (FedGraph's AggreGCN)
     pre_aggregated: bool = False
@@ -137,7 +140,8 @@ class GCN(nn.Module):
             if i == 0 and self.pre_aggregated:
                 return lin(h, n)
             return layers.gcn_layer(self, i, lin(h, n), s, r, m, n, aggregate=self.aggregate,
-                                    self_loop=self.self_loop, use_bias=False)    # bias_i: _relu_stack
+                                    self_loop=self.self_loop, use_bias=False,    # bias_i: _relu_stack
+                                    propagate=self.propagate)
 
         return _relu_stack(self, batch, train, layer)
 

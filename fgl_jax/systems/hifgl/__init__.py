@@ -26,12 +26,12 @@ paper's cells and tables live in the checkout's experiments/hifgl/ (`fgl-jax rep
 from fgl_jax.systems.hifgl.algorithm import HiFGLState, accuracies, hifgl, silo_train_acc
 from fgl_jax.systems.hifgl.config import MODELS, MODES, NORMS, PAPER_SPLIT, Z_MODES, HiFGLConfig, split_sizes
 from fgl_jax.systems.hifgl.data import HiFGLData, Prepared, make_hifgl_data, prepare, split_graph
-from fgl_jax.systems.hifgl.model import forward, network
+from fgl_jax.systems.hifgl.model import authors_code_propagate, forward, network
 from fgl_jax.systems.hifgl.program import build
 from fgl_jax.systems.hifgl.secmp import (SecureSum, SiloCodes, device_aggregate, device_encode, sample_codes,
                                          secure_neighbour_sum, server_average, silo_decode)
 
 __all__ = ["HiFGLConfig", "HiFGLData", "HiFGLState", "MODELS", "MODES", "NORMS", "PAPER_SPLIT", "Prepared",
-           "SecureSum", "SiloCodes", "Z_MODES", "accuracies", "build", "device_aggregate", "device_encode",
+           "SecureSum", "SiloCodes", "Z_MODES", "accuracies", "authors_code_propagate", "build", "device_aggregate", "device_encode",
            "forward", "hifgl", "make_hifgl_data", "network", "prepare", "sample_codes", "secure_neighbour_sum",
            "server_average", "silo_decode", "silo_train_acc", "split_graph", "split_sizes"]

@@ -20,7 +20,7 @@ from fgl_jax.schema import RunSpec, option
 
 MODELS = ("gcn", "sage")
 MODES = ("field", "real", "plain")
-NORMS = ("gcn_selfloop", "paper_eq23")
+NORMS = ("gcn_selfloop", "paper_eq23", "authors_code")
 Z_MODES = ("fresh", "silo_fixed")
 SELECTS = ("val", "test")
 EDGES = ("all", "same_split")
@@ -36,7 +36,8 @@ class HiFGLConfig(RunSpec):
 
     mode "field" = LCC over F_p with fixed-point quantisation (the method); "real" = the same coding
     over float64 (speed comparisons); "plain" = no coding (the reference computation).
-    norm "gcn_selfloop" = A + I (parity with Global-GCN) or "paper_eq23" (Eq. 2/3 literally).
+    norm "gcn_selfloop" = A + I (parity with Global-GCN), "paper_eq23" (Eq. 2/3 literally) or
+    "authors_code" (the normalisation of the authors' public code, `model.authors_code_propagate`).
     z_mode "fresh" = masks drawn per message (spec 5.2.5) or "silo_fixed" (z inside mu, literal).
     """
 
@@ -53,7 +54,10 @@ class HiFGLConfig(RunSpec):
     frac_bits: int = option(16, "fractional bits of the fixed-point quantisation (mode field)", low=0)
     mode: str = option("field", "arithmetic of the secure sum: field (the method), real (float64 LCC), plain",
                        choices=MODES)
-    norm: str = option("gcn_selfloop", "GCN normalisation: A + I, or the paper's Eq. 2/3 without self-loops",
+    norm: str = option("gcn_selfloop", "GCN normalisation: gcn_selfloop = D^-1/2 (A + I) D^-1/2; paper_eq23 = "
+                                       "D^-1/2 A D^-1/2 (Eq. 2/3, no self-loops); authors_code = the authors' "
+                                       "code's: (h_u + sum_v h_v / sqrt(1 + deg_v)) / (n_u sqrt(n_u + 1)), deg_v "
+                                       "over the whole graph, n_u = 1 + messages u receives",
                        choices=NORMS)
     z_mode: str = option("fresh", "LCC masks: fresh per message, or fixed per silo as the paper writes",
                          choices=Z_MODES)

@@ -2,7 +2,8 @@
 
 The source-side projection, Eq. 2 (m_v = h_v W / sqrt(deg_v)), Eq. 3 (agg_u / sqrt(deg_u) [+ self
 term]) and the bias after decoding are the shared layers' own (spec 5.2.2-5.2.4); only the neighbour
-sum goes through `SecureSum`. GraphSAGE's source side is degree-free and its target divides by the
+sum goes through `SecureSum`. `norm="authors_code"` swaps in the authors' code's normalisation
+(`authors_code_propagate`) around the same secure sum. GraphSAGE's source side is degree-free and its target divides by the
 degree after decoding (spec 5.2.11).
 """
 from __future__ import annotations
@@ -22,12 +23,50 @@ from fgl_jax.systems.hifgl.secmp import SecureSum, SiloCodes
 PyTree = Any
 
 
+def authors_code_propagate(h: jax.Array, senders: jax.Array, receivers: jax.Array, edge_mask: jax.Array,
+                           num_nodes: int, aggregate: Optional[Callable] = None, layer: int = 0) -> jax.Array:
+    """The GCN normalisation of the authors' public code (`norm="authors_code"`). [N, H] -> [N, H].
+
+    In github.com/usail-hkust/HiFGL, `code/modules.py` `Device.message_passing`, a device v sends
+    h_v / sqrt(1 + deg_v), deg_v = the length of its whole neighbour list (every edge of the graph,
+    cross-silo ones and other splits' included); `code/models.py` `GCNAgg` stacks the receiver's own
+    unscaled h_u with the n_u - 1 messages it received, divides by sqrt(n_u + 1), applies the
+    bias-free linear map and takes the MEAN over the n_u items:
+
+        out_u = (h_u + sum_{v -> u carried} h_v / sqrt(1 + deg_v)) / (n_u sqrt(n_u + 1)),
+        n_u = 1 + the number of messages u receives.
+
+    So deg_v counts every listed edge, while n_u counts only the edges that carry messages
+    (`edge_mask`: all of them, or the same-split ones with `edges="same_split"`, as the authors' code
+    passes them). Each side uses only its own count, so the neighbour sum still runs through SecMP:
+    the source scales before encoding, the target adds its own term and scales after decoding.
+
+    Args:
+        h: float `[N, H]`, the projected node states (X W; the linear map commutes with the scaling).
+        senders: int32 `[E]`, every directed edge of the graph (each device's whole neighbour list).
+        receivers: int32 `[E]`.
+        edge_mask: bool `[E]`, the edges that carry messages.
+        num_nodes: N (static).
+        aggregate: the neighbour sum (`ops.neighbour_sum` signature; HiFGL's `SecureSum`), None = plain.
+        layer: the layer index, passed to `aggregate`.
+
+    Returns:
+        float `[N, H]`, the propagated states (before the bias).
+    """
+    deg = ops.in_degree(receivers, jnp.ones_like(edge_mask), num_nodes)    # every listed neighbour
+    n = ops.in_degree(receivers, edge_mask, num_nodes) + 1.0               # own state + messages received
+    msg = h * jax.lax.rsqrt(1.0 + deg)[:, None]
+    agg = (aggregate or ops.neighbour_sum)(msg, senders, receivers, edge_mask, num_nodes, layer=layer)
+    return (agg + h) * (jax.lax.rsqrt(n + 1.0) / n)[:, None]
+
+
 def network(cfg: HiFGLConfig, in_dim: int, num_classes: int, aggregate: Optional[Callable] = None):
     """The flax module; aggregate None = the plain neighbour sum (`ops.neighbour_sum`)."""
     agg = aggregate or ops.neighbour_sum
     if cfg.model == "gcn":
         return GCN(in_dim=in_dim, hidden=cfg.hidden, num_classes=num_classes, num_layers=cfg.num_layers,
-                   aggregate=agg, self_loop=cfg.norm == "gcn_selfloop")
+                   aggregate=agg, self_loop=cfg.norm == "gcn_selfloop",
+                   propagate=authors_code_propagate if cfg.norm == "authors_code" else None)
     return SAGE(in_dim=in_dim, hidden=cfg.hidden, num_classes=num_classes, num_layers=cfg.num_layers, aggregate=agg)
 
 
