@@ -26,7 +26,7 @@ def test_registered_for_graph_tasks():
     able = {e.name: e.spec.tasks for e in registry.entries("algorithm")}
     for name in PERSONALISED:
         assert {"graph_cls", "graph_reg"} <= set(able[name]), name
-    assert "graph_cls" in able["fedem"] and "graph_reg" not in able["fedem"]   # FedEM: per-graph E-step, no regression
+    assert {"graph_cls", "graph_reg"} <= set(able["fedem"])   # FedEM: per-graph E-step (Gaussian on graph_reg)
 
 
 @pytest.mark.slow
@@ -154,6 +154,72 @@ def test_fedem_graph_e_step_vs_numpy():
     assert not np.allclose(np.asarray(s1.pi), 0.5)                          # the E-step moved pi
     for key in ("test_acc", "test_acc_clients_mean", "test_acc_clients_worst10", "test_acc_clients_sd"):
         assert np.isfinite(float(m[key])), key
+
+
+def regression_set(num_graphs=24, seed=6):
+    """The toy graphs with float targets: 2 x a graph's mean feature 0 plus noise (learnable, not exact)."""
+    gs = toy_set(num_graphs=num_graphs, seed=seed)
+    starts, ends = gs.node_offsets[:-1], gs.node_offsets[1:]
+    y = np.array([2.0 * gs.x[a:b, 0].mean() for a, b in zip(starts, ends)])
+    y += np.random.default_rng(seed).normal(scale=0.3, size=gs.num_graphs)
+    return dataclasses.replace(gs, y=y.astype(np.float32), num_classes=0)
+
+
+@pytest.mark.slow
+def test_fedem_graph_reg_one_component_is_fedavg():
+    """FedEM with k = 1 on graph_reg: q = 1 on every graph whatever sigma^2, so the q-weighted squared
+    error is FedAvg's graph_reg loss: same server model and metrics over two rounds."""
+    from tests.alg_helpers import assert_trees_close
+    gs = regression_set()
+    em = build(make_cfg(task="graph_reg", algorithm="fedem", fedem_components=1, fedem_sigma2=0.1, local_steps=2),
+               graph=gs)
+    avg = build(make_cfg(task="graph_reg", algorithm="fedavg", local_steps=2), graph=gs)
+    se, sa = em.algorithm.init(jax.random.key(0), em.data), avg.algorithm.init(jax.random.key(0), avg.data)
+    step_em, step_avg = jax.jit(em.algorithm.round), jax.jit(avg.algorithm.round)
+    for r in range(2):
+        se, me = step_em(se, em.data, jax.random.key(r))
+        sa, ma = step_avg(sa, avg.data, jax.random.key(r))
+        assert_trees_close(jax.tree.map(lambda a: a[0], se.server), sa.server, rtol=1e-5, atol=1e-6)
+        for k in ("val_mse", "test_mse", "test_mae", "val_score", "train_loss", "val_loss"):
+            np.testing.assert_allclose(float(me[k]), float(ma[k]), rtol=1e-5, atol=1e-6, err_msg=k)
+    assert np.asarray(se.pi).tolist() == [[1.0]] * 3
+
+
+def test_fedem_graph_reg_responsibilities_vs_numpy():
+    """k = 2, sigma^2 = 0.3, two rounds on graph_reg: after each round every training client's pi is
+    the mean over its training graphs of q_g(m) = pi(m) N(y_g; yhat_m(g), sigma^2) / sum_m' (...), with
+    yhat from the round's starting components and pi applied graph by graph in NumPy
+    (`dense_reference`, Bayes' rule with the full Gaussian density); the reported test MSE is that of
+    each client's mixture mean sum_m pi(m) yhat_m over its test graphs."""
+    from fgl_jax.systems.baseline.graph_fl import graph_split
+    from tests.test_graph_batch import dense_reference
+    gs, sigma2 = regression_set(), 0.3
+    cfg = make_cfg(task="graph_reg", algorithm="fedem", fedem_components=2, fedem_sigma2=sigma2, rounds=2)
+    prog = build(cfg, graph=gs)
+    assignment, masks = graph_split(cfg, gs)
+    y = gs.y.astype(np.float64)
+
+    def predictions(server):   # [k, G]: every component on every graph, NumPy
+        return np.stack([dense_reference(jax.tree.map(lambda a: np.asarray(a[m]), server), gs, cfg.graph_model,
+                                         cfg.graph_pooling, cfg.num_layers)[:, 0] for m in range(2)])
+
+    state = prog.algorithm.init(jax.random.key(0), prog.data)
+    step = jax.jit(prog.algorithm.round)
+    pi = np.full((cfg.clients, 2), 0.5)
+    for r in range(2):
+        yhat = predictions(state.server)
+        density = np.exp(-(y - yhat) ** 2 / (2 * sigma2)) / np.sqrt(2 * np.pi * sigma2)      # [k, G]
+        for c in range(cfg.clients):
+            mine = masks["train"] & (assignment == c)
+            q = pi[c][:, None] * density[:, mine]
+            pi[c] = (q / q.sum(0)).mean(1)
+        state, m = step(state, prog.data, jax.random.key(r + 1))
+        np.testing.assert_allclose(np.asarray(state.pi), pi, rtol=1e-4, atol=1e-6, err_msg=f"round {r + 1}")
+    assert np.abs(pi - 0.5).max() > 1e-3                                    # the E-step moved pi
+    mixed = np.einsum("ck,kg->cg", pi, predictions(state.server))           # each client's mixture mean
+    test = [(mixed[c] - y)[masks["test"] & (assignment == c)] for c in range(cfg.clients)]
+    want = np.mean(np.concatenate(test) ** 2)
+    np.testing.assert_allclose(float(m["test_mse"]), want, rtol=1e-4, atol=1e-6)
 
 
 def test_feddistill_graph_class_logits_vs_numpy():

@@ -25,7 +25,28 @@ under each component, pi_i is their mean over the client's training graphs, and 
 local epochs walk the mini-batches in order with the loss sum_g q_g(m) l_g / n_b over the
 mini-batch's n_b training graphs (FedAvg's graph loss with weights q). The mixture's prediction is
 per graph; the reported metrics are `fgl_jax.federated.graph_task.graph_metrics` of it (with the
-per-client spread). graph_reg has no class likelihood: refused.
+per-client spread).
+
+Graph regression (`--task graph_reg`): the likelihood of a graph's target under component m is
+Gaussian around the component's prediction with a fixed variance sigma^2 (`fedem_sigma2`),
+
+    q_g(m) = pi_i(m) exp(-(y_g - yhat_m(g))^2 / (2 sigma^2)) / sum_m' (same for m'),
+
+(the normalising 1 / sqrt(2 pi sigma^2) is common to all components and cancels). Each component's
+M-step loss is the q-weighted squared error sum_g q_g(m) (y_g - yhat_m(g))^2 / n_b (FedAvg's graph_reg
+loss with weights q; sigma^2 would only rescale its gradient, i.e. the learning rate), and a client
+predicts the mixture's mean sum_m pi_i(m) yhat_m(g), whose squared error is the reported MSE.
+
+Why a fixed sigma^2 and not one estimated from the M-step's residuals: (1) the paper defines the
+component likelihood as exp(-loss) of the task's loss, so the default sigma^2 = 1/2 is exactly the
+paper's E-step with the squared error as the loss; (2) an estimated variance per client and component
+would come from the few training graphs a client holds, and the mixture likelihood grows without bound
+as a component's variance shrinks onto the graphs it already fits (the Gaussian mixture singularity),
+so it needs a floor, itself a hyperparameter; (3) a variance shared by all clients would need its own
+upload and aggregation. A fixed sigma^2 is a temperature of the E-step in the target's squared units:
+large values make the responsibilities uniform (every component trains on every graph), small ones
+give hard assignments; it is traced (`state.hp`), so `fgl-jax sweep --grid fedem_sigma2=...` runs the
+values in one program. It is unused on classification tasks.
 
 k = 1 is FedAvg. Components are initialised independently (component 0 from the run's key, as
 FedAvg's model); pi starts uniform. The authors' code's defaults: k = 3. Differences from the
@@ -60,6 +81,10 @@ PyTree = Any
 class FedEMHParams:
     fedem_components: int = option(3, "FedEM k: number of shared component models mixed by each client's "
                                       "own weights (1 = FedAvg)", low=1)
+    fedem_sigma2: float = option(0.5, "FedEM on graph_reg: variance sigma^2 of the Gaussian likelihood of a "
+                                      "graph's target under each component in the E-step (in the target's squared "
+                                      "units; 0.5 = the paper's exp(-squared error)); unused on classification",
+                                 low=0, low_open=True, traced=True)
 
 
 @flax.struct.dataclass
@@ -68,7 +93,7 @@ class FedEMState:
     server: PyTree     # the k shared components, every leaf [k, ...]
     pi: jax.Array      # float32 [C, k]: every client's mixture weights
     opt: PyTree        # optimiser states [C_t, k, ...]: one per training client and component
-    hp: dict           # traced: lr
+    hp: dict           # traced: lr, fedem_sigma2
     aggregator: PyTree = None  # the server aggregator's state (`fgl_jax.aggregators`)
 
 
@@ -113,6 +138,22 @@ def responsibilities(losses: jax.Array, pi: jax.Array) -> jax.Array:
     return jax.nn.softmax(jnp.log(pi)[:, None] - losses, axis=0)
 
 
+def mixture_mean(model, components: PyTree, pi: jax.Array, batch) -> jax.Array:
+    """sum_m pi(m) Theta_m(x): a regression mixture's predictive mean [..., G] (one value per graph slot).
+
+    Args:
+        model: the graph regressor (`task` graph_reg).
+        components: the k components' parameters, every leaf [k, ...].
+        pi: float [k], the client's mixture weights.
+        batch: the client's `GraphBatch` (one mini-batch [G] or a stack [M, G]).
+
+    Returns:
+        float [..., G], the prediction the reported MSE and MAE are of.
+    """
+    preds = jax.vmap(lambda p: model.apply(p, batch, train=False))(components)          # [k, ..., G]
+    return jnp.tensordot(pi, preds, axes=1)
+
+
 def mixture_log_probs(model, components: PyTree, pi: jax.Array, batch) -> jax.Array:
     """log sum_m pi(m) softmax(Theta_m(x)) [N, classes] of one client's mixture (components [k, ...]);
     for a graph model [..., G, classes], one row per graph slot of the batch."""
@@ -120,7 +161,7 @@ def mixture_log_probs(model, components: PyTree, pi: jax.Array, batch) -> jax.Ar
     return jax.nn.logsumexp(logp + jnp.log(pi).reshape((-1,) + (1,) * (logp.ndim - 1)), axis=0)
 
 
-@register("algorithm", "fedem", tasks=("node_cls", "graph_cls"), features="ell", hparams=FedEMHParams,
+@register("algorithm", "fedem", tasks=("node_cls", "graph_cls", "graph_reg"), features="ell", hparams=FedEMHParams,
           paper="Marfoq, Neglia, Bellet, Kameni, Vidal, NeurIPS 2021, arXiv:2108.10252",
           help="FedEM: k shared component models, each client's data a mixture of them with its own weights")
 def fedem(model, common: FedConfig, hp: FedEMHParams) -> FederatedAlgorithm:
@@ -131,21 +172,23 @@ def fedem(model, common: FedConfig, hp: FedEMHParams) -> FederatedAlgorithm:
     aggregator = server_aggregator(common)
     k = hp.fedem_components
     graphs = is_graph(model)
+    regression = getattr(model, "task", None) == "graph_reg"
 
-    def node_ce(params, batch, key=None):
-        """Per-unit cross-entropy [N] (nodes; graph slots of the batch flattened for a graph model),
-        with dropout when a key is given (training)."""
+    def unit_loss(params, batch, key=None):
+        """Per-unit loss [N] (nodes; graph slots of the batch flattened for a graph model): the
+        cross-entropy, or graph_reg's squared error; with dropout when a key is given (training)."""
         if key is None:
-            logits = model.apply(params, batch, train=False)
+            out = model.apply(params, batch, train=False)
         else:
-            logits = model.apply(params, batch, train=True, rngs={"dropout": key})
-        return optax.softmax_cross_entropy_with_integer_labels(logits.reshape(-1, logits.shape[-1]),
-                                                               batch.y.reshape(-1))
+            out = model.apply(params, batch, train=True, rngs={"dropout": key})
+        if regression:
+            return (out.reshape(-1) - batch.y.reshape(-1)) ** 2
+        return optax.softmax_cross_entropy_with_integer_labels(out.reshape(-1, out.shape[-1]), batch.y.reshape(-1))
 
     def q_loss(params, bq, key):
         b, q = (bq.batch, bq.q) if graphs else bq   # q [N] / [G]: this component's responsibilities
         m = b.train_mask.reshape(-1).astype(jnp.float32)
-        return (node_ce(params, b, key) * q.reshape(-1) * m).sum() / jnp.maximum(m.sum(), 1.0)
+        return (unit_loss(params, b, key) * q.reshape(-1) * m).sum() / jnp.maximum(m.sum(), 1.0)
 
     def init(key: jax.Array, data: FedData) -> FedEMState:
         comps = [init_params(model, key if m == 0 else jax.random.fold_in(key, m), data) for m in range(k)]
@@ -153,7 +196,8 @@ def fedem(model, common: FedConfig, hp: FedEMHParams) -> FederatedAlgorithm:
         return FedEMState(round=jnp.zeros((), jnp.int32), server=comps,
                           pi=jnp.full((data.eval.num_clients, k), 1.0 / k, jnp.float32),
                           opt=stack(jax.vmap(optimizer.init)(comps), data.train.num_clients),
-                          hp={"lr": jnp.float32(common.optim.lr)}, aggregator=aggregator.init(comps))
+                          hp={"lr": jnp.float32(common.optim.lr), "fedem_sigma2": jnp.float32(hp.fedem_sigma2)},
+                          aggregator=aggregator.init(comps))
 
     def round_fn(state: FedEMState, data: FedData, key: jax.Array):
         ct = data.train.num_clients
@@ -162,8 +206,11 @@ def fedem(model, common: FedConfig, hp: FedEMHParams) -> FederatedAlgorithm:
         scale = state.hp["lr"] * lr_scale(common.optim, state.round)
         pi = take_clients(state.pi, data.train_index)
 
+        # the E-step's negative log-likelihood per unit: CE, or the Gaussian's (y - yhat)^2 / (2 sigma^2)
+        nll_scale = 0.5 / state.hp["fedem_sigma2"] if regression else 1.0
+
         def client(comps, o, b, key_i, pi_i):
-            q = responsibilities(jax.vmap(lambda p: node_ce(p, b))(comps), pi_i)      # E-step [k, N]
+            q = responsibilities(jax.vmap(lambda p: unit_loss(p, b))(comps) * nll_scale, pi_i)   # E-step [k, N]
             m = b.train_mask.reshape(-1).astype(jnp.float32)
             new_pi = (q * m).sum(1) / jnp.maximum(m.sum(), 1.0)                        # M-step: pi
             keys = key_i[None] if k == 1 else jax.random.split(key_i, k)               # (k = 1: FedAvg's key)
@@ -178,7 +225,11 @@ def fedem(model, common: FedConfig, hp: FedEMHParams) -> FederatedAlgorithm:
                                                                              jax.random.split(key, ct), pi)
         server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         pi_all = scatter_clients(state.pi, data.train_index, new_pi)
-        if graphs:   # the mixture's log-probabilities as the logits of the graph metrics
+        if regression:   # the mixture's mean prediction
+            one = lambda p, b: client_sums(model, mixture_mean(model, server, p, b), b)
+            metrics = graph_metrics(model, map_clients(one, common.client_chunk)(pi_all, data.eval), data.eval,
+                                    per_client=True, average=common.eval_average)
+        elif graphs:   # the mixture's log-probabilities as the logits of the graph metrics
             one = lambda p, b: client_sums(model, mixture_log_probs(model, server, p, b), b)
             metrics = graph_metrics(model, map_clients(one, common.client_chunk)(pi_all, data.eval), data.eval,
                                     per_client=True, average=common.eval_average)

@@ -183,7 +183,8 @@ def prototype_algorithm(model, common: FedConfig, *, lam_name: str, lam: float, 
             if len(set(dims.values())) > 1:
                 raise ValueError(f"client_models: the class prototypes must have one width across architectures, got "
                                  f"{', '.join(f'{a} -> {d}' for a, d in dims.items())} (the width of the last hidden "
-                                 "layer; GAT's is hidden x heads): give every architecture the same last hidden width")
+                                 "layer; GAT's is hidden x heads; a graph classifier's readout is HIDDEN wide): give "
+                                 "every architecture the same last hidden width")
             personal, opt, d = tuple(personal), tuple(opt), next(iter(dims.values()))
         return ProtoState(round=jnp.zeros((), jnp.int32), personal=personal, opt=opt,
                           protos=jnp.zeros((num_classes, d), jnp.float32), present=jnp.zeros((num_classes,), bool),

@@ -4,13 +4,16 @@
 node model, its number of layers and its hidden width); they are dealt to the clients round-robin
 (client c gets architecture c mod A), or `--client-models-file` gives one such spec per client (one
 per line, `#` comments). The run's other model options (dropout, norm, input width, classes) are
-common.
+common. On graph-level tasks (`--task graph_cls`) the name is the graph classifier's node layers,
+gin or gcn (`fgl_jax.nn.graph.CONVS`: `--client-models gin:2x32,gcn:3x32`), LAYERS its conv layers
+and HIDDEN their width (and the head's); pooling, dropout, norm and the cross-domain heads stay the
+run's (`fgl_jax.nn.graph.GraphClassifier`).
 
 Inside one jitted round, the clients of one architecture are one group: their parameters are stacked
 `[C_g, ...]` and trained by one vmapped local update, so A architectures cost A traced client updates
 in a single program (as `fgl_jax.federated.bucketed` does for size buckets). The groups are static:
-which clients hold training nodes is fixed when the run is built (`ClientModels.train_index`), so
-partial participation cannot gather the round's sample; it trains it by mask instead
+which clients hold training nodes (graphs) is fixed when the run is built (`ClientModels.train_index`),
+so partial participation cannot gather the round's sample; it trains it by mask instead
 (`FederatedAlgorithm.masked_sampling`, `FedData.sample`): a client's architecture never changes,
 every group's update runs for all its training clients, and the clients not sampled keep their
 state and send nothing (the full run's cost, the sampled run's result).
@@ -28,6 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fgl_jax.nn.graph import CONVS, GRAPH_TASKS, is_graph
+
 PyTree = Any
 _SPEC = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):([0-9]+)x([0-9]+)$")
 
@@ -43,37 +48,56 @@ class ArchSpec(NamedTuple):
         return f"{self.name}:{self.num_layers}x{self.hidden}"
 
 
-def parse_arch(text: str, where: str = "client_models") -> ArchSpec:
-    """One `name:LAYERSxHIDDEN` spec (e.g. "gcn:2x64").
+def model_names(task: str = "node_cls") -> list[str]:
+    """The architecture names a task's client models may use.
+
+    Args:
+        task: node_cls (the registered node models) or graph_cls / graph_reg (the graph
+            classifier's node layers, `fgl_jax.nn.graph.CONVS`).
+
+    Returns:
+        The names, sorted.
+    """
+    if task in GRAPH_TASKS:
+        return sorted(CONVS)
+    from fgl_jax import registry
+    return list(registry.names("model"))
+
+
+def parse_arch(text: str, where: str = "client_models", task: str = "node_cls") -> ArchSpec:
+    """One `name:LAYERSxHIDDEN` spec (e.g. "gcn:2x64"; "gin:3x32" on a graph task).
 
     Args:
         text: the spec.
         where: what the spec came from, for the error message (an option or a file:line).
+        task: the run's task, which says what a name may be (`model_names`).
 
     Returns:
         The `ArchSpec`.
 
     Raises:
-        ValueError: one line naming `where` and the spec, when it is malformed, names an unknown
-            model, or has 0 layers or width 0.
+        ValueError: one line naming `where` and the spec, when it is malformed, names a model the
+            task has not, or has 0 layers or width 0.
     """
-    from fgl_jax import registry
     m = _SPEC.match(text.strip())
     if not m:
         raise ValueError(f"{where}: {text.strip()!r} is not an architecture name:LAYERSxHIDDEN (e.g. gcn:2x64)")
     name, layers, hidden = m.group(1).lower(), int(m.group(2)), int(m.group(3))
-    if not registry.has("model", name):
-        raise ValueError(f"{where}: unknown model {name!r} in {text.strip()!r}; choose one of {registry.names('model')}")
+    names = model_names(task)
+    if name not in names:
+        kind = "graph model layer" if task in GRAPH_TASKS else "model"
+        raise ValueError(f"{where}: unknown {kind} {name!r} in {text.strip()!r}; choose one of {names}")
     if layers < 1 or hidden < 1:
         raise ValueError(f"{where}: {text.strip()!r} needs at least 1 layer and width >= 1")
     return ArchSpec(name, layers, hidden)
 
 
-def parse_client_models(text: str) -> tuple[ArchSpec, ...]:
+def parse_client_models(text: str, task: str = "node_cls") -> tuple[ArchSpec, ...]:
     """The comma-separated list of `--client-models` (architectures dealt round-robin).
 
     Args:
-        text: e.g. "gcn:2x64,gcn:3x64,gat:2x8".
+        text: e.g. "gcn:2x64,gcn:3x64,gat:2x8" (graph tasks: "gin:2x32,gcn:3x32").
+        task: the run's task (`parse_arch`).
 
     Returns:
         The architectures in the order given.
@@ -84,14 +108,15 @@ def parse_client_models(text: str) -> tuple[ArchSpec, ...]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise ValueError(f"client_models: {text!r} lists no architecture (e.g. gcn:2x64,gcn:3x64)")
-    return tuple(parse_arch(p, "client_models") for p in parts)
+    return tuple(parse_arch(p, "client_models", task) for p in parts)
 
 
-def read_client_models_file(path: str) -> tuple[ArchSpec, ...]:
+def read_client_models_file(path: str, task: str = "node_cls") -> tuple[ArchSpec, ...]:
     """`--client-models-file`: one architecture per client, one per line (blank lines and `#` comments skipped).
 
     Args:
         path: the text file.
+        task: the run's task (`parse_arch`).
 
     Returns:
         The clients' architectures, client 0 first.
@@ -106,7 +131,7 @@ def read_client_models_file(path: str) -> tuple[ArchSpec, ...]:
     for i, line in enumerate(p.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if line:
-            specs.append(parse_arch(line, f"client_models_file {path}:{i}"))
+            specs.append(parse_arch(line, f"client_models_file {path}:{i}", task))
     if not specs:
         raise ValueError(f"client_models_file {path}: no architecture in the file")
     return tuple(specs)
@@ -141,7 +166,7 @@ class Group(NamedTuple):
     """One architecture's clients (host index arrays, static in the traced round).
 
     Attributes:
-        model: the group's flax module.
+        model: the group's flax module (a node model, or a graph classifier on graph tasks).
         arch: its `ArchSpec`.
         eval_index: int `[C_g]` the group's clients on the evaluation axis (ascending).
         train_pos: int `[C_t_g]` the positions of its training clients on `FedData.train`'s axis.
@@ -160,7 +185,8 @@ class ClientModels(NamedTuple):
 
     Attributes:
         archs: the distinct architectures.
-        models: one flax module per architecture (same input width, classes, dropout, norm).
+        models: one flax module per architecture (same input width, classes, dropout, norm; graph
+            tasks: also pooling and cross-domain heads).
         group: int `[C]` each client's index into `archs`.
         train_index: int `[C_t]` the clients holding training nodes (`FedData.train_index`).
     """
@@ -190,11 +216,13 @@ class ClientModels(NamedTuple):
 
 def make_client_models(specs: Sequence[ArchSpec], base, num_clients: int, train_index: np.ndarray,
                        per_client: bool = False) -> ClientModels:
-    """The run's `ClientModels` from its architectures and its base model spec.
+    """The run's `ClientModels` from its architectures and its base model.
 
     Args:
         specs: the architectures (round-robin, or one per client with `per_client`).
-        base: the run's `fgl_jax.nn.ModelSpec` (input width, classes, dropout, norm).
+        base: the run's `fgl_jax.nn.ModelSpec` (input width, classes, dropout, norm), or on a graph
+            task its `fgl_jax.nn.graph.GraphClassifier` (an architecture replaces its conv,
+            num_layers and hidden; every other field stays).
         num_clients: C.
         train_index: `FedData.train_index` of the run's data (host array).
         per_client: `specs` is one per client.
@@ -203,7 +231,10 @@ def make_client_models(specs: Sequence[ArchSpec], base, num_clients: int, train_
         The `ClientModels`.
     """
     archs, group = assign_architectures(specs, num_clients, per_client)
-    models = tuple(base.build(name=a.name, num_layers=a.num_layers, hidden=a.hidden) for a in archs)
+    if is_graph(base):
+        models = tuple(base.clone(conv=a.name, num_layers=a.num_layers, hidden=a.hidden) for a in archs)
+    else:
+        models = tuple(base.build(name=a.name, num_layers=a.num_layers, hidden=a.hidden) for a in archs)
     return ClientModels(archs, models, group, np.asarray(train_index, np.int32))
 
 

@@ -11,7 +11,7 @@ from fgl_jax.batch import unstack
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.federated.chunking import map_clients
 from fgl_jax.federated.config import EVAL_MODES, PERSONALISED
-from fgl_jax.federated.graph_task import evaluate_graphs, is_graph
+from fgl_jax.federated.graph_task import client_sums, evaluate_graphs, graph_metrics, is_graph
 from fgl_jax.federated.link import evaluate_links, is_link
 from fgl_jax.federated.metrics import AVERAGES, SPREAD_KEYS, accuracy_spread, client_counts, summarise  # noqa: F401 (SPREAD_KEYS re-exported)
 
@@ -116,7 +116,7 @@ def evaluate_groups(groups, personal: tuple, data: FedData, mode: str, chunk: Op
     Args:
         groups: the architectures' `fgl_jax.federated.client_models.Group`s (static index arrays).
         personal: per group its clients' parameters `[C_g, ...]`.
-        data: the run's `FedData`.
+        data: the run's `FedData` (node batches, or `GraphBatch` stacks on graph tasks).
         mode: the resolved evaluation mode; only local_model_on_local_data exists here (there is no
             global model, and clients of different architectures cannot share one).
         chunk: clients per block (`map_clients`), or None.
@@ -124,19 +124,26 @@ def evaluate_groups(groups, personal: tuple, data: FedData, mode: str, chunk: Op
 
     Returns:
         The pooled metrics and the per-client spread (`client_spread`), as `evaluate` gives them
-        for one model per client.
+        for one model per client; for graph models those of `graph_task.graph_metrics` (every
+        group's per-client sums gathered back on the client axis, then reduced once).
     """
     from fgl_jax.federated.client_models import take, ungroup
     if mode not in ("auto", "local_model_on_local_data"):
         raise ValueError(f"eval_mode={mode!r}: heterogeneous client models are evaluated each on its own client's "
                          "data (local_model_on_local_data or auto)")
     c = data.eval.num_clients
+    graphs = is_graph(groups[0].model)
     parts = []
     for g, params in zip(groups, personal):
-        one = lambda p, b, m=g.model: client_counts(m.apply(p, b, train=False), b.y, b)
+        if graphs:
+            one = lambda p, b, m=g.model: client_sums(m, m.apply(p, b, train=False), b)
+        else:
+            one = lambda p, b, m=g.model: client_counts(m.apply(p, b, train=False), b.y, b)
         parts.append(map_clients(one, chunk)(params, take(data.eval, g.eval_index, c)))
     counts = ungroup(parts, [g.eval_index for g in groups])
     batch = data.eval
+    if graphs:
+        return graph_metrics(groups[0].model, counts, batch, per_client=True, average=average)
     res = summarise(counts, batch.client_mask, average, batch.node_mask.sum(-1).astype(jnp.float32))
     res.update(client_spread(counts, batch.client_mask))
     return res

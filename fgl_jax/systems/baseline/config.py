@@ -103,7 +103,9 @@ class BaselineFields(RunSpec):
                                 "clients round-robin, e.g. gcn:2x64,gcn:3x64,gat:2x8 (each group of one architecture "
                                 "trains as one vmapped update; dropout and norm stay the run's); only algorithms "
                                 "that exchange prototypes or logits take them: fedproto, fedtgp (one last hidden "
-                                "width for all), feddistill; empty = every client runs --model")
+                                "width for all), feddistill; task graph_cls: gin or gcn graph classifiers, e.g. "
+                                "gin:2x32,gcn:3x32 (pooling stays --graph-pooling); empty = every client runs "
+                                "--model (--graph-model)")
     client_models_file: str = option("", "heterogeneous client models from a file: one architecture "
                                      "name:LAYERSxHIDDEN per client, one per line (# comments); see --client-models")
     clients: int = option(5, "number of clients", low=1)
@@ -289,7 +291,7 @@ class BaselineFields(RunSpec):
                          "(without replacement; all of a node's neighbours when it has fewer)")
 
     def _check_client_models(self) -> None:
-        """--client-models / --client-models-file: one of them, a node task, an algorithm that averages no
+        """--client-models / --client-models-file: one of them, node_cls or graph_cls, an algorithm that averages no
         parameters (client sampling trains the sample by mask: `FederatedAlgorithm.masked_sampling`)."""
         if self.client_models and self.client_models_file:
             raise ValueError("give client_models or client_models_file, not both")
@@ -297,11 +299,12 @@ class BaselineFields(RunSpec):
             takers = [a for a in registry.names("algorithm") if registry.algorithm(a).hetero]
             raise ValueError(f"client_models: algorithm {self.algorithm!r} averages model parameters, which needs one "
                              f"architecture for every client; heterogeneous models run with {', '.join(takers)}")
-        if self.task != "node_cls":
-            raise ValueError(f"client_models: heterogeneous client models are for task node_cls, not {self.task}")
+        if self.task not in ("node_cls", "graph_cls"):
+            raise ValueError(f"client_models: heterogeneous client models are for tasks node_cls and graph_cls, "
+                             f"not {self.task}")
         if self.client_models:   # the spec's syntax now (a file is read when the run is built)
             from fgl_jax.federated.client_models import parse_client_models
-            parse_client_models(self.client_models)
+            parse_client_models(self.client_models, self.task)
 
     def _check_directed(self) -> None:
         """--directed keep: a graph file, node classification, a model that reads direction."""

@@ -386,7 +386,7 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph, data=None):
                        eval_mode=cfg.eval_mode, eval_average=cfg.eval_average, dp_clip=cfg.dp_clip,
                        dp_noise=cfg.dp_noise, ldp=ldp, server_opt=cfg.server_hparams(), aggregator=reduction,
                        upload_stages=upload_stages, model=spec, secure_agg=secure_agg_options(cfg),
-                       client_models=client_models_of(cfg, spec, data))
+                       client_models=client_models_of(cfg, model if spec is None else spec, data))
     algorithm = registry.get("algorithm", cfg.algorithm)(model, common, cfg.hparams())
     if link:
         algorithm = algorithm._replace(select=LINK_SELECT)
@@ -405,17 +405,27 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph, data=None):
     return with_participation(algorithm, cfg.client_fraction, cfg.clients_per_round)
 
 
-def client_models_of(cfg: RunConfig, spec, data):
-    """FedConfig's heterogeneous client models from --client-models / --client-models-file (None when off)."""
+def client_models_of(cfg: RunConfig, base, data):
+    """FedConfig's heterogeneous client models from --client-models / --client-models-file (None when off).
+
+    Args:
+        cfg: the run's config.
+        base: the run's node `ModelSpec`, or on a graph task its `GraphClassifier` (each architecture is
+            a copy with its own conv, depth and width).
+        data: the run's `FedData` (the groups follow which clients hold training nodes or graphs).
+
+    Returns:
+        A `fgl_jax.federated.client_models.ClientModels`, or None.
+    """
     if not (cfg.client_models or cfg.client_models_file):
         return None
     from fgl_jax.federated import client_models as cm
     if data is None:
         raise ValueError("client_models: algorithm_from_config needs the run's data (the groups follow which clients "
                          "hold training nodes): pass data=prepared.data, or build the run with fgl_jax.build")
-    specs = cm.read_client_models_file(cfg.client_models_file) if cfg.client_models_file \
-        else cm.parse_client_models(cfg.client_models)
-    return cm.make_client_models(specs, spec, int(data.eval.num_clients), np.asarray(data.train_index),
+    specs = cm.read_client_models_file(cfg.client_models_file, cfg.task) if cfg.client_models_file \
+        else cm.parse_client_models(cfg.client_models, cfg.task)
+    return cm.make_client_models(specs, base, int(data.eval.num_clients), np.asarray(data.train_index),
                                  per_client=bool(cfg.client_models_file))
 
 
