@@ -94,6 +94,7 @@ def _cli_base(folder, *flags):
             "--graph-batch-size", "4", "--lr", "0.05", "--no-progress", *flags]
 
 
+@pytest.mark.slow  # ~17 s CPU (two traced groups); the slow CLI test covers the same path end to end
 def test_two_architectures_with_sampling_report_the_spread(graphs):
     """gin:1x4 and gcn:2x4 (2 + 1 clients), two of three clients a round (by mask): one program, finite
     per-client metrics, and the run's best round (summary.json's `best`) carries the per-client spread."""
