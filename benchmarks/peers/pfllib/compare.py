@@ -105,24 +105,23 @@ def machine_info() -> dict:
 
 
 def export_nodes(prep, path: Path) -> dict:
-    """Cora's run: features, labels, edges, the client of every node and the masks (plain arrays)."""
+    """Cora's run: features, labels, edges, the client of every node and the masks (`exchange`)."""
+    from benchmarks.peers.pfllib import exchange
     g = prep.graph
     assignment = np.asarray(prep.partition.assignment, np.int64)
-    np.savez(path, x=np.asarray(g.dense_x(), np.float32), y=np.asarray(g.y, np.int64), assignment=assignment,
-             senders=np.asarray(g.senders, np.int64), receivers=np.asarray(g.receivers, np.int64),
-             train_mask=np.asarray(g.train_mask, bool), test_mask=np.asarray(g.test_mask, bool))
-    return {"in_dim": int(g.dense_x().shape[1]), "num_classes": int(g.num_classes),
+    x = np.asarray(g.dense_x(), np.float32)
+    exchange.write_nodes(path, x, g.y, assignment, g.senders, g.receivers, g.train_mask, g.test_mask)
+    return {"in_dim": int(x.shape[1]), "num_classes": int(g.num_classes),
             "nodes_per_client": np.bincount(assignment, minlength=int(assignment.max()) + 1).tolist()}
 
 
 def export_graphs(cfg, gs, path: Path) -> dict:
-    """PROTEINS' run: every graph's nodes and edges, its client and its split (plain arrays)."""
+    """PROTEINS' run: every graph's nodes and edges, its client and its split (`exchange`)."""
+    from benchmarks.peers.pfllib import exchange
     from fgl_jax.systems.baseline import graph_split
     assignment, masks = graph_split(cfg, gs)
-    np.savez(path, node_x=np.asarray(gs.x, np.float32), node_ptr=np.asarray(gs.node_offsets, np.int64),
-             edge_s=np.asarray(gs.senders, np.int64), edge_r=np.asarray(gs.receivers, np.int64),
-             edge_ptr=np.asarray(gs.edge_offsets, np.int64), y=np.asarray(gs.y, np.int64),
-             assignment=np.asarray(assignment, np.int64), train_mask=masks["train"], test_mask=masks["test"])
+    exchange.write_graphs(path, gs.x, gs.node_offsets, gs.senders, gs.receivers, gs.edge_offsets, gs.y, assignment,
+                          masks["train"], masks["test"])
     return {"in_dim": int(gs.x.shape[1]), "num_classes": int(gs.num_classes),
             "graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist()}
 
@@ -196,6 +195,7 @@ def main(argv=None) -> None:
     p.add_argument("--clients", type=int, default=10, help="number of clients")
     p.add_argument("--local-epochs", type=int, default=5, help="local epochs per round = full-batch SGD steps")
     p.add_argument("--lr", type=float, default=0.2, help="SGD learning rate of every client model (both sides)")
+    p.add_argument("--graph-lr", type=float, default=0.05, help="PROTEINS: SGD learning rate (both sides)")
     p.add_argument("--pfedme-lr", type=float, default=0.05, help="pFedMe's outer learning rate (its local "
                    "model moves by lr * lambda * (w - theta): lr * lambda must stay below 1)")
     p.add_argument("--hidden", type=int, default=64, help="hidden width")
@@ -221,8 +221,9 @@ def main(argv=None) -> None:
     if a.threads == 1 and "jax" not in sys.modules:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
     from benchmarks.harness import write_record
+    from benchmarks.peers.openfgl.compare_graph_fl import usable_partition_seed
     from fgl_jax import RunConfig, records
-    from fgl_jax.systems.baseline import algorithm_from_config, prepare
+    from fgl_jax.systems.baseline import algorithm_from_config, graph_split, prepare
 
     info = machine_info()
     cells, i = {}, 0
@@ -230,7 +231,7 @@ def main(argv=None) -> None:
         for ds in a.datasets:
             for algo in a.algorithms:
                 fgl_opts, pfl_args = HPARAMS[algo](a)
-                lr = a.pfedme_lr if algo == "pfedme" else a.lr
+                lr = a.pfedme_lr if algo == "pfedme" else a.lr if ds == "cora" else a.graph_lr
                 common = dict(dataset=ds, algorithm=algo, clients=a.clients, hidden=a.hidden, num_layers=2,
                               dropout=a.dropout, local_steps=a.local_epochs, optimizer="sgd", lr=lr,
                               weight_decay=0.0, rounds=a.rounds, eval_mode="auto", eval_average="pooled",
@@ -239,13 +240,19 @@ def main(argv=None) -> None:
                     cfg = RunConfig(partition="louvain", split="openfgl", model="gcn", **common)
                 else:
                     cfg = RunConfig(task="graph_cls", partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
-                                    graph_pooling="mean", graph_batch_size=1024, **common)
+                                    graph_pooling="mean", **common)
                 cell = {"dataset": ds, "algorithm": algo, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
                         "pfllib_args": pfl_args, "lr": lr, "machine": info, "command": " ".join(sys.argv),
                         "differences": DIFFERENCES["all"] + DIFFERENCES[algo]}
                 algorithm = None
                 for seed in a.seeds:
                     c = cfg.replace(split_seed=seed, seed=seed)
+                    if ds != "cora":   # every client with a validation and a test graph (else its val loss is 0/0)
+                        gs = prepare(c).graph
+                        c = c.replace(partition_seed=usable_partition_seed(c, gs))
+                        # one mini-batch of all a client's training graphs (PFLlib: batch size = its train samples)
+                        assignment, masks = graph_split(c, gs)
+                        c = c.replace(graph_batch_size=int(np.bincount(assignment[masks["train"]]).max()))
                     prep = prepare(c)
                     work = Path(tmp) / f"{ds}_{algo}_{seed}"
                     work.mkdir(parents=True)

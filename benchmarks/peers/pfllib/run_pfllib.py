@@ -37,6 +37,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import exchange  # noqa: E402  (beside this file; NumPy only)
 
 GRAPHS: list = []          # per client: its data as tensors (see NodeBody / GraphBody)
 OFFSETS: list = []         # first sample index of each client (samples of client c: OFFSETS[c] ...)
@@ -48,142 +53,123 @@ def owner(idx) -> int:
     return int(np.searchsorted(np.asarray(OFFSETS), first, side="right") - 1)
 
 
-def build_models(job: dict, torch):
-    """(body, head) torch modules equal in architecture to fgl_jax's model of the job."""
-    nn = torch.nn
+def glorot(lin):
+    """fgl_jax's kernels: glorot uniform (biases zero)."""
+    nn.init.xavier_uniform_(lin.weight)
+    return lin
 
-    def glorot(lin):
-        nn.init.xavier_uniform_(lin.weight)   # fgl_jax's InputDense / GCN kernels: glorot uniform, zero bias
-        return lin
 
+def lecun(lin):
+    """flax's nn.Dense initialisation (GraphClassifier's layers): truncated-normal lecun kernel, zero bias."""
+    std = (1.0 / lin.in_features) ** 0.5 / 0.87962566103423978   # flax: unit variance after the truncation
+    nn.init.trunc_normal_(lin.weight, std=std, a=-2 * std, b=2 * std)
+    nn.init.zeros_(lin.bias)
+    return lin
+
+
+class NodeBody(nn.Module):
+    """GCN layer 0: relu(norm(A_hat (X W0) + b0)) over the client's subgraph; passes on (hidden states
+    of all the client's nodes [n_c, hidden], the batch's local node indices [B], client)."""
+
+    def __init__(self, in_dim: int, hidden: int, norm: str):
+        super().__init__()
+        self.lin0 = glorot(nn.Linear(in_dim, hidden, bias=False))
+        self.bias0 = nn.Parameter(torch.zeros(hidden))
+        # FedBN keeps parameters whose name holds "bn"; batch statistics always (fgl_jax's normalise
+        # uses the client's nodes' statistics in training and in evaluation alike)
+        self.bn = nn.BatchNorm1d(hidden, track_running_stats=False) if norm == "batch" else None
+
+    def forward(self, x):
+        idx = x.long()
+        c = owner(idx)
+        adj, feats = GRAPHS[c]
+        h = torch.sparse.mm(adj, self.lin0(feats)) + self.bias0
+        if self.bn is not None:
+            h = self.bn(h)
+        return torch.relu(h), idx - OFFSETS[c], c
+
+
+class NodeHead(nn.Module):
+    """GCN layer 1: A_hat (H W1) + b1, the batch's rows [B, classes]."""
+
+    def __init__(self, hidden: int, classes: int):
+        super().__init__()
+        self.lin1 = glorot(nn.Linear(hidden, classes, bias=False))
+        self.bias1 = nn.Parameter(torch.zeros(classes))
+
+    def forward(self, inp):
+        h, local, c = inp
+        adj, _ = GRAPHS[c]
+        return (torch.sparse.mm(adj, self.lin1(h)) + self.bias1)[local]
+
+
+class GraphBody(nn.Module):
+    """fgl_jax's GraphClassifier without its last Dense: num_layers GIN-0 layers (neighbour sum + self,
+    Linear - ReLU - Linear), [norm,] ReLU, dropout between layers, a mean/sum readout of the batch's
+    graphs, then head_0 = Linear(hidden) - ReLU - dropout. Client c's graphs are one disjoint union
+    (adjacency A [N, N] sparse, features [N, F], graph-of-node one-hot P [G_c, N])."""
+
+    def __init__(self, in_dim: int, hidden: int, layers: int, dropout: float, pooling: str, norm: str):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Sequential(lecun(nn.Linear(in_dim if i == 0 else hidden, hidden)), nn.ReLU(),
+                                                  lecun(nn.Linear(hidden, hidden))) for i in range(layers)])
+        self.bns = nn.ModuleList([nn.BatchNorm1d(hidden, track_running_stats=False) for _ in range(layers)]) \
+            if norm == "batch" else None
+        self.head_0 = lecun(nn.Linear(hidden, hidden))
+        self.drop = nn.Dropout(dropout)
+        self.pooling = pooling
+
+    def forward(self, x):
+        idx = x.long()
+        c = owner(idx)
+        adj, feats, pool = GRAPHS[c]
+        h = feats
+        for i, conv in enumerate(self.convs):
+            h = self.drop(h) if i > 0 else h
+            h = conv(h + torch.sparse.mm(adj, h))
+            if self.bns is not None:
+                h = self.bns[i](h)
+            h = torch.relu(h)
+        rows = pool[idx - OFFSETS[c]]                    # [B, N]: the batch's graphs only
+        g = rows @ h
+        if self.pooling == "mean":
+            g = g / rows.sum(1, keepdim=True).clamp(min=1.0)
+        return self.drop(torch.relu(self.head_0(g)))
+
+
+def build_models(job: dict):
+    """(body, head): torch modules equal in architecture to fgl_jax's model of the job."""
     if job["task"] == "node_cls":
-        class NodeBody(nn.Module):
-            """GCN layer 0: relu(norm(A_hat (X W0) + b0)) over the client's subgraph; passes on
-            (hidden states of all the client's nodes, the batch's local node indices, client)."""
-
-            def __init__(self, in_dim, hidden, norm):
-                super().__init__()
-                self.lin0 = glorot(nn.Linear(in_dim, hidden, bias=False))
-                self.bias0 = nn.Parameter(torch.zeros(hidden))
-                # FedBN keeps parameters whose name holds "bn"; batch statistics always (fgl_jax's
-                # normalise uses the client's nodes' statistics in training and in evaluation alike)
-                self.bn = nn.BatchNorm1d(hidden, track_running_stats=False) if norm == "batch" else None
-
-            def forward(self, x):
-                idx = x.long()
-                c = owner(idx)
-                adj, feats = GRAPHS[c]
-                h = torch.sparse.mm(adj, self.lin0(feats)) + self.bias0
-                if self.bn is not None:
-                    h = self.bn(h)
-                return torch.relu(h), idx - OFFSETS[c], c
-
-        class NodeHead(nn.Module):
-            """GCN layer 1: A_hat (H W1) + b1, the batch's rows."""
-
-            def __init__(self, hidden, classes):
-                super().__init__()
-                self.lin1 = glorot(nn.Linear(hidden, classes, bias=False))
-                self.bias1 = nn.Parameter(torch.zeros(classes))
-
-            def forward(self, inp):
-                h, local, c = inp
-                adj, _ = GRAPHS[c]
-                return (torch.sparse.mm(adj, self.lin1(h)) + self.bias1)[local]
-
         return NodeBody(job["in_dim"], job["hidden"], job["norm"]), NodeHead(job["hidden"], job["num_classes"])
-
-    class GraphBody(nn.Module):
-        """fgl_jax's GraphClassifier without its last Dense: num_layers GIN-0 layers (neighbour sum +
-        self, Linear - ReLU - Linear), [norm,] ReLU, dropout between layers, a mean/sum readout, then
-        head_0 = Linear(hidden) - ReLU - dropout. Client c's graphs are one disjoint union
-        (features [N, F], adjacency A [N, N] sparse, graph-of-node one-hot P [G, N])."""
-
-        def __init__(self, in_dim, hidden, layers, dropout, pooling, norm):
-            super().__init__()
-            self.convs = nn.ModuleList()
-            for i in range(layers):
-                self.convs.append(nn.Sequential(nn.Linear(in_dim if i == 0 else hidden, hidden), nn.ReLU(),
-                                                nn.Linear(hidden, hidden)))
-            self.bns = nn.ModuleList([nn.BatchNorm1d(hidden, track_running_stats=False) for _ in range(layers)]) \
-                if norm == "batch" else None
-            self.head_0 = nn.Linear(hidden, hidden)
-            self.drop = nn.Dropout(dropout)
-            self.pooling = pooling
-
-        def forward(self, x):
-            idx = x.long()
-            c = owner(idx)
-            adj, feats, pool = GRAPHS[c]
-            h = feats
-            for i, conv in enumerate(self.convs):
-                h = self.drop(h) if i > 0 else h
-                h = conv(h + torch.sparse.mm(adj, h))
-                if self.bns is not None:
-                    h = self.bns[i](h)
-                h = torch.relu(h)
-            # readout of the batch's graphs only (fgl_jax: of the mini-batch's graphs)
-            rows = pool.index_select(0, idx - OFFSETS[c])
-            g = torch.sparse.mm(rows, h) if rows.is_sparse else rows @ h
-            if self.pooling == "mean":
-                g = g / rows.sum(1, keepdim=True).to_dense().clamp(min=1.0) if rows.is_sparse else \
-                    g / rows.sum(1, keepdim=True).clamp(min=1.0)
-            return self.drop(torch.relu(self.head_0(g)))
-
     return (GraphBody(job["in_dim"], job["hidden"], job["num_layers"], job["dropout"], job["pooling"], job["norm"]),
-            nn.Linear(job["hidden"], job["num_classes"]))
+            lecun(nn.Linear(job["hidden"], job["num_classes"])))
 
 
-def load_clients(job: dict, torch) -> tuple[list, list]:
-    """Fill GRAPHS / OFFSETS from the exported arrays; returns per client (train x, y), (test x, y)."""
+def load_clients(job: dict) -> tuple[list, list]:
+    """Fill GRAPHS / OFFSETS from the exported arrays (`exchange`); returns per client its train and
+    test samples as (x = sample indices offset by the client's OFFSET, y = labels)."""
     arr = np.load(job["arrays"], allow_pickle=False)
-    clients = job["clients"]
+    node_task = job["task"] == "node_cls"
+    parts = (exchange.node_clients if node_task else exchange.graph_clients)(arr, job["clients"])
     train, test, offset = [], [], 0
-    for c in range(clients):
-        if job["task"] == "node_cls":
-            nodes = np.flatnonzero(arr["assignment"] == c)
-            pos = -np.ones(len(arr["assignment"]), np.int64)
-            pos[nodes] = np.arange(len(nodes))
-            s, r = arr["senders"], arr["receivers"]
-            keep = (pos[s] >= 0) & (pos[r] >= 0)          # the client's subgraph: cross-client edges dropped
-            s, r = pos[s[keep]], pos[r[keep]]
-            n = len(nodes)
-            # A_hat = D^-1/2 (A + I) D^-1/2, degrees with the self-loop (fgl_jax's gcn propagation)
-            rows = np.concatenate([r, np.arange(n)])
-            cols = np.concatenate([s, np.arange(n)])
-            deg = np.bincount(rows, minlength=n).astype(np.float32)
-            val = (deg[rows] ** -0.5) * (deg[cols] ** -0.5)
-            adj = torch.sparse_coo_tensor(np.stack([rows, cols]), val.astype(np.float32), (n, n)).coalesce()
-            GRAPHS.append((adj, torch.tensor(arr["x"][nodes], dtype=torch.float32)))
-            y = arr["y"][nodes]
-            masks = arr["train_mask"][nodes], arr["test_mask"][nodes]
-        else:
-            graphs = np.flatnonzero(arr["assignment"] == c)
-            node_ptr = arr["node_ptr"]
-            edge_ptr = arr["edge_ptr"]
-            xs, ss, rs, gid, base = [], [], [], [], 0
-            for j, g in enumerate(graphs):
-                a, b = node_ptr[g], node_ptr[g + 1]
-                xs.append(arr["node_x"][a:b])
-                e0, e1 = edge_ptr[g], edge_ptr[g + 1]
-                ss.append(arr["edge_s"][e0:e1] - a + base)     # rows of the whole set -> of the union
-                rs.append(arr["edge_r"][e0:e1] - a + base)
-                gid.append(np.full(b - a, j))
-                base += b - a
-            n = base
-            s, r, gid = np.concatenate(ss), np.concatenate(rs), np.concatenate(gid)
-            adj = torch.sparse_coo_tensor(np.stack([r, s]), np.ones(len(s), np.float32), (n, n)).coalesce()
-            pool = torch.zeros(len(graphs), n)
-            pool[torch.tensor(gid), torch.arange(n)] = 1.0
-            GRAPHS.append((adj, torch.tensor(np.concatenate(xs), dtype=torch.float32), pool))
-            nodes = graphs
-            y = arr["y"][graphs]
-            masks = arr["train_mask"][graphs], arr["test_mask"][graphs]
+    for p in parts:
+        n = len(p["x"])
+        if node_task:
+            rows, cols, vals = exchange.gcn_adjacency(p["senders"], p["receivers"], n)
+            adj = torch.sparse_coo_tensor(torch.from_numpy(np.stack([rows, cols])), torch.from_numpy(vals), (n, n)).coalesce()
+            GRAPHS.append((adj, torch.tensor(p["x"], dtype=torch.float32)))
+            count = n
+        else:   # neighbour sum: entry (r, s) = 1 per edge s -> r (duplicates add up, as a segment sum)
+            adj = torch.sparse_coo_tensor(torch.from_numpy(np.stack([p["receivers"], p["senders"]])),
+                                          torch.ones(len(p["senders"])), (n, n)).coalesce()
+            count = len(p["graphs"])
+            pool = torch.zeros(count, n)
+            pool[torch.tensor(p["node_graph"]), torch.arange(n)] = 1.0
+            GRAPHS.append((adj, torch.tensor(p["x"], dtype=torch.float32), pool))
         OFFSETS.append(offset)
-        local = np.arange(len(nodes))
-        train.append((offset + local[masks[0]], y[masks[0]]))
-        test.append((offset + local[masks[1]], y[masks[1]]))
-        offset += len(nodes)
+        train.append((offset + p["train"], p["y"][p["train"]]))
+        test.append((offset + p["test"], p["y"][p["test"]]))
+        offset += count
     return train, test
 
 
@@ -219,7 +205,6 @@ def main() -> None:
     p.add_argument("out")
     a = p.parse_args()
     job = json.loads(Path(a.job).read_text())
-    import torch
     torch.set_num_threads(job.get("threads", 1) or torch.get_num_threads())
     src = Path(job["pfllib_src"]) / "system"
     sys.path.insert(0, str(src))
@@ -227,7 +212,7 @@ def main() -> None:
     from flcore.trainmodel.models import BaseHeadSplit
 
     work = Path(job["work"])
-    train, test = load_clients(job, torch)
+    train, test = load_clients(job)
     write_pfllib_dataset(work / "dataset", job["name"], train, test)
     run_dir = work / "system"          # PFLlib reads ../dataset and writes ../results from its cwd
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -237,7 +222,7 @@ def main() -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    body, head = build_models(job, torch)
+    body, head = build_models(job)
     args = argparse.Namespace(**{**ARG_DEFAULTS, **job["pfllib_args"]})
     args.model = BaseHeadSplit(body, head)
     args.head = head

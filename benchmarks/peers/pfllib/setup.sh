@@ -43,7 +43,8 @@ if [ ! -d "$git_dir" ]; then
 fi
 rm -rf "$src"
 mkdir -p "$src"
-git --git-dir "$git_dir" archive "$PFLLIB_COMMIT" system | tar -x -C "$src"
+# the tree of system/ only (a partial mirror may lack the large dataset blobs elsewhere in the commit)
+git --git-dir "$git_dir" archive --prefix=system/ "$PFLLIB_COMMIT:system" | tar -x -C "$src"
 echo "$PFLLIB_COMMIT" > "$src/COMMIT"
 "$venv/bin/python" - "$src" <<'PY'
 import sys, torch
