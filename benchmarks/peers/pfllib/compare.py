@@ -157,11 +157,16 @@ def row(cell: dict) -> dict:
     runs = cell["runs"]
     fa, fs = mean_sd([100 * r["fgl_jax"]["test_acc"] for r in runs])
     pa, ps = mean_sd([100 * r["pfllib"]["test_acc"] for r in runs])
+    # the mean over the last (up to) 10 evaluated rounds: less noisy than one round's accuracy
+    tail = lambda r, side: np.mean(r[side]["curve"][max(0, cell["rounds"] - 10):cell["rounds"]] if side == "fgl_jax"
+                                   else r[side]["curve"][max(1, cell["rounds"] - 9):cell["rounds"] + 1])
+    ft, pt = (100 * np.mean([tail(r, s) for r in runs]) for s in ("fgl_jax", "pfllib"))
     fw, pw = (np.mean([r[s]["ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
     fc, pc = (np.mean([r[s]["cpu_ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
     return {"dataset": cell["dataset"], "algorithm": f"{cell['algorithm']} / {ALGORITHMS[cell['algorithm']]}",
             "seeds": len(runs), "rounds": cell["rounds"], "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}",
             "PFLlib acc %": f"{pa:.2f} ± {ps:.2f}", "diff (pts)": f"{fa - pa:+.2f}",
+            "last-10-round mean % fgl_jax / PFLlib": f"{ft:.2f} / {pt:.2f}",
             "fgl_jax ms/round": f"{fw:.1f}", "PFLlib ms/round": f"{pw:.1f}", "speed-up": f"{pw / fw:.1f}x",
             "fgl_jax cpu ms/round": f"{fc:.1f}", "PFLlib cpu ms/round": f"{pc:.1f}", "cpu speed-up": f"{pc / fc:.1f}x",
             "fgl_jax compile s": f"{cell['compile_seconds']:.1f}"}
@@ -212,7 +217,13 @@ def main(argv=None) -> None:
     p.add_argument("--src", default=str(DEFAULT_SRC), help="PFLlib's extracted source (setup.sh)")
     p.add_argument("--out", default=str(HERE / "results"), help="record stem: <out>.json (cells replaced per "
                    "(dataset, algorithm), the others kept) and <out>.md")
+    p.add_argument("--render", action="store_true", help="only re-write <out>.md from the record <out>.json")
     a = p.parse_args(argv)
+    if a.render:
+        from fgl_jax import records
+        out = Path(a.out)
+        write_markdown(out.with_suffix(".md"), records.read(out.with_suffix(".json"))["metrics"]["cells"])
+        return
     venv_python = Path(a.venv) / "bin" / "python"
     if not venv_python.exists():
         sys.exit(f"PFLlib venv missing at {a.venv}: run benchmarks/peers/pfllib/setup.sh first")
