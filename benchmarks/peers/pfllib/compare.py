@@ -1,0 +1,318 @@
+"""fgl_jax vs PFLlib (the FedALA authors' library), personalised FL side by side (outside CI; never
+imported by tests).
+
+    bash benchmarks/peers/pfllib/setup.sh            # once: /work/peers/pfllib-venv + pfllib-src
+    FGL_JAX_DATA=/work/shared/data nice -n 10 python -m benchmarks.peers.pfllib.compare \
+        --datasets cora --algorithms ditto fedrep apfl pfedme fedala fedbn --seeds 0 --rounds 50
+
+What is shared, by construction: fgl_jax prepares the run (Cora: 10 Louvain clients, OpenFGL's
+per-client 20/40/40 split; PROTEINS: 10 clients by label skew, per-client 80/10/10 split, as
+benchmarks/peers/openfgl/compare_graph_fl.py) and exports the client of every node (graph), the
+features, edges, labels and masks; `run_pfllib.py` runs PFLlib's own Server/Client classes of the
+algorithm on exactly those clients and samples, with a torch model of fgl_jax's architecture (Cora:
+2-layer GCN on the client's subgraph, cross-client edges dropped; PROTEINS: the GIN GraphClassifier),
+plain SGD, the same lr, local epochs (= full-batch steps), rounds and hyperparameters (HPARAMS maps the
+names). Accuracy: PFLlib's own evaluation after `rounds` rounds (test samples pooled over clients) vs
+fgl_jax's test accuracy after the same round (`eval_mode auto`, `eval_average pooled`). Time: wall and
+process CPU per round of each side's training loop (fgl_jax: the compiled program, compile reported
+apart; PFLlib: Server.train()'s own per-round `Budget`, which holds its per-round evaluation as
+fgl_jax's round holds its). The sides alternate who goes first. What still differs: DIFFERENCES.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_VENV = Path(os.environ.get("PFLLIB_VENV", "/work/peers/pfllib-venv"))
+DEFAULT_SRC = Path(os.environ.get("PFLLIB_SRC", "/work/peers/pfllib-src"))
+TITLE = "fgl_jax vs PFLlib: personalised FL on the same clients, split and model"
+
+# fgl_jax algorithm -> PFLlib algorithm (system/flcore/servers/server<x>.py)
+ALGORITHMS = {"ditto": "Ditto", "fedrep": "FedRep", "apfl": "APFL", "pfedme": "pFedMe", "fedala": "FedALA",
+              "fedbn": "FedBN"}
+
+# Per algorithm: (fgl_jax options, PFLlib arguments) set equal; the comment names the pairs.
+HPARAMS = {
+    # ditto_lambda = mu (PerturbedGradientDescent's proximal weight); personal epochs = local epochs
+    "ditto": lambda a: ({"ditto_lambda": a.ditto_lambda}, {"mu": a.ditto_lambda, "plocal_epochs": a.local_epochs}),
+    # last layer is the head (PFLlib: BaseHeadSplit(body, head)); head epochs = plocal_epochs
+    "fedrep": lambda a: ({"fedrep_head_layers": 1, "fedrep_head_epochs": a.head_epochs},
+                         {"plocal_epochs": a.head_epochs}),
+    # initial alpha = alpha; alpha's step size = PFLlib's learning_rate (alpha_update uses it)
+    "apfl": lambda a: ({"apfl_alpha": a.apfl_alpha, "apfl_alpha_lr": a.lr}, {"alpha": a.apfl_alpha}),
+    # lambda = lamda, K = K, personal lr = p_learning_rate, beta = beta; outer lr = local_learning_rate
+    "pfedme": lambda a: ({"pfedme_lambda": a.pfedme_lambda, "pfedme_inner_steps": a.pfedme_k,
+                          "pfedme_personal_lr": a.pfedme_personal_lr, "pfedme_beta": 1.0},
+                         {"lamda": a.pfedme_lambda, "K": a.pfedme_k, "p_learning_rate": a.pfedme_personal_lr,
+                          "beta": 1.0}),
+    # eta = eta, s = rand_percent / 100, top layers p = 1 = the last 2 parameter tensors (layer_idx 2)
+    "fedala": lambda a: ({"fedala_eta": 1.0, "fedala_sample": 0.8, "fedala_layers": 1}, {"eta": 1.0,
+                          "rand_percent": 80, "layer_idx": 2}),
+    # batch norm after the hidden layer on both sides, its scale and shift kept per client
+    "fedbn": lambda a: ({"norm": "batch"}, {}),
+}
+
+DIFFERENCES = {
+    "all": [
+        "Initialisation and dropout from different RNGs (torch vs JAX), same distributions (glorot-uniform "
+        "kernels, zero biases); every PFLlib client starts from one deep copy of one model, as fgl_jax's.",
+        "PFLlib evaluates at the start of each round, after the server's send_models; fgl_jax after the "
+        "round's training with its eval_mode auto (each client's own model). Per method below.",
+        "PFLlib's DataLoader shuffles the samples; with one full batch per epoch the order does not change "
+        "the loss (a mean over the batch).",
+    ],
+    "ditto": ["Same updates (PFLlib: personal steps first, then the global copy; both from the round's "
+              "global model). Evaluated: the personal models on both sides (PFLlib evaluate_personalized)."],
+    "fedrep": ["Same updates. Evaluated: PFLlib the new global body + own head (after send_models), fgl_jax "
+               "the same."],
+    "apfl": ["PFLlib trains the local model v on its own loss F(v) and mixes only at the end of the round "
+             "(v <- alpha v + (1 - alpha) w_local), alpha's gradient from the two models' separate gradients "
+             "plus 0.02 alpha; fgl_jax (the paper) trains v on F(alpha v + (1 - alpha) w) and evaluates "
+             "alpha v + (1 - alpha) w with the new global w. Evaluated: PFLlib model_per, fgl_jax the mix."],
+    "pfedme": ["PFLlib's inner optimiser adds mu = 0.001 weight decay (pFedMeOptimizer's default); fgl_jax none. "
+               "PFLlib's personalized_params alias the model's own parameter objects (the optimiser returns "
+               "its param group), so after send_models its evaluate_personalized evaluates the received "
+               "global model; fgl_jax evaluates the personal theta."],
+    "fedala": ["First adaptive aggregation: PFLlib trains W until the std of the last 10 losses < 0.1 "
+               "(at least 11 passes), fgl_jax a fixed 20 steps (fedala_init_steps); PFLlib's ALA sample is a "
+               "contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the next "
+               "round's ALA-initialised model theta_hat, fgl_jax the trained theta_i."],
+    "fedbn": ["Batch norm with batch statistics on both sides (torch track_running_stats=False, as fgl_jax's "
+              "normalise); eps 1e-5 both."],
+}
+
+
+def machine_info() -> dict:
+    import platform
+    import jax
+    info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "jax": jax.__version__, "loadavg_start": list(os.getloadavg()),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
+    try:
+        info["cpu_model"] = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return info
+
+
+def export_nodes(prep, path: Path) -> dict:
+    """Cora's run: features, labels, edges, the client of every node and the masks (`exchange`)."""
+    from benchmarks.peers.pfllib import exchange
+    g = prep.graph
+    assignment = np.asarray(prep.partition.assignment, np.int64)
+    x = np.asarray(g.dense_x(), np.float32)
+    exchange.write_nodes(path, x, g.y, assignment, g.senders, g.receivers, g.train_mask, g.test_mask)
+    return {"in_dim": int(x.shape[1]), "num_classes": int(g.num_classes),
+            "nodes_per_client": np.bincount(assignment, minlength=int(assignment.max()) + 1).tolist()}
+
+
+def export_graphs(cfg, gs, path: Path) -> dict:
+    """PROTEINS' run: every graph's nodes and edges, its client and its split (`exchange`)."""
+    from benchmarks.peers.pfllib import exchange
+    from fgl_jax.systems.baseline import graph_split
+    assignment, masks = graph_split(cfg, gs)
+    exchange.write_graphs(path, gs.x, gs.node_offsets, gs.senders, gs.receivers, gs.edge_offsets, gs.y, assignment,
+                          masks["train"], masks["test"])
+    return {"in_dim": int(gs.x.shape[1]), "num_classes": int(gs.num_classes),
+            "graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist()}
+
+
+def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
+    """One fgl_jax run of the already compiled program: test accuracy after `rounds` rounds, time."""
+    import jax
+    from fgl_jax import run
+    c0 = time.process_time()
+    res = run(algorithm, prep.data, jax.random.key(seed), rounds)
+    cpu = time.process_time() - c0
+    return {"test_acc": float(res.history["test_acc"][-1]), "curve": [float(v) for v in res.history["test_acc"]],
+            "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run,
+            "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run}
+
+
+def run_pfllib(job: dict, work: Path, venv_python: Path) -> dict:
+    (work / "job.json").write_text(json.dumps(job))
+    proc = subprocess.run([str(venv_python), str(HERE / "run_pfllib.py"), str(work / "job.json"),
+                           str(work / "result.json")], capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"PFLlib run failed ({job['pfllib_args']['algorithm']}, seed {job['seed']}):\n"
+                           f"{proc.stderr[-3000:]}")
+    return json.loads((work / "result.json").read_text())
+
+
+def mean_sd(values) -> tuple[float, float]:
+    v = np.asarray(values, float)
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def row(cell: dict) -> dict:
+    runs = cell["runs"]
+    fa, fs = mean_sd([100 * r["fgl_jax"]["test_acc"] for r in runs])
+    pa, ps = mean_sd([100 * r["pfllib"]["test_acc"] for r in runs])
+    # the mean over the last (up to) 10 evaluated rounds: less noisy than one round's accuracy
+    tail = lambda r, side: np.mean(r[side]["curve"][max(0, cell["rounds"] - 10):cell["rounds"]] if side == "fgl_jax"
+                                   else r[side]["curve"][max(1, cell["rounds"] - 9):cell["rounds"] + 1])
+    ft, pt = (100 * np.mean([tail(r, s) for r in runs]) for s in ("fgl_jax", "pfllib"))
+    fw, pw = (np.mean([r[s]["ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
+    fc, pc = (np.mean([r[s]["cpu_ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
+    return {"dataset": cell["dataset"], "algorithm": f"{cell['algorithm']} / {ALGORITHMS[cell['algorithm']]}",
+            "seeds": len(runs), "rounds": cell["rounds"], "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}",
+            "PFLlib acc %": f"{pa:.2f} ± {ps:.2f}", "diff (pts)": f"{fa - pa:+.2f}",
+            "last-10-round mean % fgl_jax / PFLlib": f"{ft:.2f} / {pt:.2f}",
+            "fgl_jax ms/round": f"{fw:.1f}", "PFLlib ms/round": f"{pw:.1f}", "speed-up": f"{pw / fw:.1f}x",
+            "fgl_jax cpu ms/round": f"{fc:.1f}", "PFLlib cpu ms/round": f"{pc:.1f}", "cpu speed-up": f"{pc / fc:.1f}x",
+            # records before warm_up_seconds existed stored the warm-up run's total as compile_seconds
+            "fgl_jax warm-up s (compile + 1 run)": f"{cell.get('warm_up_seconds', cell['compile_seconds']):.1f}"}
+
+
+def write_markdown(path: Path, cells: dict) -> None:
+    from fgl_jax import table
+    rows = [row(c) for _, c in sorted(cells.items())]
+    lines = [f"# {TITLE}", "", "Written by `benchmarks/peers/pfllib/compare.py` (the record beside it holds every run, "
+             "its per-round curves, the settings and the machine).", "", table(rows, disable_numparse=True), ""]
+    for key, c in sorted(cells.items()):
+        m = c["machine"]
+        lines.append(f"- {key}: {c['setting']}; load average {m['loadavg_start'][0]:.1f} -> "
+                     f"{m.get('loadavg_end', [float('nan')])[0]:.1f}, {m.get('cpu_model', '?')}, {m['cpu_count']} cores; "
+                     f"command `{c['command']}`.")
+    lines += ["", "Differences that remain (besides the shared setting):", ""]
+    for k in ["all"] + sorted({c["algorithm"] for c in cells.values()}):
+        lines += [f"- {k}: {d}" for d in DIFFERENCES.get(k, [])]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--datasets", nargs="+", default=["cora"], choices=["cora", "PROTEINS"], help="Cora (node "
+                   "classification) and/or PROTEINS (graph classification)")
+    p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS),
+                   help="fgl_jax names; PFLlib's are ALGORITHMS' values")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0], help="run seeds (fgl_jax split seed and both "
+                   "sides' initialisation seed)")
+    p.add_argument("--rounds", type=int, default=50, help="communication rounds on both sides")
+    p.add_argument("--clients", type=int, default=10, help="number of clients")
+    p.add_argument("--local-epochs", type=int, default=5, help="local epochs per round = full-batch SGD steps")
+    p.add_argument("--lr", type=float, default=0.2, help="SGD learning rate of every client model (both sides)")
+    p.add_argument("--graph-lr", type=float, default=0.05, help="PROTEINS: SGD learning rate (both sides)")
+    p.add_argument("--pfedme-lr", type=float, default=0.05, help="pFedMe's outer learning rate (its local "
+                   "model moves by lr * lambda * (w - theta): lr * lambda must stay below 1)")
+    p.add_argument("--hidden", type=int, default=64, help="hidden width")
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout rate between layers")
+    p.add_argument("--ditto-lambda", type=float, default=0.1, help="Ditto lambda (PFLlib mu)")
+    p.add_argument("--head-epochs", type=int, default=5, help="FedRep head epochs (PFLlib plocal_epochs)")
+    p.add_argument("--apfl-alpha", type=float, default=0.25, help="APFL initial alpha (PFLlib alpha)")
+    p.add_argument("--pfedme-lambda", type=float, default=15.0, help="pFedMe lambda (PFLlib lamda)")
+    p.add_argument("--pfedme-k", type=int, default=5, help="pFedMe inner steps K (PFLlib K)")
+    p.add_argument("--pfedme-personal-lr", type=float, default=0.09, help="pFedMe personal lr (PFLlib p_learning_rate)")
+    p.add_argument("--beta", type=float, default=0.5, help="PROTEINS: label-skew Dirichlet concentration")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads per side (torch and XLA); 1 on this shared box")
+    p.add_argument("--venv", default=str(DEFAULT_VENV), help="the PFLlib venv of setup.sh")
+    p.add_argument("--src", default=str(DEFAULT_SRC), help="PFLlib's extracted source (setup.sh)")
+    p.add_argument("--out", default=str(HERE / "results"), help="record stem: <out>.json (cells replaced per "
+                   "(dataset, algorithm), the others kept) and <out>.md")
+    p.add_argument("--render", action="store_true", help="only re-write <out>.md from the record <out>.json")
+    a = p.parse_args(argv)
+    if a.render:
+        from fgl_jax import records
+        out = Path(a.out)
+        write_markdown(out.with_suffix(".md"), records.read(out.with_suffix(".json"))["metrics"]["cells"])
+        return
+    venv_python = Path(a.venv) / "bin" / "python"
+    if not venv_python.exists():
+        sys.exit(f"PFLlib venv missing at {a.venv}: run benchmarks/peers/pfllib/setup.sh first")
+    if not (Path(a.src) / "system" / "flcore").is_dir():
+        sys.exit(f"PFLlib source missing at {a.src}: run benchmarks/peers/pfllib/setup.sh first")
+    if a.threads == 1 and "jax" not in sys.modules:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    from benchmarks.harness import write_record
+    from benchmarks.peers.openfgl.compare_graph_fl import usable_partition_seed
+    from fgl_jax import RunConfig, records
+    from fgl_jax.systems.baseline import algorithm_from_config, graph_split, prepare
+
+    info = machine_info()
+    cells, i = {}, 0
+    with tempfile.TemporaryDirectory(prefix="pfllib_cmp_") as tmp:
+        for ds in a.datasets:
+            for algo in a.algorithms:
+                fgl_opts, pfl_args = HPARAMS[algo](a)
+                lr = a.pfedme_lr if algo == "pfedme" else a.lr if ds == "cora" else a.graph_lr
+                common = dict(dataset=ds, algorithm=algo, clients=a.clients, hidden=a.hidden, num_layers=2,
+                              dropout=a.dropout, local_steps=a.local_epochs, optimizer="sgd", lr=lr,
+                              weight_decay=0.0, rounds=a.rounds, eval_mode="auto", eval_average="pooled",
+                              **fgl_opts)
+                if ds == "cora":
+                    cfg = RunConfig(partition="louvain", split="openfgl", model="gcn", **common)
+                else:
+                    cfg = RunConfig(task="graph_cls", partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
+                                    graph_pooling="mean", **common)
+                cell = {"dataset": ds, "algorithm": algo, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
+                        "pfllib_args": pfl_args, "lr": lr, "machine": info, "command": " ".join(sys.argv),
+                        "differences": DIFFERENCES["all"] + DIFFERENCES[algo]}
+                algorithm = None
+                for seed in a.seeds:
+                    c = cfg.replace(split_seed=seed, seed=seed)
+                    if ds != "cora":   # every client with a validation and a test graph (else its val loss is 0/0)
+                        gs = prepare(c).graph
+                        c = c.replace(partition_seed=usable_partition_seed(c, gs))
+                        # one mini-batch of all a client's training graphs (PFLlib: batch size = its train samples)
+                        assignment, masks = graph_split(c, gs)
+                        c = c.replace(graph_batch_size=int(np.bincount(assignment[masks["train"]]).max()))
+                    prep = prepare(c)
+                    work = Path(tmp) / f"{ds}_{algo}_{seed}"
+                    work.mkdir(parents=True)
+                    if ds == "cora":
+                        shape = export_nodes(prep, work / "arrays.npz")
+                    else:
+                        shape = export_graphs(c, prep.graph, work / "arrays.npz")
+                    if algorithm is None:   # one compiled program per cell, reused by its seeds
+                        algorithm = algorithm_from_config(c, prep.graph)
+                        t = time.perf_counter()
+                        import jax
+                        from fgl_jax import run
+                        warm = run(algorithm, prep.data, jax.random.key(seed), a.rounds)
+                        cell["warm_up_seconds"] = time.perf_counter() - t       # compile + one untimed run
+                        cell["compile_seconds"] = float(warm.compile_seconds)
+                    job = {"task": "node_cls" if ds == "cora" else "graph_cls", "arrays": str(work / "arrays.npz"),
+                           "work": str(work), "name": f"{ds}_{seed}", "pfllib_src": str(a.src), "seed": seed,
+                           "rounds": a.rounds, "clients": a.clients, "hidden": a.hidden, "num_layers": 2,
+                           "dropout": a.dropout, "pooling": "mean", "threads": a.threads,
+                           "norm": fgl_opts.get("norm", "none"), **shape,
+                           "pfllib_args": {"algorithm": ALGORITHMS[algo], "dataset": f"{ds}_{seed}",
+                                           "num_classes": shape["num_classes"], "num_clients": a.clients,
+                                           "global_rounds": a.rounds, "local_epochs": a.local_epochs,
+                                           "local_learning_rate": lr, "eval_gap": 1, "times": seed,
+                                           "save_folder_name": str(work / "items"), **pfl_args}}
+                    sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
+                             ("pfllib", lambda: run_pfllib(job, work, venv_python))]
+                    if i % 2:
+                        sides.reverse()
+                    rec = {"seed": seed, "first": sides[0][0], "loadavg": list(os.getloadavg())}
+                    for name, fn in sides:
+                        rec[name] = fn()
+                    i += 1
+                    cell["runs"].append(rec)
+                    print(f"{ds} {algo} seed {seed}: fgl_jax {rec['fgl_jax']['test_acc']:.4f} "
+                          f"({rec['fgl_jax']['cpu_ms_per_round']:.1f} cpu ms/round), PFLlib {rec['pfllib']['test_acc']:.4f} "
+                          f"({rec['pfllib']['cpu_ms_per_round']:.1f} cpu ms/round)", flush=True)
+                info["loadavg_end"] = list(os.getloadavg())
+                cell["setting"] = (f"{a.clients} clients ({'Louvain, 20/40/40 per client' if ds == 'cora' else f'label skew beta {a.beta}, 80/10/10 per client'}), "
+                                   f"{'GCN' if ds == 'cora' else 'GIN-0 mean readout'} 2 x {a.hidden}, dropout {a.dropout}, SGD lr {lr}, "
+                                   f"{a.local_epochs} full-batch local epochs, {a.rounds} rounds, seeds {a.seeds}; "
+                                   f"fgl_jax {json.dumps(fgl_opts)}, PFLlib {json.dumps(pfl_args)}")
+                cells[f"{ds}/{algo}"] = cell
+                out = Path(a.out)
+                write_record(out.with_suffix(".json"), {"cells": {f"{ds}/{algo}": cell}}, title=TITLE,
+                             seeds=a.seeds, parts="cells", config={"settings": vars(a)})
+                write_markdown(out.with_suffix(".md"), records.read(out.with_suffix(".json"))["metrics"]["cells"])
+
+
+if __name__ == "__main__":
+    main()
