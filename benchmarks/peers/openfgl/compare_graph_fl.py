@@ -405,7 +405,7 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
              "OpenFGL's per-client 80/10/10 split drawn by fgl_jax (split seed = run seed), both exported to OpenFGL; "
              f"GIN 2 layers x {a['hidden']}, dropout {a['dropout']}, Adam lr {a['lr']}, weight decay {a['weight_decay']}, "
              f"{a['local_epochs']} local epochs over mini-batches of {a['batch_size']} graphs, {a['rounds']} rounds, "
-             f"seeds {a['seeds']}, fgl_jax readout {a['pooling']}; each client's model on its own data, accuracy "
+             f"seeds {a['seeds']}, fgl_jax readout {a['pooling']} ({' and '.join(SUM_READOUT)}: sum); each client's model on its own data, accuracy "
              "weighted by the client's graph count, test accuracy at the round of best validation accuracy.",
              f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores, load average "
              f"{info['loadavg_start'][0]:.1f} at start / {info.get('loadavg_end', [float('nan')])[0]:.1f} at end "
