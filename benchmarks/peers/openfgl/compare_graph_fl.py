@@ -29,9 +29,30 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.peers.openfgl.compare import DEFAULT_VENV, HERE, machine_info, mean_sd
+from benchmarks.peers.openfgl.compare import DEFAULT_VENV, FGL_OPTIONS, HERE, OPENFGL_CONFIG, machine_info, mean_sd
 
-ALGORITHMS = {"fedavg": "fedavg", "fedprox": "fedprox", "local": "isolate", "fedstar": "fedstar"}
+# fgl_jax algorithm -> OpenFGL fl_algorithm
+ALGORITHMS = {"fedavg": "fedavg", "fedprox": "fedprox", "scaffold": "scaffold", "moon": "moon",
+              "fedproto": "fedproto", "fedtgp": "fedtgp", "local": "isolate", "fedstar": "fedstar",
+              "gcfl_plus": "gcfl_plus"}
+# fgl_jax options and OpenFGL config values per algorithm: the node-level harness's (compare.py: OpenFGL
+# 1.1.0's defaults and the fgl_jax variant that reproduces OpenFGL's) and GCFL+'s mapping:
+#   gcfl_plus_config eps1 0.05 / eps2 0.1 / seq_length 5 / standardize False -> gcfl_eps1 / gcfl_eps2 /
+#   gcfl_seq_length / gcfl_standardize; the gradient-norm sequence over the conv layers (its
+#   convGradsNorm) -> gcfl_seq_params conv; its split test `round > 20` on 0-based rounds -> gcfl_warmup 21
+#   (fgl_jax's test is 1-based round > gcfl_warmup), so the first possible split is round 22 on both sides.
+GRAPH_FGL_OPTIONS = {
+    **{k: FGL_OPTIONS[k] for k in ("scaffold", "moon", "fedproto", "fedtgp")},
+    "gcfl_plus": {"gcfl_eps1": 0.05, "gcfl_eps2": 0.1, "gcfl_seq_length": 5, "gcfl_standardize": False,
+                  "gcfl_seq_params": "conv", "gcfl_warmup": 21},
+}
+GRAPH_OPENFGL_CONFIG = {
+    **{k: OPENFGL_CONFIG[k] for k in ("moon", "fedproto", "fedtgp")},
+    "gcfl_plus": {"eps1": 0.05, "eps2": 0.1, "seq_length": 5, "standardize": False},
+}
+# Algorithms whose OpenFGL model is not its GIN (openfgl/model/gin.py) but a sum-readout model without
+# batch norm (gcfl_plus/models.py GIN; fedstar's DecoupledGIN): fgl_jax runs them with sum readout.
+SUM_READOUT = ("fedstar", "gcfl_plus")
 DATASETS = ("PROTEINS", "NCI1", "IMDB-BINARY", "IMDB-MULTI", "ENZYMES", "BZR", "COX2", "PTC_MR", "AIDS")
 
 DIFFERENCES = [
@@ -47,13 +68,70 @@ DIFFERENCES = [
     "FedAvg weights: OpenFGL a client's number of graphs (all splits), fgl_jax its training graphs.",
     "Initialisation and dropout masks come from different RNGs (torch vs JAX); OpenFGL evaluates after "
     "the clients' local training (local_model_on_local_data) as fgl_jax does.",
-    "FedStar: both sides run the same dual-channel model (OpenFGL's DecoupledGIN, fgl_jax's "
-    "DualChannelClassifier: feature GIN on [features | structure], structure GCN with tanh, fusion layer, "
-    "sum readout, no batch norm; RWSE 16 + DSE 16) and share only the structure channel; fgl_jax runs it "
-    "with sum readout (the --pooling flag is for the other rows) and fedstar_client_init=own (each "
-    "client's feature channel its own draw, as OpenFGL); the average is weighted by training graphs "
-    "(fgl_jax, as the authors' code) vs all of a client's graphs (OpenFGL's num_samples).",
 ]
+
+# What differs per algorithm beyond DIFFERENCES (the record lists those of the algorithms it holds).
+REGULARISER_GATE = (
+    "OpenFGL 1.1.0's MOON, FedProto and FedTGP clients add their term only when the loss sees all of a "
+    "client's graphs (`self.task.num_samples != label.shape[0]` returns the plain loss, meant to skip "
+    "evaluation on the global set): on graph_cls that is the evaluation, never a training mini-batch "
+    "(it holds only training graphs), so on OpenFGL's side")
+ALGORITHM_DIFFERENCES = {
+    "fedstar":
+        "FedStar: both sides run the same dual-channel model (OpenFGL's DecoupledGIN, fgl_jax's "
+        "DualChannelClassifier: feature GIN on [features | structure], structure GCN with tanh, fusion layer, "
+        "sum readout, no batch norm; RWSE 16 + DSE 16) and share only the structure channel; fgl_jax runs it "
+        "with sum readout (the --pooling flag is for the other rows) and fedstar_client_init=own (each "
+        "client's feature channel its own draw, as OpenFGL); the average is weighted by training graphs "
+        "(fgl_jax, as the authors' code) vs all of a client's graphs (OpenFGL's num_samples).",
+    "gcfl_plus":
+        "GCFL+: both sides take OpenFGL's gcfl_plus_config (eps1 0.05, eps2 0.1, seq_length 5, standardize "
+        "off = fgl_jax's gcfl_eps1, gcfl_eps2, gcfl_seq_length, gcfl_standardize; the gradient norm over the "
+        "GIN layers, gcfl_seq_params conv) and the same first possible split, round 22 (OpenFGL: round > 20 "
+        "counted from 0; fgl_jax: gcfl_warmup 21 counted from 1), so runs of up to 21 rounds never split and "
+        "compare GCFL+'s federation before its first split. OpenFGL's GCFL+ model is its own "
+        "(gcfl_plus/models.py: Linear(in, h), GIN-0 layers with MLP Linear(h, h) - ReLU - Linear(h, h), "
+        "ReLU and dropout after each, sum readout, Linear(h, h) - ReLU - dropout - Linear(h, classes), no "
+        "batch norm): fgl_jax runs its GraphClassifier with sum readout, the same but for that input Linear "
+        "(fgl_jax's first GIN layer reads the features). OpenFGL shares only the GIN layers (input Linear "
+        "and head stay each client's own, from each client's own draw); fgl_jax's cluster model is the whole "
+        "model from one draw; cluster means weighted by all of a client's graphs (OpenFGL) vs training "
+        "graphs (fgl_jax).",
+    "scaffold":
+        "SCAFFOLD (option II, Adam on both sides, server step 1): the variate update divides by K lr with "
+        "K = the local steps taken in fgl_jax (epochs x the client's training mini-batches) and K = the "
+        "epochs in OpenFGL (its 1/(num_epochs * lr)), so a client with m training mini-batches has m times "
+        "OpenFGL's variate; model average weighted by training graphs (fgl_jax) vs all graphs (OpenFGL).",
+    "moon":
+        REGULARISER_GATE + " MOON trains as FedAvg; fgl_jax adds mu x the contrastive loss (mu 1, "
+        "temperature 0.5) on the graph embeddings (readout) of every training mini-batch.",
+    "fedproto":
+        REGULARISER_GATE + " FedProto trains each client alone (its model weights are never shared), i.e. as "
+        "isolate; fgl_jax adds lambda x the per-class prototype MSE (lambda 1, proto_loss per_class, "
+        "proto_weights openfgl) on each mini-batch's training-graph embeddings. fgl_jax's clients also start "
+        "from one initial draw (OpenFGL: each its own).",
+    "fedtgp":
+        REGULARISER_GATE + " FedTGP trains each client alone, i.e. as isolate (its server still trains the "
+        "prototype generator on what the clients upload); fgl_jax adds lambda x the per-class MSE to the "
+        "trained global prototypes (lambda 1, tgp_variant openfgl, 10 server epochs, server lr 0.01). fgl_jax's "
+        "clients start from one initial draw (OpenFGL: each its own).",
+    "local":
+        "local = OpenFGL's isolate: every client trains alone; fgl_jax's clients start from one initial "
+        "draw, OpenFGL's each from its own.",
+}
+
+
+def differences(algorithms) -> list:
+    """DIFFERENCES, then the per-algorithm ones of `algorithms` (in ALGORITHMS order).
+
+    Args:
+        algorithms: fgl_jax algorithm names the record holds runs of.
+
+    Returns:
+        The list of difference paragraphs for the record.
+    """
+    held = set(algorithms)
+    return DIFFERENCES + [ALGORITHM_DIFFERENCES[k] for k in ALGORITHMS if k in held and k in ALGORITHM_DIFFERENCES]
 
 
 def openfgl_tu_path(data_dir: Path, name: str) -> str:
@@ -87,7 +165,50 @@ def export(cfg, gs, path: Path) -> dict:
     np.savez(path, assignment=assignment.astype(np.int64), y=np.asarray(gs.y, np.int64),
              **{f"{k}_mask": v for k, v in masks.items()})
     return {"partition_seed": cfg.partition_seed, "graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist(),
-            "test_graphs": int(masks["test"].sum())}
+            "test_graphs": int(masks["test"].sum()),
+            "client_majority_test": client_majority_accuracy(np.asarray(gs.y), assignment, masks, cfg.clients)}
+
+
+def client_majority_accuracy(y: np.ndarray, assignment: np.ndarray, masks: dict, clients: int) -> float:
+    """Test accuracy of the predictor that answers each client's most frequent training class, averaged
+    over clients weighted by their graph counts (the harness's averaging): what per-client label
+    priors alone score under label skew, the floor a local model on local data reaches without
+    learning anything about the graphs.
+
+    Args:
+        y: graph labels [G].
+        assignment: client of every graph [G].
+        masks: {"train", "test"}: bool [G].
+        clients: number of clients.
+
+    Returns:
+        The accuracy in [0, 1].
+    """
+    n = np.bincount(assignment, minlength=clients).astype(float)
+    acc = np.zeros(clients)
+    for k in range(clients):
+        train, test = masks["train"] & (assignment == k), masks["test"] & (assignment == k)
+        if test.any():
+            guess = np.bincount(y[train], minlength=int(y.max()) + 1).argmax() if train.any() else 0
+            acc[k] = float((y[test] == guess).mean())
+    return float((acc * n).sum() / n.sum())
+
+
+def backfill_majority(runs: list, config: dict) -> None:
+    """Adds `client_majority_test` to runs recorded before it existed (the same clients and split,
+    re-derived from the record's dataset, seed and partition seed)."""
+    from fgl_jax import RunConfig
+    from fgl_jax.systems.baseline import prepare
+    for r in runs:
+        if "client_majority_test" in r:
+            continue
+        c = RunConfig(dataset="MUTAG_TU" if r["dataset"] == "MUTAG" else r["dataset"], algorithm="fedavg",
+                      task="graph_cls", clients=config["clients"], partition="dirichlet",
+                      dirichlet_beta=config["beta"], partition_seed=r.get("partition_seed", 0),
+                      split_seed=r["seed"], seed=r["seed"])
+        gs = prepare(c).graph
+        assignment, masks = split_masks(c, gs)
+        r["client_majority_test"] = client_majority_accuracy(np.asarray(gs.y), assignment, masks, c.clients)
 
 
 def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
@@ -119,7 +240,7 @@ def main(argv=None) -> None:
     ap.add_argument("--datasets", nargs="+", default=["PROTEINS", "NCI1", "IMDB-BINARY"], choices=DATASETS,
                     help="TU sets of the shared data (OpenFGL's names)")
     ap.add_argument("--algorithms", nargs="+", default=["fedavg", "fedprox"], choices=sorted(ALGORITHMS),
-                    help="fgl_jax names (OpenFGL's: fedavg, fedprox, isolate, fedstar)")
+                    help="fgl_jax names (OpenFGL's the same but local = isolate)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="run seeds (= fgl_jax split seeds)")
     ap.add_argument("--rounds", type=int, default=20, help="communication rounds on both sides")
     ap.add_argument("--clients", type=int, default=10, help="number of clients")
@@ -134,12 +255,14 @@ def main(argv=None) -> None:
     ap.add_argument("--graph-batching", default="count", choices=("count", "budget"),
                     help="fgl_jax's cut of a client's graphs into mini-batches (RunConfig.graph_batching; OpenFGL "
                          "always cuts batch-size graphs)")
-    ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout (fedstar: "
-                    "always sum, as OpenFGL's model)")
+    ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout (fedstar, "
+                    "gcfl_plus: always sum, as OpenFGL's models for them)")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per side")
     ap.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)), help="OpenFGL's venv")
     ap.add_argument("--out", default=str(HERE / "results_graph_fl"), help="stem of the record <out>.json / .md")
     ap.add_argument("--render-only", action="store_true", help="rewrite <out>.md from <out>.json, running nothing")
+    ap.add_argument("--note", action="append", default=[], help="with --render-only: append this line to the "
+                    "record's written notes (a measured explanation of a cell; repeatable)")
     ap.add_argument("--merge", action="store_true", help="keep the record's runs of other (dataset, algorithm, seed) "
                     "cells (same settings) and add this invocation's")
     a = ap.parse_args(argv)
@@ -147,6 +270,9 @@ def main(argv=None) -> None:
         from fgl_jax import records
         rec = records.read(Path(a.out).with_suffix(".json"))
         payload = {k: v for k, v in rec["metrics"].items() if k != "rows"}
+        payload["differences"] = differences(r["algorithm"] for r in payload["runs"])   # this file's text
+        payload["notes"] = payload.get("notes", []) + [f"- {n}" for n in a.note]
+        backfill_majority(payload["runs"], rec["config"])
         render(payload, rec["config"], Path(a.out), rec["provenance"])
         return
     venv_python = Path(a.venv) / "bin" / "python"
@@ -175,10 +301,10 @@ def main(argv=None) -> None:
         for ds in a.datasets:
             fgl_name = "MUTAG_TU" if ds == "MUTAG" else ds
             for algo in a.algorithms:
-                extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else {}
-                pooling = a.pooling
-                if algo == "fedstar":   # OpenFGL's DecoupledGIN: sum readout; each client its own initial draw
-                    extra, pooling = {"fedstar_client_init": "own"}, "sum"
+                extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else dict(GRAPH_FGL_OPTIONS.get(algo, {}))
+                pooling = "sum" if algo in SUM_READOUT else a.pooling
+                if algo == "fedstar":   # OpenFGL's DecoupledGIN: each client its own initial draw
+                    extra = {"fedstar_client_init": "own"}
                 cfg = RunConfig(dataset=fgl_name, algorithm=algo, task="graph_cls", clients=a.clients,
                                 partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
                                 graph_pooling=pooling, graph_batch_size=a.batch_size,
@@ -199,7 +325,8 @@ def main(argv=None) -> None:
                            "openfgl_algorithm": ALGORITHMS[algo], "clients": a.clients, "beta": a.beta,
                            "rounds": a.rounds, "hidden": a.hidden, "num_layers": 2, "dropout": a.dropout,
                            "lr": a.lr, "weight_decay": a.weight_decay, "local_epochs": a.local_epochs,
-                           "batch_size": a.batch_size, "seed": seed, "prox_mu": a.prox_mu, "threads": a.threads}
+                           "batch_size": a.batch_size, "seed": seed, "prox_mu": a.prox_mu, "threads": a.threads,
+                           "openfgl_config": GRAPH_OPENFGL_CONFIG.get(algo, {})}
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
                              ("openfgl", lambda: run_openfgl(work, job, venv_python))]
                     if i % 2:   # alternate which side runs first
@@ -215,8 +342,35 @@ def main(argv=None) -> None:
                           f"({rec['openfgl']['ms_per_round']:.0f} ms/round)", flush=True)
                     # the record after every run: a run cut short still leaves what it measured
                     info["loadavg_end"] = list(os.getloadavg())
-                    render({"runs": runs, "machine": info, "differences": DIFFERENCES, "notes": notes}, settings, Path(a.out),
+                    render({"runs": runs, "machine": info, "differences": differences(r["algorithm"] for r in runs), "notes": notes}, settings, Path(a.out),
                            records.provenance(started=started))
+
+
+CURVE_FROM = 4   # first round of the per-run mean test accuracy (rounds 1-3 are the start-up)
+
+
+def run_rows(runs: list, start: int) -> list:
+    """One row per run: partition seed, reported (best-validation) round and test accuracy of each side,
+    and each side's mean test accuracy over rounds `start`.. of its `test_history`.
+
+    Args:
+        runs: the record's runs.
+        start: first round (1-based) of the mean.
+
+    Returns:
+        Table rows (dicts).
+    """
+    rows = []
+    for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), list(ALGORITHMS).index(r["algorithm"]), r["seed"])):
+        fj, of = r["fgl_jax"], r["openfgl"]
+        mf, mo = (100 * float(np.mean(x["test_history"][start - 1:])) for x in (fj, of))
+        rows.append({"dataset": r["dataset"], "algorithm": r["algorithm"], "seed": r["seed"],
+                     "partition seed": r.get("partition_seed", 0),
+                     "reported round fgl_jax / OpenFGL": f"{fj['best_round']} / {of['best_round']}",
+                     "reported test fgl_jax / OpenFGL": f"{100 * fj['best_test']:.2f} / {100 * of['best_test']:.2f}",
+                     f"mean rounds {start}+ fgl_jax / OpenFGL": f"{mf:.2f} / {mo:.2f}", "mean diff (pts)": f"{mf - mo:+.2f}",
+                     "client-majority test": f"{100 * r['client_majority_test']:.2f}" if "client_majority_test" in r else "-"})
+    return rows
 
 
 def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
@@ -251,7 +405,7 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
              "OpenFGL's per-client 80/10/10 split drawn by fgl_jax (split seed = run seed), both exported to OpenFGL; "
              f"GIN 2 layers x {a['hidden']}, dropout {a['dropout']}, Adam lr {a['lr']}, weight decay {a['weight_decay']}, "
              f"{a['local_epochs']} local epochs over mini-batches of {a['batch_size']} graphs, {a['rounds']} rounds, "
-             f"seeds {a['seeds']}, fgl_jax readout {a['pooling']}; each client's model on its own data, accuracy "
+             f"seeds {a['seeds']}, fgl_jax readout {a['pooling']} ({' and '.join(SUM_READOUT)}: sum); each client's model on its own data, accuracy "
              "weighted by the client's graph count, test accuracy at the round of best validation accuracy.",
              f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores, load average "
              f"{info['loadavg_start'][0]:.1f} at start / {info.get('loadavg_end', [float('nan')])[0]:.1f} at end "
@@ -259,6 +413,11 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
              "runs first). ms/round = wall time of the training rounds (evaluation included) / rounds; cpu "
              "speed-up = the ratio of process CPU time per round.",
              "", "Differences that remain:", ""] + [f"- {d}" for d in payload["differences"]]
+    notes += ["", "Per run (test accuracy %: at the best-validation round, and the mean over rounds "
+              f"{CURVE_FROM}-{a['rounds']} of `test_history`, steadier than one round picked by ~110 validation graphs; client-majority test: the "
+              "accuracy of answering each client's most frequent training class, what label priors alone score "
+              "under label skew with local models on local data):",
+              "", table(run_rows(runs, CURVE_FROM), disable_numparse=True)]
     notes += payload.get("notes", [])
     rec = records.make(out.name, {"rows": rows, **payload}, config=a, seeds=a["seeds"], provenance=provenance,
                        title="fgl_jax vs OpenFGL 1.1.0, graph-level FL (graph classification)")

@@ -237,6 +237,20 @@ def train_and_measure(trainer_class, args, quiet: io.StringIO | None = None) -> 
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def set_openfgl_config(job: dict) -> None:
+    """Write the job's `openfgl_config` (if any) into the algorithm's module-level config dict
+    (openfgl/flcore/<name>/<name>_config.py), refusing keys that dict does not have."""
+    if not job.get("openfgl_config"):
+        return
+    import importlib
+    name = job["openfgl_algorithm"]
+    config = importlib.import_module(f"openfgl.flcore.{name}.{name}_config").config
+    unknown = set(job["openfgl_config"]) - set(config)
+    if unknown:
+        raise KeyError(f"{name}_config has no keys {sorted(unknown)} (has {sorted(config)})")
+    config.update(job["openfgl_config"])
+
+
 def main(job_path: str, result_path: str) -> None:
     with open(job_path) as f:
         job = json.load(f)
@@ -250,14 +264,7 @@ def main(job_path: str, result_path: str) -> None:
     if job["openfgl_algorithm"] == "fedprox":
         from openfgl.flcore.fedprox.fedprox_config import config
         config["fedprox_mu"] = job["prox_mu"]
-    if job.get("openfgl_config"):   # the algorithm's module-level config dict (e.g. moon_config.config)
-        import importlib
-        name = job["openfgl_algorithm"]
-        config = importlib.import_module(f"openfgl.flcore.{name}.{name}_config").config
-        unknown = set(job["openfgl_config"]) - set(config)
-        if unknown:
-            raise KeyError(f"{name}_config has no keys {sorted(unknown)} (has {sorted(config)})")
-        config.update(job["openfgl_config"])
+    set_openfgl_config(job)
     if job["openfgl_algorithm"] in PATCHES:
         PATCHES[job["openfgl_algorithm"]]()
     args = make_args(job)

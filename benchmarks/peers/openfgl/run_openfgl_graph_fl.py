@@ -32,7 +32,7 @@ import numpy as np
 os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # OpenFGL torch.load()s whole dataset objects
 
 import torch  # noqa: E402
-from run_openfgl import train_and_measure  # noqa: E402  (this folder is on sys.path: run as a script)
+from run_openfgl import set_openfgl_config, train_and_measure  # noqa: E402  (this folder is on sys.path: run as a script)
 
 
 def simulation_dir(job: dict) -> str:
@@ -122,6 +122,7 @@ def main(job_path: str, result_path: str) -> None:
     if job["openfgl_algorithm"] == "fedprox":
         from openfgl.flcore.fedprox.fedprox_config import config
         config["fedprox_mu"] = job["prox_mu"]
+    set_openfgl_config(job)
     args = make_args(job)
     seed_everything(args.seed)
     out = {**train_and_measure(FGLTrainer, args, quiet), **facts}

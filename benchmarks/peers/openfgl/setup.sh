@@ -37,9 +37,10 @@ torch_version="$("$venv/bin/python" -c 'import torch; print(torch.__version__)' 
 echo "torch==$torch_version" > "$venv/torch-pin.txt"
 # OpenFGL imports these at module level (data/simulation.py, utils/metrics.py) even for the
 # algorithms compared here: scikit-network (Louvain), pymetis, scikit-learn, munkres; pynndescent
-# (flcore/fggp/utils.py imports it at module level); cytoolz (FedDEP's dec_cluster/ptsdae/sdae.py).
+# (flcore/fggp/utils.py imports it at module level); cytoolz (FedDEP's dec_cluster/ptsdae/sdae.py);
+# dtaidistance (GCFL+'s DTW, flcore/gcfl_plus/server.py).
 $pip install --quiet -c "$venv/torch-pin.txt" "openfgl-lib==1.1.0" torch_geometric scikit-learn scikit-network pymetis munkres tqdm \
-    pynndescent cytoolz \
+    pynndescent cytoolz dtaidistance \
     numpy scipy networkx
 "$venv/bin/python" - <<'PY'
 import torch, torch_geometric, openfgl
