@@ -186,18 +186,20 @@ def growth(recs: dict) -> str:
         rss = r.get("peak_rss_mb", r.get("process_peak_rss_mb"))
         rows.append([r["axis"], r["algorithm"], f"{r['nodes']:,}", f"{r['clients']:,}",
                      "sampled" if r.get("sampled") else "full-batch", skipped or fmt(r.get("s_per_round")),
-                     "" if skipped else fmt(r.get("cpu_s_per_round")), prep(r), fmt(r.get("compile_s")), fmt(rss),
-                     load, when])
+                     "" if skipped else fmt(r.get("cpu_s_per_round")), prep(r), fmt(r.get("prepare_cpu_s")),
+                     fmt(r.get("compile_s")), fmt(rss), load, when])
     c = headlines.products_run(recs.get("benchmarks/results/large_graph.json", {}).get("metrics", {}))
     if c:
         rows.append(["nodes (cited)", "fedavg", f"{c['nodes']:,}", f"{c['clients']:,}", "sampled",
-                     fmt(c.get("s_per_round")), "", fmt(c.get("prepare_s")), fmt(c.get("compile_s")),
+                     fmt(c.get("s_per_round")), "", fmt(c.get("prepare_s")), "", fmt(c.get("compile_s")),
                      fmt(c.get("peak_rss_mb")), fmt(c.get("loadavg_at_start")), "large_graph.json `run`"])
     return (_table(["axis", "algorithm", "nodes", "clients", "training", "s/round", "CPU s/round",
-                    "prepare s (of it generation)", "compile s", "peak RSS MiB", "load", "measured (UTC)"], rows)
+                    "prepare s (of it generation)", "prepare CPU s", "compile s", "peak RSS MiB", "load",
+                    "measured (UTC)"], rows)
             + f"\n\nRecord `benchmarks/results/growth.json`, written by `{rec['provenance'].get('command', '')}`. "
               "A skipped point's prepare / compile columns show the phases it finished before it was stopped, "
-              "its RSS column the process's peak.")
+              "its RSS column the process's peak. Times are wall seconds except the CPU columns (process CPU "
+              "time): on a shared machine the load column says how far wall exceeds CPU.")
 
 
 TABLES: dict[str, Callable[[dict], str]] = {

@@ -191,6 +191,59 @@ class Graph(LabelledNodes):
             y=self.y[nodes], num_classes=self.num_classes,
             train_mask=self.train_mask[nodes], val_mask=self.val_mask[nodes], test_mask=self.test_mask[nodes])
 
+    def subgraphs(self, assignment: np.ndarray, num_parts: int,
+                  name: str = "{graph}[client {part}]") -> tuple[list["Graph"], list[np.ndarray]]:
+        """The induced subgraph of every part at once: `[self.subgraph(flatnonzero(assignment == k))
+        for k in range(num_parts)]`, the same graphs, in O(N + E + nnz) in total instead of one pass
+        over all nodes and edges per part (1,000 clients of a 100k-node graph: minutes that way).
+
+        Nodes keep ascending global-id order inside a part and edges their stored order, as
+        `subgraph` gives; nodes whose part is outside 0..num_parts-1 belong to none.
+
+        Args:
+            assignment: int `[N]`, each node's part.
+            num_parts: K, the number of parts.
+            name: the name of part k's graph, formatted with `graph` (this graph's name) and `part` (k).
+
+        Returns:
+            `(graphs, nodes)`: K subgraphs, and per part its global node ids (int64 `[n_k]`, ascending).
+
+        Raises:
+            GraphError: `assignment` is not of shape `[N]`.
+        """
+        a = np.asarray(assignment)
+        if a.shape != (self.num_nodes,):
+            raise GraphError(f"assignment has shape {a.shape}, expected ({self.num_nodes},)")
+        a = a.astype(np.int64)
+        a = np.where((a >= 0) & (a < num_parts), a, -1)   # -1: in no part
+        # one stable sort groups the nodes by part, ascending ids within a part (as flatnonzero)
+        inside = np.flatnonzero(a >= 0)
+        order = inside[np.argsort(a[inside], kind="stable")]
+        counts = np.bincount(a[order], minlength=num_parts)
+        bounds = np.cumsum(counts)[:-1]
+        local = -np.ones(self.num_nodes, np.int64)
+        local[order] = np.arange(order.size) - np.concatenate([[0], bounds])[a[order]]
+        # intra-part edges, grouped by part by another stable sort (stored order kept within a part)
+        s, r = self.senders, self.receivers
+        edges = np.flatnonzero((a[s] >= 0) & (a[s] == a[r]))
+        edges = edges[np.argsort(a[s[edges]], kind="stable")]
+        e_bounds = np.cumsum(np.bincount(a[s[edges]], minlength=num_parts))[:-1]
+        senders = np.split(local[s[edges]].astype(np.int32), e_bounds)
+        receivers = np.split(local[r[edges]].astype(np.int32), e_bounds)
+        x = self.x[order]
+        if sp.issparse(x):  # CSR row slices: the rows of each part, as subgraph's x[nodes].tocsr()
+            x = x.tocsr()
+            starts = np.concatenate([[0], bounds, [order.size]])
+            xs = [x[starts[k]:starts[k + 1]] for k in range(num_parts)]
+        else:
+            xs = np.split(x, bounds)
+        ys, trains, vals, tests = (np.split(v[order], bounds)
+                                   for v in (self.y, self.train_mask, self.val_mask, self.test_mask))
+        graphs = [Graph(name=name.format(graph=self.name, part=k), senders=senders[k], receivers=receivers[k],
+                        x=xs[k], y=ys[k], num_classes=self.num_classes, train_mask=trains[k], val_mask=vals[k],
+                        test_mask=tests[k]) for k in range(num_parts)]
+        return graphs, np.split(order, bounds)
+
 
 def unique_keys(keys: np.ndarray) -> np.ndarray:
     """`np.unique` of integer keys by an in-place sort (sorts `keys` itself).

@@ -2,11 +2,13 @@
 import jax
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from fgl_jax.batch import build_client_batch, stack_graphs, unstack, padding_ratio
+from fgl_jax.batch import build_client_batch, client_graphs, stack_graphs, unstack, padding_ratio
 from fgl_jax.federated.metrics import masked_cross_entropy
 from fgl_jax.graph import GraphError
 from fgl_jax.nn import make_model
+from fgl_jax.partition import Partition
 from tests.helpers import toy_graph
 
 
@@ -64,3 +66,55 @@ def test_empty_client_is_rejected():
     parts = np.zeros(g.num_nodes, int)
     with pytest.raises(GraphError, match="no nodes"):
         build_client_batch(g, parts, 2)
+
+
+def _reference_subgraph(g, nodes):
+    """Client `nodes`' induced subgraph by plain loops: (senders, receivers, x rows, y, masks)."""
+    pos = {int(v): i for i, v in enumerate(nodes)}
+    edges = [(pos[int(u)], pos[int(v)]) for u, v in zip(g.senders, g.receivers) if int(u) in pos and int(v) in pos]
+    s, r = (np.array([e[i] for e in edges], np.int64).reshape(-1) for i in (0, 1))
+    x = g.dense_x()
+    return s, r, np.stack([x[v] for v in nodes]) if len(nodes) else x[:0], [
+        np.array([m[v] for v in nodes]) for m in (g.y, g.train_mask, g.val_mask, g.test_mask)]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_many_client_views_equal_a_per_client_reference(sparse):
+    # 50 small clients (and two nodes in no client): Graph.subgraphs, client_graphs and
+    # build_client_batch group nodes and edges by sorting, not one pass per client; every client's
+    # arrays must be those of the loop reference, row for row
+    g = toy_graph(n=160, seed=4, sparse=sparse)
+    a = np.random.default_rng(1).permutation(np.arange(g.num_nodes) % 50)   # 3-4 nodes each
+    a[[3, 77]] = [-1, 50]                      # outside 0..49: in no client
+    subs, nodes = client_graphs(g, a, 50)
+    batch = build_client_batch(g, a, 50)
+    assert len(subs) == len(nodes) == 50 and batch.num_clients == 50
+    rows = jax.tree.map(np.asarray, batch)   # host copies: row k of each [C, ...] array is client k
+    for k in range(50):
+        want_nodes = [v for v in range(g.num_nodes) if a[v] == k]
+        np.testing.assert_array_equal(nodes[k], want_nodes)
+        s, r, x, (y, tr, va, te) = _reference_subgraph(g, want_nodes)
+        sub = subs[k]
+        assert sub.name == f"toy[client {k}]" and sp.issparse(sub.x) == sparse
+        for got, want in ((sub.senders, s), (sub.receivers, r), (sub.dense_x(), x), (sub.y, y),
+                          (sub.train_mask, tr), (sub.val_mask, va), (sub.test_mask, te)):
+            np.testing.assert_array_equal(got, want)
+        # the padded batch's row k: the same arrays, then padding
+        n, e = len(want_nodes), len(s)
+        np.testing.assert_array_equal(rows.node_ids[k, :n], want_nodes)
+        assert (rows.node_ids[k, n:] == -1).all() and rows.node_mask[k].sum() == n
+        np.testing.assert_array_equal(rows.senders[k, :e], s)
+        np.testing.assert_array_equal(rows.receivers[k, :e], r)
+        assert rows.edge_mask[k].sum() == e
+        np.testing.assert_array_equal(rows.train_mask[k, :n], tr & (y >= 0))
+    # the padded batch equals stack_graphs over the per-client subgraphs (sparse features included)
+    want = stack_graphs([g.subgraph(np.flatnonzero(a == k)) for k in range(50)],
+                        [np.flatnonzero(a == k) for k in range(50)])
+    same = jax.tree.map(lambda x, y: np.array_equal(np.asarray(x), y), want, rows)
+    assert all(jax.tree.leaves(same))
+    # Partition.client_graphs is the same split
+    part = Partition(np.where((a >= 0) & (a < 50), a, 0), 50, "test", 0)
+    for k, sub in enumerate(part.client_graphs(g)):
+        np.testing.assert_array_equal(sub.senders, g.subgraph(part.client_nodes[k]).senders)
+    with pytest.raises(GraphError, match=r"assignment has shape \(5,\)"):
+        g.subgraphs(a[:5], 50)

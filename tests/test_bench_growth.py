@@ -125,14 +125,15 @@ def test_the_growth_table_shows_a_skipped_point_and_its_reason():
     render = _module("fgl_jax_bench_render", BENCH / "render.py")
     prov = {"command": "python benchmarks/bench_growth.py", "finished": "2026-01-01 00:00:00 UTC"}
     ok = {"axis": "nodes", "algorithm": "fedavg", "nodes": 10_000, "clients": 100, "sampled": False,
-          "s_per_round": 1.25, "cpu_s_per_round": 0.5, "prepare_s": 3.0, "generate_s": 1.0, "compile_s": 7.0,
+          "s_per_round": 1.25, "cpu_s_per_round": 0.5, "prepare_s": 3.0, "generate_s": 1.0, "prepare_cpu_s": 2.5,
+          "compile_s": 7.0,
           "peak_rss_mb": 900.0, "loadavg_at_start": [4.0, 3.0, 2.0], "provenance": prov}
     skipped = {"axis": "clients", "algorithm": "hifgl", "nodes": 10_000, "clients": 10_000, "sampled": False,
                "skipped": "exceeded --budget-s 600 s after prepare_s", "prepare_s": 30.0, "provenance": prov}
     rec = {"metrics": {"points": {"a": ok, "b": skipped}}, "provenance": prov}
     lines = render.growth({"benchmarks/results/growth.json": rec}).splitlines()
     row = next(x for x in lines if "| fedavg |" in x)
-    assert "| 10,000 | 100 | full-batch | 1.25 | 0.5 | 3 (1) | 7 | 900 | 4 |" in row
+    assert "| 10,000 | 100 | full-batch | 1.25 | 0.5 | 3 (1) | 2.5 | 7 | 900 | 4 |" in row
     row = next(x for x in lines if "| hifgl |" in x)
     assert "skipped: exceeded --budget-s 600 s after prepare_s" in row and "| 30 (" not in row
 

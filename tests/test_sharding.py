@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from fgl_jax.batch import (build_bucketed_batches, build_client_batch, padding_report, size_buckets,
+from fgl_jax.batch import (build_bucketed_batches, build_client_batch, padding_report, size_buckets, stack_graphs,
                            stack_partition)
 from fgl_jax.federated import FedConfig, run
 from fgl_jax.federated.chunking import map_clients
@@ -130,10 +130,12 @@ def test_padding_is_inert_and_sharding_needs_multiple():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_stack_partition_equals_build_client_batch(sparse):
+def test_stack_partition_equals_stacked_subgraphs(sparse):
+    # build_client_batch is stack_partition; the reference stacks one induced subgraph per client
     g = toy_graph(n=120, seed=3, sparse=sparse)
     a = np.random.default_rng(0).integers(0, 7, g.num_nodes)
-    want, got = build_client_batch(g, a, 7), stack_partition(g, a, 7)
+    nodes = [np.flatnonzero(a == k) for k in range(7)]
+    want, got = stack_graphs([g.subgraph(v) for v in nodes], nodes), stack_partition(g, a, 7)
     same = jax.tree.map(lambda x, y: np.array_equal(np.asarray(x), np.asarray(y)), want, got)
     assert all(jax.tree.leaves(same))
     sub = stack_partition(g, a, 7, clients=[5, 2])

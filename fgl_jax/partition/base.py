@@ -99,8 +99,7 @@ class Partition:
     def client_graphs(self, graph: Graph) -> list[Graph]:
         """K induced subgraphs (cross-client edges dropped), nodes in ascending global-id order."""
         self._check_graph(graph)
-        return [graph.subgraph(nodes, name=f"{graph.name}[client {k}]")
-                for k, nodes in enumerate(self.client_nodes)]
+        return graph.subgraphs(self.assignment, self.num_clients)[0]
 
 
 def validate(partition: Partition, graph: Graph) -> Partition:
