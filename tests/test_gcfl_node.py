@@ -1,6 +1,8 @@
 """GCFL's clustering on a node-level task (Cora-like toy subgraphs): with thresholds that never split
 (eps1 = 0: no mean update norm is below it) one cluster holds every client, and three rounds equal
 FedAvg's, every client's model the FedAvg server model and every metric the same."""
+import dataclasses
+
 import pytest
 import jax
 import numpy as np
@@ -12,8 +14,12 @@ from tests.alg_helpers import toy_setup
 
 
 @pytest.mark.slow
-def test_gcfl_without_splits_equals_fedavg_on_nodes():
+@pytest.mark.parametrize("eval_mode", ["auto", "local_model_on_local_data"])
+def test_gcfl_without_splits_equals_fedavg_on_nodes(eval_mode):
+    """auto: GCFL's cluster model vs FedAvg's server model; local_model_on_local_data: the models the
+    clients trained this round, on both sides."""
     data, net, common = toy_setup(n=60, clients=3, hidden=8, local_steps=2)
+    common = dataclasses.replace(common, eval_mode=eval_mode)
     gcfl = registry.get("algorithm", "gcfl")(net, common, GCFLHParams(gcfl_eps1=0.0, gcfl_eps2=0.0, gcfl_warmup=0))
     fedavg = registry.get("algorithm", "fedavg")(net, common, None)
     key = jax.random.key(0)

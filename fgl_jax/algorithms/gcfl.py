@@ -18,8 +18,10 @@ criterion, the similarity (cosine + 1 of the flattened updates) or the cluster-w
 update; its min cut is networkx's Stoer-Wagner, whose choice among equal-weight cuts may differ
 from ours (any minimum cut is one). Statistics use the clients that trained this round (all of them
 without client sampling, as GCFL). GCFL caches the models of split clusters for reporting; not here.
-Defaults: eps1 = 0.05, eps2 = 0.1, 20 warm-up rounds (GCFL's main_oneDS.py). Evaluation: each
-client's cluster model on its own graphs. No server aggregator (cluster-wise means in the clear).
+Defaults: eps1 = 0.05, eps2 = 0.1, 20 warm-up rounds (GCFL's main_oneDS.py). Evaluation (`eval_mode
+auto`): each client's cluster model on its own graphs, as GCFL's code; an explicit
+`local_model_on_local_data` (or `_global_data`) evaluates the model each client trained this round, as
+OpenFGL's gcfl_plus does and as the mode means for the FedAvg family. No server aggregator (cluster-wise means in the clear).
 
 GCFL+ and GCFL+dWs (the same paper, Sec. 4.2; `gcfl_plus`, `gcfl_plus_dws`): the same criterion, but
 the bi-partition compares the clients' *sequences* of a norm over the last `gcfl_seq_length` rounds
@@ -400,7 +402,13 @@ def clustered(model, common: FedConfig, hp: GCFLHParams, sequence: Optional[str]
         share = same / jnp.maximum(same.sum(1, keepdims=True), 1e-12)
         models = jax.tree.map(lambda m, n, s: m + jnp.tensordot(share, n - s, axes=1).astype(m.dtype),
                               state.models, new, start)
-        metrics = evaluate_round(model, common, data, personal=models)
+        # eval_mode auto: each client's cluster model, as the authors' code evaluates (a client's W is reset
+        # to W_old, then gets its cluster's mean dW). An explicit local_model_* mode is the model each
+        # client trained this round (OpenFGL's evaluation; the FedAvg family's meaning of the mode).
+        evaluated = models
+        if common.eval_mode.startswith("local_model"):
+            evaluated = jax.tree.map(lambda m, n: m.at[data.train_index].set(n.astype(m.dtype)), models, new)
+        metrics = evaluate_round(model, common, data, personal=evaluated)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)
         metrics["lr"] = scale
         metrics["num_clusters"] = jnp.zeros(c, bool).at[cluster].set(True).sum().astype(jnp.float32)
