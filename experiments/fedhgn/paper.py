@@ -332,6 +332,26 @@ def _official(folder: Path, ds, split, K, method, stem="results_official_split")
     return rec if method is None or rec is None else rec.get(method)
 
 
+OFFICIAL_CODE = Path(__file__).resolve().parents[2] / "benchmarks" / "peers" / "fedhgn_official" / "results.json"
+
+
+def _official_code(ds, split, K, method, path: Path = OFFICIAL_CODE) -> Optional[dict]:
+    """The authors' own code run here (benchmarks/peers/fedhgn_official, official_code.md) on one cell:
+    {"ours": [...], "authors": [...]} test accuracies in % (fgl_jax's split exported to their file
+    format; their split), each list empty when not run; None when the record is absent."""
+    if not path.exists():
+        return None
+    runs = json.loads(path.read_text())["metrics"]["official"]
+    pick = lambda where: [100 * v for _, v in sorted(runs.get(f"{ds}/K{K}/{where}/{split}/{method}", {}).items(),
+                                                     key=lambda kv: int(kv[0]))]
+    return {"ours": pick("ours"), "authors": pick("authors")}
+
+
+def _ms(xs) -> str:
+    """'mean±sd (n seeds)' of accuracies in %, population sd as the paper's."""
+    return f"{np.mean(xs):.2f}±{np.std(xs):.2f} ({len(xs)} seeds)"
+
+
 def _official_init(folder: Path, split, K):
     """Summary of experiments/fedhgn/official_init.py for this AIFB setting, if measured."""
     f = folder / f"results_official_init_{split}{K}.json"

@@ -321,6 +321,8 @@ def main(argv=None):
     ap.add_argument("--authors-dir", default=None,
                     help="folder of the authors' split files (default: <src>/data/<dataset>-hetero; for MUTAG the "
                          "folder regen_split.py wrote)")
+    ap.add_argument("--variants", default="configs,code_quirk",
+                    help="fgl_jax variants to run: configs (the shipped configs), code_quirk (round1_align=code_quirk)")
     ap.add_argument("--steps", default="export,official,fgljax,table")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--splits", default="ours,authors", help="which client splits the runs use")
@@ -338,6 +340,7 @@ def main(argv=None):
         raise SystemExit(f"--cells: {'/'.join(bad[0])} is not one of {[f'{s}/{m}' for s, m in CELLS]}")
     authors_dir = Path(a.authors_dir) if a.authors_dir else Path(a.src) / "data" / f"{a.dataset}-hetero"
     variants = {"configs": {}, "code_quirk": {"round1_align": "code_quirk"}}
+    variants = {v: variants[v] for v in a.variants.split(",") if v}
     for k in [int(x) for x in a.ks.split(",") if x]:
         if "export" in steps:
             export(work, venv_py, a.data_dir, a.dataset, k, sorted({s for s, _ in cells}))

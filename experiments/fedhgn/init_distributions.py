@@ -1,0 +1,118 @@
+"""Do fgl_jax's FedHGN initial parameters follow the authors' initialisers? Group by group, from samples.
+
+    python experiments/fedhgn/init_distributions.py --init-dir <dir of official_init_edges3_<seed>.pkl>
+        [--seeds 1000,2000,...]
+
+The .pkl files come from `official_init/dump_official_init.py`, run inside the authors' checkout
+(their FedHGN(args) object built after set_random_seeds(seed), nothing trained). For each parameter
+group this script pools the authors' values over the seeds and as many values drawn by fgl_jax's
+`init_backbone` (one jax key per seed), and compares: the initialiser each side uses (read from
+the authors' HGNModel.py / Decoders.py, DGL 2.1's HeteroEmbedding and torch.nn.Linear), the
+bound or sd it implies, the empirical max |x| and sd of both samples, and a two-sample
+Kolmogorov-Smirnov test (scipy) of the two pools.
+
+Groups: V (bases of the h2o layer, [B, D, D]), beta (every client's basis coefficients), emb
+(every client's node embeddings), W_out / b_out (the classifier), b1 / b2 (layer biases).
+Writes experiments/results/fedhgn/results_init_distributions.{md,json}.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from experiments.common import RESULTS, provenance, write_results  # noqa: E402
+from fgl_jax import safe_load  # noqa: E402
+from fgl_jax.systems.fedhgn.rgcn import basis_init_bound, coeff_init_bound, init_backbone  # noqa: E402
+
+D, B = 64, 20
+# group -> (the authors' initialiser, fgl_jax's, the theoretical bound (uniform) or sd (normal), kind)
+INITS = {
+    "V": ("xavier_uniform_(gain=calculate_gain('relu')) on a (B, D, D) tensor: torch fans D*D in, B*D out",
+          "U(±basis_init_bound(B, D, D))", basis_init_bound(B, D, D), "uniform"),
+    "beta": ("xavier_uniform_(gain=calculate_gain('relu')) on each relation's (1, B) view",
+             "U(±coeff_init_bound(B))", coeff_init_bound(B), "uniform"),
+    "emb": ("dgl.nn.HeteroEmbedding = one torch nn.Embedding per node type: N(0, 1)",
+            "N(0, 1)", 1.0, "normal"),
+    "W_out": ("nn.Linear default: kaiming_uniform_(a=√5) = U(±1/√fan_in), fan_in = D",
+              "U(±1/√D)", 1 / math.sqrt(D), "uniform"),
+    "b_out": ("nn.Linear default bias: U(±1/√fan_in)", "U(±1/√D)", 1 / math.sqrt(D), "uniform"),
+    "b1": ("zeros_", "zeros", 0.0, "zero"),
+    "b2": ("zeros_", "zeros", 0.0, "zero"),
+}
+
+
+def official_groups(init: dict) -> dict:
+    """One seed's dump -> {group: flat float64 values}."""
+    se, sd = init["server_enc"], init["server_dec"]
+    out = {"V": se["model.layers.1.bases"], "b1": se["model.layers.0.h_bias"], "b2": se["model.layers.1.h_bias"],
+           "W_out": sd["linear.weight"], "b_out": sd["linear.bias"],
+           "beta": np.concatenate([np.ravel(v) for c in init["clients"] for v in c["coeff"].values()]),
+           "emb": np.concatenate([np.ravel(v) for c in init["clients"] for v in c["emb"].values()])}
+    return {k: np.asarray(v, np.float64).ravel() for k, v in out.items()}
+
+
+def ours_groups(seed: int, n_rel: int, n_emb: int, n_classes: int) -> dict:
+    """fgl_jax's draw for a seed with the same sizes (relations, embedding rows, classes)."""
+    p = init_backbone(jax.random.key(seed), n_rel, n_classes, n_emb, D, B)
+    s = p["shared"]
+    out = {"V": s["V"], "b1": s["b1"], "b2": s["b2"], "W_out": s["W_out"], "b_out": s["b_out"],
+           "beta": p["coeffs"]["beta"], "emb": p["private"]["emb"]}
+    return {k: np.asarray(v, np.float64).ravel() for k, v in out.items()}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--init-dir", required=True, help="folder of official_init_edges3_<seed>.pkl")
+    ap.add_argument("--seeds", default="1000,2000,3000,4000,5000,6000,7000,8000,9000,10000")
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    seeds = [int(s) for s in a.seeds.split(",") if s]
+    theirs, ours = {}, {}
+    for seed in seeds:
+        path = Path(a.init_dir) / f"official_init_edges3_{seed}.pkl"
+        if not path.exists():
+            raise SystemExit(f"{path}: missing (run official_init/dump_official_init.py --seed {seed} first)")
+        o = official_groups(safe_load(path)["init"])
+        n_rel = sum(len(c["coeff"]) for c in safe_load(path)["init"]["clients"])
+        mine = ours_groups(seed, n_rel, o["emb"].size // D, o["b_out"].size)
+        for g in INITS:
+            theirs.setdefault(g, []).append(o[g])
+            ours.setdefault(g, []).append(mine[g])
+    rows, L = {}, ["# FedHGN initial parameters: the authors' code vs fgl_jax (AIFB RE K=3)", "",
+                   f"Pooled over seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} seeds): the authors' values dumped from "
+                   "their FedHGN(args) after set_random_seeds(seed) (official_init/dump_official_init.py), and as "
+                   "many values drawn by fgl_jax's init_backbone (one jax key per seed). KS = two-sample "
+                   "Kolmogorov-Smirnov statistic and p-value of the two pools (zeros: exact equality).", "",
+                   "| group | authors' initialiser | fgl_jax | bound / sd | authors' max abs, sd | fgl_jax max abs, sd "
+                   "| values each | KS stat | KS p |", "|---|---|---|---|---|---|---|---|---|"]
+    for g, (t_init, o_init, ref, kind) in INITS.items():
+        x, y = np.concatenate(theirs[g]), np.concatenate(ours[g])
+        if kind == "zero":
+            ks, p = (0.0, 1.0) if not x.any() and not y.any() else (float("nan"), float("nan"))
+        else:
+            r = stats.ks_2samp(x, y)
+            ks, p = float(r.statistic), float(r.pvalue)
+        rows[g] = {"authors_init": t_init, "fgljax_init": o_init, "reference": ref, "kind": kind,
+                   "authors_max": float(np.abs(x).max()), "authors_sd": float(x.std()),
+                   "fgljax_max": float(np.abs(y).max()), "fgljax_sd": float(y.std()), "n_authors": int(x.size),
+                   "n_fgljax": int(y.size), "ks": ks, "ks_p": p}
+        refs = {"uniform": f"bound {ref:.4f} (sd {ref / math.sqrt(3):.4f})", "normal": f"sd {ref:.3f}", "zero": "0"}
+        L.append(f"| {g} | {t_init} | {o_init} | {refs[kind]} | {rows[g]['authors_max']:.4f}, {rows[g]['authors_sd']:.4f} "
+                 f"| {rows[g]['fgljax_max']:.4f}, {rows[g]['fgljax_sd']:.4f} | {x.size:,} / {y.size:,} | {ks:.4f} | "
+                 f"{p:.2f} |")
+    write_results(RESULTS / "fedhgn", "results_init_distributions", "\n".join(L),
+                  {"groups": rows, "provenance": provenance(t0, {"seeds": seeds, "hidden": D, "num_bases": B,
+                                                                 "setting": "RE", "clients": 3})})
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
