@@ -63,14 +63,14 @@ def export(work: Path, venv_py: str, data_dir: str, dataset: str, k: int, splits
             continue
         graphs, _ = prepare_clients(dataset, split, k, data_dir)
         arrays, meta = {}, {"num_classes": int(graphs[0].num_classes), "clients": []}
-        for k, g in enumerate(graphs):
+        for ci, g in enumerate(graphs):      # ci: client index (k is the number of clients)
             meta["clients"].append({"node_types": list(g.node_types), "num_nodes": [int(n) for n in g.num_nodes],
                                     "canonical_etypes": [list(c) for c in g.canonical_etypes], "target": g.target})
             for i, (s, d) in enumerate(g.edges):
-                arrays[f"c{k}_e{i}_src"], arrays[f"c{k}_e{i}_dst"] = s.astype(np.int64), d.astype(np.int64)
-            arrays[f"c{k}_y"] = g.y.astype(np.int64)
+                arrays[f"c{ci}_e{i}_src"], arrays[f"c{ci}_e{i}_dst"] = s.astype(np.int64), d.astype(np.int64)
+            arrays[f"c{ci}_y"] = g.y.astype(np.int64)
             for m in ("train_mask", "val_mask", "test_mask"):
-                arrays[f"c{k}_{m}"] = getattr(g, m)
+                arrays[f"c{ci}_{m}"] = getattr(g, m)
         npz = out / f"{dataset}_{split}_{k}.npz"
         np.savez(npz, meta=json.dumps(meta), **arrays)
         subprocess.run([venv_py, str(HERE / "to_dgl.py"), str(npz), str(_bin(out, split, dataset, k))], check=True)
