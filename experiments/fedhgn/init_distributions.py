@@ -1,12 +1,13 @@
 """Do fgl_jax's FedHGN initial parameters follow the authors' initialisers? Group by group, from samples.
 
-    python experiments/fedhgn/init_distributions.py --init-dir <dir of official_init_edges3_<seed>.pkl>
-        [--seeds 1000,2000,...]
+    python experiments/fedhgn/init_distributions.py --bin-dir <FedHGN repo>/data/aifb-hetero
+        --init-dir <dir of official_init_edges3_<seed>.pkl> [--seeds 1000,2000,...]
 
 The .pkl files come from `official_init/dump_official_init.py`, run inside the authors' checkout
 (their FedHGN(args) object built after set_random_seeds(seed), nothing trained). For each parameter
-group this script pools the authors' values over the seeds and as many values drawn by fgl_jax's
-`init_backbone` (one jax key per seed), and compares: the initialiser each side uses (read from
+group this script pools the authors' values over the seeds and the values fgl_jax's FedHGN draws
+on the same split file (the algorithm's init with the engine's init key of each seed; only the
+relation slots and embedding rows in use), and compares: the initialiser each side uses (read from
 the authors' HGNModel.py / Decoders.py, DGL 2.1's HeteroEmbedding and torch.nn.Linear), the
 bound or sd it implies, the empirical max |x| and sd of both samples, and a two-sample
 Kolmogorov-Smirnov test (scipy) of the two pools.
@@ -29,16 +30,17 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from experiments.common import RESULTS, provenance, write_results  # noqa: E402
-from fgl_jax import safe_load  # noqa: E402
-from fgl_jax.systems.fedhgn.rgcn import basis_init_bound, coeff_init_bound, init_backbone  # noqa: E402
+from fgl_jax import load_official_split, safe_load  # noqa: E402
+from fgl_jax.systems.fedhgn import FedHGNConfig, hetero_fed_data, program  # noqa: E402
 
 D, B = 64, 20
+RELU_GAIN = math.sqrt(2.0)          # torch.nn.init.calculate_gain('relu')
 # group -> (the authors' initialiser, fgl_jax's, the theoretical bound (uniform) or sd (normal), kind)
 INITS = {
     "V": ("xavier_uniform_(gain=calculate_gain('relu')) on a (B, D, D) tensor: torch fans D*D in, B*D out",
-          "U(±basis_init_bound(B, D, D))", basis_init_bound(B, D, D), "uniform"),
+          "U(±basis_init_bound(B, D, D))", RELU_GAIN * math.sqrt(6 / (D * D + B * D)), "uniform"),
     "beta": ("xavier_uniform_(gain=calculate_gain('relu')) on each relation's (1, B) view",
-             "U(±coeff_init_bound(B))", coeff_init_bound(B), "uniform"),
+             "U(±coeff_init_bound(B))", RELU_GAIN * math.sqrt(6 / (B + 1)), "uniform"),
     "emb": ("dgl.nn.HeteroEmbedding = one torch nn.Embedding per node type: N(0, 1)",
             "N(0, 1)", 1.0, "normal"),
     "W_out": ("nn.Linear default: kaiming_uniform_(a=√5) = U(±1/√fan_in), fan_in = D",
@@ -59,37 +61,43 @@ def official_groups(init: dict) -> dict:
     return {k: np.asarray(v, np.float64).ravel() for k, v in out.items()}
 
 
-def ours_groups(seed: int, n_rel: int, n_emb: int, n_classes: int) -> dict:
-    """fgl_jax's draw for a seed with the same sizes (relations, embedding rows, classes)."""
-    p = init_backbone(jax.random.key(seed), n_rel, n_classes, n_emb, D, B)
-    s = p["shared"]
-    out = {"V": s["V"], "b1": s["b1"], "b2": s["b2"], "W_out": s["W_out"], "b_out": s["b_out"],
-           "beta": p["coeffs"]["beta"], "emb": p["private"]["emb"]}
+def ours_groups(alg, data, seed: int) -> dict:
+    """fgl_jax's draw for a seed: the state the engine starts from (init key = first split of the seed's key)."""
+    st = alg.init(jax.random.split(jax.random.key(seed))[0], data)
+    blocks = data.blocks
+    rel_mask, n_emb = np.asarray(blocks.rel_mask), np.asarray(blocks.num_emb)
+    beta, emb = np.asarray(st.coeffs["beta"]), np.asarray(st.private["emb"])
+    out = {k: np.asarray(st.server[k]) for k in ("V", "b1", "b2", "W_out", "b_out")}
+    out["beta"] = beta[rel_mask]                                        # slots a client has
+    out["emb"] = np.concatenate([emb[c, :n_emb[c]] for c in range(emb.shape[0])])   # rows in use
     return {k: np.asarray(v, np.float64).ravel() for k, v in out.items()}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin-dir", required=True, help="the authors' data/aifb-hetero (their split files)")
     ap.add_argument("--init-dir", required=True, help="folder of official_init_edges3_<seed>.pkl")
     ap.add_argument("--seeds", default="1000,2000,3000,4000,5000,6000,7000,8000,9000,10000")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     seeds = [int(s) for s in a.seeds.split(",") if s]
+    data = hetero_fed_data(load_official_split(Path(a.bin_dir) / "aifb-hetero_random-edges_3.bin"))
+    alg = program(FedHGNConfig(), data).algorithm
     theirs, ours = {}, {}
     for seed in seeds:
         path = Path(a.init_dir) / f"official_init_edges3_{seed}.pkl"
         if not path.exists():
             raise SystemExit(f"{path}: missing (run official_init/dump_official_init.py --seed {seed} first)")
         o = official_groups(safe_load(path)["init"])
-        n_rel = sum(len(c["coeff"]) for c in safe_load(path)["init"]["clients"])
-        mine = ours_groups(seed, n_rel, o["emb"].size // D, o["b_out"].size)
+        mine = ours_groups(alg, data, seed)
         for g in INITS:
             theirs.setdefault(g, []).append(o[g])
             ours.setdefault(g, []).append(mine[g])
     rows, L = {}, ["# FedHGN initial parameters: the authors' code vs fgl_jax (AIFB RE K=3)", "",
                    f"Pooled over seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} seeds): the authors' values dumped from "
                    "their FedHGN(args) after set_random_seeds(seed) (official_init/dump_official_init.py), and as "
-                   "many values drawn by fgl_jax's init_backbone (one jax key per seed). KS = two-sample "
+                   "fgl_jax's initial state on the same split file (the engine's init key of each seed; relation slots "
+                   "and embedding rows in use: fgl_jax keeps only the 2-hop rows, hence fewer emb values). KS = two-sample "
                    "Kolmogorov-Smirnov statistic and p-value of the two pools (zeros: exact equality).", "",
                    "| group | authors' initialiser | fgl_jax | bound / sd | authors' max abs, sd | fgl_jax max abs, sd "
                    "| values each | KS stat | KS p |", "|---|---|---|---|---|---|---|---|---|"]
