@@ -14,6 +14,11 @@ Kolmogorov-Smirnov test (scipy) of the two pools.
 
 Groups: V (bases of the h2o layer, [B, D, D]), beta (every client's basis coefficients), emb
 (every client's node embeddings), W_out / b_out (the classifier), b1 / b2 (layer biases).
+With the record of official_init.py (results_official_init_RE3.json, 40 seeds of fgl_jax trained from
+the authors' initial parameters "all", its own "none", and the mixes), it also tests whether those
+five groups' test accuracies could come from one distribution (one-way ANOVA and Kruskal-Wallis,
+scipy), and "all" against "none" alone (Welch's t-test): with identical initialisers the groups
+differ only by their draws.
 Writes experiments/results/fedhgn/results_init_distributions.{md,json}.
 """
 from __future__ import annotations
@@ -116,6 +121,21 @@ def main(argv=None):
         L.append(f"| {g} | {t_init} | {o_init} | {refs[kind]} | {rows[g]['authors_max']:.4f}, {rows[g]['authors_sd']:.4f} "
                  f"| {rows[g]['fgljax_max']:.4f}, {rows[g]['fgljax_sd']:.4f} | {x.size:,} / {y.size:,} | {ks:.4f} | "
                  f"{p:.2f} |")
+    init_rec = RESULTS / "fedhgn" / "results_official_init_RE3.json"
+    tests = {}
+    if init_rec.exists():
+        import json
+        per_seed = json.loads(init_rec.read_text())["per_seed"]
+        groups = [g for g in ("all", "none", "emb", "beta", "V,dec") if all(g in r for r in per_seed)]
+        acc = {g: np.array([100 * r[g] for r in per_seed]) for g in groups}
+        an, kw = stats.f_oneway(*acc.values()), stats.kruskal(*acc.values())
+        wt = stats.ttest_ind(acc["all"], acc["none"], equal_var=False)
+        tests = {"groups": groups, "seeds": len(per_seed), "means": {g: float(v.mean()) for g, v in acc.items()},
+                 "anova_p": float(an.pvalue), "kruskal_p": float(kw.pvalue), "all_vs_none_welch_p": float(wt.pvalue)}
+        L += ["", f"Trained accuracies of results_official_init_RE3.json ({len(per_seed)} seeds; groups "
+              + ", ".join(f"{g} {acc[g].mean():.2f}" for g in groups) + f"): one-way ANOVA of the {len(groups)} groups "
+              f"p = {an.pvalue:.3f}, Kruskal-Wallis p = {kw.pvalue:.3f}; `all` vs `none` alone (Welch) p = {wt.pvalue:.4f}."]
+    rows["_tests"] = tests
     write_results(RESULTS / "fedhgn", "results_init_distributions", "\n".join(L),
                   {"groups": rows, "provenance": provenance(t0, {"seeds": seeds, "hidden": D, "num_bases": B,
                                                                  "setting": "RE", "clients": 3})})
