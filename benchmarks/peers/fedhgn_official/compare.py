@@ -236,9 +236,10 @@ def render(rec: dict) -> list[str]:
     groups = sorted({tuple(k.split("/")[:2]) for k in rec["official"]}, key=lambda g: (g[0] != "aifb", g))
     for ds, kk in groups:
         pre = f"{ds}/{kk}"
-        cells = [(s, m) for s, m in CELLS if any(k.startswith(f"{pre}/") and k.endswith(f"/{s}/{m}")
-                                                   for k in rec["official"])]
-        seeds = sorted({s for k, v in rec["official"].items() if k.startswith(pre + "/") for s in v}, key=int)
+        runs = {**rec["official"], **{k.rsplit("/", 1)[0]: v for k, v in rec["fgljax"].items()}}
+        cells = [(s, m) for s, m in CELLS if any(k.startswith(f"{pre}/") and k.endswith(f"/{s}/{m}") for k in runs)]
+        seeds = sorted({s for src in ("official", "fgljax") for k, v in rec[src].items() if k.startswith(pre + "/")
+                        for s in v}, key=int)
         for where in SPLITS:
             if not any(k.startswith(f"{pre}/{where}/") for k in rec["official"]):
                 continue
