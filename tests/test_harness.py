@@ -161,7 +161,7 @@ def test_committed_fedhgn_records_hold_every_full_cell_and_render_the_committed_
             if "/main/" in c.id}
     assert {k: v for k, v in kept.items() if v} == paper.gap_notes(res, folder) and len(paper.gap_notes(res, folder)) == 17
     for name in ("records", "results_official_split.json", "results_official_es.json",
-                 "results_official_init_RE3.json", "official_code.md"):
+                 "results_official_init_RE3.json", "results_init_distributions.json", "official_code.md"):
         (shutil.copytree if name == "records" else shutil.copy)(folder / name, tmp_path / name)
     for quick in (False, True):
         made = paper.render_records(tmp_path, paper.Plan.make(quick), quick)
