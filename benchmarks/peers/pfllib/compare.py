@@ -212,6 +212,10 @@ def main(argv=None) -> None:
     p.add_argument("--pfedme-lambda", type=float, default=15.0, help="pFedMe lambda (PFLlib lamda)")
     p.add_argument("--pfedme-k", type=int, default=5, help="pFedMe inner steps K (PFLlib K)")
     p.add_argument("--pfedme-personal-lr", type=float, default=0.09, help="pFedMe personal lr (PFLlib p_learning_rate)")
+    p.add_argument("--pfedme-eval-theta", action="store_true",
+                   help="a toggled PFLlib pFedMe: evaluate_personalized reads each client's personal theta (a copy "
+                        "of the last inner solution) instead of the parameter objects it aliases; training unchanged. "
+                        "Use with its own --out")
     p.add_argument("--beta", type=float, default=0.5, help="PROTEINS: label-skew Dirichlet concentration")
     p.add_argument("--threads", type=int, default=1, help="CPU threads per side (torch and XLA); 1 on this shared box")
     p.add_argument("--venv", default=str(DEFAULT_VENV), help="the PFLlib venv of setup.sh")
@@ -285,6 +289,7 @@ def main(argv=None) -> None:
                            "rounds": a.rounds, "clients": a.clients, "hidden": a.hidden, "num_layers": 2,
                            "dropout": a.dropout, "pooling": "mean", "threads": a.threads,
                            "norm": fgl_opts.get("norm", "none"), **shape,
+                           "pfedme_eval_theta": a.pfedme_eval_theta,
                            "pfllib_args": {"algorithm": ALGORITHMS[algo], "dataset": f"{ds}_{seed}",
                                            "num_classes": shape["num_classes"], "num_clients": a.clients,
                                            "global_rounds": a.rounds, "local_epochs": a.local_epochs,

@@ -199,6 +199,33 @@ SERVERS = {"Ditto": ("serverditto", "Ditto"), "FedRep": ("serverrep", "FedRep"),
            "pFedMe": ("serverpFedMe", "pFedMe"), "FedALA": ("serverala", "FedALA"), "FedBN": ("serverbn", "FedBN")}
 
 
+def eval_theta(client) -> None:
+    """The toggle of compare.py --pfedme-eval-theta on one PFLlib pFedMe client: its optimiser's step
+    returns the model's own parameter objects, which the client keeps as `personalized_params`, so they
+    are overwritten by the local weights at the end of `train` and by the global model in `send_models`.
+    Here the step's result is copied (the in-place update of the model is untouched, so training is
+    the same), and the personalised evaluation puts the model's parameters back afterwards, so the next
+    round starts from what it would have started from."""
+    step = client.optimizer.step
+
+    def copied_step(*args, **kwargs):
+        return [q.detach().clone() for q in step(*args, **kwargs)]
+
+    def restoring(metrics):
+        def wrapped():
+            saved = [q.detach().clone() for q in client.model.parameters()]
+            try:
+                return metrics()
+            finally:
+                for q, s in zip(client.model.parameters(), saved):
+                    q.data = s
+        return wrapped
+
+    client.optimizer.step = copied_step
+    client.test_metrics_personalized = restoring(client.test_metrics_personalized)
+    client.train_metrics_personalized = restoring(client.train_metrics_personalized)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description="one PFLlib run of a compare.py job")
     p.add_argument("job")
@@ -235,6 +262,9 @@ def main() -> None:
             client.batch_size = client.train_samples
             if hasattr(client, "ALA"):
                 client.ALA.batch_size = client.train_samples
+        if job.get("pfedme_eval_theta") and args.algorithm == "pFedMe":
+            for client in server.clients:
+                eval_theta(client)
         c0, t0 = time.process_time(), time.perf_counter()
         server.train()
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
