@@ -213,7 +213,7 @@ def test_committed_lumos_records_hold_every_full_cell_and_render_the_committed_t
     authors = "lumos/FB/node/gcn/lumos_authors"
     assert sorted(recs) == sorted([c.id for c in cells] + [authors])
     rerun = {r: 300 for r in recs if r.startswith("lumos/FB/node/gcn/") and r.rsplit("/", 1)[1] in
-             ("lumos", "central", "naive", "lumos_authors")}
+             ("lumos", "lumos_mmse", "central", "naive", "lumos_authors")}
     for c in cells:
         assert recs[c.id]["seeds"] == list(c.seeds), c.id
         assert recs[c.id]["config"].get("rounds", 100) == rerun.get(c.id, 100), c.id
