@@ -11,28 +11,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${1:-${OPENFGL_VENV:-$here/../.venv-openfgl}}"
-mkdir -p "$(dirname "$venv")"
-python="${PYTHON:-python3}"
-
-if [ ! -x "$venv/bin/python" ]; then
-    "$python" -m venv "$venv"
-fi
+bash "$(dirname "$0")/../cpu_torch.sh" "$venv"     # the venv and CPU torch, first and alone
 pip="$venv/bin/python -m pip"
-$pip install --quiet --upgrade pip
-# torch first and alone, so the rest resolves against it and never pulls a second torch. A CPU
-# wheel (torch-*+cpu-*.whl) in one of pip's find-links folders is preferred: PyPI's Linux torch is
-# the CUDA build and drags in several GB of nvidia-* packages.
-cpu_wheel=""
-for dir in ${PIP_FIND_LINKS:-} /opt/wheels; do
-    for whl in "$dir"/torch-*+cpu-*.whl; do
-        [ -f "$whl" ] && cpu_wheel="$whl"
-    done
-done
-if [ -n "$cpu_wheel" ]; then
-    $pip install --quiet "$cpu_wheel"
-else
-    $pip install --quiet torch
-fi
 torch_version="$("$venv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 echo "torch==$torch_version" > "$venv/torch-pin.txt"
 # OpenFGL imports these at module level (data/simulation.py, utils/metrics.py) even for the

@@ -13,27 +13,9 @@ PFLLIB_COMMIT="${PFLLIB_COMMIT:-d832e76f6a23b833038949ec1e4fdefe63a4d350}"   # m
 venv="${1:-${PFLLIB_VENV:-/work/peers/pfllib-venv}}"
 src="${2:-${PFLLIB_SRC:-/work/peers/pfllib-src}}"
 git_dir="${PFLLIB_GIT:-/work/.mirror/TsingZ0+PFLlib/repo}"
-python="${PYTHON:-python3}"
 
-if [ ! -x "$venv/bin/python" ]; then
-    mkdir -p "$(dirname "$venv")"
-    "$python" -m venv "$venv"
-fi
+bash "$(dirname "$0")/../cpu_torch.sh" "$venv"     # the venv and CPU torch, first and alone
 pip="$venv/bin/python -m pip"
-$pip install --quiet --upgrade pip
-# torch first and alone (a CPU wheel from pip's find-links if there is one: PyPI's Linux torch is
-# the CUDA build), so the rest resolves against it
-cpu_wheel=""
-for dir in ${PIP_FIND_LINKS:-} /opt/wheels; do
-    for whl in "$dir"/torch-*+cpu-*.whl; do
-        [ -f "$whl" ] && cpu_wheel="$whl"
-    done
-done
-if [ -n "$cpu_wheel" ]; then
-    $pip install --quiet "$cpu_wheel"
-else
-    $pip install --quiet torch
-fi
 "$venv/bin/python" -c 'import torch; print("torch==" + torch.__version__)' > "$venv/torch-pin.txt"
 $pip install --quiet -c "$venv/torch-pin.txt" numpy scikit-learn h5py matplotlib
 
