@@ -67,16 +67,22 @@ def reference_rounds(model, data, params0, rounds: int, lr: float, local_epochs:
     return server, clients
 
 
-@pytest.fixture(scope="module")
-def three_clients():
-    gs = toy_set(num_graphs=24, seed=6)
-    cfg = make_cfg()
+def run_rounds(cfg, gs):
+    """Build the run on `gs` and train cfg.rounds rounds; returns (program, initial server, final state)."""
     prog = build(cfg, graph=gs)
     state = prog.algorithm.init(jax.random.key(0), prog.data)
     params0 = state.server
     round_fn = jax.jit(prog.algorithm.round)
     for r in range(cfg.rounds):
         state, _ = round_fn(state, prog.data, jax.random.key(r + 1))
+    return prog, params0, state
+
+
+@pytest.fixture(scope="module")
+def three_clients():
+    gs = toy_set(num_graphs=24, seed=6)
+    cfg = make_cfg()
+    prog, params0, state = run_rounds(cfg, gs)
     return gs, cfg, prog, params0, state
 
 
@@ -113,12 +119,7 @@ def test_structure_channel_is_fedavg_and_feature_channel_stays_local(three_clien
 def test_one_client_equals_centralised_training():
     gs = toy_set(num_graphs=16, seed=2)
     cfg = make_cfg(clients=1, rounds=3, local_steps=2)
-    prog = build(cfg, graph=gs)
-    state = prog.algorithm.init(jax.random.key(0), prog.data)
-    params0 = state.server
-    round_fn = jax.jit(prog.algorithm.round)
-    for r in range(cfg.rounds):
-        state, _ = round_fn(state, prog.data, jax.random.key(r + 1))
+    prog, params0, state = run_rounds(cfg, gs)
     final = jax.tree_util.tree_map_with_path(lambda p, s, q: s if is_struct(p) else q[0], state.server, state.personal)
     # centralised: plain Adam over the one client's training mini-batches, epoch after epoch
     model = DualChannelClassifier(in_dim=gs.num_features, se_dim=RW + DG, hidden=cfg.hidden, num_classes=2,
