@@ -112,3 +112,44 @@ def test_gcfl_graph_run_forms_clusters():
     clusters = np.asarray(res.history["num_clusters"])
     assert clusters[0] == 1 and clusters[-1] >= 2       # no split in the warm-up round, splits after it
     assert np.isfinite(res.history["test_acc"]).all()
+
+
+def test_shared_conv_averages_only_the_convolutions():
+    """gcfl_shared=conv (the authors' GCFL: the server holds the graph convolutions only): after one
+    round without a split, every client's conv_* parameters are the training-graph weighted mean of
+    the clients' trained ones (NumPy), every other parameter is the client's own trained value."""
+    from fgl_jax import schema
+    from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
+    from fgl_jax.federated.config import OptimConfig
+    from fgl_jax.systems.baseline.config import RunConfig
+    from fgl_jax.systems.baseline.program import build, model_from_config
+    from tests.test_graph_batch import toy_set
+    gs = toy_set(num_graphs=48, seed=5)
+    cfg = schema.make(RunConfig, dict(task="graph_cls", dataset="unused", algorithm="gcfl", clients=3, rounds=1,
+                                      hidden=8, graph_batch_size=4, local_steps=1, lr=0.05, weight_decay=5e-4,
+                                      gcfl_shared="conv", gcfl_eps1=0.0, gcfl_warmup=0))
+    prog = build(cfg, graph=gs)
+    data = prog.data
+    state0 = jax.jit(prog.algorithm.init)(jax.random.key(0), data)   # jitted: eager init dispatches op by op
+    key = jax.random.key(1)
+    state1, _ = jax.jit(prog.algorithm.round)(state0, data, key)
+    # the reference: each client's local run from the round's start, then the sharing in NumPy
+    model, _ = model_from_config(cfg, gs)
+    opt = make_optimizer(OptimConfig(lr=cfg.lr, weight_decay=cfg.weight_decay), lr=1.0)
+    ct = data.train.num_clients
+    new = jax.vmap(lambda p, o, b, k: local_train(node_loss_fn(model), opt, 1, p, o, b, k, jnp.float32(cfg.lr))[0])(
+        jax.tree.map(lambda a: a[data.train_index], state0.models), state0.opt, data.train, jax.random.split(key, ct))
+    w = np.asarray(data.train_weight, np.float64)
+    got_paths = jax.tree_util.tree_flatten_with_path(state1.models)[0]
+    conv_seen = other_seen = 0
+    for (path, got), want in zip(got_paths, jax.tree.leaves(new)):
+        got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        if any(str(getattr(k, "key", "")).startswith("conv") for k in path):
+            mean = np.tensordot(w / w.sum(), want, axes=1)
+            np.testing.assert_allclose(got, np.broadcast_to(mean, got.shape), rtol=1e-5, atol=1e-6)
+            conv_seen += 1
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+            assert np.abs(want[0] - want[1]).max() > 1e-6     # the clients' own values really differ
+            other_seen += 1
+    assert conv_seen and other_seen

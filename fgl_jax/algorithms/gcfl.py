@@ -39,8 +39,10 @@ Where the paper, the authors' code (training.py `run_gcflplus`, `run_gcflplus_dW
 (`openfgl/flcore/gcfl_plus`) differ: the paper describes the sequences as the clients' gradient
 norms, the authors' code has both variants (gradient: the `.grad` of the last optimiser step; dWs:
 the update), OpenFGL only the gradient one (`gcfl_plus`). The authors' and OpenFGL's models share only
-the convolution layers (the head stays local and the criterion's norms are over the convolutions);
-here GCFL's whole model is the cluster model, as in `gcfl`. OpenFGL counts rounds from 0, so its
+the convolution layers (the head stays local and the criterion's norms are over the convolutions):
+`gcfl_shared=conv` does the same; the default `all` makes the whole model the cluster model (the
+criterion then sees every parameter's update, so the authors' eps1/eps2 mean something else; the
+side-by-side with the authors' code, benchmarks/peers/gcfl, runs conv). OpenFGL counts rounds from 0, so its
 first possible split is one round later (round > 20 of 0..R-1). Both collect sequences from the
 sampled clients only and require every client's window to be full (with sampling, a client not
 sampled since the last split delays it); here too, over the clients holding training graphs (a
@@ -76,6 +78,10 @@ class GCFLHParams:
                               low=0)
     gcfl_eps2: float = option(0.1, "GCFL: ... and the largest client update norm is above this", low=0)
     gcfl_warmup: int = option(20, "GCFL: no split in the first this many rounds", low=0)
+    gcfl_shared: str = option("all", "GCFL: parameters the clusters share: all (the whole model) or conv (the "
+                              "graph convolutions only, the authors' code and OpenFGL: every other layer stays "
+                              "each client's own and the criterion's norms and similarity are over the "
+                              "convolutions)", choices=("all", "conv"))
 
 
 SEQ_PARAMS = ("conv", "all")
@@ -112,6 +118,25 @@ class GradNormState(NamedTuple):
     norm: jax.Array      # float32 scalar
 
 
+def conv_mask(tree: PyTree, which: str = "conv") -> PyTree:
+    """Which leaves of `tree` are graph convolution parameters: those under a name starting with
+    "conv" (conv_i_0, conv_i_1, conv_i_bias of `fgl_jax.nn.graph.GraphClassifier`); every leaf when
+    which="all" or the model has no such layer (node-level models: every layer is a convolution).
+
+    Args:
+        tree: a parameter-shaped pytree.
+        which: "conv" or "all".
+
+    Returns:
+        A pytree of Python bools with `tree`'s structure.
+    """
+    paths, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    conv = [any(str(getattr(k, "key", getattr(k, "name", ""))).startswith("conv") for k in path) for path, _ in paths]
+    if which != "conv" or not any(conv):
+        conv = [True] * len(conv)
+    return jax.tree_util.tree_unflatten(treedef, conv)
+
+
 def param_norm(tree: PyTree, which: str = "conv") -> jax.Array:
     """The L2 norm of the leaves of `tree` under a name starting with "conv" (the graph convolution
     layers of `fgl_jax.nn.graph.GraphClassifier`: conv_i_0, conv_i_1, conv_i_bias), or of every leaf
@@ -124,10 +149,7 @@ def param_norm(tree: PyTree, which: str = "conv") -> jax.Array:
     Returns:
         The norm, a float32 scalar.
     """
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    conv = [x for path, x in leaves
-            if any(str(getattr(k, "key", getattr(k, "name", ""))).startswith("conv") for k in path)]
-    chosen = conv if which == "conv" and conv else [x for _, x in leaves]
+    chosen = [x for x, keep in zip(jax.tree.leaves(tree), jax.tree.leaves(conv_mask(tree, which))) if keep]
     return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in chosen))
 
 
@@ -379,7 +401,11 @@ def clustered(model, common: FedConfig, hp: GCFLHParams, sequence: Optional[str]
         start, opt, scale = round_start(optimizer, common, state, data, start=start)
         train = lambda p, o, b, k: local_train(loss_fn, optimizer, common.local_steps, p, o, b, k, scale)
         new, opt, losses = map_clients(train, common.client_chunk)(start, opt, data.train, jax.random.split(key, ct))
-        dw_t = jax.vmap(lambda a, b: ravel_pytree(a)[0] - ravel_pytree(b)[0])(new, start)       # [C_t, P]
+        # shared = the parameters the clusters average (gcfl_shared); the criterion, the similarity and
+        # the cluster update see only these (the authors' server holds only the convolutions)
+        shared = conv_mask(jax.tree.map(lambda a: a[0], state.models), "conv" if hp.gcfl_shared == "conv" else "all")
+        only = lambda t: jax.tree.map(lambda x, keep: x if keep else jnp.zeros_like(x), t, shared)
+        dw_t = jax.vmap(lambda a, b: ravel_pytree(only(a))[0] - ravel_pytree(only(b))[0])(new, start)   # [C_t, P]
         dw = jnp.zeros((c, dw_t.shape[1]), dw_t.dtype).at[data.train_index].set(dw_t)
         trained = jnp.zeros(c, bool).at[data.train_index].set(True)
         allow = state.round + 1 > hp.gcfl_warmup
@@ -400,8 +426,10 @@ def clustered(model, common: FedConfig, hp: GCFLHParams, sequence: Optional[str]
         # each client's model += its cluster's update mean, weighted by training graphs (nodes)
         same = (cluster[:, None] == cluster[data.train_index][None, :]) * data.train_weight[None, :]   # [C, C_t]
         share = same / jnp.maximum(same.sum(1, keepdims=True), 1e-12)
-        models = jax.tree.map(lambda m, n, s: m + jnp.tensordot(share, n - s, axes=1).astype(m.dtype),
-                              state.models, new, start)
+        # a parameter the clusters do not share keeps what its client trained (clients without training
+        # graphs keep theirs)
+        models = jax.tree.map(lambda m, n, s, keep: m + jnp.tensordot(share, n - s, axes=1).astype(m.dtype) if keep
+                              else m.at[data.train_index].set(n.astype(m.dtype)), state.models, new, start, shared)
         # eval_mode auto: each client's cluster model, as the authors' code evaluates (a client's W is reset
         # to W_old, then gets its cluster's mean dW). An explicit local_model_* mode is the model each
         # client trained this round (OpenFGL's evaluation; the FedAvg family's meaning of the mode).
