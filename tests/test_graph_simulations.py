@@ -111,3 +111,19 @@ def test_groups_and_config_refusals():
         schema.make(RunConfig, {**base, "partition": "cross_domain", "task": "graph_reg"})
     with pytest.raises(ValueError, match="deals whole graphs"):
         schema.make(RunConfig, {"task": "node_cls", "dataset": "cora", "partition": "topology_skew"})
+
+
+@pytest.mark.parametrize("graphs,clients", [(1113, 10), (37, 4), (120, 3)])
+def test_ordered_chunks_is_gcfl_one_dataset_split(graphs, clients):
+    """GCFL's main_oneDS split re-derived as its loop: clients' runs of min(50, G // C) graphs in
+    order, then one legacy-RandomState draw per remaining graph, in graph order."""
+    from fgl_jax.partition.graphs import ordered_chunk_partition
+    run = min(50, graphs // clients)
+    chunks = [list(range(c * run, (c + 1) * run)) for c in range(clients)]
+    np.random.seed(123)
+    for g in range(clients * run, graphs):
+        chunks[np.random.randint(low=0, high=clients, size=1)[0]].append(g)
+    want = np.empty(graphs, np.int64)
+    for c, members in enumerate(chunks):
+        want[members] = c
+    np.testing.assert_array_equal(ordered_chunk_partition(graphs, clients, seed=123), want)

@@ -42,6 +42,31 @@ def uniform_graph_partition(num_graphs: int, num_clients: int, seed: int = 0) ->
     return out
 
 
+def ordered_chunk_partition(num_graphs: int, num_clients: int, seed: int = 0, chunk: int = 50) -> np.ndarray:
+    """GCFL's one-dataset simulation (Xie et al., NeurIPS 2021, its main_oneDS): client c takes the
+    graphs c*L .. (c+1)*L - 1 in file order, L = min(chunk, G // C), and each remaining graph goes to
+    a client drawn uniformly, in graph order, by NumPy's legacy RandomState(seed) (so a set stored
+    sorted by label gives the first clients one class). Seed 123 draws what the authors' seed 123
+    draws.
+
+    Args:
+        num_graphs: G.
+        num_clients: C, 1 <= C <= G.
+        seed: the RandomState seed of the remaining graphs' clients.
+        chunk: the most graphs of a client's ordered run.
+
+    Returns:
+        int32 [G] client of each graph.
+    """
+    if not 1 <= num_clients <= num_graphs:
+        raise PartitionError(f"clients={num_clients}: need 1 <= clients <= {num_graphs} graphs")
+    run = min(chunk, num_graphs // num_clients)
+    out = np.empty(num_graphs, np.int32)
+    out[:num_clients * run] = np.repeat(np.arange(num_clients), run)
+    out[num_clients * run:] = np.random.RandomState(seed).randint(0, num_clients, size=num_graphs - num_clients * run)
+    return out
+
+
 def dirichlet_graph_partition(y: np.ndarray, num_clients: int, beta: float, seed: int = 0, min_size: int = 1,
                               max_retries: int = 100) -> np.ndarray:
     """int32 [G]: class c's graphs dealt by shares ~ Dir(beta 1_K) (redrawn until every client holds

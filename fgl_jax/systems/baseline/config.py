@@ -61,7 +61,7 @@ SAMPLED_MODELS = ("gcn", "sage", "graphsage")
 GRAPH_TASKS = ("graph_cls", "graph_reg")
 BACKDOOR_TASKS = ("node_cls", "graph_cls")   # the tasks whose items (graphs, nodes) the backdoor can trigger
 # graph-level simulations that deal whole graphs only (docs/graph_fl.md); random and dirichlet serve both levels
-GRAPH_PARTITIONS = ("topology_skew", "feature_skew", "cross_domain")
+GRAPH_PARTITIONS = ("topology_skew", "feature_skew", "cross_domain", "ordered_chunks")
 # node-level options a graph-level task refuses when changed (they perturb or split nodes)
 NODE_ONLY = ("feature_sparsity", "feature_noise", "topology_sparsity", "topology_noise", "label_sparsity",
              "label_noise", "num_train_per_class", "num_val")
@@ -112,7 +112,9 @@ class BaselineFields(RunSpec):
     partition: str = option("random", "how nodes are split over clients (graph_cls / graph_reg: how whole graphs "
                             "are dealt: random, dirichlet = label skew, topology_skew = sorted by mean degree, "
                             "feature_skew = sorted by mean feature value, cross_domain = one dataset per client, "
-                            "--dataset a group chem / biochem / social / biochem_social or a comma list)",
+                            "--dataset a group chem / biochem / social / biochem_social or a comma list, "
+                            "ordered_chunks = GCFL's one-dataset split: runs of min(50, G/C) graphs in file order, "
+                            "the rest at random by partition_seed)",
                             choices=lambda: registry.names("partition") + list(GRAPH_PARTITIONS))
     partition_file: str = option("", "a file holding one client id per node (.npy, .txt or .csv; "
                                  "fgl_jax.partition.from_file), or OpenFGL's cache directory <root>/distrib/"
@@ -474,7 +476,7 @@ class BaselineFields(RunSpec):
         if self.partition not in ("random", "dirichlet") + GRAPH_PARTITIONS:
             raise ValueError(f"partition={self.partition!r} splits nodes; task {self.task} deals whole graphs: use "
                              "random (uniform), dirichlet (label skew over graph labels, dirichlet_beta), "
-                             "topology_skew, feature_skew or cross_domain")
+                             "topology_skew, feature_skew, cross_domain or ordered_chunks")
         if self.partition == "cross_domain" and self.task != "graph_cls":
             raise ValueError("partition cross_domain joins classification sets, each with its own classes: use task "
                              "graph_cls")

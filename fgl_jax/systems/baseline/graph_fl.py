@@ -22,8 +22,8 @@ from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, check_backdoor_targ
 from fgl_jax.graph_batch import GraphBatch, budgets, pack_clients, select_graph_clients
 from fgl_jax.nn.graph import GraphClassifier
 from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, domain_partition, mean_degree,
-                                      mean_feature, per_client_graph_split, sorted_segment_partition,
-                                      uniform_graph_partition)
+                                      mean_feature, ordered_chunk_partition, per_client_graph_split,
+                                      sorted_segment_partition, uniform_graph_partition)
 
 OPENFGL_GRAPH_FRACTIONS = (0.8, 0.1, 0.1)   # openfgl/task/graph_cls.py default_train_val_test_split
 
@@ -55,6 +55,8 @@ def graph_assignment(gs: GraphSet, cfg) -> np.ndarray:
         return sorted_segment_partition(mean_degree(gs), cfg.clients)
     if cfg.partition == "feature_skew":
         return sorted_segment_partition(mean_feature(gs), cfg.clients)
+    if cfg.partition == "ordered_chunks":
+        return ordered_chunk_partition(gs.num_graphs, cfg.clients, cfg.partition_seed)
     if cfg.partition == "cross_domain":
         if "domain" not in gs.meta:
             raise ValueError(f"partition cross_domain: graph set {gs.name!r} was not joined from several datasets "
