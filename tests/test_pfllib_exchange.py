@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.peers.pfllib import exchange
+from benchmarks.peers import exchange
 from benchmarks.peers.pfllib.compare import export_nodes
 from fgl_jax.systems.baseline import RunConfig, prepare
 from tests.helpers import toy_graph
@@ -76,3 +76,10 @@ def test_graph_clients_reassemble_each_graph(tmp_path):
     np.testing.assert_array_equal(c1["test"], [1])
     np.testing.assert_array_equal(c0["train"], [0])
     assert len(c0["test"]) == 0
+    assert "val" not in c0    # no val_mask written: no val key
+
+    exchange.write_graphs(tmp_path / "v.npz", x, [0, 2, 5, 6], s, r, [0, 2, 6, 6], [1, 0, 1], [1, 0, 1],
+                          [True, False, False], [False, False, True], val_mask=[False, True, False])
+    v0, v1 = exchange.graph_clients(np.load(tmp_path / "v.npz", allow_pickle=False), 2)
+    np.testing.assert_array_equal(v0["val"], [0])     # graph 1, client 0's first graph
+    assert len(v1["val"]) == 0 and len(v0["train"]) == 0

@@ -106,7 +106,7 @@ def machine_info() -> dict:
 
 def export_nodes(prep, path: Path) -> dict:
     """Cora's run: features, labels, edges, the client of every node and the masks (`exchange`)."""
-    from benchmarks.peers.pfllib import exchange
+    from benchmarks.peers import exchange
     g = prep.graph
     assignment = np.asarray(prep.partition.assignment, np.int64)
     x = np.asarray(g.dense_x(), np.float32)
@@ -117,7 +117,7 @@ def export_nodes(prep, path: Path) -> dict:
 
 def export_graphs(cfg, gs, path: Path) -> dict:
     """PROTEINS' run: every graph's nodes and edges, its client and its split (`exchange`)."""
-    from benchmarks.peers.pfllib import exchange
+    from benchmarks.peers import exchange
     from fgl_jax.systems.baseline import graph_split
     assignment, masks = graph_split(cfg, gs)
     exchange.write_graphs(path, gs.x, gs.node_offsets, gs.senders, gs.receivers, gs.edge_offsets, gs.y, assignment,

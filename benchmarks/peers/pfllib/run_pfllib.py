@@ -40,8 +40,8 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import exchange  # noqa: E402  (beside this file; NumPy only)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import exchange  # noqa: E402  (benchmarks/peers/exchange.py, shared by the peers; NumPy only)
 
 GRAPHS: list = []          # per client: its data as tensors (see NodeBody / GraphBody)
 OFFSETS: list = []         # first sample index of each client (samples of client c: OFFSETS[c] ...)

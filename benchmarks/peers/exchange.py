@@ -1,11 +1,12 @@
-"""The arrays compare.py hands to PFLlib's side, and their reading back per client (NumPy only, so
-both venvs import it and tests check it without torch).
+"""The arrays a peer harness hands to the other library's side (benchmarks/peers/pfllib,
+benchmarks/peers/gcfl), and their reading back per client (NumPy only, so every venv imports it and
+tests check it without torch).
 
 One .npz of plain arrays (no pickled objects). Node classification (`write_nodes`): x [N, F],
 y [N], assignment [N] (client of each node), senders/receivers [E] (the whole graph's directed
 edges), train_mask/test_mask [N]. Graph classification (`write_graphs`): node_x [N, F],
 node_ptr [G+1], edge_s/edge_r [E] (rows of node_x), edge_ptr [G+1], y [G], assignment [G],
-train_mask/test_mask [G].
+train_mask/test_mask [G], and val_mask [G] when given.
 """
 from __future__ import annotations
 
@@ -29,20 +30,23 @@ def write_nodes(path: Path, x, y, assignment, senders, receivers, train_mask, te
              train_mask=np.asarray(train_mask, bool), test_mask=np.asarray(test_mask, bool))
 
 
-def write_graphs(path: Path, node_x, node_ptr, edge_s, edge_r, edge_ptr, y, assignment, train_mask, test_mask) -> None:
+def write_graphs(path: Path, node_x, node_ptr, edge_s, edge_r, edge_ptr, y, assignment, train_mask, test_mask,
+                 val_mask=None) -> None:
     """Write a graph-classification run's arrays (shapes in the module docstring).
 
     Args:
         path: the .npz file.
         node_x, node_ptr, edge_s, edge_r, edge_ptr, y, assignment, train_mask, test_mask: the arrays.
+        val_mask: bool [G] or None (no validation graphs written).
     Returns:
         None.
     """
+    extra = {} if val_mask is None else {"val_mask": np.asarray(val_mask, bool)}
     np.savez(path, node_x=np.asarray(node_x, np.float32), node_ptr=np.asarray(node_ptr, np.int64),
              edge_s=np.asarray(edge_s, np.int64), edge_r=np.asarray(edge_r, np.int64),
              edge_ptr=np.asarray(edge_ptr, np.int64), y=np.asarray(y, np.int64),
              assignment=np.asarray(assignment, np.int64), train_mask=np.asarray(train_mask, bool),
-             test_mask=np.asarray(test_mask, bool))
+             test_mask=np.asarray(test_mask, bool), **extra)
 
 
 def gcn_adjacency(senders: np.ndarray, receivers: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,7 +99,7 @@ def graph_clients(arr, clients: int) -> list[dict]:
     Returns:
         one dict per client: graphs int [g_c] (ids in the set), x [n_c, F], senders/receivers [e_c]
         (rows of x), node_graph [n_c] (position of each node's graph in `graphs`), y [g_c],
-        train/test int [.] positions in `graphs`.
+        train/test (and val, when the arrays hold val_mask) int [.] positions in `graphs`.
     """
     node_ptr, edge_ptr = np.asarray(arr["node_ptr"]), np.asarray(arr["edge_ptr"])
     out = []
@@ -116,5 +120,6 @@ def graph_clients(arr, clients: int) -> list[dict]:
                     "senders": cat(ss, np.int64), "receivers": cat(rs, np.int64), "node_graph": cat(gid, np.int64),
                     "y": np.asarray(arr["y"])[graphs],
                     "train": np.flatnonzero(np.asarray(arr["train_mask"])[graphs]),
-                    "test": np.flatnonzero(np.asarray(arr["test_mask"])[graphs])})
+                    "test": np.flatnonzero(np.asarray(arr["test_mask"])[graphs]),
+                    **({"val": np.flatnonzero(np.asarray(arr["val_mask"])[graphs])} if "val_mask" in arr else {})})
     return out
