@@ -114,6 +114,7 @@ def test_gcfl_graph_run_forms_clusters():
     assert np.isfinite(res.history["test_acc"]).all()
 
 
+@pytest.mark.slow   # compiles a whole GCFL round (training, cluster step, evaluation)
 def test_shared_conv_averages_only_the_convolutions():
     """gcfl_shared=conv (the authors' GCFL: the server holds the graph convolutions only): after one
     round without a split, every client's conv_* parameters are the training-graph weighted mean of
