@@ -152,17 +152,21 @@ def make_args(job: dict):
     return args
 
 
-def count_clusters() -> list:
-    """Wraps GCFLPlusServer.execute to append its number of clusters after every round's server step;
-    returns the list it fills (the per-round count, as fgl_jax's `num_clusters` history)."""
+def count_clusters() -> dict:
+    """Wraps GCFLPlusServer.execute to record, every round, the norm of the mean and the largest norm
+    of the clients' updates of the first cluster (its split test: mean < eps1 and max > eps2) before the
+    server step, and its number of clusters after it; returns the dict of lists it fills."""
     from openfgl.flcore.gcfl_plus.server import GCFLPlusServer
-    counts, execute = [], GCFLPlusServer.execute
+    log, execute = {"num_clusters": [], "mean_update_norm": [], "max_update_norm": []}, GCFLPlusServer.execute
 
     def counted(self):
+        first = self.cluster_indices[0]
+        log["mean_update_norm"].append(float(self.compute_mean_update_norm(first)))
+        log["max_update_norm"].append(float(self.compute_max_update_norm(first)))
         execute(self)
-        counts.append(len(self.cluster_indices))
+        log["num_clusters"].append(len(self.cluster_indices))
     GCFLPlusServer.execute = counted
-    return counts
+    return log
 
 
 def main(job_path: str, result_path: str) -> None:
@@ -185,7 +189,7 @@ def main(job_path: str, result_path: str) -> None:
     seed_everything(args.seed)
     out = {**train_and_measure(FGLTrainer, args, quiet), **facts}
     if clusters is not None:
-        out["num_clusters"] = clusters
+        out.update(clusters)
     with open(result_path, "w") as f:
         json.dump(out, f)
 
