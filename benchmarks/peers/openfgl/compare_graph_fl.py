@@ -53,6 +53,7 @@ GRAPH_OPENFGL_CONFIG = {
 # Algorithms whose OpenFGL model is not its GIN (openfgl/model/gin.py) but a sum-readout model without
 # batch norm (gcfl_plus/models.py GIN; fedstar's DecoupledGIN): fgl_jax runs them with sum readout.
 SUM_READOUT = ("fedstar", "gcfl_plus")
+FIRST_SPLIT_ROUND = 22   # GCFL+'s first possible split on both sides (1-based; GRAPH_FGL_OPTIONS above)
 DATASETS = ("PROTEINS", "NCI1", "IMDB-BINARY", "IMDB-MULTI", "ENZYMES", "BZR", "COX2", "PTC_MR", "AIDS", "chem")
 # Cross-domain cells: a GCFL group (fgl_jax.data.graph_domains.GROUPS, `--partition cross_domain`), one
 # dataset per client; OpenFGL runs them as graph_fl_cross_domain with these (its own) dataset names.
@@ -63,20 +64,20 @@ CROSS_DOMAIN = {"chem": ("MUTAG", "BZR", "COX2", "PTC_MR", "AIDS", "NCI1")}
 # GCFL+ load their own server model (load_custom_model), isolate's server touches no task.
 OPENFGL_CROSS_DOMAIN = ("fedstar", "gcfl_plus", "local")
 CROSS_DOMAIN_NOT_RUN = {
-    "fedavg": "FedAvgServer.send_message reads `self.task.model.parameters()` (flcore/fedavg/server.py), and the "
-              "server's task has no model with several datasets",
-    "fedprox": "FedProxServer.send_message reads `self.task.model.parameters()` (flcore/fedprox/server.py); no "
-               "server model with several datasets",
-    "scaffold": "ScaffoldServer.__init__ builds its control variates from `self.task.model.parameters()` "
-                "(flcore/scaffold/server.py line 29); no server model with several datasets",
-    "moon": "MoonServer.send_message reads `self.task.model.parameters()` (flcore/moon/server.py); no server "
-            "model with several datasets",
-    "fedproto": "FedProtoServer.execute loops over `self.task.num_global_classes` (flcore/fedproto/server.py line "
-                "40), which reads `self.data`: the server's task has no data with several datasets; one class "
-                "range for all clients would not fit six label spaces either",
-    "fedtgp": "FedTGPServer.__init__ sizes its prototype generator by `self.task.num_global_classes` "
-              "(flcore/fedtgp/server.py line 78), which reads the server task's `self.data`, absent with several "
-              "datasets",
+    "fedavg": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/fedavg/server.py:53 "
+              "(send_message: `list(self.task.model.parameters())`, before round 0 trains)",
+    "fedprox": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/fedprox/server.py:62 "
+               "(send_message: `list(self.task.model.parameters())`)",
+    "scaffold": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/scaffold/server.py:29 "
+                "(__init__: the control variates from `self.task.model.parameters()`)",
+    "moon": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/moon/server.py:57 "
+            "(send_message: `list(self.task.model.parameters())`)",
+    "fedproto": "AttributeError: 'GraphClsTask' object has no attribute 'data' at task/graph_cls.py:236 "
+                "(`self.data.num_global_classes`, read by FedProtoServer.execute's loop over the classes, "
+                "flcore/fedproto/server.py:40, after the clients' first round)",
+    "fedtgp": "AttributeError: 'GraphClsTask' object has no attribute 'data' at task/graph_cls.py:236 "
+              "(`self.data.num_global_classes`, read by FedTGPServer.__init__ to size its prototype generator, "
+              "flcore/fedtgp/server.py:78)",
 }
 
 DIFFERENCES = [
@@ -477,9 +478,17 @@ def split_notes(runs: list) -> list:
         fj, of = r["fgl_jax"].get("num_clusters"), r["openfgl"].get("num_clusters")
         if not fj or not of:
             continue
-        lines.append(f"- {r['dataset']} {r['algorithm']}, {run_rounds(r)} rounds, seed {r['seed']}: fgl_jax split after "
-                     f"rounds {sorted(cluster_splits(fj)) or 'none'} ({fj[-1]} clusters at the end), OpenFGL after rounds "
-                     f"{sorted(cluster_splits(of)) or 'none'} ({of[-1]} clusters at the end).")
+        said = lambda h: (f"split in rounds {', '.join(map(str, cluster_splits(h)))}" if cluster_splits(h)
+                          else "never split") + f", {h[-1]} cluster{'s' if h[-1] > 1 else ''} at the end"
+        line = f"- {r['dataset']} {r['algorithm']}, {run_rounds(r)} rounds, seed {r['seed']}: fgl_jax {said(fj)}; OpenFGL {said(of)}"
+        mean, top = r["openfgl"].get("mean_update_norm"), r["openfgl"].get("max_update_norm")
+        if mean and len(mean) > FIRST_SPLIT_ROUND - 1:
+            late = slice(FIRST_SPLIT_ROUND - 1, None)   # the rounds a split is allowed in
+            line += (f" (OpenFGL's split test on its first cluster in rounds {FIRST_SPLIT_ROUND}-{len(mean)}: norm of the "
+                     f"mean update {min(mean[late]):.3g}-{max(mean[late]):.3g} against eps1 "
+                     f"{GRAPH_OPENFGL_CONFIG['gcfl_plus']['eps1']}, largest update norm {min(top[late]):.3g}-"
+                     f"{max(top[late]):.3g} against eps2 {GRAPH_OPENFGL_CONFIG['gcfl_plus']['eps2']})")
+        lines.append(line + ".")
     return ["", "Clusters (GCFL+ runs, from each side's per-round cluster count):", ""] + lines if lines else []
 
 
