@@ -53,7 +53,32 @@ GRAPH_OPENFGL_CONFIG = {
 # Algorithms whose OpenFGL model is not its GIN (openfgl/model/gin.py) but a sum-readout model without
 # batch norm (gcfl_plus/models.py GIN; fedstar's DecoupledGIN): fgl_jax runs them with sum readout.
 SUM_READOUT = ("fedstar", "gcfl_plus")
-DATASETS = ("PROTEINS", "NCI1", "IMDB-BINARY", "IMDB-MULTI", "ENZYMES", "BZR", "COX2", "PTC_MR", "AIDS")
+FIRST_SPLIT_ROUND = 22   # GCFL+'s first possible split on both sides (1-based; GRAPH_FGL_OPTIONS above)
+DATASETS = ("PROTEINS", "NCI1", "IMDB-BINARY", "IMDB-MULTI", "ENZYMES", "BZR", "COX2", "PTC_MR", "AIDS", "chem")
+# Cross-domain cells: a GCFL group (fgl_jax.data.graph_domains.GROUPS, `--partition cross_domain`), one
+# dataset per client; OpenFGL runs them as graph_fl_cross_domain with these (its own) dataset names.
+CROSS_DOMAIN = {"chem": ("MUTAG", "BZR", "COX2", "PTC_MR", "AIDS", "NCI1")}
+# Algorithms whose OpenFGL 1.1.0 server runs with several datasets. FGLDataset.load_data sets
+# `global_data = None` when `len(args.dataset) > 1`, so the server's GraphClsTask has no data, no model
+# (task/base.py builds `self.model` only `if data is not None`) and no num_global_classes; FedStar and
+# GCFL+ load their own server model (load_custom_model), isolate's server touches no task.
+OPENFGL_CROSS_DOMAIN = ("fedstar", "gcfl_plus", "local")
+CROSS_DOMAIN_NOT_RUN = {
+    "fedavg": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/fedavg/server.py:53 "
+              "(send_message: `list(self.task.model.parameters())`, before round 0 trains)",
+    "fedprox": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/fedprox/server.py:62 "
+               "(send_message: `list(self.task.model.parameters())`)",
+    "scaffold": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/scaffold/server.py:29 "
+                "(__init__: the control variates from `self.task.model.parameters()`)",
+    "moon": "AttributeError: 'GraphClsTask' object has no attribute 'model' at flcore/moon/server.py:57 "
+            "(send_message: `list(self.task.model.parameters())`)",
+    "fedproto": "AttributeError: 'GraphClsTask' object has no attribute 'data' at task/graph_cls.py:236 "
+                "(`self.data.num_global_classes`, read by FedProtoServer.execute's loop over the classes, "
+                "flcore/fedproto/server.py:40, after the clients' first round)",
+    "fedtgp": "AttributeError: 'GraphClsTask' object has no attribute 'data' at task/graph_cls.py:236 "
+              "(`self.data.num_global_classes`, read by FedTGPServer.__init__ to size its prototype generator, "
+              "flcore/fedtgp/server.py:78)",
+}
 
 DIFFERENCES = [
     "Model: OpenFGL's GIN (openfgl/model/gin.py) has learnable eps (train_eps), an MLP Linear(in, 2h) - "
@@ -121,6 +146,12 @@ ALGORITHM_DIFFERENCES = {
 }
 
 
+def run_rounds(run: dict) -> int:
+    """The rounds a recorded run trained (a cell is dataset, algorithm and rounds: a longer run of a
+    cell's algorithm is a cell of its own)."""
+    return int(run["fgl_jax"]["rounds"])
+
+
 def differences(algorithms) -> list:
     """DIFFERENCES, then the per-algorithm ones of `algorithms` (in ALGORITHMS order).
 
@@ -162,8 +193,10 @@ def export(cfg, gs, path: Path) -> dict:
     """The client of every graph and the per-client split of fgl_jax's run of `cfg` (the same
     functions `prepare` calls), for run_openfgl_graph_fl.py; returns the clients' sizes."""
     assignment, masks = split_masks(cfg, gs)
-    np.savez(path, assignment=assignment.astype(np.int64), y=np.asarray(gs.y, np.int64),
-             **{f"{k}_mask": v for k, v in masks.items()})
+    y = np.asarray(gs.y, np.int64)
+    if "class_blocks" in gs.meta:   # cross-domain: each dataset's own labels 0..K_d-1 (OpenFGL's per-dataset y)
+        y = y - np.asarray([lo for lo, _ in gs.meta["class_blocks"]], np.int64)[np.asarray(gs.meta["domain"])]
+    np.savez(path, assignment=assignment.astype(np.int64), y=y, **{f"{k}_mask": v for k, v in masks.items()})
     return {"partition_seed": cfg.partition_seed, "graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist(),
             "test_graphs": int(masks["test"].sum()),
             "client_majority_test": client_majority_accuracy(np.asarray(gs.y), assignment, masks, cfg.clients)}
@@ -217,7 +250,8 @@ def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
     c0 = time.process_time()
     res = run(algorithm, prep.data, jax.random.key(seed), rounds)
     cpu = time.process_time() - c0
-    return {"best_val": float(res.best["best_val"]), "best_test": float(res.best["best_test"]),
+    extra = {"num_clusters": [int(v) for v in res.history["num_clusters"]]} if "num_clusters" in res.history else {}
+    return {**extra, "best_val": float(res.best["best_val"]), "best_test": float(res.best["best_test"]),
             "best_round": int(res.best["best_round"]), "final_test": float(res.history["test_acc"][-1]),
             "test_history": [float(v) for v in res.history["test_acc"]], "rounds": res.rounds_run,
             "compile_seconds": float(res.compile_seconds), "ms_per_round": 1000.0 * res.run_seconds / res.rounds_run,
@@ -291,22 +325,30 @@ def main(argv=None) -> None:
     if a.merge and Path(a.out).with_suffix(".json").exists():
         old = records.read(Path(a.out).with_suffix(".json"))
         notes = old["metrics"].get("notes", [])   # the record's written notes on kept runs stay with them
-        mine = {(d, al, s) for d in a.datasets for al in a.algorithms for s in a.seeds}
-        runs = [r for r in old["metrics"]["runs"] if (r["dataset"], r["algorithm"], r["seed"]) not in mine]
+        mine = {(d, al, s, a.rounds) for d in a.datasets for al in a.algorithms for s in a.seeds}
+        runs = [r for r in old["metrics"]["runs"] if (r["dataset"], r["algorithm"], r["seed"], run_rounds(r)) not in mine]
         for key in ("datasets", "algorithms", "seeds"):
             settings = {**settings, key: list(dict.fromkeys(old["config"][key] + settings[key]))}
+        # the record's base setting (its label-skew cells); a run of other rounds is its own cell
+        settings.update({k: old["config"][k] for k in ("rounds", "clients", "beta") if k in old["config"]})
         info["loadavg_start"] = old["metrics"]["machine"]["loadavg_start"]
         notes = old["metrics"].get("notes", [])   # the record's hand-written notes on the cells it keeps
     with tempfile.TemporaryDirectory(prefix="openfgl_gfl_") as tmp:
         for ds in a.datasets:
             fgl_name = "MUTAG_TU" if ds == "MUTAG" else ds
+            group = CROSS_DOMAIN.get(ds)
             for algo in a.algorithms:
+                if group and algo not in OPENFGL_CROSS_DOMAIN:
+                    print(f"{ds} {algo}: not run, OpenFGL 1.1.0 has no cross-domain {algo}: {CROSS_DOMAIN_NOT_RUN[algo]}")
+                    continue
                 extra = {"prox_mu": a.prox_mu} if algo == "fedprox" else dict(GRAPH_FGL_OPTIONS.get(algo, {}))
                 pooling = "sum" if algo in SUM_READOUT else a.pooling
                 if algo == "fedstar":   # OpenFGL's DecoupledGIN: each client its own initial draw
                     extra = {"fedstar_client_init": "own"}
-                cfg = RunConfig(dataset=fgl_name, algorithm=algo, task="graph_cls", clients=a.clients,
-                                partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
+                # cross-domain: one dataset per client (fgl_jax's joined set with per-dataset heads)
+                where = ({"clients": len(group), "partition": "cross_domain"} if group else
+                         {"clients": a.clients, "partition": "dirichlet", "dirichlet_beta": a.beta})
+                cfg = RunConfig(dataset=fgl_name, algorithm=algo, task="graph_cls", **where, graph_model="gin",
                                 graph_pooling=pooling, graph_batch_size=a.batch_size,
                                 graph_batching=a.graph_batching, hidden=a.hidden, num_layers=2,
                                 dropout=a.dropout, local_steps=a.local_epochs, lr=a.lr, weight_decay=a.weight_decay,
@@ -320,9 +362,11 @@ def main(argv=None) -> None:
                     work = Path(tmp) / f"{ds}_{algo}_{seed}"
                     work.mkdir(parents=True)
                     sizes[(ds, seed)] = export(c, prep.graph, work / "arrays.npz")
-                    job = {"root": str(work / "root"), "tu_path": openfgl_tu_path(data_dir, ds),
-                           "arrays": str(work / "arrays.npz"), "openfgl_dataset": ds,
-                           "openfgl_algorithm": ALGORITHMS[algo], "clients": a.clients, "beta": a.beta,
+                    names = list(group or (ds,))
+                    job = {"root": str(work / "root"), "tu_paths": [openfgl_tu_path(data_dir, n) for n in names],
+                           "arrays": str(work / "arrays.npz"), "openfgl_datasets": names,
+                           "cross_domain": bool(group), "openfgl_dataset": ds,
+                           "openfgl_algorithm": ALGORITHMS[algo], "clients": c.clients, "beta": a.beta,
                            "rounds": a.rounds, "hidden": a.hidden, "num_layers": 2, "dropout": a.dropout,
                            "lr": a.lr, "weight_decay": a.weight_decay, "local_epochs": a.local_epochs,
                            "batch_size": a.batch_size, "seed": seed, "prox_mu": a.prox_mu, "threads": a.threads,
@@ -331,7 +375,8 @@ def main(argv=None) -> None:
                              ("openfgl", lambda: run_openfgl(work, job, venv_python))]
                     if i % 2:   # alternate which side runs first
                         sides.reverse()
-                    rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0],
+                    rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0], "clients": c.clients,
+                           "partition": c.partition,
                            "loadavg": list(os.getloadavg()), **sizes[(ds, seed)]}
                     for name, fn in sides:
                         rec[name] = fn()
@@ -361,10 +406,11 @@ def run_rows(runs: list, start: int) -> list:
         Table rows (dicts).
     """
     rows = []
-    for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), list(ALGORITHMS).index(r["algorithm"]), r["seed"])):
+    for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), list(ALGORITHMS).index(r["algorithm"]),
+                                         run_rounds(r), r["seed"])):
         fj, of = r["fgl_jax"], r["openfgl"]
         mf, mo = (100 * float(np.mean(x["test_history"][start - 1:])) for x in (fj, of))
-        rows.append({"dataset": r["dataset"], "algorithm": r["algorithm"], "seed": r["seed"],
+        rows.append({"dataset": r["dataset"], "algorithm": r["algorithm"], "rounds": run_rounds(r), "seed": r["seed"],
                      "partition seed": r.get("partition_seed", 0),
                      "reported round fgl_jax / OpenFGL": f"{fj['best_round']} / {of['best_round']}",
                      "reported test fgl_jax / OpenFGL": f"{100 * fj['best_test']:.2f} / {100 * of['best_test']:.2f}",
@@ -373,16 +419,90 @@ def run_rows(runs: list, start: int) -> list:
     return rows
 
 
+def cross_domain_notes(runs: list, a: dict) -> list:
+    """The record's paragraph on its cross-domain cells (empty without any): the setting, and each
+    algorithm of `a["algorithms"]` that OpenFGL 1.1.0 cannot run across domains, with the code line why.
+
+    Args:
+        runs: the record's runs.
+        a: the record's settings.
+
+    Returns:
+        Markdown lines.
+    """
+    groups = sorted({r["dataset"] for r in runs if r["dataset"] in CROSS_DOMAIN})
+    if not groups:
+        return []
+    lines = [""]
+    for g in groups:
+        lines.append(
+            f"Cross-domain `{g}` (GCFL's group without DHFR, absent from the shared data): {len(CROSS_DOMAIN[g])} clients, "
+            f"client d holds all of {', '.join(CROSS_DOMAIN[g])} [d] (fgl_jax `--partition cross_domain --dataset {g}`: one "
+            "joined set, each dataset's features in their own input columns and its classes in their own logit block, "
+            "i.e. a per-dataset input projection and head; OpenFGL `graph_fl_cross_domain` with these datasets: each "
+            "client's model has its own input width and classes), each client's 80/10/10 split drawn by fgl_jax and "
+            "exported as for label skew; the other settings as above; accuracy weighted by the client's graph count "
+            "(NCI1 4,110 and AIDS 2,000 of the 7,514 graphs weigh most).")
+    missing = [k for k in a["algorithms"] if k in CROSS_DOMAIN_NOT_RUN]
+    if missing:
+        lines.append("")
+        lines.append("Not run cross-domain (OpenFGL 1.1.0's `FGLDataset.load_data` sets `global_data = None` when "
+                     "`len(args.dataset) > 1`, so its server's task builds no model and holds no data; fgl_jax runs "
+                     "these on the group):")
+        lines += [f"- {k}: {CROSS_DOMAIN_NOT_RUN[k]}." for k in missing]
+    return lines
+
+
+def cluster_splits(history: list) -> list:
+    """1-based rounds after which the number of clusters grew (GCFL's splits), from a per-round count."""
+    out, before = [], 1
+    for i, n in enumerate(history):   # history[i]: clusters after round i + 1
+        if n > before:
+            out.append(i + 1)
+        before = n
+    return out
+
+
+def split_notes(runs: list) -> list:
+    """One line per clustered run whose sides both recorded their clusters per round: the rounds at
+    which each side split and its clusters at the end.
+
+    Args:
+        runs: the record's runs.
+
+    Returns:
+        Markdown lines (empty when no run holds cluster counts).
+    """
+    lines = []
+    for r in runs:
+        fj, of = r["fgl_jax"].get("num_clusters"), r["openfgl"].get("num_clusters")
+        if not fj or not of:
+            continue
+        said = lambda h: (f"split in rounds {', '.join(map(str, cluster_splits(h)))}" if cluster_splits(h)
+                          else "never split") + f", {h[-1]} cluster{'s' if h[-1] > 1 else ''} at the end"
+        line = f"- {r['dataset']} {r['algorithm']}, {run_rounds(r)} rounds, seed {r['seed']}: fgl_jax {said(fj)}; OpenFGL {said(of)}"
+        mean, top = r["openfgl"].get("mean_update_norm"), r["openfgl"].get("max_update_norm")
+        if mean and len(mean) > FIRST_SPLIT_ROUND - 1:
+            late = slice(FIRST_SPLIT_ROUND - 1, None)   # the rounds a split is allowed in
+            line += (f" (OpenFGL's split test on its first cluster in rounds {FIRST_SPLIT_ROUND}-{len(mean)}: norm of the "
+                     f"mean update {min(mean[late]):.3g}-{max(mean[late]):.3g} against eps1 "
+                     f"{GRAPH_OPENFGL_CONFIG['gcfl_plus']['eps1']}, largest update norm {min(top[late]):.3g}-"
+                     f"{max(top[late]):.3g} against eps2 {GRAPH_OPENFGL_CONFIG['gcfl_plus']['eps2']})")
+        lines.append(line + ".")
+    return ["", "Clusters (GCFL+ runs, from each side's per-round cluster count):", ""] + lines if lines else []
+
+
 def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
     """The record <out>.json and its table <out>.md from the runs (`--render-only` redoes them)."""
     from fgl_jax import records, table
     runs, info = payload["runs"], payload["machine"]
     rows = []
-    for ds in a["datasets"]:
-        for algo in a["algorithms"]:
-            mine = [r for r in runs if (r["dataset"], r["algorithm"]) == (ds, algo)]
-            if not mine:
-                continue
+    cells = sorted({(r["dataset"], r["algorithm"], run_rounds(r)) for r in runs},
+                   key=lambda k: (a["datasets"].index(k[0]) if k[0] in a["datasets"] else len(DATASETS),
+                                  a["algorithms"].index(k[1]) if k[1] in a["algorithms"] else len(ALGORITHMS), k[2]))
+    for ds, algo, rounds in cells:
+            mine = [r for r in runs if (r["dataset"], r["algorithm"], run_rounds(r)) == (ds, algo, rounds)]
+            label = f"{algo} / {ALGORITHMS[algo]}" + ("" if rounds == a["rounds"] else f", {rounds} rounds")
             fa, fs = mean_sd([100 * r["fgl_jax"]["best_test"] for r in mine])
             oa, os_ = mean_sd([100 * r["openfgl"]["best_test"] for r in mine])
             ff, _ = mean_sd([100 * r["fgl_jax"]["final_test"] for r in mine])
@@ -391,7 +511,7 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
             ot, _ = mean_sd([r["openfgl"]["ms_per_round"] for r in mine])
             fc, _ = mean_sd([r["fgl_jax"]["cpu_ms_per_round"] for r in mine])
             oc, _ = mean_sd([r["openfgl"]["cpu_ms_per_round"] for r in mine])
-            rows.append({"dataset": ds, "algorithm": f"{algo} / {ALGORITHMS[algo]}", "seeds": len(mine),
+            rows.append({"dataset": ds, "algorithm": label, "seeds": len(mine),
                          "fgl_jax test acc %": f"{fa:.2f} ± {fs:.2f}", "OpenFGL test acc %": f"{oa:.2f} ± {os_:.2f}",
                          "diff (pts)": f"{fa - oa:+.2f}",
                          "last-round test acc % fgl_jax / OpenFGL": f"{ff:.2f} / {of:.2f}",
@@ -413,8 +533,9 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
              "runs first). ms/round = wall time of the training rounds (evaluation included) / rounds; cpu "
              "speed-up = the ratio of process CPU time per round.",
              "", "Differences that remain:", ""] + [f"- {d}" for d in payload["differences"]]
+    notes += cross_domain_notes(runs, a) + split_notes(runs)
     notes += ["", "Per run (test accuracy %: at the best-validation round, and the mean over rounds "
-              f"{CURVE_FROM}-{a['rounds']} of `test_history`, steadier than one round picked by ~110 validation graphs; client-majority test: the "
+              f"{CURVE_FROM} to the run's last of `test_history`, steadier than one round picked by ~110 validation graphs; client-majority test: the "
               "accuracy of answering each client's most frequent training class, what label priors alone score "
               "under label skew with local models on local data):",
               "", table(run_rows(runs, CURVE_FROM), disable_numparse=True)]

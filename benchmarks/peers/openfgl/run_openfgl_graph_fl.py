@@ -35,18 +35,32 @@ import torch  # noqa: E402
 from run_openfgl import set_openfgl_config, train_and_measure  # noqa: E402  (this folder is on sys.path: run as a script)
 
 
+def datasets(job: dict) -> list:
+    """OpenFGL's dataset names of the job: one (label skew) or one per client (cross-domain)."""
+    return job.get("openfgl_datasets") or [job["openfgl_dataset"]]
+
+
 def simulation_dir(job: dict) -> str:
-    """OpenFGL's processed dir of a single-dataset label-skew simulation (FGLDataset.processed_dir)."""
-    return os.path.join(job["root"], "distrib",
-                        f"graph_fl_label_skew_{job['beta']:.2f}_{job['openfgl_dataset']}_client_{job['clients']}")
+    """OpenFGL's processed dir of the simulation (FGLDataset.processed_dir): label skew of one
+    dataset, or graph_fl_cross_domain over the job's datasets (sorted names, as OpenFGL joins them)."""
+    if job.get("cross_domain"):
+        name = "_".join(["graph_fl_cross_domain", "_".join(sorted(datasets(job))), f"client_{job['clients']}"])
+    else:
+        name = f"graph_fl_label_skew_{job['beta']:.2f}_{job['openfgl_dataset']}_client_{job['clients']}"
+    return os.path.join(job["root"], "distrib", name)
 
 
 def lay_out_raw(job: dict) -> None:
-    """The TU files where PyG's TUDataset looks (<root>/global/graph_fl/<NAME>/raw/)."""
-    name = job["openfgl_dataset"]
-    raw = os.path.join(job["root"], "global", "graph_fl", name, "raw")
+    """The TU files of every dataset of the job where PyG's TUDataset looks (<root>/global/graph_fl/<NAME>/raw/)."""
+    paths = job.get("tu_paths") or [job["tu_path"]]
+    for name, src in zip(datasets(job), paths):
+        lay_out_one_raw(job["root"], name, src)
+
+
+def lay_out_one_raw(root: str, name: str, src: str) -> None:
+    """The TU files of one dataset (a directory: symlinks; a zip: unpacked) under <root>/global/graph_fl/<name>/raw."""
+    raw = os.path.join(root, "global", "graph_fl", name, "raw")
     os.makedirs(raw, exist_ok=True)
-    src = job["tu_path"]
     if src.endswith(".zip"):
         with zipfile.ZipFile(src) as z:
             for member in z.namelist():
@@ -60,8 +74,38 @@ def lay_out_raw(job: dict) -> None:
             os.symlink(os.path.join(src, base), os.path.join(raw, base))
 
 
+def lay_out_cross_domain(job: dict, arrays: dict) -> dict:
+    """Cross-domain clients: client k holds all of dataset k (OpenFGL's graph_fl_cross_domain: the
+    dataset itself, num_global_classes its own classes) with fgl_jax's split of those graphs."""
+    from openfgl.data.global_dataset_loader import load_global_dataset
+    assign = arrays["assignment"]
+    proc = simulation_dir(job)
+    split_dir = os.path.join(proc, "graph_cls", "default_split")
+    os.makedirs(split_dir, exist_ok=True)
+    feats, offset = [], 0
+    for k, name in enumerate(datasets(job)):
+        glob = load_global_dataset(os.path.join(job["root"], "global"), scenario="graph_fl", dataset=name)
+        mine = np.flatnonzero(assign == k)           # fgl_jax's joined set keeps each dataset's graph order
+        if len(glob) != len(mine) or not np.array_equal(glob.y.numpy(), arrays["y"][mine]):
+            raise ValueError(f"OpenFGL's {name} has labels that differ from fgl_jax's client {k} "
+                             f"({len(glob)} vs {len(mine)} graphs)")
+        local = glob.copy()
+        local.num_global_classes = glob.num_classes
+        torch.save(local, os.path.join(proc, f"data_{k}.pt"))
+        for split in ("train", "val", "test"):
+            m = arrays[f"{split}_mask"][mine]
+            torch.save(torch.as_tensor(m), os.path.join(split_dir, f"{split}_{k}.pt"))
+            with open(os.path.join(split_dir, f"glb_{split}_{k}.pkl"), "wb") as f:
+                pickle.dump([int(g) for g in np.flatnonzero(m)], f)
+        feats.append(int(glob.num_features))
+        offset += len(glob)
+    return {"openfgl_num_features": feats, "openfgl_num_graphs": offset}
+
+
 def lay_out_clients(job: dict, arrays: dict) -> dict:
     """Client datasets and split files; returns facts about the global set OpenFGL built."""
+    if job.get("cross_domain"):
+        return lay_out_cross_domain(job, arrays)
     from openfgl.data.global_dataset_loader import load_global_dataset
     glob = load_global_dataset(os.path.join(job["root"], "global"), scenario="graph_fl", dataset=job["openfgl_dataset"])
     assign = arrays["assignment"]
@@ -90,9 +134,9 @@ def make_args(job: dict):
     from openfgl.config import parser
     args = parser.parse_args([])
     args.root = job["root"]
-    args.dataset = [job["openfgl_dataset"]]
+    args.dataset = datasets(job)
     args.scenario, args.task = "graph_fl", "graph_cls"
-    args.simulation_mode = "graph_fl_label_skew"
+    args.simulation_mode = "graph_fl_cross_domain" if job.get("cross_domain") else "graph_fl_label_skew"
     args.skew_alpha = args.dirichlet_alpha = job["beta"]     # FGLDataset.processed_dir reads skew_alpha
     args.num_clients, args.num_rounds = job["clients"], job["rounds"]
     args.fl_algorithm = job["openfgl_algorithm"]
@@ -106,6 +150,23 @@ def make_args(job: dict):
     args.seed = job["seed"]
     args.train_val_test = "default_split"
     return args
+
+
+def count_clusters() -> dict:
+    """Wraps GCFLPlusServer.execute to record, every round, the norm of the mean and the largest norm
+    of the clients' updates of the first cluster (its split test: mean < eps1 and max > eps2) before the
+    server step, and its number of clusters after it; returns the dict of lists it fills."""
+    from openfgl.flcore.gcfl_plus.server import GCFLPlusServer
+    log, execute = {"num_clusters": [], "mean_update_norm": [], "max_update_norm": []}, GCFLPlusServer.execute
+
+    def counted(self):
+        first = self.cluster_indices[0]
+        log["mean_update_norm"].append(float(self.compute_mean_update_norm(first)))
+        log["max_update_norm"].append(float(self.compute_max_update_norm(first)))
+        execute(self)
+        log["num_clusters"].append(len(self.cluster_indices))
+    GCFLPlusServer.execute = counted
+    return log
 
 
 def main(job_path: str, result_path: str) -> None:
@@ -123,9 +184,12 @@ def main(job_path: str, result_path: str) -> None:
         from openfgl.flcore.fedprox.fedprox_config import config
         config["fedprox_mu"] = job["prox_mu"]
     set_openfgl_config(job)
+    clusters = count_clusters() if job["openfgl_algorithm"] == "gcfl_plus" else None
     args = make_args(job)
     seed_everything(args.seed)
     out = {**train_and_measure(FGLTrainer, args, quiet), **facts}
+    if clusters is not None:
+        out.update(clusters)
     with open(result_path, "w") as f:
         json.dump(out, f)
 
