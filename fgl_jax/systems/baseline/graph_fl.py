@@ -19,7 +19,7 @@ from fgl_jax.data.tu import GraphSet, check_graph_set
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, check_backdoor_target, plant_graph_triggers,
                                         poison_choice, trigger_edges, triggered_test_rows)
-from fgl_jax.graph_batch import GraphBatch, budgets, pack_clients, select_graph_clients
+from fgl_jax.graph_batch import GraphBatch, budgets, pack_clients, select_graph_clients, with_size_classes
 from fgl_jax.nn.graph import GraphClassifier
 from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, domain_partition, mean_degree,
                                       mean_feature, per_client_graph_split, sorted_segment_partition,
@@ -124,7 +124,10 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     if cfg.attack == "backdoor":
         data, bd_report = backdoor_graph_data(cfg, gs, assignment, clients, masks, eval_batch, train_groups)
     else:
-        data = make_graph_fed_data(eval_batch, pack_clients(gs, train_groups, masks, batch_size=size, batching=how))
+        train = pack_clients(gs, train_groups, masks, batch_size=size, batching=how)
+        if cfg.client_exec == "packed":   # local steps in size-class shapes, clients in sequence
+            train = with_size_classes(train, cfg.graph_size_classes)
+        data = make_graph_fed_data(eval_batch, train)
     shape = lambda b: {"minibatches": b.num_minibatches, "nodes": int(b.x.shape[-2]), "edges": int(b.senders.shape[-1]),
                        "graph_slots": b.num_graph_slots}
     report = {"graphs_per_client": np.bincount(assignment, minlength=clients).tolist(),
