@@ -320,7 +320,7 @@ def size_class_budgets(nodes: Sequence[int], num_classes: int) -> list[int]:
     return sorted(out)
 
 
-def with_size_classes(batch: GraphBatch, num_classes: int = 4) -> GraphBatch:
+def with_size_classes(batch: GraphBatch, num_classes: int = 4, steps: str = "train") -> GraphBatch:
     """`batch` [C, M, ...] with the size-class view of packed client execution (`GraphBatch` fields
     classes, step_class, step_slot): every mini-batch holding a training graph re-padded to the
     smallest of `size_class_budgets` node budgets that holds it, with its class's edge budget (the
@@ -331,6 +331,8 @@ def with_size_classes(batch: GraphBatch, num_classes: int = 4) -> GraphBatch:
     Args:
         batch: a packed `GraphBatch` [C, M, ...] (`pack_clients`).
         num_classes: the most size classes (each is one compiled shape of the local step).
+        steps: which mini-batches get a class: "train" (those holding a training graph: local
+            training's steps) or "graphs" (those holding any graph: evaluation's).
 
     Returns:
         The same batch with classes, step_class and step_slot set.
@@ -339,7 +341,9 @@ def with_size_classes(batch: GraphBatch, num_classes: int = 4) -> GraphBatch:
     C, M, N = a.node_mask.shape
     nodes = a.node_mask.sum(-1) + 1                              # [C, M] with the padding node
     edges = a.edge_mask.sum(-1)
-    real = a.train_mask.any(-1)                                  # [C, M] steps that train
+    if steps not in ("train", "graphs"):
+        raise ValueError(f"steps must be 'train' or 'graphs', got {steps!r}")
+    real = (a.train_mask if steps == "train" else a.graph_mask).any(-1)   # [C, M] steps that run
     budgets_n = size_class_budgets(nodes[real].tolist(), num_classes) if real.any() else [8]
     step_class = np.full((C, M), -1, np.int32)
     step_slot = np.zeros((C, M), np.int32)

@@ -120,6 +120,10 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     size, how = cfg.graph_batch_size, cfg.graph_batching
     eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size,
                               batching=how)
+    if cfg.client_exec == "packed" and cfg.norm != "batch":
+        # evaluation mini-batch by mini-batch in size-class shapes (batch norm's statistics are the
+        # client's whole stack in evaluation: it keeps the stacked evaluation)
+        eval_batch = with_size_classes(eval_batch, cfg.graph_size_classes, steps="graphs")
     train_groups = client_groups(assignment, clients, masks["train"], cfg.split_seed)
     if cfg.attack == "backdoor":
         data, bd_report = backdoor_graph_data(cfg, gs, assignment, clients, masks, eval_batch, train_groups)
@@ -133,6 +137,9 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     report = {"graphs_per_client": np.bincount(assignment, minlength=clients).tolist(),
               "train_graphs_per_client": [int((masks["train"] & (assignment == c)).sum()) for c in range(clients)],
               "train_batch": shape(data.train), "eval_batch": shape(eval_batch)}
+    if data.train.packed:   # packed client execution: the size classes' [S, N, E] (slots per client)
+        report["size_classes"] = [{"slots": v.num_minibatches, "nodes": int(v.x.shape[-2]),
+                                   "edges": int(v.senders.shape[-1])} for v in data.train.classes]
     if cfg.attack == "backdoor":
         report["backdoor"] = bd_report
     if "domains" in gs.meta:
