@@ -51,6 +51,14 @@ class GraphBatch:
     targets (graph_reg), 0 in padding slots; graph_mask: bool [..., G] real graphs; train_mask,
     val_mask, test_mask: bool [..., G] the split (False in padding); graph_ids: int32 [..., G] row of
     the graph in the GraphSet, -1 for padding. client_mask: bool [C] (no M axis): False for a dummy client.
+
+    Packed client execution (`with_size_classes`; None otherwise): classes, a tuple of K GraphBatch
+    [C, S_k, N_k, ...]: the same mini-batches re-padded to K smaller budgets (class k holds the
+    mini-batches of at most N_k - 1 nodes and E_k edges); step_class: int32 [C, M] the class of
+    mini-batch j of client c (-1: it holds no training graph, the step is skipped); step_slot: int32
+    [C, M] its row in that class. Local training then runs the clients one after another, each step
+    in its own class's shape (`fgl_jax.federated.client.local_train`), so a round computes about the
+    real graphs instead of C x M x N slots.
     """
 
     x: Array
@@ -66,6 +74,9 @@ class GraphBatch:
     test_mask: Array
     graph_ids: Array
     client_mask: Array
+    classes: Optional[tuple] = None
+    step_class: Optional[Array] = None
+    step_slot: Optional[Array] = None
 
     @property
     def num_clients(self) -> int:
@@ -83,8 +94,16 @@ class GraphBatch:
     def minibatch(self, i) -> "GraphBatch":
         """Mini-batch i (an int or a traced index) of one client's stack [M, ...]; client_mask is kept."""
         take = lambda a: jax.lax.dynamic_index_in_dim(a, i, axis=0, keepdims=False)
-        fields = {f: take(getattr(self, f)) for f in self.__dataclass_fields__ if f != "client_mask"}
+        fields = {f: take(getattr(self, f)) for f in self.__dataclass_fields__ if f not in PACKED_FIELDS}
         return GraphBatch(**fields, client_mask=self.client_mask)
+
+    @property
+    def packed(self) -> bool:
+        """Whether the batch carries the size-class view of packed client execution."""
+        return self.classes is not None
+
+
+PACKED_FIELDS = ("client_mask", "classes", "step_class", "step_slot")
 
 
 BATCHINGS = ("count", "budget")
@@ -259,3 +278,101 @@ def select_graph_clients(batch: GraphBatch, index: np.ndarray) -> GraphBatch:
     """The clients `index` of a GraphBatch (host-side gather, once)."""
     index = np.asarray(index)
     return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[index]), batch)
+
+
+def size_class_budgets(nodes: Sequence[int], num_classes: int) -> list[int]:
+    """Node budgets of at most `num_classes` size classes that cover mini-batches of `nodes` node
+    slots each (real nodes + the padding node) with the fewest padded slots in total.
+
+    The mini-batches sorted by size are cut into consecutive runs (an exact dynamic programme over
+    the cut points); a run's budget is its largest member rounded up to a multiple of 8, and it
+    costs (members x budget) slots.
+
+    Args:
+        nodes: the node slots each mini-batch needs (int, >= 1).
+        num_classes: the most classes (>= 1); fewer when there are fewer distinct budgets.
+
+    Returns:
+        The budgets, ascending (distinct multiples of 8); every entry of `nodes` fits the last.
+    """
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+    need = sorted({_round_up(n, 8) for n in nodes}) if len(nodes) else [8]
+    count = np.array([sum(1 for n in nodes if _round_up(n, 8) == b) for b in need], np.int64)
+    s, k = len(need), min(num_classes, len(need))
+    before = np.concatenate([[0], np.cumsum(count)])          # mini-batches in need[:i]
+    inf = np.iinfo(np.int64).max // 4
+    best = np.full((k + 1, s + 1), inf, np.int64)              # best[j][i]: need[:i] in j classes
+    cut = np.zeros((k + 1, s + 1), np.int64)
+    best[0][0] = 0
+    for j in range(1, k + 1):
+        for i in range(1, s + 1):
+            for h in range(j - 1, i):                          # the last class is need[h:i], budget need[i-1]
+                if best[j - 1][h] < inf:
+                    c = best[j - 1][h] + (before[i] - before[h]) * need[i - 1]
+                    if c < best[j][i]:
+                        best[j][i], cut[j][i] = c, h
+    j = int(np.argmin(best[1:, s])) + 1
+    out, i = [], s
+    while j > 0:
+        out.append(need[i - 1])
+        i, j = int(cut[j][i]), j - 1
+    return sorted(out)
+
+
+def with_size_classes(batch: GraphBatch, num_classes: int = 4, steps: str = "train") -> GraphBatch:
+    """`batch` [C, M, ...] with the size-class view of packed client execution (`GraphBatch` fields
+    classes, step_class, step_slot): every mini-batch holding a training graph re-padded to the
+    smallest of `size_class_budgets` node budgets that holds it, with its class's edge budget (the
+    class's largest edge count, rounded up to a multiple of 8). Real nodes, edges and graph slots
+    keep their rows, so a mini-batch's output equals the original's (padding is inert) and dropout
+    masks, drawn per row, are the same on its real rows. Host side, once.
+
+    Args:
+        batch: a packed `GraphBatch` [C, M, ...] (`pack_clients`).
+        num_classes: the most size classes (each is one compiled shape of the local step).
+        steps: which mini-batches get a class: "train" (those holding a training graph: local
+            training's steps) or "graphs" (those holding any graph: evaluation's).
+
+    Returns:
+        The same batch with classes, step_class and step_slot set.
+    """
+    a = jax.tree.map(np.asarray, batch.replace(classes=None, step_class=None, step_slot=None))
+    C, M, N = a.node_mask.shape
+    nodes = a.node_mask.sum(-1) + 1                              # [C, M] with the padding node
+    edges = a.edge_mask.sum(-1)
+    if steps not in ("train", "graphs"):
+        raise ValueError(f"steps must be 'train' or 'graphs', got {steps!r}")
+    real = (a.train_mask if steps == "train" else a.graph_mask).any(-1)   # [C, M] steps that run
+    budgets_n = size_class_budgets(nodes[real].tolist(), num_classes) if real.any() else [8]
+    step_class = np.full((C, M), -1, np.int32)
+    step_slot = np.zeros((C, M), np.int32)
+    step_class[real] = np.searchsorted(budgets_n, nodes[real])
+    classes = []
+    for k, nk in enumerate(budgets_n):
+        mine = step_class == k
+        ek = _round_up(int(edges[mine].max(initial=0)), 8)
+        s = max(1, int(mine.sum(1).max()))
+        view = {f: np.zeros((C, s) + getattr(a, f).shape[2:], getattr(a, f).dtype)
+                for f in ("y", "graph_mask", "train_mask", "val_mask", "test_mask")}
+        view["graph_ids"] = np.full((C, s) + a.graph_ids.shape[2:], -1, np.int32)
+        view["x"] = np.zeros((C, s, nk) + a.x.shape[3:], a.x.dtype)
+        view["node_graph"] = np.full((C, s, nk), a.y.shape[-1] - 1, np.int32)
+        view["node_mask"] = np.zeros((C, s, nk), bool)
+        view["senders"] = np.full((C, s, ek), nk - 1, np.int32)
+        view["receivers"] = np.full((C, s, ek), nk - 1, np.int32)
+        view["edge_mask"] = np.zeros((C, s, ek), bool)
+        for c in range(C):
+            for slot, j in enumerate(np.flatnonzero(mine[c])):
+                step_slot[c, j] = slot
+                for f in ("y", "graph_mask", "train_mask", "val_mask", "test_mask", "graph_ids"):
+                    view[f][c, slot] = getattr(a, f)[c, j]
+                for f in ("x", "node_graph", "node_mask"):
+                    view[f][c, slot] = getattr(a, f)[c, j, :nk]
+                e = int(edges[c, j])                             # real edges sit at the front
+                view["senders"][c, slot, :e] = a.senders[c, j, :e]
+                view["receivers"][c, slot, :e] = a.receivers[c, j, :e]
+                view["edge_mask"][c, slot, :e] = True
+        classes.append(GraphBatch(**{f: jax.device_put(v) for f, v in view.items()}, client_mask=batch.client_mask))
+    return batch.replace(classes=tuple(classes), step_class=jax.device_put(step_class),
+                         step_slot=jax.device_put(step_slot))

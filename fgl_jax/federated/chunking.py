@@ -5,6 +5,11 @@ optimiser moments and per-client activations at once. `map_clients(fn, chunk)` c
 same function `chunk` clients at a time (`jax.lax.map(..., batch_size=chunk)`: a sequential
 loop over blocks, each block vmapped), so peak memory scales with `chunk` instead of C while
 every client's arithmetic is unchanged (tests/test_sharding.py checks chunked == unchunked).
+
+Graph clients in packed execution (a `fgl_jax.graph_batch.GraphBatch` argument with its size-class
+view, `with_size_classes`) are always mapped one client at a time: their local steps branch on
+each mini-batch's size class (`fgl_jax.federated.client.local_train`), and only a sequential loop
+computes just the branch taken (vmap would compute every branch for every client).
 """
 from __future__ import annotations
 
@@ -31,7 +36,11 @@ def map_clients(fn: Callable, chunk: Optional[int] = None, in_axes=0) -> Callabl
     """
     check_chunk(chunk)
     if chunk is None:
-        return jax.vmap(fn, in_axes=in_axes)
+        def whole(*args):
+            if any(getattr(a, "classes", None) is not None for a in args):   # packed graph clients
+                return map_clients(fn, 1, in_axes)(*args)
+            return jax.vmap(fn, in_axes=in_axes)(*args)
+        return whole
 
     def mapped(*args):
         axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
@@ -43,7 +52,8 @@ def map_clients(fn: Callable, chunk: Optional[int] = None, in_axes=0) -> Callabl
         sizes = {x.shape[0] for i in mapped_idx for x in jax.tree.leaves(args[i])}
         if len(sizes) != 1:
             raise ValueError(f"map_clients: mapped arguments disagree on the client count: {sorted(sizes)}")
-        if chunk >= sizes.pop():
+        packed = any(getattr(a, "classes", None) is not None for a in args)
+        if chunk >= sizes.pop() and not packed:
             return jax.vmap(fn, in_axes=in_axes)(*args)
         xs = tuple(args[i] for i in mapped_idx)
 
@@ -56,6 +66,6 @@ def map_clients(fn: Callable, chunk: Optional[int] = None, in_axes=0) -> Callabl
         # chunk 1: a plain loop, no vmap of size 1 (XLA:CPU then lays some weight gradients out
         # transposed and transposes them back inside the optimiser's fusions: FedSage+'s fGen
         # output layer cost 4x its arithmetic that way)
-        return jax.lax.map(one, xs) if chunk == 1 else jax.lax.map(one, xs, batch_size=chunk)
+        return jax.lax.map(one, xs) if chunk == 1 or packed else jax.lax.map(one, xs, batch_size=chunk)
 
     return mapped

@@ -205,9 +205,34 @@ def _minibatch_epochs(step_on: Callable, epochs: int, params: PyTree, opt_state:
         kept = jax.tree.map(lambda a, old: jnp.where(real, a, old), new, carry)
         return kept, (val, real)
 
+    if getattr(batch, "classes", None) is not None:
+        step = _packed_step(step_on, batch)
+
     (p, o), (losses, real) = jax.lax.scan(step, (params, opt_state), (jax.random.split(key, epochs * m), order))
     w = real[:m].astype(jnp.float32)
     return p, o, (losses[:m] * w).sum() / jnp.maximum(w.sum(), 1.0)
+
+
+def _packed_step(step_on: Callable, batch) -> Callable:
+    """`_minibatch_epochs`' scan step for a batch with the size-class view (packed client execution,
+    `fgl_jax.graph_batch.with_size_classes`): a `lax.switch` on mini-batch i's class runs the step
+    in that class's padded shape, or skips it (class -1: no training graph) without computing it.
+    Run sequentially (`fgl_jax.federated.chunking.map_clients` does for such batches) only the
+    taken branch is computed; under vmap every branch would be, with the same result."""
+    def step(carry, xs):
+        k, i = xs
+        cls, slot = batch.step_class[i], batch.step_slot[i]
+
+        def skip(carry, k):
+            return carry, jnp.zeros((), jnp.float32)
+
+        def run(view):
+            return lambda carry, k: step_on(carry, view.minibatch(slot), k)
+
+        new, val = jax.lax.switch(cls + 1, [skip] + [run(v) for v in batch.classes], carry, k)
+        return new, (val.astype(jnp.float32), cls >= 0)
+
+    return step
 
 
 def _sampled_epochs(step_on: Callable, epochs: int, params: PyTree, opt_state: PyTree, batch, key: jax.Array):

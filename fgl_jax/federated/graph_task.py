@@ -67,9 +67,28 @@ def evaluate_graphs(model, params, batch, per_client: bool, chunk: Optional[int]
     """`evaluation.evaluate` for graph tasks: params [C, ...] if per_client else one model."""
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
-    sums = map_clients(lambda p, b: client_sums(model, model.apply(p, b, train=False), b), chunk,
-                       in_axes=(0 if per_client else None, 0))(params, batch)
+    one = packed_sums if batch.packed else lambda m, p, b: client_sums(m, m.apply(p, b, train=False), b)
+    sums = map_clients(lambda p, b: one(model, p, b), chunk, in_axes=(0 if per_client else None, 0))(params, batch)
     return graph_metrics(model, sums, batch, per_client, average)
+
+
+def packed_sums(model, params, batch) -> dict:
+    """`client_sums` of one client whose batch [M, ...] has the size-class view (packed execution,
+    `fgl_jax.graph_batch.with_size_classes(..., steps="graphs")`): the sums of its mini-batches one at
+    a time, each in its class's shape, the empty ones skipped by a `lax.switch` (the same sums as the
+    whole stack at once, up to float round-off; run one client at a time, as `map_clients` does)."""
+    def sums_of(view, slot):
+        b = view.minibatch(slot)
+        return client_sums(model, model.apply(params, b, train=False), b)
+
+    zero = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(sums_of, batch.classes[0], 0))
+    branches = [lambda slot: zero] + [lambda slot, v=v: sums_of(v, slot) for v in batch.classes]
+
+    def add(total, j):
+        part = jax.lax.switch(batch.step_class[j] + 1, branches, batch.step_slot[j])
+        return jax.tree.map(jnp.add, total, part), None
+
+    return jax.lax.scan(add, zero, jnp.arange(batch.num_minibatches))[0]
 
 
 def graph_metrics(model, sums: dict, batch, per_client: bool, average: str = "pooled") -> dict:

@@ -219,13 +219,16 @@ def train_and_measure(trainer_class, args, quiet: io.StringIO | None = None) -> 
     quiet = quiet or io.StringIO()
     with contextlib.redirect_stdout(quiet):
         trainer = trainer_class(args)
-    rows = []
+    rows, stamps = [], []
     add_log = trainer.logger.add_log
-    trainer.logger.add_log = lambda r: (rows.append(dict(r)), add_log(r))[-1]
+    # each round ends with one log row: its (wall, CPU) stamp gives per-round times
+    trainer.logger.add_log = lambda r: (rows.append(dict(r)), stamps.append((time.perf_counter(), time.process_time())),
+                                        add_log(r))[-1]
     with contextlib.redirect_stdout(quiet):   # OpenFGL prints every client every round
         t0, c0 = time.perf_counter(), time.process_time()
         trainer.train()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    ends = [(t0, c0)] + stamps
     best = trainer.evaluation_result
     return {"best_val": float(best["best_val_accuracy"]), "best_test": float(best["best_test_accuracy"]),
             "best_round": int(best["best_round"]) + 1,
@@ -233,6 +236,8 @@ def train_and_measure(trainer_class, args, quiet: io.StringIO | None = None) -> 
             "test_history": [float(r["current_test_accuracy"]) for r in rows],
             "rounds": len(rows), "train_seconds": wall, "ms_per_round": 1000.0 * wall / max(len(rows), 1),
             "cpu_ms_per_round": 1000.0 * cpu / max(len(rows), 1),
+            "round_ms": [1000.0 * (b[0] - a[0]) for a, b in zip(ends, ends[1:])],
+            "round_cpu_ms": [1000.0 * (b[1] - a[1]) for a, b in zip(ends, ends[1:])],
             "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 

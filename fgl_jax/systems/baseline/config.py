@@ -286,6 +286,14 @@ class BaselineFields(RunSpec):
                                  "and edges of graph_batch_size mean-sized graphs, at most 2x graph_batch_size "
                                  "graphs: fewer padding slots, a varying number of graphs per step)",
                                  choices=("count", "budget"))
+    client_exec: str = option("packed", "graph_cls / graph_reg: how local training runs the clients: packed (one "
+                              "client after another, each mini-batch step in the smallest of graph_size_classes "
+                              "padded shapes, steps without training graphs skipped: work ~ the real graphs; the "
+                              "fastest on CPU) or vmap (every client vectorised on the largest client's padded "
+                              "shape: may win on an accelerator)", choices=("packed", "vmap"))
+    graph_size_classes: int = option(4, "graph_cls / graph_reg with client_exec packed: the most padded mini-batch "
+                                     "shapes (each compiles the local step once; more: less padding, longer "
+                                     "compilation)", low=1)
     batch_size: int = option(0, "node_cls: seed nodes per neighbour-sampled mini-batch of local training (0 = "
                              "full-batch local steps); local_steps then counts local epochs over a client's "
                              "training nodes (docs/scaling.md)", low=0)
@@ -361,7 +369,8 @@ class BaselineFields(RunSpec):
             if self.partition in GRAPH_PARTITIONS:
                 raise ValueError(f"partition={self.partition!r} deals whole graphs (task graph_cls / graph_reg), not "
                                  f"the nodes of task {self.task!r}")
-            for name in ("graph_model", "graph_pooling", "graph_batch_size", "graph_batching"):
+            for name in ("graph_model", "graph_pooling", "graph_batch_size", "graph_batching", "client_exec",
+                         "graph_size_classes"):
                 default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
                 if getattr(self, name) != default:
                     raise ValueError(f"{name}={getattr(self, name)!r} is an option of task graph_cls / graph_reg, "

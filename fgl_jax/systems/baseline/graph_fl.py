@@ -19,7 +19,7 @@ from fgl_jax.data.tu import GraphSet, check_graph_set
 from fgl_jax.federated.algorithm import FedData
 from fgl_jax.federated.backdoor import (TEST_KEY, TRAIN_KEY, check_backdoor_target, plant_graph_triggers,
                                         poison_choice, trigger_edges, triggered_test_rows)
-from fgl_jax.graph_batch import GraphBatch, budgets, pack_clients, select_graph_clients
+from fgl_jax.graph_batch import GraphBatch, budgets, pack_clients, select_graph_clients, with_size_classes
 from fgl_jax.nn.graph import GraphClassifier
 from fgl_jax.partition.graphs import (client_groups, dirichlet_graph_partition, domain_partition, mean_degree,
                                       mean_feature, ordered_chunk_partition, per_client_graph_split,
@@ -122,16 +122,26 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     size, how = cfg.graph_batch_size, cfg.graph_batching
     eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size,
                               batching=how)
+    if cfg.client_exec == "packed" and cfg.norm != "batch":
+        # evaluation mini-batch by mini-batch in size-class shapes (batch norm's statistics are the
+        # client's whole stack in evaluation: it keeps the stacked evaluation)
+        eval_batch = with_size_classes(eval_batch, cfg.graph_size_classes, steps="graphs")
     train_groups = client_groups(assignment, clients, masks["train"], cfg.split_seed)
     if cfg.attack == "backdoor":
         data, bd_report = backdoor_graph_data(cfg, gs, assignment, clients, masks, eval_batch, train_groups)
     else:
-        data = make_graph_fed_data(eval_batch, pack_clients(gs, train_groups, masks, batch_size=size, batching=how))
+        train = pack_clients(gs, train_groups, masks, batch_size=size, batching=how)
+        if cfg.client_exec == "packed":   # local steps in size-class shapes, clients in sequence
+            train = with_size_classes(train, cfg.graph_size_classes)
+        data = make_graph_fed_data(eval_batch, train)
     shape = lambda b: {"minibatches": b.num_minibatches, "nodes": int(b.x.shape[-2]), "edges": int(b.senders.shape[-1]),
                        "graph_slots": b.num_graph_slots}
     report = {"graphs_per_client": np.bincount(assignment, minlength=clients).tolist(),
               "train_graphs_per_client": [int((masks["train"] & (assignment == c)).sum()) for c in range(clients)],
               "train_batch": shape(data.train), "eval_batch": shape(eval_batch)}
+    if data.train.packed:   # packed client execution: the size classes' [S, N, E] (slots per client)
+        report["size_classes"] = [{"slots": v.num_minibatches, "nodes": int(v.x.shape[-2]),
+                                   "edges": int(v.senders.shape[-1])} for v in data.train.classes]
     if cfg.attack == "backdoor":
         report["backdoor"] = bd_report
     if "domains" in gs.meta:
