@@ -38,7 +38,8 @@ TITLE = "fgl_jax vs PFLlib: personalised FL on the same clients, split and model
 
 # fgl_jax algorithm -> PFLlib algorithm (system/flcore/servers/server<x>.py)
 ALGORITHMS = {"ditto": "Ditto", "fedrep": "FedRep", "apfl": "APFL", "pfedme": "pFedMe", "fedala": "FedALA",
-              "fedbn": "FedBN"}
+              "fedbn": "FedBN", "fedavg": "FedAvg"}
+PERSONALISED = ["ditto", "fedrep", "apfl", "pfedme", "fedala", "fedbn"]   # the default; fedavg calibrates the lr
 
 # Per algorithm: (fgl_jax options, PFLlib arguments) set equal; the comment names the pairs.
 HPARAMS = {
@@ -59,6 +60,8 @@ HPARAMS = {
                           "rand_percent": 80, "layer_idx": 2}),
     # batch norm after the hidden layer on both sides, its scale and shift kept per client
     "fedbn": lambda a: ({"norm": "batch"}, {}),
+    # the shared baseline: both sides train at this lr (how PROTEINS' lr was chosen)
+    "fedavg": lambda a: ({}, {}),
 }
 
 DIFFERENCES = {
@@ -86,6 +89,8 @@ DIFFERENCES = {
                "(at least 11 passes), fgl_jax a fixed 20 steps (fedala_init_steps); PFLlib's ALA sample is a "
                "contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the next "
                "round's ALA-initialised model theta_hat, fgl_jax the trained theta_i."],
+    "fedavg": ["Same updates. Evaluated: PFLlib the received global model, fgl_jax the new global model (the same "
+               "model: evaluated one step later in PFLlib's loop)."],
     "fedbn": ["Batch norm with batch statistics on both sides (torch track_running_stats=False, as fgl_jax's "
               "normalise); eps 1e-5 both."],
 }
@@ -193,15 +198,18 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="+", default=["cora"], choices=["cora", "PROTEINS"], help="Cora (node "
                    "classification) and/or PROTEINS (graph classification)")
-    p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS),
-                   help="fgl_jax names; PFLlib's are ALGORITHMS' values")
+    p.add_argument("--algorithms", nargs="+", default=PERSONALISED, choices=list(ALGORITHMS),
+                   help="fgl_jax names; PFLlib's are ALGORITHMS' values (fedavg: the baseline both sides must train, "
+                        "to choose an lr)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0], help="run seeds (fgl_jax split seed and both "
                    "sides' initialisation seed)")
     p.add_argument("--rounds", type=int, default=50, help="communication rounds on both sides")
     p.add_argument("--clients", type=int, default=10, help="number of clients")
     p.add_argument("--local-epochs", type=int, default=5, help="local epochs per round = full-batch SGD steps")
     p.add_argument("--lr", type=float, default=0.2, help="SGD learning rate of every client model (both sides)")
-    p.add_argument("--graph-lr", type=float, default=0.05, help="PROTEINS: SGD learning rate (both sides)")
+    p.add_argument("--graph-lr", type=float, default=0.001, help="PROTEINS: SGD learning rate of every method "
+                   "(both sides; pFedMe too). 0.001: FedAvg trains on both sides (fgl_jax diverges at 0.01: one "
+                   "node attribute reaches 798)")
     p.add_argument("--pfedme-lr", type=float, default=0.05, help="pFedMe's outer learning rate (its local "
                    "model moves by lr * lambda * (w - theta): lr * lambda must stay below 1)")
     p.add_argument("--hidden", type=int, default=64, help="hidden width")
@@ -247,7 +255,7 @@ def main(argv=None) -> None:
         for ds in a.datasets:
             for algo in a.algorithms:
                 fgl_opts, pfl_args = HPARAMS[algo](a)
-                lr = a.pfedme_lr if algo == "pfedme" else a.lr if ds == "cora" else a.graph_lr
+                lr = a.graph_lr if ds != "cora" else a.pfedme_lr if algo == "pfedme" else a.lr
                 common = dict(dataset=ds, algorithm=algo, clients=a.clients, hidden=a.hidden, num_layers=2,
                               dropout=a.dropout, local_steps=a.local_epochs, optimizer="sgd", lr=lr,
                               weight_decay=0.0, rounds=a.rounds, eval_mode="auto", eval_average="pooled",

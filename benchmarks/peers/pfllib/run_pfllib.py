@@ -196,7 +196,8 @@ ARG_DEFAULTS = dict(goal="compare", device="cpu", device_id="0", num_classes=10,
                     p_learning_rate=0.01, K=5, alpha=1.0, plocal_epochs=1, eta=1.0, rand_percent=80, layer_idx=2)
 
 SERVERS = {"Ditto": ("serverditto", "Ditto"), "FedRep": ("serverrep", "FedRep"), "APFL": ("serverapfl", "APFL"),
-           "pFedMe": ("serverpFedMe", "pFedMe"), "FedALA": ("serverala", "FedALA"), "FedBN": ("serverbn", "FedBN")}
+           "pFedMe": ("serverpFedMe", "pFedMe"), "FedALA": ("serverala", "FedALA"), "FedBN": ("serverbn", "FedBN"),
+           "FedAvg": ("serveravg", "FedAvg")}
 
 
 def eval_theta(client) -> None:
