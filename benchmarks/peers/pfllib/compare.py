@@ -49,10 +49,13 @@ HPARAMS = {
     "fedrep": lambda a: ({"fedrep_head_layers": 1, "fedrep_head_epochs": a.head_epochs},
                          {"plocal_epochs": a.head_epochs}),
     # initial alpha = alpha; alpha's step size = PFLlib's learning_rate (alpha_update uses it)
-    "apfl": lambda a: ({"apfl_alpha": a.apfl_alpha, "apfl_alpha_lr": a.lr}, {"alpha": a.apfl_alpha}),
+    "apfl": lambda a: ({"apfl_alpha": a.apfl_alpha, "apfl_alpha_lr": a.lr,
+                        **({"apfl_variant": a.apfl_variant} if a.apfl_variant != "paper" else {})},
+                       {"alpha": a.apfl_alpha}),
     # lambda = lamda, K = K, personal lr = p_learning_rate, beta = beta; outer lr = local_learning_rate
     "pfedme": lambda a: ({"pfedme_lambda": a.pfedme_lambda, "pfedme_inner_steps": a.pfedme_k,
-                          "pfedme_personal_lr": a.pfedme_personal_lr, "pfedme_beta": 1.0},
+                          "pfedme_personal_lr": a.pfedme_personal_lr, "pfedme_beta": 1.0,
+                          **({"pfedme_inner_weight_decay": a.pfedme_weight_decay} if a.pfedme_weight_decay else {})},
                          {"lamda": a.pfedme_lambda, "K": a.pfedme_k, "p_learning_rate": a.pfedme_personal_lr,
                           "beta": 1.0}),
     # eta = eta, s = rand_percent / 100, top layers p = 1 = the last 2 parameter tensors (layer_idx 2)
@@ -168,7 +171,8 @@ def row(cell: dict) -> dict:
     ft, pt = (100 * np.mean([tail(r, s) for r in runs]) for s in ("fgl_jax", "pfllib"))
     fw, pw = (np.mean([r[s]["ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
     fc, pc = (np.mean([r[s]["cpu_ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
-    return {"dataset": cell["dataset"], "algorithm": f"{cell['algorithm']} / {ALGORITHMS[cell['algorithm']]}",
+    variant = f" [{cell['variant']}]" if cell.get("variant") else ""
+    return {"dataset": cell["dataset"], "algorithm": f"{cell['algorithm']} / {ALGORITHMS[cell['algorithm']]}{variant}",
             "seeds": len(runs), "rounds": cell["rounds"], "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}",
             "PFLlib acc %": f"{pa:.2f} ± {ps:.2f}", "diff (pts)": f"{fa - pa:+.2f}",
             "last-10-round mean % fgl_jax / PFLlib": f"{ft:.2f} / {pt:.2f}",
@@ -222,8 +226,15 @@ def main(argv=None) -> None:
     p.add_argument("--pfedme-personal-lr", type=float, default=0.09, help="pFedMe personal lr (PFLlib p_learning_rate)")
     p.add_argument("--pfedme-eval-theta", action="store_true",
                    help="a toggled PFLlib pFedMe: evaluate_personalized reads each client's personal theta (a copy "
-                        "of the last inner solution) instead of the parameter objects it aliases; training unchanged. "
-                        "Use with its own --out")
+                        "of the last inner solution) instead of the parameter objects it aliases; training unchanged; "
+                        "the cell is keyed apart")
+    p.add_argument("--apfl-variant", default="paper", choices=["paper", "pfllib"], help="fgl_jax's apfl_variant "
+                   "(pfllib: PFLlib's local update, to measure the APFL gap); the cell is keyed apart")
+    p.add_argument("--pfedme-weight-decay", type=float, default=0.0, help="fgl_jax's pfedme_inner_weight_decay "
+                   "(PFLlib's pFedMeOptimizer uses 0.001 always); non-zero keys the cell apart")
+    p.add_argument("--fgl-eval-mode", default="auto", help="fgl_jax's eval_mode (e.g. global_model_on_local_data: "
+                   "what PFLlib's pFedMe evaluate_personalized reads through its aliased parameters); non-auto keys "
+                   "the cell apart")
     p.add_argument("--beta", type=float, default=0.5, help="PROTEINS: label-skew Dirichlet concentration")
     p.add_argument("--threads", type=int, default=1, help="CPU threads per side (torch and XLA); 1 on this shared box")
     p.add_argument("--venv", default=str(DEFAULT_VENV), help="the PFLlib venv of setup.sh")
@@ -258,14 +269,22 @@ def main(argv=None) -> None:
                 lr = a.graph_lr if ds != "cora" else a.pfedme_lr if algo == "pfedme" else a.lr
                 common = dict(dataset=ds, algorithm=algo, clients=a.clients, hidden=a.hidden, num_layers=2,
                               dropout=a.dropout, local_steps=a.local_epochs, optimizer="sgd", lr=lr,
-                              weight_decay=0.0, rounds=a.rounds, eval_mode="auto", eval_average="pooled",
+                              weight_decay=0.0, rounds=a.rounds, eval_mode=a.fgl_eval_mode, eval_average="pooled",
                               **fgl_opts)
                 if ds == "cora":
                     cfg = RunConfig(partition="louvain", split="openfgl", model="gcn", **common)
                 else:
                     cfg = RunConfig(task="graph_cls", partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
                                     graph_pooling="mean", **common)
-                cell = {"dataset": ds, "algorithm": algo, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
+                # a toggled run (the gap measured, not read) gets its own cell beside the default one
+                variant = ", ".join(t for t, on in (
+                    ("fgl_jax apfl_variant pfllib", algo == "apfl" and a.apfl_variant != "paper"),
+                    (f"fgl_jax pfedme_inner_weight_decay {a.pfedme_weight_decay:g}",
+                     algo == "pfedme" and a.pfedme_weight_decay != 0),
+                    (f"fgl_jax eval_mode {a.fgl_eval_mode}", a.fgl_eval_mode != "auto"),
+                    ("PFLlib evaluates theta", algo == "pfedme" and a.pfedme_eval_theta)) if on)
+                key = f"{ds}/{algo}" + (f" [{variant}]" if variant else "")
+                cell = {"dataset": ds, "algorithm": algo, "variant": variant, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
                         "pfllib_args": pfl_args, "lr": lr, "machine": info, "command": " ".join(sys.argv),
                         "differences": DIFFERENCES["all"] + DIFFERENCES[algo]}
                 algorithm = None
@@ -320,9 +339,9 @@ def main(argv=None) -> None:
                                    f"{'GCN' if ds == 'cora' else 'GIN-0 mean readout'} 2 x {a.hidden}, dropout {a.dropout}, SGD lr {lr}, "
                                    f"{a.local_epochs} full-batch local epochs, {a.rounds} rounds, seeds {a.seeds}; "
                                    f"fgl_jax {json.dumps(fgl_opts)}, PFLlib {json.dumps(pfl_args)}")
-                cells[f"{ds}/{algo}"] = cell
+                cells[key] = cell
                 out = Path(a.out)
-                write_record(out.with_suffix(".json"), {"cells": {f"{ds}/{algo}": cell}}, title=TITLE,
+                write_record(out.with_suffix(".json"), {"cells": {key: cell}}, title=TITLE,
                              seeds=a.seeds, parts="cells", config={"settings": vars(a)})
                 write_markdown(out.with_suffix(".md"), records.read(out.with_suffix(".json"))["metrics"]["cells"])
 
