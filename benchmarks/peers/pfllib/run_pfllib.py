@@ -251,6 +251,19 @@ def main() -> None:
     np.random.seed(seed)
     torch.manual_seed(seed)
     body, head = build_models(job)
+    # PFLlib's personalised test_metrics (clientditto, ...) binarise 2-class labels to one column but pass
+    # both logit columns to roc_auc_score, which raises on PROTEINS; the AUC is not compared, so a failed
+    # one is NaN here instead of ending the run (accuracy untouched)
+    from sklearn import metrics as sk_metrics
+    auc = sk_metrics.roc_auc_score
+
+    def tolerant_auc(*args_, **kwargs):
+        try:
+            return auc(*args_, **kwargs)
+        except ValueError:
+            return float("nan")
+
+    sk_metrics.roc_auc_score = tolerant_auc
     args = argparse.Namespace(**{**ARG_DEFAULTS, **job["pfllib_args"]})
     args.model = BaseHeadSplit(body, head)
     args.head = head
