@@ -83,11 +83,16 @@ DIFFERENCES = {
     "apfl": ["PFLlib trains the local model v on its own loss F(v) and mixes only at the end of the round "
              "(v <- alpha v + (1 - alpha) w_local), alpha's gradient from the two models' separate gradients "
              "plus 0.02 alpha; fgl_jax (the paper) trains v on F(alpha v + (1 - alpha) w) and evaluates "
-             "alpha v + (1 - alpha) w with the new global w. Evaluated: PFLlib model_per, fgl_jax the mix."],
+             "alpha v + (1 - alpha) w with the new global w. Evaluated: PFLlib model_per, fgl_jax the mix.",
+             "The cell [fgl_jax apfl_variant pfllib] runs fgl_jax with PFLlib's update and evaluation (apfl.py): "
+             "the difference measured, not read."],
     "pfedme": ["PFLlib's inner optimiser adds mu = 0.001 weight decay (pFedMeOptimizer's default); fgl_jax none. "
                "PFLlib's personalized_params alias the model's own parameter objects (the optimiser returns "
                "its param group), so after send_models its evaluate_personalized evaluates the received "
-               "global model; fgl_jax evaluates the personal theta."],
+               "global model; fgl_jax evaluates the personal theta.",
+               "Toggled cells: [PFLlib evaluates theta] copies the step's result so PFLlib evaluates theta; "
+               "[fgl_jax pfedme_inner_weight_decay 0.001, fgl_jax eval_mode global_model_on_local_data] gives "
+               "fgl_jax PFLlib's weight decay and evaluates what PFLlib's alias evaluates."],
     "fedala": ["First adaptive aggregation: PFLlib trains W until the std of the last 10 losses < 0.1 "
                "(at least 11 passes), fgl_jax a fixed 20 steps (fedala_init_steps); PFLlib's ALA sample is a "
                "contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the next "
