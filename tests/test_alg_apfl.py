@@ -2,7 +2,9 @@
 exactly as FedAvg's, and three rounds on a tiny graph re-derived in NumPy (softmax regression, 3
 clients, plain SGD, 2 local steps): w is FedAvg's, v_k steps on the gradient at the mixed model
 times alpha_k, alpha_k steps on <grad F(mix), v_k - w> and is clipped to [0, 1], and the reported
-accuracy is that of the personalised models alpha_k v_k + (1 - alpha_k) w."""
+accuracy is that of the personalised models alpha_k v_k + (1 - alpha_k) w; and the same for
+`apfl_variant pfllib` (PFLlib's clientAPFL: v_k on its own loss, alpha's gradient from the two
+models' gradients plus 0.02 alpha, v_k mixed with the client's trained w at the round's end)."""
 import dataclasses
 
 import jax
@@ -88,6 +90,55 @@ def test_three_rounds_and_the_alpha_gradient_match_numpy():
     np.testing.assert_allclose(float(metrics["test_acc"]), correct / total, atol=1e-6)
 
 
+def test_pfllib_variant_three_rounds_match_numpy():
+    data, model, common = toy_setup(model="mlp", local_steps=STEPS, lr=LR, optimizer="sgd")
+    common = dataclasses.replace(common, optim=dataclasses.replace(common.optim, momentum=0.0))
+    model = model.clone(num_layers=1)
+    alg = _apfl(model, common, apfl_alpha=ALPHA, apfl_alpha_lr=ALPHA_LR, apfl_variant="pfllib")
+    state = alg.init(jax.random.key(0), data)
+    p = jax.device_get(state.server)["params"]
+    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
+    tr = data.train
+    xs, ys, ms = (np.asarray(a, np.float64) for a in (tr.features, tr.y, tr.train_mask))
+    ys = ys.astype(int)
+    k, ct = int(model.num_classes), xs.shape[0]
+    share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
+    vw, vb = [w.copy() for _ in range(ct)], [b.copy() for _ in range(ct)]
+    alpha = [ALPHA] * ct
+    for r in range(3):
+        new_w, new_b = [], []
+        for i in range(ct):
+            yw, yb, a = w.copy(), b.copy(), alpha[i]
+            for _ in range(STEPS):   # PFLlib's clientAPFL.train: w's step, v's step on F(v), alpha_update
+                gw, gb = _grad(yw, yb, xs[i], ys[i], ms[i], k)
+                gvw, gvb = _grad(vw[i], vb[i], xs[i], ys[i], ms[i], k)
+                yw, yb = yw - LR * gw, yb - LR * gb
+                vw[i], vb[i] = vw[i] - LR * gvw, vb[i] - LR * gvb
+                ga = (((vw[i] - yw) * (a * gvw + (1 - a) * gw)).sum() + ((vb[i] - yb) * (a * gvb + (1 - a) * gb)).sum()
+                      + 0.02 * a)
+                a = float(np.clip(a - ALPHA_LR * ga, 0.0, 1.0))
+            vw[i], vb[i] = a * vw[i] + (1 - a) * yw, a * vb[i] + (1 - a) * yb   # mixed with the client's own w
+            alpha[i] = a
+            new_w.append(yw)
+            new_b.append(yb)
+        w, b = sum(s * x for s, x in zip(share, new_w)), sum(s * x for s, x in zip(share, new_b))
+        state, metrics = jax.jit(alg.round)(state, data, jax.random.key(r))
+        got = jax.device_get(state)
+        assert_trees_close(got.server["params"], {"bias_0": b, "layer_0": {"kernel": w}}, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(got.alpha, alpha, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(got.personal["params"]["layer_0"]["kernel"], np.stack(vw), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got.personal["params"]["bias_0"], np.stack(vb), rtol=1e-4, atol=1e-5)
+    assert max(abs(a - ALPHA) for a in alpha) > 1e-3   # alpha really learnt
+    ev = data.eval
+    correct = total = 0
+    for i in range(ct):   # reported: the mixed v_k itself (not re-mixed with the new global w)
+        pred = (np.asarray(ev.features[i], np.float64) @ vw[i] + vb[i]).argmax(1)
+        mask = np.asarray(ev.test_mask[i], bool)
+        correct += int((pred[mask] == np.asarray(ev.y[i])[mask]).sum())
+        total += int(mask.sum())
+    np.testing.assert_allclose(float(metrics["test_acc"]), correct / total, atol=1e-6)
+
+
 @pytest.mark.slow
 def test_alpha_is_clipped_to_the_unit_interval():
     data, model, common = toy_setup(local_steps=3)
@@ -102,9 +153,12 @@ def test_alpha_is_clipped_to_the_unit_interval():
 
 def test_apfl_options():
     cfg = schema.make(RunConfig, {"algorithm": "apfl", "apfl_alpha": 0.5})
-    assert schema.yaml_values(cfg)["algorithm"] == {"name": "apfl", "apfl_alpha": 0.5, "apfl_alpha_lr": 0.1}
+    assert schema.yaml_values(cfg)["algorithm"] == {"name": "apfl", "apfl_alpha": 0.5, "apfl_alpha_lr": 0.1,
+                                                         "apfl_variant": "paper"}
     with pytest.raises(ValueError, match="apfl_alpha must be <= 1"):
         schema.make(RunConfig, {"algorithm": "apfl", "apfl_alpha": 1.5})
+    with pytest.raises(ValueError, match="apfl_variant"):
+        schema.make(RunConfig, {"algorithm": "apfl", "apfl_variant": "fedtorch"})
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """pFedMe against two independent references: three rounds on a tiny graph re-derived in NumPy (softmax
 regression, 3 clients, plain SGD: K inner gradient steps on f + (lambda/2)||theta - w||^2 warm-started
-from the previous theta, the outer step w <- w - eta lambda (w - theta), the server's
+from the previous theta, with and without PFLlib's inner weight decay (mu/2)||theta||^2, the outer step w <- w - eta lambda (w - theta), the server's
 w <- (1 - beta) w + beta * mean), and the large-lambda limit: with beta 1 and personal LR 1/lambda the
 outer step tends to a gradient step on f, so pFedMe tends to FedAvg (its gap shrinks ~1/lambda)."""
 import jax
@@ -25,9 +25,11 @@ def _softmax_setup(lr, steps):
     return data, model.clone(num_layers=1), common
 
 
-def test_three_rounds_match_a_numpy_rederivation():
+@pytest.mark.parametrize("wd", [0.0, 0.5])   # 0.5: pfedme_inner_weight_decay (PFLlib's mu), large enough to show
+def test_three_rounds_match_a_numpy_rederivation(wd):
     data, model, common = _softmax_setup(LR, STEPS)
-    alg = _pfedme(model, common, pfedme_lambda=LAM, pfedme_inner_steps=K, pfedme_personal_lr=PLR, pfedme_beta=BETA)
+    alg = _pfedme(model, common, pfedme_lambda=LAM, pfedme_inner_steps=K, pfedme_personal_lr=PLR, pfedme_beta=BETA,
+                  pfedme_inner_weight_decay=wd)
     state = alg.init(jax.random.key(0), data)
     p = jax.device_get(state.server)["params"]
     w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
@@ -44,7 +46,8 @@ def test_three_rounds_match_a_numpy_rederivation():
             for _ in range(STEPS):
                 for _ in range(K):               # inner GD on f + (lambda/2)||theta - w_i||^2, warm-started
                     gw, gb = _grad(tw, tb, xs[i], ys[i], ms[i], k)
-                    tw, tb = tw - PLR * (gw + LAM * (tw - lw)), tb - PLR * (gb + LAM * (tb - lb))
+                    tw, tb = (tw - PLR * (gw + LAM * (tw - lw) + wd * tw),     # PFLlib's step with wd = its mu
+                              tb - PLR * (gb + LAM * (tb - lb) + wd * tb))
                 lw, lb = lw - LR * LAM * (lw - tw), lb - LR * LAM * (lb - tb)   # the envelope's gradient step
             local_w.append(lw)
             local_b.append(lb)
@@ -118,7 +121,8 @@ def test_pfedme_options_flags_and_block():
     cfg = schema.make(RunConfig, {"algorithm": "pfedme", "pfedme_lambda": 5.0, "pfedme_inner_steps": 2})
     assert cfg.hparams().pfedme_lambda == 5.0 and cfg.hparams().pfedme_inner_steps == 2
     assert schema.yaml_values(cfg)["algorithm"] == {"name": "pfedme", "pfedme_lambda": 5.0, "pfedme_inner_steps": 2,
-                                                    "pfedme_personal_lr": 0.09, "pfedme_beta": 1.0}
+                                                    "pfedme_personal_lr": 0.09, "pfedme_beta": 1.0,
+                                                    "pfedme_inner_weight_decay": 0.0}
     with pytest.raises(ValueError, match="pfedme_lambda must be > 0"):
         schema.make(RunConfig, {"algorithm": "pfedme", "pfedme_lambda": 0})
     with pytest.raises(ValueError, match="option of algorithm 'pfedme'"):

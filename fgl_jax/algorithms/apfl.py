@@ -21,6 +21,14 @@ training, `alpha_mean` the training clients' mean alpha. With alpha fixed at 0 (
 apfl_alpha_lr 0) w trains exactly as FedAvg's model and is what is evaluated.
 Differences from the paper: its Algorithm 1 uses SGD for w and v (`--optimizer sgd` here) and
 updates w and v one after the other within a step, both from the step's starting point as here.
+
+`apfl_variant pfllib` (opt-in; the paper's update stays the default) is PFLlib's clientAPFL (commit
+d832e76), for measuring the gap to it (benchmarks/peers/pfllib): each step trains v_k on its own
+loss F_k(v_k) instead of the mix's, and moves alpha_k along
+<v_k' - w', alpha_k grad F_k(v_k) + (1 - alpha_k) grad F_k(w)> + 0.02 alpha_k (the models after the
+step, the gradients at its start); after the round's steps v_k <- alpha_k v_k + (1 - alpha_k) w with
+the client's trained (not yet aggregated) w, and that v_k is the personalised model evaluated and
+carried into the next round.
 """
 from __future__ import annotations
 
@@ -43,6 +51,7 @@ from fgl_jax.registry import register
 from fgl_jax.schema import option
 
 PyTree = Any
+PFLLIB_ALPHA_DECAY = 0.02   # apfl_variant pfllib: the alpha * 0.02 term PFLlib's alpha_update adds to alpha's gradient
 MIX_KEY = 1  # fold_in of a step's key for the personalised model's dropout (w's step uses the key itself, as FedAvg)
 
 
@@ -52,6 +61,10 @@ class APFLHParams:
                                      "alpha v + (1 - alpha) w", low=0, high=1)
     apfl_alpha_lr: float = option(0.1, "APFL: step size of each client's gradient step on alpha, every local step "
                                        "(0 = alpha stays at apfl_alpha)", low=0, traced=True)
+    apfl_variant: str = option("paper", "APFL local update: paper (v trained on the mixed model's loss, the mix "
+                                        "with the new global model evaluated) or pfllib (PFLlib's: v trained on its "
+                                        "own loss, mixed with the client's trained w at the round's end, "
+                                        "alpha's gradient + 0.02 alpha)", choices=("paper", "pfllib"))
 
 
 @flax.struct.dataclass
@@ -104,8 +117,25 @@ def apfl(model, common: FedConfig, hp: APFLHParams) -> FederatedAlgorithm:
             a = jnp.clip(a - alpha_lr * ga, 0.0, 1.0)
             return (w, v, a, ow, ov), (lw, lm)
 
-        (w, v, alpha, ow, ov), (lw, lm) = jax.lax.scan(step, (w, v, alpha, ow, ov),
+        def pfllib_step(carry, k):
+            w, v, a, ow, ov = carry
+            lw, gw = jax.value_and_grad(loss_fn)(w, batch, k)
+            lv, gv = jax.value_and_grad(loss_fn)(v, batch, jax.random.fold_in(k, MIX_KEY))
+            uw, ow = optimizer.update(gw, ow, w)
+            uv, ov = optimizer.update(gv, ov, v)
+            w = optax.apply_updates(w, jax.tree.map(lambda u: u * scale, uw))
+            v = optax.apply_updates(v, jax.tree.map(lambda u: u * scale, uv))
+            # PFLlib's alpha gradient: the models after the step, the gradients from its start
+            ga = sum(jnp.vdot(vi - wi, a * gvi + (1.0 - a) * gwi)
+                     for vi, wi, gvi, gwi in zip(*map(jax.tree.leaves, (v, w, gv, gw))))
+            a = jnp.clip(a - alpha_lr * (ga + PFLLIB_ALPHA_DECAY * a), 0.0, 1.0)
+            return (w, v, a, ow, ov), (lw, lv)
+
+        body = pfllib_step if hp.apfl_variant == "pfllib" else step
+        (w, v, alpha, ow, ov), (lw, lm) = jax.lax.scan(body, (w, v, alpha, ow, ov),
                                                        jax.random.split(key, common.local_steps))
+        if hp.apfl_variant == "pfllib":   # the round's end: v becomes the personalised model
+            v = mix(alpha, v, w)
         return w, v, alpha, ow, ov, lw[0], lm[0]
 
     def round_fn(state: APFLState, data: FedData, key: jax.Array):
@@ -121,7 +151,10 @@ def apfl(model, common: FedConfig, hp: APFLHParams) -> FederatedAlgorithm:
         server, agg = aggregate(aggregator, state.aggregator, new, data.train_weight, key, params=state.server)
         everyone = scatter_clients(state.personal, data.train_index, mine)
         alphas = scatter_clients(state.alpha, data.train_index, alpha)
-        personalised = jax.vmap(mix, in_axes=(0, 0, None))(alphas, everyone, server)
+        if hp.apfl_variant == "pfllib":   # v was mixed at the round's end (with the client's own w)
+            personalised = everyone
+        else:
+            personalised = jax.vmap(mix, in_axes=(0, 0, None))(alphas, everyone, server)
         metrics = evaluate_models(model, data, mode, server=server, local=personalised, chunk=common.client_chunk,
                                   average=common.eval_average)
         metrics["train_loss"] = weighted_loss(losses, data.train_weight)

@@ -22,6 +22,9 @@ Defaults are the paper's and its authors' code's: lambda 15, K 5, personal LR 0.
 paper reports beta = 1 and beta = 2 as a faster variant; beta = 1 is the plain average). For a
 large lambda with personal LR 1/lambda, theta = w - grad f(w)/lambda + O(1/lambda^2) and the outer
 step is a gradient step on f_i: pFedMe with beta 1 approaches FedAvg (tests/test_alg_pfedme.py).
+`pfedme_inner_weight_decay` mu (opt-in, default 0 = the paper) adds (mu/2)||theta||^2 to the inner
+problem, so each inner step is theta <- theta - plr (grad f + lambda (theta - w) + mu theta): PFLlib's
+pFedMeOptimizer (commit d832e76) does that with mu = 0.001 (benchmarks/peers/pfllib).
 Differences from the paper: whole-subgraph batches instead of sampled minibatches, and the outer
 step uses the run's optimiser (adam by default; the paper's update is `--optimizer sgd`).
 """
@@ -58,6 +61,9 @@ class PFedMeHParams:
                                              "personal model theta", low=0, low_open=True, traced=True)
     pfedme_beta: float = option(1.0, "pFedMe server step beta: w <- (1 - beta) w + beta * mean of the "
                                      "clients' local models (1 = plain average)", low=0, low_open=True, traced=True)
+    pfedme_inner_weight_decay: float = option(0.0, "pFedMe weight decay mu of the inner problem: adds mu * theta to "
+                                                   "every inner gradient (PFLlib's pFedMeOptimizer: 0.001; 0 = the "
+                                                   "paper)", low=0)
 
 
 @flax.struct.dataclass
@@ -71,12 +77,15 @@ class PFedMeState:
 
 
 def envelope_step(loss_fn, inner_steps: int, w: PyTree, theta: PyTree, batch, key: jax.Array, lam: jax.Array,
-                  personal_lr: jax.Array) -> tuple[PyTree, PyTree, jax.Array]:
+                  personal_lr: jax.Array, weight_decay: float = 0.0) -> tuple[PyTree, PyTree, jax.Array]:
     """One pFedMe local step's inner solve on one client: `inner_steps` gradient-descent steps on
-    f(theta) + (lambda/2)||theta - w||^2 from `theta` (pytrees like one model).
+    f(theta) + (lambda/2)||theta - w||^2 [+ (weight_decay/2)||theta||^2] from `theta` (pytrees like one model).
 
     Returns (theta', g = lambda (w - theta'), the first inner step's loss), g being the gradient of
-    the Moreau envelope at w the outer step follows."""
+    the Moreau envelope at w the outer step follows (the first loss includes the decay term)."""
+    if weight_decay:   # static: the paper's problem (0) compiles without the term
+        f = loss_fn
+        loss_fn = lambda p, b, k: f(p, b, k) + 0.5 * weight_decay * sum(jnp.vdot(x, x) for x in jax.tree.leaves(p))
     gd = optax.sgd(1.0)   # plain GD: the LR enters as local_train's scale
     theta, _, first = local_train(loss_fn, gd, inner_steps, theta, gd.init(theta), batch, key, personal_lr,
                                   prox_mu=lam, anchor=w)
@@ -110,7 +119,8 @@ def pfedme(model, common: FedConfig, hp: PFedMeHParams) -> FederatedAlgorithm:
         def client(w, o, b, k):
             def step(carry, kk):
                 w, theta, o = carry
-                theta, g, first = envelope_step(loss_fn, k_inner, w, theta, b, kk, lam, plr)
+                theta, g, first = envelope_step(loss_fn, k_inner, w, theta, b, kk, lam, plr,
+                                                hp.pfedme_inner_weight_decay)
                 upd, o = optimizer.update(g, o, w)
                 w = optax.apply_updates(w, jax.tree.map(lambda u: u * scale, upd))
                 return (w, theta, o), first

@@ -38,7 +38,8 @@ TITLE = "fgl_jax vs PFLlib: personalised FL on the same clients, split and model
 
 # fgl_jax algorithm -> PFLlib algorithm (system/flcore/servers/server<x>.py)
 ALGORITHMS = {"ditto": "Ditto", "fedrep": "FedRep", "apfl": "APFL", "pfedme": "pFedMe", "fedala": "FedALA",
-              "fedbn": "FedBN"}
+              "fedbn": "FedBN", "fedavg": "FedAvg"}
+PERSONALISED = ["ditto", "fedrep", "apfl", "pfedme", "fedala", "fedbn"]   # the default; fedavg calibrates the lr
 
 # Per algorithm: (fgl_jax options, PFLlib arguments) set equal; the comment names the pairs.
 HPARAMS = {
@@ -48,10 +49,13 @@ HPARAMS = {
     "fedrep": lambda a: ({"fedrep_head_layers": 1, "fedrep_head_epochs": a.head_epochs},
                          {"plocal_epochs": a.head_epochs}),
     # initial alpha = alpha; alpha's step size = PFLlib's learning_rate (alpha_update uses it)
-    "apfl": lambda a: ({"apfl_alpha": a.apfl_alpha, "apfl_alpha_lr": a.lr}, {"alpha": a.apfl_alpha}),
+    "apfl": lambda a: ({"apfl_alpha": a.apfl_alpha, "apfl_alpha_lr": a.lr,
+                        **({"apfl_variant": a.apfl_variant} if a.apfl_variant != "paper" else {})},
+                       {"alpha": a.apfl_alpha}),
     # lambda = lamda, K = K, personal lr = p_learning_rate, beta = beta; outer lr = local_learning_rate
     "pfedme": lambda a: ({"pfedme_lambda": a.pfedme_lambda, "pfedme_inner_steps": a.pfedme_k,
-                          "pfedme_personal_lr": a.pfedme_personal_lr, "pfedme_beta": 1.0},
+                          "pfedme_personal_lr": a.pfedme_personal_lr, "pfedme_beta": 1.0,
+                          **({"pfedme_inner_weight_decay": a.pfedme_weight_decay} if a.pfedme_weight_decay else {})},
                          {"lamda": a.pfedme_lambda, "K": a.pfedme_k, "p_learning_rate": a.pfedme_personal_lr,
                           "beta": 1.0}),
     # eta = eta, s = rand_percent / 100, top layers p = 1 = the last 2 parameter tensors (layer_idx 2)
@@ -59,6 +63,8 @@ HPARAMS = {
                           "rand_percent": 80, "layer_idx": 2}),
     # batch norm after the hidden layer on both sides, its scale and shift kept per client
     "fedbn": lambda a: ({"norm": "batch"}, {}),
+    # the shared baseline: both sides train at this lr (how PROTEINS' lr was chosen)
+    "fedavg": lambda a: ({}, {}),
 }
 
 DIFFERENCES = {
@@ -77,15 +83,22 @@ DIFFERENCES = {
     "apfl": ["PFLlib trains the local model v on its own loss F(v) and mixes only at the end of the round "
              "(v <- alpha v + (1 - alpha) w_local), alpha's gradient from the two models' separate gradients "
              "plus 0.02 alpha; fgl_jax (the paper) trains v on F(alpha v + (1 - alpha) w) and evaluates "
-             "alpha v + (1 - alpha) w with the new global w. Evaluated: PFLlib model_per, fgl_jax the mix."],
+             "alpha v + (1 - alpha) w with the new global w. Evaluated: PFLlib model_per, fgl_jax the mix.",
+             "The cell [fgl_jax apfl_variant pfllib] runs fgl_jax with PFLlib's update and evaluation (apfl.py): "
+             "the difference measured, not read."],
     "pfedme": ["PFLlib's inner optimiser adds mu = 0.001 weight decay (pFedMeOptimizer's default); fgl_jax none. "
                "PFLlib's personalized_params alias the model's own parameter objects (the optimiser returns "
                "its param group), so after send_models its evaluate_personalized evaluates the received "
-               "global model; fgl_jax evaluates the personal theta."],
+               "global model; fgl_jax evaluates the personal theta.",
+               "Toggled cells: [PFLlib evaluates theta] copies the step's result so PFLlib evaluates theta; "
+               "[fgl_jax pfedme_inner_weight_decay 0.001, fgl_jax eval_mode global_model_on_local_data] gives "
+               "fgl_jax PFLlib's weight decay and evaluates what PFLlib's alias evaluates."],
     "fedala": ["First adaptive aggregation: PFLlib trains W until the std of the last 10 losses < 0.1 "
                "(at least 11 passes), fgl_jax a fixed 20 steps (fedala_init_steps); PFLlib's ALA sample is a "
                "contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the next "
                "round's ALA-initialised model theta_hat, fgl_jax the trained theta_i."],
+    "fedavg": ["Same updates. Evaluated: PFLlib the received global model, fgl_jax the new global model (the same "
+               "model: evaluated one step later in PFLlib's loop)."],
     "fedbn": ["Batch norm with batch statistics on both sides (torch track_running_stats=False, as fgl_jax's "
               "normalise); eps 1e-5 both."],
 }
@@ -163,7 +176,8 @@ def row(cell: dict) -> dict:
     ft, pt = (100 * np.mean([tail(r, s) for r in runs]) for s in ("fgl_jax", "pfllib"))
     fw, pw = (np.mean([r[s]["ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
     fc, pc = (np.mean([r[s]["cpu_ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
-    return {"dataset": cell["dataset"], "algorithm": f"{cell['algorithm']} / {ALGORITHMS[cell['algorithm']]}",
+    variant = f" [{cell['variant']}]" if cell.get("variant") else ""
+    return {"dataset": cell["dataset"], "algorithm": f"{cell['algorithm']} / {ALGORITHMS[cell['algorithm']]}{variant}",
             "seeds": len(runs), "rounds": cell["rounds"], "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}",
             "PFLlib acc %": f"{pa:.2f} ± {ps:.2f}", "diff (pts)": f"{fa - pa:+.2f}",
             "last-10-round mean % fgl_jax / PFLlib": f"{ft:.2f} / {pt:.2f}",
@@ -193,15 +207,18 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="+", default=["cora"], choices=["cora", "PROTEINS"], help="Cora (node "
                    "classification) and/or PROTEINS (graph classification)")
-    p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS),
-                   help="fgl_jax names; PFLlib's are ALGORITHMS' values")
+    p.add_argument("--algorithms", nargs="+", default=PERSONALISED, choices=list(ALGORITHMS),
+                   help="fgl_jax names; PFLlib's are ALGORITHMS' values (fedavg: the baseline both sides must train, "
+                        "to choose an lr)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0], help="run seeds (fgl_jax split seed and both "
                    "sides' initialisation seed)")
     p.add_argument("--rounds", type=int, default=50, help="communication rounds on both sides")
     p.add_argument("--clients", type=int, default=10, help="number of clients")
     p.add_argument("--local-epochs", type=int, default=5, help="local epochs per round = full-batch SGD steps")
     p.add_argument("--lr", type=float, default=0.2, help="SGD learning rate of every client model (both sides)")
-    p.add_argument("--graph-lr", type=float, default=0.05, help="PROTEINS: SGD learning rate (both sides)")
+    p.add_argument("--graph-lr", type=float, default=0.001, help="PROTEINS: SGD learning rate of every method "
+                   "(both sides; pFedMe too). 0.001: FedAvg trains on both sides (fgl_jax diverges at 0.01: one "
+                   "node attribute reaches 798)")
     p.add_argument("--pfedme-lr", type=float, default=0.05, help="pFedMe's outer learning rate (its local "
                    "model moves by lr * lambda * (w - theta): lr * lambda must stay below 1)")
     p.add_argument("--hidden", type=int, default=64, help="hidden width")
@@ -214,8 +231,15 @@ def main(argv=None) -> None:
     p.add_argument("--pfedme-personal-lr", type=float, default=0.09, help="pFedMe personal lr (PFLlib p_learning_rate)")
     p.add_argument("--pfedme-eval-theta", action="store_true",
                    help="a toggled PFLlib pFedMe: evaluate_personalized reads each client's personal theta (a copy "
-                        "of the last inner solution) instead of the parameter objects it aliases; training unchanged. "
-                        "Use with its own --out")
+                        "of the last inner solution) instead of the parameter objects it aliases; training unchanged; "
+                        "the cell is keyed apart")
+    p.add_argument("--apfl-variant", default="paper", choices=["paper", "pfllib"], help="fgl_jax's apfl_variant "
+                   "(pfllib: PFLlib's local update, to measure the APFL gap); the cell is keyed apart")
+    p.add_argument("--pfedme-weight-decay", type=float, default=0.0, help="fgl_jax's pfedme_inner_weight_decay "
+                   "(PFLlib's pFedMeOptimizer uses 0.001 always); non-zero keys the cell apart")
+    p.add_argument("--fgl-eval-mode", default="auto", help="fgl_jax's eval_mode (e.g. global_model_on_local_data: "
+                   "what PFLlib's pFedMe evaluate_personalized reads through its aliased parameters); non-auto keys "
+                   "the cell apart")
     p.add_argument("--beta", type=float, default=0.5, help="PROTEINS: label-skew Dirichlet concentration")
     p.add_argument("--threads", type=int, default=1, help="CPU threads per side (torch and XLA); 1 on this shared box")
     p.add_argument("--venv", default=str(DEFAULT_VENV), help="the PFLlib venv of setup.sh")
@@ -247,17 +271,25 @@ def main(argv=None) -> None:
         for ds in a.datasets:
             for algo in a.algorithms:
                 fgl_opts, pfl_args = HPARAMS[algo](a)
-                lr = a.pfedme_lr if algo == "pfedme" else a.lr if ds == "cora" else a.graph_lr
+                lr = a.graph_lr if ds != "cora" else a.pfedme_lr if algo == "pfedme" else a.lr
                 common = dict(dataset=ds, algorithm=algo, clients=a.clients, hidden=a.hidden, num_layers=2,
                               dropout=a.dropout, local_steps=a.local_epochs, optimizer="sgd", lr=lr,
-                              weight_decay=0.0, rounds=a.rounds, eval_mode="auto", eval_average="pooled",
+                              weight_decay=0.0, rounds=a.rounds, eval_mode=a.fgl_eval_mode, eval_average="pooled",
                               **fgl_opts)
                 if ds == "cora":
                     cfg = RunConfig(partition="louvain", split="openfgl", model="gcn", **common)
                 else:
                     cfg = RunConfig(task="graph_cls", partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
                                     graph_pooling="mean", **common)
-                cell = {"dataset": ds, "algorithm": algo, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
+                # a toggled run (the gap measured, not read) gets its own cell beside the default one
+                variant = ", ".join(t for t, on in (
+                    ("fgl_jax apfl_variant pfllib", algo == "apfl" and a.apfl_variant != "paper"),
+                    (f"fgl_jax pfedme_inner_weight_decay {a.pfedme_weight_decay:g}",
+                     algo == "pfedme" and a.pfedme_weight_decay != 0),
+                    (f"fgl_jax eval_mode {a.fgl_eval_mode}", a.fgl_eval_mode != "auto"),
+                    ("PFLlib evaluates theta", algo == "pfedme" and a.pfedme_eval_theta)) if on)
+                key = f"{ds}/{algo}" + (f" [{variant}]" if variant else "")
+                cell = {"dataset": ds, "algorithm": algo, "variant": variant, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
                         "pfllib_args": pfl_args, "lr": lr, "machine": info, "command": " ".join(sys.argv),
                         "differences": DIFFERENCES["all"] + DIFFERENCES[algo]}
                 algorithm = None
@@ -312,9 +344,9 @@ def main(argv=None) -> None:
                                    f"{'GCN' if ds == 'cora' else 'GIN-0 mean readout'} 2 x {a.hidden}, dropout {a.dropout}, SGD lr {lr}, "
                                    f"{a.local_epochs} full-batch local epochs, {a.rounds} rounds, seeds {a.seeds}; "
                                    f"fgl_jax {json.dumps(fgl_opts)}, PFLlib {json.dumps(pfl_args)}")
-                cells[f"{ds}/{algo}"] = cell
+                cells[key] = cell
                 out = Path(a.out)
-                write_record(out.with_suffix(".json"), {"cells": {f"{ds}/{algo}": cell}}, title=TITLE,
+                write_record(out.with_suffix(".json"), {"cells": {key: cell}}, title=TITLE,
                              seeds=a.seeds, parts="cells", config={"settings": vars(a)})
                 write_markdown(out.with_suffix(".md"), records.read(out.with_suffix(".json"))["metrics"]["cells"])
 

@@ -196,7 +196,8 @@ ARG_DEFAULTS = dict(goal="compare", device="cpu", device_id="0", num_classes=10,
                     p_learning_rate=0.01, K=5, alpha=1.0, plocal_epochs=1, eta=1.0, rand_percent=80, layer_idx=2)
 
 SERVERS = {"Ditto": ("serverditto", "Ditto"), "FedRep": ("serverrep", "FedRep"), "APFL": ("serverapfl", "APFL"),
-           "pFedMe": ("serverpFedMe", "pFedMe"), "FedALA": ("serverala", "FedALA"), "FedBN": ("serverbn", "FedBN")}
+           "pFedMe": ("serverpFedMe", "pFedMe"), "FedALA": ("serverala", "FedALA"), "FedBN": ("serverbn", "FedBN"),
+           "FedAvg": ("serveravg", "FedAvg")}
 
 
 def eval_theta(client) -> None:
@@ -250,6 +251,19 @@ def main() -> None:
     np.random.seed(seed)
     torch.manual_seed(seed)
     body, head = build_models(job)
+    # PFLlib's personalised test_metrics (clientditto, ...) binarise 2-class labels to one column but pass
+    # both logit columns to roc_auc_score, which raises on PROTEINS; the AUC is not compared, so a failed
+    # one is NaN here instead of ending the run (accuracy untouched)
+    from sklearn import metrics as sk_metrics
+    auc = sk_metrics.roc_auc_score
+
+    def tolerant_auc(*args_, **kwargs):
+        try:
+            return auc(*args_, **kwargs)
+        except ValueError:
+            return float("nan")
+
+    sk_metrics.roc_auc_score = tolerant_auc
     args = argparse.Namespace(**{**ARG_DEFAULTS, **job["pfllib_args"]})
     args.model = BaseHeadSplit(body, head)
     args.head = head
