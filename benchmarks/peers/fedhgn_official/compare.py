@@ -92,6 +92,8 @@ def export(work: Path, venv_py: str, data_dir: str, dataset: str, k: int, splits
 def official(work: Path, venv_py: str, src: str, seeds, splits, trace_seed, dataset: str, k: int, cells,
              authors_dir: Path) -> None:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # one checkpoint folder per split: the authors' get_save_path numbers its folders without a lock, so two
+    # calls running at once (--splits ours and --splits authors) must not share one
     for seed in seeds:
         for where in splits:
             split_dir = work / "ours" if where == "ours" else authors_dir
@@ -102,7 +104,7 @@ def official(work: Path, venv_py: str, src: str, seeds, splits, trace_seed, data
                 res.parent.mkdir(parents=True, exist_ok=True)
                 cmd = [venv_py, str(HERE / "run_official.py"), "--data-dir", str(split_dir), "--split", FILES[split],
                        "--framework", FRAMEWORK[method], "--seed", str(seed), "--out", str(res),
-                       "--dataset", OFFICIAL_NAME[dataset], "--clients", str(k), "--saves", str(work / "saves")]
+                       "--dataset", OFFICIAL_NAME[dataset], "--clients", str(k), "--saves", str(work / f"saves_{where}")]
                 if seed == trace_seed:
                     cmd += ["--trace", str(res.with_suffix(".trace.json"))]
                 t0 = time.time()
