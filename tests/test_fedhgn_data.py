@@ -219,3 +219,41 @@ def test_official_bin_reader_truncated_real_file(tmp_path):
         f.write_bytes(buf[:int(len(buf) * frac)])
         with pytest.raises(ValueError, match="cut.bin"):
             load_official_split(f)
+
+
+def test_official_bin_reader_reverse_types_without_edge_data(tmp_path):
+    """tests/data/dglbin_rev_noedata.bin, written by DGL 2.1 (benchmarks/peers/fedhgn_official/toy_bin.py):
+    reverse edge types without edge tensors between ones with them (dgl.AddReverse(copy_edata=False), as
+    in the authors' MUTAG split files), which the reader once took for a graph boundary. Every edge,
+    label and mask must equal the generator's rule, rebuilt here."""
+    from pathlib import Path
+    from fgl_jax.data.hetero_dglbin import load_official_split
+    f = Path(__file__).parent / "data" / "dglbin_rev_noedata.bin"
+    gs = load_official_split(f)
+    rels = [f"a{i}" for i in range(7)] + [f"z{i}" for i in range(7)]
+    assert len(gs) == 2
+    for gi, g in enumerate(gs):
+        assert g.target == "user" and g.num_classes == 3
+        assert dict(zip(g.node_types, g.num_nodes)) == {"user": 5, "item": 6}
+        want = {}
+        for j, r in enumerate(rels):
+            src, dst = np.arange(5), (np.arange(5) * (j + 1) + gi) % 6
+            want[("user", r, "item")] = (src, dst)
+            want[("item", f"rev_{r}", "user")] = (dst, src)
+        got = dict(zip(g.canonical_etypes, g.edges))
+        assert set(got) == set(want)
+        for c, (s, d) in want.items():
+            np.testing.assert_array_equal(got[c][0], s)
+            np.testing.assert_array_equal(got[c][1], d)
+        np.testing.assert_array_equal(g.y, np.array([0, 1, 0, 1, 0]) + gi)
+        np.testing.assert_array_equal(g.train_mask, [1, 1, 0, 0, 0])
+        np.testing.assert_array_equal(g.val_mask, [0, 0, 1, 0, 0])
+        np.testing.assert_array_equal(g.test_mask, [0, 0, 0, 1, 1])
+    # a header whose graph count disagrees with the graph records: one line naming the file
+    import struct
+    buf = bytearray(f.read_bytes())
+    struct.pack_into("<Q", buf, 24, 3)
+    bad = tmp_path / "count.bin"
+    bad.write_bytes(bytes(buf))
+    with pytest.raises(ValueError, match="count.bin: header declares 3 graphs, found 2 graph records"):
+        load_official_split(bad)

@@ -92,6 +92,8 @@ def export(work: Path, venv_py: str, data_dir: str, dataset: str, k: int, splits
 def official(work: Path, venv_py: str, src: str, seeds, splits, trace_seed, dataset: str, k: int, cells,
              authors_dir: Path) -> None:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # one checkpoint folder per split: the authors' get_save_path numbers its folders without a lock, so two
+    # calls running at once (--splits ours and --splits authors) must not share one
     for seed in seeds:
         for where in splits:
             split_dir = work / "ours" if where == "ours" else authors_dir
@@ -102,7 +104,7 @@ def official(work: Path, venv_py: str, src: str, seeds, splits, trace_seed, data
                 res.parent.mkdir(parents=True, exist_ok=True)
                 cmd = [venv_py, str(HERE / "run_official.py"), "--data-dir", str(split_dir), "--split", FILES[split],
                        "--framework", FRAMEWORK[method], "--seed", str(seed), "--out", str(res),
-                       "--dataset", OFFICIAL_NAME[dataset], "--clients", str(k), "--saves", str(work / "saves")]
+                       "--dataset", OFFICIAL_NAME[dataset], "--clients", str(k), "--saves", str(work / f"saves_{where}")]
                 if seed == trace_seed:
                     cmd += ["--trace", str(res.with_suffix(".trace.json"))]
                 t0 = time.time()
@@ -297,9 +299,10 @@ def table(work: Path, cmd: str, t0: float, config: dict) -> None:
     L = render(rec)
     L += ["", f"Table written by `{cmd}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
           f"{load[0]:.1f} on 2 cores shared with other jobs). The runs come from calls of the same command with "
-          "--steps export,official,fgljax (resumable; AIFB K=3 on 2026-11-26, MUTAG on 2026-11-29: "
-          "values without run files in --work are carried over from the previous record). One run of the authors' "
-          "code took 0.5-9 min of wall time on AIFB at load averages 3-16.",
+          "--steps export,official,fgljax (resumable; AIFB K=3 on 2026-11-26, MUTAG on 2026-11-29, where some seeds ran "
+          "as run_official.py calls with the same arguments, two at a time: values without run files in --work are "
+          "carried over from the previous record). One run of the authors' code took 0.5-9 min of wall time on AIFB "
+          "at load averages 3-16; on MUTAG K=3 2.6-14 min, K=5 13-16 min, at load averages 10-16.",
           "Authors' code: github.com/cynricfu/FedHGN at 1a94edc, torch 2.2.1 (PyPI), DGL 2.1.0 (PyPI), CPU, "
           "one thread, DataLoader workers 0."]
     records.write(path, records.make("results", rec, config=config, seeds=[],
