@@ -237,6 +237,9 @@ def main(argv=None) -> None:
                    "(pfllib: PFLlib's local update, to measure the APFL gap); the cell is keyed apart")
     p.add_argument("--pfedme-weight-decay", type=float, default=0.0, help="fgl_jax's pfedme_inner_weight_decay "
                    "(PFLlib's pFedMeOptimizer uses 0.001 always); non-zero keys the cell apart")
+    p.add_argument("--fgl-momentum", type=float, default=0.0, help="fgl_jax's client SGD momentum (PFLlib's "
+                   "clients use plain torch SGD: 0; the cells before this option ran fgl_jax at its default 0.9); "
+                   "non-zero keys the cell apart")
     p.add_argument("--fgl-eval-mode", default="auto", help="fgl_jax's eval_mode (e.g. global_model_on_local_data: "
                    "what PFLlib's pFedMe evaluate_personalized reads through its aliased parameters); non-auto keys "
                    "the cell apart")
@@ -274,6 +277,7 @@ def main(argv=None) -> None:
                 lr = a.graph_lr if ds != "cora" else a.pfedme_lr if algo == "pfedme" else a.lr
                 common = dict(dataset=ds, algorithm=algo, clients=a.clients, hidden=a.hidden, num_layers=2,
                               dropout=a.dropout, local_steps=a.local_epochs, optimizer="sgd", lr=lr,
+                              momentum=a.fgl_momentum,
                               weight_decay=0.0, rounds=a.rounds, eval_mode=a.fgl_eval_mode, eval_average="pooled",
                               **fgl_opts)
                 if ds == "cora":
@@ -287,6 +291,7 @@ def main(argv=None) -> None:
                     (f"fgl_jax pfedme_inner_weight_decay {a.pfedme_weight_decay:g}",
                      algo == "pfedme" and a.pfedme_weight_decay != 0),
                     (f"fgl_jax eval_mode {a.fgl_eval_mode}", a.fgl_eval_mode != "auto"),
+                    (f"fgl_jax momentum {a.fgl_momentum:g}", a.fgl_momentum != 0),
                     ("PFLlib evaluates theta", algo == "pfedme" and a.pfedme_eval_theta)) if on)
                 key = f"{ds}/{algo}" + (f" [{variant}]" if variant else "")
                 cell = {"dataset": ds, "algorithm": algo, "variant": variant, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
@@ -341,7 +346,7 @@ def main(argv=None) -> None:
                           f"({rec['pfllib']['cpu_ms_per_round']:.1f} cpu ms/round)", flush=True)
                 info["loadavg_end"] = list(os.getloadavg())
                 cell["setting"] = (f"{a.clients} clients ({'Louvain, 20/40/40 per client' if ds == 'cora' else f'label skew beta {a.beta}, 80/10/10 per client'}), "
-                                   f"{'GCN' if ds == 'cora' else 'GIN-0 mean readout'} 2 x {a.hidden}, dropout {a.dropout}, SGD lr {lr}, "
+                                   f"{'GCN' if ds == 'cora' else 'GIN-0 mean readout'} 2 x {a.hidden}, dropout {a.dropout}, SGD lr {lr} (fgl_jax momentum {a.fgl_momentum:g}), "
                                    f"{a.local_epochs} full-batch local epochs, {a.rounds} rounds, seeds {a.seeds}; "
                                    f"fgl_jax {json.dumps(fgl_opts)}, PFLlib {json.dumps(pfl_args)}")
                 cells[key] = cell

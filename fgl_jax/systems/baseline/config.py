@@ -158,6 +158,8 @@ class BaselineFields(RunSpec):
     optimizer: str = option("adam", "client optimiser", choices=("adam", "sgd"))
     lr: float = option(0.01, "client learning rate", low=0, low_open=True, traced=True)
     weight_decay: float = option(0.0, "L2 weight decay added to the gradient", low=0)
+    momentum: float = option(0.9, "client SGD momentum (optimizer sgd only; 0 = plain SGD, PyTorch's default "
+                             "and PFLlib's)", low=0, high=1, high_open=True)
     lr_gamma: float = option(1.0, "staircase decay factor of the lr", low=0, high=1, low_open=True)
     lr_decay_every: int = option(0, "decay the lr every this many rounds (0 = constant)", low=0)
     loss_guard: float = option(1e6, "stop as diverged when train_loss exceeds this multiple of its first "

@@ -373,7 +373,7 @@ def algorithm_from_config(cfg: RunConfig, graph: Graph, data=None):
         model = LinkModel(model, decoder=cfg.lp_decoder, hidden=cfg.hidden, dropout=cfg.dropout,
                           train_negatives=cfg.lp_negatives, hits_k=cfg.lp_hits_k)
     optim = OptimConfig(name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay, gamma=cfg.lr_gamma,
-                        decay_every=cfg.lr_decay_every)
+                        decay_every=cfg.lr_decay_every, momentum=cfg.momentum)
     ldp = None
     if cfg.ldp != "none":
         # OpenFGL's query count: rounds x the fraction of clients taking part
