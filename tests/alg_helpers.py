@@ -73,3 +73,24 @@ def cli_run_and_resume(tmp_path, algorithm: str, *flags: str, rounds: int = 4) -
     a, b = rows(full), rows(part)
     assert len(a) == len(b) == rounds
     np.testing.assert_allclose([r["test_acc"] for r in a], [r["test_acc"] for r in b], rtol=1e-5, atol=1e-6)
+
+
+def linear_start(state, data, model):
+    """The NumPy side of a one-layer (softmax-regression) algorithm test, from the algorithm's initial state.
+
+    Args:
+        state: the algorithm's initial state (its `server` holds {"params": {"layer_0": {"kernel"}, "bias_0"}}).
+        data: the FedData the algorithm runs on.
+        model: the one-layer model (for its class count).
+
+    Returns:
+        (w [F, K], b [K], xs [C, N, F], ys [C, N] int, ms [C, N], k, ct, share [C]) in float64: the global
+        weights, the training clients' features/labels/train masks, the class and client counts and the
+        clients' aggregation shares (training weight / total).
+    """
+    p = jax.device_get(state.server)["params"]
+    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
+    tr = data.train
+    xs, ys, ms = (np.asarray(a, np.float64) for a in (tr.features, tr.y, tr.train_mask))
+    share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
+    return w, b, xs, ys.astype(int), ms, int(model.num_classes), xs.shape[0], share

@@ -13,7 +13,7 @@ import pytest
 
 from fgl_jax import registry, schema
 from fgl_jax.systems.baseline import RunConfig
-from tests.alg_helpers import assert_trees_close, cli_run_and_resume, softmax_regression_grad as _grad, toy_setup
+from tests.alg_helpers import assert_trees_close, cli_run_and_resume, softmax_regression_grad as _grad, toy_setup, linear_start
 
 LR, STEPS, ALPHA, ALPHA_LR = 0.3, 2, 0.4, 5.0
 
@@ -23,6 +23,17 @@ def _apfl(model, common, **kw):
 
 
 @pytest.mark.slow
+def _pooled_test_acc(ev, models) -> float:
+    """Test accuracy pooled over clients, client i scored by its own linear model (w [F, K], b [K])."""
+    correct = total = 0
+    for i, (w, b) in enumerate(models):
+        pred = (np.asarray(ev.features[i], np.float64) @ w + b).argmax(1)
+        mask = np.asarray(ev.test_mask[i], bool)
+        correct += int((pred[mask] == np.asarray(ev.y[i])[mask]).sum())
+        total += int(mask.sum())
+    return correct / total
+
+
 def test_alpha_fixed_at_zero_is_fedavg():
     data, model, common = toy_setup(local_steps=2)
     ap = _apfl(model, common, apfl_alpha=0.0, apfl_alpha_lr=0.0)
@@ -44,14 +55,8 @@ def test_three_rounds_and_the_alpha_gradient_match_numpy():
     model = model.clone(num_layers=1)
     alg = _apfl(model, common, apfl_alpha=ALPHA, apfl_alpha_lr=ALPHA_LR)
     state = alg.init(jax.random.key(0), data)
-    p = jax.device_get(state.server)["params"]
-    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
-    tr = data.train
-    xs, ys, ms = (np.asarray(a, np.float64) for a in (tr.features, tr.y, tr.train_mask))
-    ys = ys.astype(int)
-    k, ct = int(model.num_classes), xs.shape[0]
+    w, b, xs, ys, ms, k, ct, share = linear_start(state, data, model)
     assert data.eval.num_clients == ct
-    share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
     vw, vb = [w.copy() for _ in range(ct)], [b.copy() for _ in range(ct)]
     alpha = [ALPHA] * ct
     moved = []
@@ -79,15 +84,8 @@ def test_three_rounds_and_the_alpha_gradient_match_numpy():
         np.testing.assert_allclose(got.personal["params"]["layer_0"]["kernel"], np.stack(vw), rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(got.personal["params"]["bias_0"], np.stack(vb), rtol=1e-4, atol=1e-6)
     assert max(moved) > 1e-4 and max(abs(a - ALPHA) for a in alpha) > 1e-3   # alpha really learnt
-    ev = data.eval
-    correct = total = 0
-    for i in range(ct):
-        pw, pb = alpha[i] * vw[i] + (1 - alpha[i]) * w, alpha[i] * vb[i] + (1 - alpha[i]) * b
-        pred = (np.asarray(ev.features[i], np.float64) @ pw + pb).argmax(1)
-        mask = np.asarray(ev.test_mask[i], bool)
-        correct += int((pred[mask] == np.asarray(ev.y[i])[mask]).sum())
-        total += int(mask.sum())
-    np.testing.assert_allclose(float(metrics["test_acc"]), correct / total, atol=1e-6)
+    mixed = [(alpha[i] * vw[i] + (1 - alpha[i]) * w, alpha[i] * vb[i] + (1 - alpha[i]) * b) for i in range(ct)]
+    np.testing.assert_allclose(float(metrics["test_acc"]), _pooled_test_acc(data.eval, mixed), atol=1e-6)
 
 
 def test_pfllib_variant_three_rounds_match_numpy():
@@ -96,13 +94,7 @@ def test_pfllib_variant_three_rounds_match_numpy():
     model = model.clone(num_layers=1)
     alg = _apfl(model, common, apfl_alpha=ALPHA, apfl_alpha_lr=ALPHA_LR, apfl_variant="pfllib")
     state = alg.init(jax.random.key(0), data)
-    p = jax.device_get(state.server)["params"]
-    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
-    tr = data.train
-    xs, ys, ms = (np.asarray(a, np.float64) for a in (tr.features, tr.y, tr.train_mask))
-    ys = ys.astype(int)
-    k, ct = int(model.num_classes), xs.shape[0]
-    share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
+    w, b, xs, ys, ms, k, ct, share = linear_start(state, data, model)
     vw, vb = [w.copy() for _ in range(ct)], [b.copy() for _ in range(ct)]
     alpha = [ALPHA] * ct
     for r in range(3):
@@ -129,14 +121,8 @@ def test_pfllib_variant_three_rounds_match_numpy():
         np.testing.assert_allclose(got.personal["params"]["layer_0"]["kernel"], np.stack(vw), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(got.personal["params"]["bias_0"], np.stack(vb), rtol=1e-4, atol=1e-5)
     assert max(abs(a - ALPHA) for a in alpha) > 1e-3   # alpha really learnt
-    ev = data.eval
-    correct = total = 0
-    for i in range(ct):   # reported: the mixed v_k itself (not re-mixed with the new global w)
-        pred = (np.asarray(ev.features[i], np.float64) @ vw[i] + vb[i]).argmax(1)
-        mask = np.asarray(ev.test_mask[i], bool)
-        correct += int((pred[mask] == np.asarray(ev.y[i])[mask]).sum())
-        total += int(mask.sum())
-    np.testing.assert_allclose(float(metrics["test_acc"]), correct / total, atol=1e-6)
+    # reported: the mixed v_k itself (not re-mixed with the new global w)
+    np.testing.assert_allclose(float(metrics["test_acc"]), _pooled_test_acc(data.eval, list(zip(vw, vb))), atol=1e-6)
 
 
 @pytest.mark.slow

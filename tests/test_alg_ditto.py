@@ -8,7 +8,7 @@ import pytest
 
 from fgl_jax import registry, schema
 from fgl_jax.systems.baseline import RunConfig
-from tests.alg_helpers import assert_trees_close, softmax_regression_grad as _grad, toy_setup
+from tests.alg_helpers import assert_trees_close, softmax_regression_grad as _grad, toy_setup, linear_start
 
 LR, STEPS, LAM = 0.3, 3, 0.7
 
@@ -41,13 +41,7 @@ def test_three_rounds_match_a_numpy_rederivation():
     model = model.clone(num_layers=1)
     alg = _ditto(model, common, LAM)
     state = alg.init(jax.random.key(0), data)
-    p = jax.device_get(state.server)["params"]
-    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
-    tr = data.train
-    xs, ys, ms = (np.asarray(a, np.float64) for a in (tr.features, tr.y, tr.train_mask))
-    ys = ys.astype(int)
-    k, ct = int(model.num_classes), xs.shape[0]
-    share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
+    w, b, xs, ys, ms, k, ct, share = linear_start(state, data, model)
     vw, vb = [w.copy() for _ in range(ct)], [b.copy() for _ in range(ct)]   # personal models start at w^0
     for r in range(3):
         glob_w, glob_b = [], []

@@ -10,7 +10,7 @@ import pytest
 from fgl_jax import registry, schema
 from fgl_jax.federated import FedConfig, OptimConfig
 from fgl_jax.systems.baseline import RunConfig
-from tests.alg_helpers import assert_trees_close, cli_run_and_resume, softmax_regression_grad as _grad, toy_setup
+from tests.alg_helpers import assert_trees_close, cli_run_and_resume, softmax_regression_grad as _grad, toy_setup, linear_start
 
 LR, STEPS, ETA, INIT = 0.3, 2, 40.0, 3
 
@@ -43,13 +43,7 @@ def test_three_rounds_match_a_numpy_rederivation():
     alg = _fedala(model, common, fedala_eta=ETA, fedala_sample=1.0, fedala_layers=1, fedala_init_steps=INIT,
                   fedala_steps=1)
     state = alg.init(jax.random.key(0), data)
-    p = jax.device_get(state.server)["params"]
-    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
-    tr = data.train
-    xs, ys, ms = (np.asarray(a, np.float64) for a in (tr.features, tr.y, tr.train_mask))
-    ys = ys.astype(int)
-    k, ct = int(model.num_classes), xs.shape[0]
-    share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
+    w, b, xs, ys, ms, k, ct, share = linear_start(state, data, model)
     theta = [None] * ct                                   # local models (none before the first round)
     ww = [(np.ones_like(w), np.ones_like(b)) for _ in range(ct)]
     for r, n_w in enumerate((0, INIT, 1)):

@@ -10,7 +10,7 @@ import pytest
 from fgl_jax import registry, schema
 from fgl_jax.federated import FedConfig, OptimConfig
 from fgl_jax.systems.baseline import RunConfig
-from tests.alg_helpers import assert_trees_close, softmax_regression_grad as _grad, toy_setup
+from tests.alg_helpers import assert_trees_close, softmax_regression_grad as _grad, toy_setup, linear_start
 
 LR, STEPS, K, LAM, PLR, BETA = 0.05, 2, 3, 15.0, 0.05, 0.7
 
@@ -31,13 +31,7 @@ def test_three_rounds_match_a_numpy_rederivation(wd):
     alg = _pfedme(model, common, pfedme_lambda=LAM, pfedme_inner_steps=K, pfedme_personal_lr=PLR, pfedme_beta=BETA,
                   pfedme_inner_weight_decay=wd)
     state = alg.init(jax.random.key(0), data)
-    p = jax.device_get(state.server)["params"]
-    w, b = np.asarray(p["layer_0"]["kernel"], np.float64), np.asarray(p["bias_0"], np.float64)
-    tr = data.train
-    xs, ys, ms = (np.asarray(a, np.float64) for a in (tr.features, tr.y, tr.train_mask))
-    ys = ys.astype(int)
-    k, ct = int(model.num_classes), xs.shape[0]
-    share = np.asarray(data.train_weight, np.float64) / np.asarray(data.train_weight).sum()
+    w, b, xs, ys, ms, k, ct, share = linear_start(state, data, model)
     for r in range(3):
         local_w, local_b, thetas = [], [], []
         for i in range(ct):
