@@ -15,6 +15,16 @@ same TU files) is cut into exactly those clients and splits. Both sides: a 2-lay
 `batch_size` training graphs in a fixed order, the same rounds, each client's model on its own data,
 per-client accuracy weighted by the client's graph count, the round of best validation accuracy
 (first maximum) reported. What differs is in DIFFERENCES and in the record's notes.
+
+`--openfgl-model fgl_jax` takes the model out of the comparison: OpenFGL's algorithms then train
+fgl_jax's GraphClassifier written in torch (run_openfgl_graph_fl.FglJaxGIN), every client and the
+server loaded with fgl_jax's initial parameters of the run (its seed's draw, exported from fgl_jax's
+initial state); those runs are cells of their own ("same model" in the table). `--check-model`
+compares the two forward passes on one set (logits of every graph, the initial parameters) and
+prints the largest difference:
+
+    FGL_JAX_DATA=/work/shared/data nice python -m benchmarks.peers.openfgl.compare_graph_fl \
+        --venv /work/peers/openfgl-venv --datasets PROTEINS --seeds 0 --check-model
 """
 from __future__ import annotations
 
@@ -53,6 +63,13 @@ GRAPH_OPENFGL_CONFIG = {
 # Algorithms whose OpenFGL model is not its GIN (openfgl/model/gin.py) but a sum-readout model without
 # batch norm (gcfl_plus/models.py GIN; fedstar's DecoupledGIN): fgl_jax runs them with sum readout.
 SUM_READOUT = ("fedstar", "gcfl_plus")
+# OpenFGL's model per run: its own (openfgl/model/gin.py for the GIN rows) or fgl_jax's GraphClassifier
+# in torch with fgl_jax's initial parameters (run_openfgl_graph_fl.FglJaxGIN). FedStar and GCFL+ build
+# their own OpenFGL models (DecoupledGIN; gcfl_plus/models.py GIN, whose sharing is of its GIN layers
+# only), so they keep them.
+OPENFGL_MODELS = ("openfgl", "fgl_jax")
+OWN_OPENFGL_MODEL = ("fedstar", "gcfl_plus")
+SAME_MODEL_TAG = "same model"
 FIRST_SPLIT_ROUND = 22   # GCFL+'s first possible split on both sides (1-based; GRAPH_FGL_OPTIONS above)
 DATASETS = ("PROTEINS", "NCI1", "IMDB-BINARY", "IMDB-MULTI", "ENZYMES", "BZR", "COX2", "PTC_MR", "AIDS", "chem")
 # Cross-domain cells: a GCFL group (fgl_jax.data.graph_domains.GROUPS, `--partition cross_domain`), one
@@ -147,22 +164,129 @@ ALGORITHM_DIFFERENCES = {
 
 
 def run_rounds(run: dict) -> int:
-    """The rounds a recorded run trained (a cell is dataset, algorithm and rounds: a longer run of a
-    cell's algorithm is a cell of its own)."""
+    """The rounds a recorded run trained (a cell is dataset, algorithm, rounds and OpenFGL's model: a
+    longer run of a cell's algorithm is a cell of its own)."""
     return int(run["fgl_jax"]["rounds"])
 
 
-def differences(algorithms) -> list:
-    """DIFFERENCES, then the per-algorithm ones of `algorithms` (in ALGORITHMS order).
+def run_model(run: dict) -> str:
+    """OpenFGL's model of a recorded run: "openfgl" (its own; runs recorded before the option) or
+    "fgl_jax" (fgl_jax's GraphClassifier in torch, fgl_jax's initial parameters)."""
+    return run.get("openfgl_model", "openfgl")
+
+
+def algorithm_label(algo: str, model: str) -> str:
+    """The table's algorithm column: fgl_jax's name / OpenFGL's, tagged when OpenFGL ran fgl_jax's model."""
+    return f"{algo} / {ALGORITHMS[algo]}" + (f", {SAME_MODEL_TAG}" if model == "fgl_jax" else "")
+
+
+SAME_MODEL = (
+    f"Rows tagged \"{SAME_MODEL_TAG}\": OpenFGL's algorithm trains fgl_jax's GraphClassifier instead of its GIN: "
+    "run_openfgl_graph_fl.FglJaxGIN (GIN-0 layers Linear(in, h) - ReLU - Linear(h, h), ReLU, dropout on the "
+    "second layer's input, the run's readout, Linear(h, h) - ReLU - dropout - Linear(h, classes), no batch "
+    "norm), in OpenFGL's server and every client loaded with fgl_jax's initial parameters of the run (the "
+    "seed's one draw, read from fgl_jax's initial state), node features permuted into fgl_jax's column "
+    "order (checked equal on every node). What still differs in these rows: the dropout masks (torch vs "
+    "JAX RNG), the order of a client's training mini-batches, FedAvg weights (all graphs vs training "
+    "graphs) and each algorithm's own differences below; local / isolate and FedProto / FedTGP clients "
+    "now start from one draw on both sides.")
+
+
+def differences(algorithms, models=()) -> list:
+    """DIFFERENCES, the same-model paragraph when a run used it, then the per-algorithm ones of
+    `algorithms` (in ALGORITHMS order).
 
     Args:
         algorithms: fgl_jax algorithm names the record holds runs of.
+        models: OpenFGL's model of each run ("openfgl" or "fgl_jax").
 
     Returns:
         The list of difference paragraphs for the record.
     """
     held = set(algorithms)
-    return DIFFERENCES + [ALGORITHM_DIFFERENCES[k] for k in ALGORITHMS if k in held and k in ALGORITHM_DIFFERENCES]
+    same = [SAME_MODEL] if "fgl_jax" in set(models) else []
+    return DIFFERENCES + same + [ALGORITHM_DIFFERENCES[k] for k in ALGORITHMS if k in held and k in ALGORITHM_DIFFERENCES]
+
+
+def record_differences(runs: list) -> list:
+    """`differences` of a record's runs."""
+    return differences([r["algorithm"] for r in runs], [run_model(r) for r in runs])
+
+
+def initial_params(algorithm, data, seed: int, template) -> dict:
+    """fgl_jax's initial model parameters of a run with `jax.random.key(seed)`: the state `run` starts
+    from (`algorithm.init(split(key)[0], data)`, as fgl_jax.engine.make_init), the field holding the
+    model (`server`, or a per-client stack `personal` whose rows are one draw).
+
+    Args:
+        algorithm: the run's FederatedAlgorithm.
+        data: its FedData.
+        seed: the run's seed.
+        template: parameters of the run's model (any draw: the tree structure and shapes).
+
+    Returns:
+        {"conv_0_0/kernel": array, ...}: the model's parameters by layer and name.
+
+    Raises:
+        ValueError: no field of the state holds one model of the template's shapes.
+    """
+    import dataclasses
+    import jax
+    state = jax.jit(lambda k, d: algorithm.init(jax.random.split(k)[0], d))(jax.random.key(seed), data)
+    fields = ({f.name: getattr(state, f.name) for f in dataclasses.fields(state)} if dataclasses.is_dataclass(state)
+              else state._asdict())
+    want = jax.tree.structure(template)
+    shapes = [np.shape(v) for v in jax.tree.leaves(template)]
+    for name in ("server", "personal", *fields):
+        tree = fields.get(name)
+        if tree is None or jax.tree.structure(tree) != want:
+            continue
+        leaves = [np.asarray(v) for v in jax.tree.leaves(tree)]
+        if [v.shape for v in leaves] == shapes:
+            return flat_params(tree)
+        if [v.shape[1:] for v in leaves] == shapes and all((v == v[:1]).all() for v in leaves):
+            return flat_params(jax.tree.map(lambda v: np.asarray(v)[0], tree))
+    raise ValueError(f"no field of the initial state ({', '.join(fields)}) holds one model of the run's shapes")
+
+
+def flat_params(params) -> dict:
+    """{"layer/name": array} of a flax parameter tree {"params": {layer: {name: array}}}."""
+    return {f"{layer}/{k}": np.asarray(v, np.float32) for layer, d in params["params"].items() for k, v in d.items()}
+
+
+def fgl_jax_logits(cfg, prep, params) -> np.ndarray:
+    """fgl_jax's evaluation logits [G, K] of every graph of the run's set (graph order) under
+    `params`: its GraphClassifier applied to each client's evaluation stack, as its evaluation does."""
+    import jax
+    from fgl_jax.systems.baseline import graph_model
+    model = graph_model(cfg, prep.graph)
+    out = np.zeros((prep.graph.num_graphs, prep.graph.num_classes), np.float32)
+    ev = prep.data.eval
+    for c in range(ev.num_clients):
+        b = jax.tree.map(lambda v: v[c], ev.replace(classes=None, step_class=None, step_slot=None))
+        logits, ids = np.asarray(model.apply(params, b, train=False)), np.asarray(b.graph_ids)
+        out[ids[ids >= 0]] = logits[ids >= 0]
+    return out
+
+
+def export_init(cfg, prep, algorithm, seed: int, path: Path, with_logits: bool = False) -> None:
+    """The NPZ run_openfgl_graph_fl.py loads FglJaxGIN from: fgl_jax's initial parameters of the run
+    (`initial_params`), its node features x [N, F] (OpenFGL's columns are matched to them), and with
+    `with_logits` fgl_jax's evaluation logits [G, K] of those parameters (`--check-model`)."""
+    import jax
+    from fgl_jax.systems.baseline import graph_model
+    model = graph_model(cfg, prep.graph)
+    one = jax.tree.map(lambda v: v[0], prep.data.eval.replace(classes=None, step_class=None, step_slot=None))
+    template = model.init({"params": jax.random.key(0), "dropout": jax.random.key(0)}, one, train=False)
+    flat = initial_params(algorithm, prep.data, seed, template)
+    extra = {}
+    if with_logits:
+        tree = {"params": {}}
+        for key, v in flat.items():
+            layer, name = key.split("/")
+            tree["params"].setdefault(layer, {})[name] = v
+        extra["logits"] = fgl_jax_logits(cfg, prep, tree)
+    np.savez(path, x=np.asarray(prep.graph.x, np.float32), **flat, **extra)
 
 
 def openfgl_tu_path(data_dir: Path, name: str) -> str:
@@ -258,11 +382,11 @@ def run_fgl(algorithm, prep, seed: int, rounds: int) -> dict:
             "cpu_ms_per_round": 1000.0 * cpu / res.rounds_run}
 
 
-def run_openfgl(work: Path, job: dict, venv_python: Path) -> dict:
+def run_openfgl(work: Path, job: dict, venv_python: Path, check: bool = False) -> dict:
     (work / "job.json").write_text(json.dumps(job))
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
-    proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl_graph_fl.py"), str(work / "job.json"),
-                           str(work / "result.json")], capture_output=True, text=True, env=env)
+    proc = subprocess.run([str(venv_python), str(HERE / "run_openfgl_graph_fl.py"), *(["--check"] if check else []),
+                           str(work / "job.json"), str(work / "result.json")], capture_output=True, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f"OpenFGL failed ({job['openfgl_algorithm']}, {job['openfgl_dataset']}, seed "
                            f"{job['seed']}):\n{proc.stderr[-3000:]}")
@@ -291,6 +415,13 @@ def main(argv=None) -> None:
                          "always cuts batch-size graphs)")
     ap.add_argument("--pooling", default="mean", choices=("mean", "sum", "max"), help="fgl_jax's readout (fedstar, "
                     "gcfl_plus: always sum, as OpenFGL's models for them)")
+    ap.add_argument("--openfgl-model", default="openfgl", choices=OPENFGL_MODELS,
+                    help="OpenFGL's model: openfgl = its own GIN (openfgl/model/gin.py); fgl_jax = fgl_jax's "
+                         "GraphClassifier in torch with fgl_jax's initial parameters on every client and the server "
+                         "(not for fedstar, gcfl_plus, which build their own models; label skew only)")
+    ap.add_argument("--check-model", action="store_true",
+                    help="run no training: compare fgl_jax's and the torch GraphClassifier's logits on every graph of "
+                         "each dataset (seed's initial parameters) and print the largest difference")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per side")
     ap.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)), help="OpenFGL's venv")
     ap.add_argument("--out", default=str(HERE / "results_graph_fl"), help="stem of the record <out>.json / .md")
@@ -300,11 +431,17 @@ def main(argv=None) -> None:
     ap.add_argument("--merge", action="store_true", help="keep the record's runs of other (dataset, algorithm, seed) "
                     "cells (same settings) and add this invocation's")
     a = ap.parse_args(argv)
+    if a.openfgl_model == "fgl_jax" or a.check_model:
+        refused = [k for k in a.algorithms if k in OWN_OPENFGL_MODEL] if a.openfgl_model == "fgl_jax" else []
+        refused += [d for d in a.datasets if d in CROSS_DOMAIN]
+        if refused:
+            ap.error(f"--openfgl-model fgl_jax / --check-model: not for {', '.join(refused)} (fedstar and gcfl_plus "
+                     "build their own OpenFGL models; a cross-domain client has its own input width)")
     if a.render_only:
         from fgl_jax import records
         rec = records.read(Path(a.out).with_suffix(".json"))
         payload = {k: v for k, v in rec["metrics"].items() if k != "rows"}
-        payload["differences"] = differences(r["algorithm"] for r in payload["runs"])   # this file's text
+        payload["differences"] = record_differences(payload["runs"])   # this file's text
         payload["notes"] = payload.get("notes", []) + [f"- {n}" for n in a.note]
         backfill_majority(payload["runs"], rec["config"])
         render(payload, rec["config"], Path(a.out), rec["provenance"])
@@ -325,8 +462,9 @@ def main(argv=None) -> None:
     if a.merge and Path(a.out).with_suffix(".json").exists():
         old = records.read(Path(a.out).with_suffix(".json"))
         notes = old["metrics"].get("notes", [])   # the record's written notes on kept runs stay with them
-        mine = {(d, al, s, a.rounds) for d in a.datasets for al in a.algorithms for s in a.seeds}
-        runs = [r for r in old["metrics"]["runs"] if (r["dataset"], r["algorithm"], r["seed"], run_rounds(r)) not in mine]
+        mine = {(d, al, s, a.rounds, a.openfgl_model) for d in a.datasets for al in a.algorithms for s in a.seeds}
+        runs = [r for r in old["metrics"]["runs"]
+                if (r["dataset"], r["algorithm"], r["seed"], run_rounds(r), run_model(r)) not in mine]
         for key in ("datasets", "algorithms", "seeds"):
             settings = {**settings, key: list(dict.fromkeys(old["config"][key] + settings[key]))}
         # the record's base setting (its label-skew cells); a run of other rounds is its own cell
@@ -370,13 +508,25 @@ def main(argv=None) -> None:
                            "rounds": a.rounds, "hidden": a.hidden, "num_layers": 2, "dropout": a.dropout,
                            "lr": a.lr, "weight_decay": a.weight_decay, "local_epochs": a.local_epochs,
                            "batch_size": a.batch_size, "seed": seed, "prox_mu": a.prox_mu, "threads": a.threads,
-                           "openfgl_config": GRAPH_OPENFGL_CONFIG.get(algo, {})}
+                           "openfgl_config": GRAPH_OPENFGL_CONFIG.get(algo, {}),
+                           "openfgl_model": a.openfgl_model, "pooling": pooling}
+                    if a.openfgl_model == "fgl_jax" or a.check_model:
+                        job["init_params"] = str(work / "init.npz")
+                        export_init(c, prep, algorithm, seed, work / "init.npz", with_logits=a.check_model)
+                    if a.check_model:   # the two forward passes, no training
+                        out = run_openfgl(work, job, venv_python, check=True)
+                        print(f"{ds} seed {seed} ({algo}'s initial parameters, readout {pooling}): torch GraphClassifier "
+                              f"vs fgl_jax on {out['graphs']} graphs: max |logit diff| {out['max_abs_diff']:.3g} (largest "
+                              f"|logit| {out['max_abs_logit']:.3g}, max relative {out['max_rel_diff']:.3g}), same argmax "
+                              f"{100 * out['same_argmax']:.2f} %, feature columns (PyG's for fgl_jax's) {out['feature_perm']}",
+                              flush=True)
+                        continue
                     sides = [("fgl_jax", lambda: run_fgl(algorithm, prep, seed, a.rounds)),
                              ("openfgl", lambda: run_openfgl(work, job, venv_python))]
                     if i % 2:   # alternate which side runs first
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0], "clients": c.clients,
-                           "partition": c.partition,
+                           "partition": c.partition, "openfgl_model": a.openfgl_model,
                            "loadavg": list(os.getloadavg()), **sizes[(ds, seed)]}
                     for name, fn in sides:
                         rec[name] = fn()
@@ -387,7 +537,7 @@ def main(argv=None) -> None:
                           f"({rec['openfgl']['ms_per_round']:.0f} ms/round)", flush=True)
                     # the record after every run: a run cut short still leaves what it measured
                     info["loadavg_end"] = list(os.getloadavg())
-                    render({"runs": runs, "machine": info, "differences": differences(r["algorithm"] for r in runs), "notes": notes}, settings, Path(a.out),
+                    render({"runs": runs, "machine": info, "differences": record_differences(runs), "notes": notes}, settings, Path(a.out),
                            records.provenance(started=started))
 
 
@@ -407,10 +557,11 @@ def run_rows(runs: list, start: int) -> list:
     """
     rows = []
     for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), list(ALGORITHMS).index(r["algorithm"]),
-                                         run_rounds(r), r["seed"])):
+                                         run_rounds(r), OPENFGL_MODELS.index(run_model(r)), r["seed"])):
         fj, of = r["fgl_jax"], r["openfgl"]
         mf, mo = (100 * float(np.mean(x["test_history"][start - 1:])) for x in (fj, of))
-        rows.append({"dataset": r["dataset"], "algorithm": r["algorithm"], "rounds": run_rounds(r), "seed": r["seed"],
+        tag = f", {SAME_MODEL_TAG}" if run_model(r) == "fgl_jax" else ""
+        rows.append({"dataset": r["dataset"], "algorithm": r["algorithm"] + tag, "rounds": run_rounds(r), "seed": r["seed"],
                      "partition seed": r.get("partition_seed", 0),
                      "reported round fgl_jax / OpenFGL": f"{fj['best_round']} / {of['best_round']}",
                      "reported test fgl_jax / OpenFGL": f"{100 * fj['best_test']:.2f} / {100 * of['best_test']:.2f}",
@@ -497,12 +648,13 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
     from fgl_jax import records, table
     runs, info = payload["runs"], payload["machine"]
     rows = []
-    cells = sorted({(r["dataset"], r["algorithm"], run_rounds(r)) for r in runs},
+    cells = sorted({(r["dataset"], r["algorithm"], run_rounds(r), run_model(r)) for r in runs},
                    key=lambda k: (a["datasets"].index(k[0]) if k[0] in a["datasets"] else len(DATASETS),
-                                  a["algorithms"].index(k[1]) if k[1] in a["algorithms"] else len(ALGORITHMS), k[2]))
-    for ds, algo, rounds in cells:
-            mine = [r for r in runs if (r["dataset"], r["algorithm"], run_rounds(r)) == (ds, algo, rounds)]
-            label = f"{algo} / {ALGORITHMS[algo]}" + ("" if rounds == a["rounds"] else f", {rounds} rounds")
+                                  a["algorithms"].index(k[1]) if k[1] in a["algorithms"] else len(ALGORITHMS), k[2],
+                                  OPENFGL_MODELS.index(k[3])))
+    for ds, algo, rounds, model in cells:
+            mine = [r for r in runs if (r["dataset"], r["algorithm"], run_rounds(r), run_model(r)) == (ds, algo, rounds, model)]
+            label = algorithm_label(algo, model) + ("" if rounds == a["rounds"] else f", {rounds} rounds")
             fa, fs = mean_sd([100 * r["fgl_jax"]["best_test"] for r in mine])
             oa, os_ = mean_sd([100 * r["openfgl"]["best_test"] for r in mine])
             ff, _ = mean_sd([100 * r["fgl_jax"]["final_test"] for r in mine])

@@ -16,6 +16,13 @@ Where OpenFGL 1.1.0 reads from:
   .../graph_cls/default_split/{train,val,test}_<i>.pt, glb_{train,val,test}_<i>.pkl
                                                       fgl_jax's per-client split (GraphClsTask skips
                                                       its own split when these exist)
+
+With `"openfgl_model": "fgl_jax"` in the job, every OpenFGL model of the run (server and clients) is
+`FglJaxGIN`: fgl_jax's GraphClassifier written in torch, loaded with fgl_jax's initial parameters
+(the job's `init_params` NPZ, written by compare_graph_fl.py from fgl_jax's initial state), in place
+of OpenFGL's batch-norm GIN. `python run_openfgl_graph_fl.py --check JOB.json RESULT.json` runs no
+training: it compares FglJaxGIN's logits with fgl_jax's on every graph of the set (the NPZ's
+`logits`, fgl_jax's evaluation forward pass of the same parameters).
 """
 from __future__ import annotations
 
@@ -152,6 +159,128 @@ def make_args(job: dict):
     return args
 
 
+class FglJaxGIN(torch.nn.Module):
+    """fgl_jax's GraphClassifier (fgl_jax/nn/graph.py, conv gin, norm none) in torch, on PyG batches:
+    for layer i, h = relu(W_i1 relu(W_i0 (h + sum_{u -> v} h_u) + b_i0) + b_i1) (GIN-0, eps 0), with
+    dropout on the layer's input for i > 0; g = readout(h) (sum, mean or max over each graph's nodes);
+    logits = head_1(dropout(relu(head_0(g)))). forward returns (g [G, hidden], logits [G, K]), what
+    OpenFGL's GraphClsTask and its MOON / FedProto / FedTGP clients read from a model.
+
+    The node features are taken in fgl_jax's column order: `perm` [F] gives, for fgl_jax's column j,
+    the column of PyG's x holding it (PyG puts node attributes before the one-hot node labels)."""
+
+    def __init__(self, perm, in_dim: int, hidden: int, num_classes: int, num_layers: int, dropout: float,
+                 pooling: str):
+        super().__init__()
+        self.register_buffer("perm", torch.as_tensor(perm, dtype=torch.long))
+        lin = torch.nn.Linear
+        self.convs = torch.nn.ModuleList(
+            torch.nn.ModuleList([lin(in_dim if i == 0 else hidden, hidden), lin(hidden, hidden)])
+            for i in range(num_layers))
+        self.head_0, self.head_1 = lin(hidden, hidden), lin(hidden, num_classes)
+        self.dropout, self.pooling = dropout, pooling
+
+    def forward(self, data):
+        from torch_geometric.nn.pool import global_add_pool, global_max_pool, global_mean_pool
+        h, (src, dst) = data.x[:, self.perm].float(), data.edge_index
+        drop = lambda t: torch.nn.functional.dropout(t, p=self.dropout, training=self.training)
+        for i, (l0, l1) in enumerate(self.convs):
+            h = drop(h) if i > 0 else h
+            h = h.index_add(0, dst, h[src])          # (1 + 0) h_v + sum of the senders' states
+            h = torch.relu(l1(torch.relu(l0(h))))
+        pool = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}[self.pooling]
+        g = pool(h, data.batch, size=data.num_graphs)
+        return g, self.head_1(drop(torch.relu(self.head_0(g))))
+
+    def load_fgl_jax(self, params: dict) -> "FglJaxGIN":
+        """Copies fgl_jax's parameters ({"conv_0_0/kernel": [in, out], ".../bias": [out], ...}; flax's
+        Dense kernel is torch's weight transposed) into this module; returns it."""
+        named = {f"conv_{i}_{j}": m for i, pair in enumerate(self.convs) for j, m in enumerate(pair)}
+        named.update(head_0=self.head_0, head_1=self.head_1)
+        with torch.no_grad():
+            for name, m in named.items():
+                k, b = params[f"{name}/kernel"], params[f"{name}/bias"]
+                if tuple(k.shape) != (m.in_features, m.out_features):
+                    raise ValueError(f"init_params: {name}/kernel has shape {tuple(k.shape)}, the model's layer is "
+                                     f"{m.in_features} -> {m.out_features}")
+                m.weight.copy_(torch.as_tensor(np.ascontiguousarray(k.T)))
+                m.bias.copy_(torch.as_tensor(b))
+        return self
+
+
+def feature_permutation(pyg_x: np.ndarray, fgl_x: np.ndarray, name: str) -> np.ndarray:
+    """perm [F] with pyg_x[:, perm] == fgl_x (every node, float tolerance): the same features in
+    fgl_jax's column order. Raises one line naming the dataset when no such permutation exists (other
+    nodes, node order or values): then the two sides would not train on the same inputs."""
+    if pyg_x.shape != fgl_x.shape:
+        raise ValueError(f"{name}: OpenFGL's node features are {pyg_x.shape}, fgl_jax's {fgl_x.shape}")
+    perm, free = [], list(range(pyg_x.shape[1]))
+    for j in range(fgl_x.shape[1]):
+        hit = next((i for i in free if np.allclose(pyg_x[:, i], fgl_x[:, j], atol=1e-6)), None)
+        if hit is None:
+            raise ValueError(f"{name}: fgl_jax's feature column {j} equals no column of OpenFGL's x (same nodes in "
+                             "the same order expected)")
+        perm.append(hit)
+        free.remove(hit)
+    return np.asarray(perm, np.int64)
+
+
+def all_node_features(glob) -> np.ndarray:
+    """x of every graph of an OpenFGL global dataset, concatenated in graph order (through the
+    dataset's transform: IMDB's one-hot degrees exist only per graph)."""
+    return np.concatenate([glob[i].x.numpy() for i in range(len(glob))]).astype(np.float32)
+
+
+def same_model_factory(job: dict, params: dict, perm: np.ndarray):
+    """OpenFGL's load_graph_cls_default_model replaced: every call (the server and each client) builds
+    a FglJaxGIN loaded with the one draw of fgl_jax's initial parameters, as fgl_jax's clients start."""
+    def load(args, input_dim, output_dim, client_id=None):
+        if input_dim != len(perm):
+            raise ValueError(f"openfgl_model fgl_jax: OpenFGL asks for input width {input_dim}, fgl_jax's model reads "
+                             f"{len(perm)} features")
+        return FglJaxGIN(perm, input_dim, job["hidden"], output_dim, job["num_layers"], job["dropout"],
+                         job["pooling"]).load_fgl_jax(params)
+    return load
+
+
+def install_same_model(job: dict) -> None:
+    """With job["openfgl_model"] == "fgl_jax": OpenFGL's graph_cls tasks build FglJaxGIN (fgl_jax's
+    initial parameters, features in fgl_jax's column order) instead of their GIN."""
+    if job.get("openfgl_model", "openfgl") != "fgl_jax":
+        return
+    if job.get("cross_domain"):
+        raise ValueError("openfgl_model fgl_jax: label-skew runs only (a cross-domain client reads its own dataset's "
+                         "features)")
+    import openfgl.task.graph_cls as graph_cls
+    from openfgl.data.global_dataset_loader import load_global_dataset
+    init = dict(np.load(job["init_params"]))
+    glob = load_global_dataset(os.path.join(job["root"], "global"), scenario="graph_fl", dataset=job["openfgl_dataset"])
+    perm = feature_permutation(all_node_features(glob), init["x"], job["openfgl_dataset"])
+    graph_cls.load_graph_cls_default_model = same_model_factory(job, init, perm)
+
+
+def check_same_model(job: dict) -> dict:
+    """FglJaxGIN (fgl_jax's parameters) on every graph of the set, in evaluation mode, in OpenFGL's
+    mini-batches of batch_size graphs, against fgl_jax's logits of the same parameters (the NPZ's
+    `logits` [G, K], graph order): the largest absolute and relative difference."""
+    from openfgl.data.global_dataset_loader import load_global_dataset
+    from torch_geometric.loader import DataLoader
+    init = dict(np.load(job["init_params"]))
+    glob = load_global_dataset(os.path.join(job["root"], "global"), scenario="graph_fl", dataset=job["openfgl_dataset"])
+    perm = feature_permutation(all_node_features(glob), init["x"], job["openfgl_dataset"])
+    model = FglJaxGIN(perm, len(perm), job["hidden"], int(init["logits"].shape[1]), job["num_layers"],
+                      job["dropout"], job["pooling"]).load_fgl_jax(init).eval()
+    with torch.no_grad():
+        out = np.concatenate([model(b)[1].numpy() for b in DataLoader([glob[i] for i in range(len(glob))],
+                                                                     batch_size=job["batch_size"], shuffle=False)])
+    ref = init["logits"]
+    diff = np.abs(out - ref)
+    return {"graphs": int(len(ref)), "max_abs_diff": float(diff.max()),
+            "max_rel_diff": float((diff / np.maximum(np.abs(ref), 1e-6)).max()),
+            "max_abs_logit": float(np.abs(ref).max()), "same_argmax": float((out.argmax(1) == ref.argmax(1)).mean()),
+            "feature_perm": perm.tolist()}
+
+
 def count_clusters() -> dict:
     """Wraps GCFLPlusServer.execute to record, every round, the norm of the mean and the largest norm
     of the clients' updates of the first cluster (its split test: mean < eps1 and max > eps2) before the
@@ -169,12 +298,18 @@ def count_clusters() -> dict:
     return log
 
 
-def main(job_path: str, result_path: str) -> None:
+def main(job_path: str, result_path: str, check: bool = False) -> None:
     with open(job_path) as f:
         job = json.load(f)
-    arrays = dict(np.load(job["arrays"]))
     torch.set_num_threads(job.get("threads") or torch.get_num_threads())
     lay_out_raw(job)
+    if check:
+        with contextlib.redirect_stdout(io.StringIO()):
+            out = check_same_model(job)
+        with open(result_path, "w") as f:
+            json.dump(out, f)
+        return
+    arrays = dict(np.load(job["arrays"]))
     quiet = io.StringIO()
     with contextlib.redirect_stdout(quiet):
         facts = lay_out_clients(job, arrays)
@@ -184,6 +319,8 @@ def main(job_path: str, result_path: str) -> None:
         from openfgl.flcore.fedprox.fedprox_config import config
         config["fedprox_mu"] = job["prox_mu"]
     set_openfgl_config(job)
+    with contextlib.redirect_stdout(quiet):
+        install_same_model(job)
     clusters = count_clusters() if job["openfgl_algorithm"] == "gcfl_plus" else None
     args = make_args(job)
     seed_everything(args.seed)
@@ -195,4 +332,7 @@ def main(job_path: str, result_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if sys.argv[1] == "--check":
+        main(*sys.argv[2:4], check=True)
+    else:
+        main(*sys.argv[1:3])
