@@ -175,9 +175,55 @@ def run_model(run: dict) -> str:
     return run.get("openfgl_model", "openfgl")
 
 
-def algorithm_label(algo: str, model: str) -> str:
-    """The table's algorithm column: fgl_jax's name / OpenFGL's, tagged when OpenFGL ran fgl_jax's model."""
-    return f"{algo} / {ALGORITHMS[algo]}" + (f", {SAME_MODEL_TAG}" if model == "fgl_jax" else "")
+def run_options(run: dict) -> str:
+    """fgl_jax's options a recorded run changed with --fgl-option, as "k=v k=v" ("" for none)."""
+    return " ".join(f"{k}={v}" for k, v in sorted(run.get("fgl_options", {}).items()))
+
+
+def run_variant(run: dict) -> tuple:
+    """What besides dataset, algorithm and rounds makes a run's cell: OpenFGL's model, fgl_jax's changed options."""
+    return run_model(run), run_options(run)
+
+
+def variant_tag(model: str, options: str = "") -> str:
+    """", same model" when OpenFGL ran fgl_jax's model, then ", fgl_jax k=v" for fgl_jax's changed options."""
+    return (f", {SAME_MODEL_TAG}" if model == "fgl_jax" else "") + (f", fgl_jax {options}" if options else "")
+
+
+def algorithm_label(algo: str, model: str, options: str = "") -> str:
+    """The table's algorithm column: fgl_jax's name / OpenFGL's and the run's `variant_tag`."""
+    return f"{algo} / {ALGORITHMS[algo]}" + variant_tag(model, options)
+
+
+def parse_fgl_options(pairs: list) -> dict:
+    """{field: value} of --fgl-option KEY=VALUE pairs (int, float, true / false, else the text).
+
+    Args:
+        pairs: the KEY=VALUE strings.
+
+    Returns:
+        The RunConfig changes.
+
+    Raises:
+        ValueError: a pair without "=" or a key RunConfig has no field for (one line).
+    """
+    import dataclasses
+    from fgl_jax import RunConfig
+    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    out = {}
+    for pair in pairs:
+        key, eq, text = pair.partition("=")
+        if not eq or key not in fields:
+            raise ValueError(f"--fgl-option {pair!r}: expected KEY=VALUE with KEY a RunConfig field")
+        for cast in (int, float):
+            try:
+                out[key] = cast(text)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = {"true": True, "false": False}.get(text.lower(), text)
+    return out
 
 
 SAME_MODEL = (
@@ -419,6 +465,10 @@ def main(argv=None) -> None:
                     help="OpenFGL's model: openfgl = its own GIN (openfgl/model/gin.py); fgl_jax = fgl_jax's "
                          "GraphClassifier in torch with fgl_jax's initial parameters on every client and the server "
                          "(not for fedstar, gcfl_plus, which build their own models; label skew only)")
+    ap.add_argument("--fgl-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a RunConfig field of fgl_jax's side changed for this invocation's runs (e.g. moon_mu=0: "
+                         "MOON without its term, as OpenFGL 1.1.0 trains it on graph_cls); such runs are cells of "
+                         "their own, tagged with the change (repeatable)")
     ap.add_argument("--check-model", action="store_true",
                     help="run no training: compare fgl_jax's and the torch GraphClassifier's logits on every graph of "
                          "each dataset (seed's initial parameters) and print the largest difference")
@@ -437,6 +487,11 @@ def main(argv=None) -> None:
         if refused:
             ap.error(f"--openfgl-model fgl_jax / --check-model: not for {', '.join(refused)} (fedstar and gcfl_plus "
                      "build their own OpenFGL models; a cross-domain client has its own input width)")
+    try:
+        fgl_options = parse_fgl_options(a.fgl_option)
+    except ValueError as e:
+        ap.error(str(e))
+    variant = (a.openfgl_model, " ".join(f"{k}={v}" for k, v in sorted(fgl_options.items())))
     if a.render_only:
         from fgl_jax import records
         rec = records.read(Path(a.out).with_suffix(".json"))
@@ -462,9 +517,9 @@ def main(argv=None) -> None:
     if a.merge and Path(a.out).with_suffix(".json").exists():
         old = records.read(Path(a.out).with_suffix(".json"))
         notes = old["metrics"].get("notes", [])   # the record's written notes on kept runs stay with them
-        mine = {(d, al, s, a.rounds, a.openfgl_model) for d in a.datasets for al in a.algorithms for s in a.seeds}
+        mine = {(d, al, s, a.rounds, variant) for d in a.datasets for al in a.algorithms for s in a.seeds}
         runs = [r for r in old["metrics"]["runs"]
-                if (r["dataset"], r["algorithm"], r["seed"], run_rounds(r), run_model(r)) not in mine]
+                if (r["dataset"], r["algorithm"], r["seed"], run_rounds(r), run_variant(r)) not in mine]
         for key in ("datasets", "algorithms", "seeds"):
             settings = {**settings, key: list(dict.fromkeys(old["config"][key] + settings[key]))}
         # the record's base setting (its label-skew cells); a run of other rounds is its own cell
@@ -491,7 +546,7 @@ def main(argv=None) -> None:
                                 graph_batching=a.graph_batching, hidden=a.hidden, num_layers=2,
                                 dropout=a.dropout, local_steps=a.local_epochs, lr=a.lr, weight_decay=a.weight_decay,
                                 rounds=a.rounds, eval_mode="local_model_on_local_data", eval_average="client_nodes",
-                                **extra)
+                                **{**extra, **fgl_options})
                 for seed in a.seeds:
                     c = cfg.replace(split_seed=seed, seed=seed)
                     c = c.replace(partition_seed=usable_partition_seed(c, prepare(c).graph))
@@ -527,6 +582,7 @@ def main(argv=None) -> None:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0], "clients": c.clients,
                            "partition": c.partition, "openfgl_model": a.openfgl_model,
+                           **({"fgl_options": fgl_options} if fgl_options else {}),
                            "loadavg": list(os.getloadavg()), **sizes[(ds, seed)]}
                     for name, fn in sides:
                         rec[name] = fn()
@@ -557,11 +613,10 @@ def run_rows(runs: list, start: int) -> list:
     """
     rows = []
     for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), list(ALGORITHMS).index(r["algorithm"]),
-                                         run_rounds(r), OPENFGL_MODELS.index(run_model(r)), r["seed"])):
+                                         run_rounds(r), OPENFGL_MODELS.index(run_model(r)), run_options(r), r["seed"])):
         fj, of = r["fgl_jax"], r["openfgl"]
         mf, mo = (100 * float(np.mean(x["test_history"][start - 1:])) for x in (fj, of))
-        tag = f", {SAME_MODEL_TAG}" if run_model(r) == "fgl_jax" else ""
-        rows.append({"dataset": r["dataset"], "algorithm": r["algorithm"] + tag, "rounds": run_rounds(r), "seed": r["seed"],
+        rows.append({"dataset": r["dataset"], "algorithm": r["algorithm"] + variant_tag(*run_variant(r)), "rounds": run_rounds(r), "seed": r["seed"],
                      "partition seed": r.get("partition_seed", 0),
                      "reported round fgl_jax / OpenFGL": f"{fj['best_round']} / {of['best_round']}",
                      "reported test fgl_jax / OpenFGL": f"{100 * fj['best_test']:.2f} / {100 * of['best_test']:.2f}",
@@ -648,13 +703,13 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
     from fgl_jax import records, table
     runs, info = payload["runs"], payload["machine"]
     rows = []
-    cells = sorted({(r["dataset"], r["algorithm"], run_rounds(r), run_model(r)) for r in runs},
+    cells = sorted({(r["dataset"], r["algorithm"], run_rounds(r), run_variant(r)) for r in runs},
                    key=lambda k: (a["datasets"].index(k[0]) if k[0] in a["datasets"] else len(DATASETS),
                                   a["algorithms"].index(k[1]) if k[1] in a["algorithms"] else len(ALGORITHMS), k[2],
-                                  OPENFGL_MODELS.index(k[3])))
-    for ds, algo, rounds, model in cells:
-            mine = [r for r in runs if (r["dataset"], r["algorithm"], run_rounds(r), run_model(r)) == (ds, algo, rounds, model)]
-            label = algorithm_label(algo, model) + ("" if rounds == a["rounds"] else f", {rounds} rounds")
+                                  OPENFGL_MODELS.index(k[3][0]), k[3][1]))
+    for ds, algo, rounds, variant in cells:
+            mine = [r for r in runs if (r["dataset"], r["algorithm"], run_rounds(r), run_variant(r)) == (ds, algo, rounds, variant)]
+            label = algorithm_label(algo, *variant) + ("" if rounds == a["rounds"] else f", {rounds} rounds")
             fa, fs = mean_sd([100 * r["fgl_jax"]["best_test"] for r in mine])
             oa, os_ = mean_sd([100 * r["openfgl"]["best_test"] for r in mine])
             ff, _ = mean_sd([100 * r["fgl_jax"]["final_test"] for r in mine])
