@@ -176,8 +176,17 @@ def run_model(run: dict) -> str:
 
 
 def run_options(run: dict) -> str:
-    """fgl_jax's options a recorded run changed with --fgl-option, as "k=v k=v" ("" for none)."""
-    return " ".join(f"{k}={v}" for k, v in sorted(run.get("fgl_options", {}).items()))
+    """What a recorded run changed: fgl_jax's options (--fgl-option) as "k=v k=v", then OpenFGL's SCAFFOLD
+    variate with K = steps (--openfgl-scaffold-k steps) as "OpenFGL scaffold K=steps"; "" for none."""
+    return options_text(run.get("fgl_options", {}), run.get("openfgl_scaffold_k", "epochs"))
+
+
+def options_text(fgl_options: dict, scaffold_k: str = "epochs") -> str:
+    """`run_options`'s text of fgl_jax's changed options and OpenFGL's SCAFFOLD K."""
+    text = " ".join(f"{k}={v}" for k, v in sorted(fgl_options.items()))
+    if scaffold_k != "epochs":
+        text = (text + ", " if text else "") + f"OpenFGL scaffold K={scaffold_k}"
+    return text
 
 
 def run_variant(run: dict) -> tuple:
@@ -186,8 +195,10 @@ def run_variant(run: dict) -> tuple:
 
 
 def variant_tag(model: str, options: str = "") -> str:
-    """", same model" when OpenFGL ran fgl_jax's model, then ", fgl_jax k=v" for fgl_jax's changed options."""
-    return (f", {SAME_MODEL_TAG}" if model == "fgl_jax" else "") + (f", fgl_jax {options}" if options else "")
+    """", same model" when OpenFGL ran fgl_jax's model, then the run's changed options (`run_options`)."""
+    if options and not options.startswith("OpenFGL"):
+        options = "fgl_jax " + options
+    return (f", {SAME_MODEL_TAG}" if model == "fgl_jax" else "") + (f", {options}" if options else "")
 
 
 def algorithm_label(algo: str, model: str, options: str = "") -> str:
@@ -469,6 +480,9 @@ def main(argv=None) -> None:
                     help="a RunConfig field of fgl_jax's side changed for this invocation's runs (e.g. moon_mu=0: "
                          "MOON without its term, as OpenFGL 1.1.0 trains it on graph_cls); such runs are cells of "
                          "their own, tagged with the change (repeatable)")
+    ap.add_argument("--openfgl-scaffold-k", default="epochs", choices=("epochs", "steps"),
+                    help="K of OpenFGL's SCAFFOLD variate update (x - y_i) / (K lr): epochs = OpenFGL 1.1.0's code; "
+                         "steps = epochs x the client's training mini-batches, fgl_jax's (a tagged cell of its own)")
     ap.add_argument("--check-model", action="store_true",
                     help="run no training: compare fgl_jax's and the torch GraphClassifier's logits on every graph of "
                          "each dataset (seed's initial parameters) and print the largest difference")
@@ -491,7 +505,7 @@ def main(argv=None) -> None:
         fgl_options = parse_fgl_options(a.fgl_option)
     except ValueError as e:
         ap.error(str(e))
-    variant = (a.openfgl_model, " ".join(f"{k}={v}" for k, v in sorted(fgl_options.items())))
+    variant = (a.openfgl_model, options_text(fgl_options, a.openfgl_scaffold_k))
     if a.render_only:
         from fgl_jax import records
         rec = records.read(Path(a.out).with_suffix(".json"))
@@ -564,7 +578,8 @@ def main(argv=None) -> None:
                            "lr": a.lr, "weight_decay": a.weight_decay, "local_epochs": a.local_epochs,
                            "batch_size": a.batch_size, "seed": seed, "prox_mu": a.prox_mu, "threads": a.threads,
                            "openfgl_config": GRAPH_OPENFGL_CONFIG.get(algo, {}),
-                           "openfgl_model": a.openfgl_model, "pooling": pooling}
+                           "openfgl_model": a.openfgl_model, "pooling": pooling,
+                           "openfgl_scaffold_k": a.openfgl_scaffold_k}
                     if a.openfgl_model == "fgl_jax" or a.check_model:
                         job["init_params"] = str(work / "init.npz")
                         export_init(c, prep, algorithm, seed, work / "init.npz", with_logits=a.check_model)
@@ -583,6 +598,7 @@ def main(argv=None) -> None:
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0], "clients": c.clients,
                            "partition": c.partition, "openfgl_model": a.openfgl_model,
                            **({"fgl_options": fgl_options} if fgl_options else {}),
+                           **({"openfgl_scaffold_k": a.openfgl_scaffold_k} if a.openfgl_scaffold_k != "epochs" else {}),
                            "loadavg": list(os.getloadavg()), **sizes[(ds, seed)]}
                     for name, fn in sides:
                         rec[name] = fn()

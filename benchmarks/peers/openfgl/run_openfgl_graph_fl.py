@@ -281,6 +281,21 @@ def check_same_model(job: dict) -> dict:
             "feature_perm": perm.tolist()}
 
 
+def scaffold_steps_variate() -> None:
+    """OpenFGL's SCAFFOLD client with fgl_jax's K (job "openfgl_scaffold_k": "steps"): option II's
+    c_i+ = c_i - c + (x - y_i) / (K lr) with K = the local steps taken (epochs x the client's training
+    mini-batches), where OpenFGL 1.1.0 takes K = the epochs (ScaffoldClient.update_local_control)."""
+    from openfgl.flcore.scaffold.client import ScaffoldClient
+
+    def update_local_control(self):
+        k = self.args.num_epochs * len(self.task.processed_data["train_dataloader"])
+        with torch.no_grad():
+            for c_i, x, y, c in zip(self.local_control, self.message_pool["server"]["weight"],
+                                    self.task.model.parameters(), self.message_pool["server"]["global_control"]):
+                c_i.data = c_i.data - c.data + (x.data - y.data) / (k * self.args.lr)
+    ScaffoldClient.update_local_control = update_local_control
+
+
 def count_clusters() -> dict:
     """Wraps GCFLPlusServer.execute to record, every round, the norm of the mean and the largest norm
     of the clients' updates of the first cluster (its split test: mean < eps1 and max > eps2) before the
@@ -321,6 +336,8 @@ def main(job_path: str, result_path: str, check: bool = False) -> None:
     set_openfgl_config(job)
     with contextlib.redirect_stdout(quiet):
         install_same_model(job)
+    if job.get("openfgl_scaffold_k", "epochs") == "steps":
+        scaffold_steps_variate()
     clusters = count_clusters() if job["openfgl_algorithm"] == "gcfl_plus" else None
     args = make_args(job)
     seed_everything(args.seed)
