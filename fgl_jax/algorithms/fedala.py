@@ -7,12 +7,13 @@ Instead of overwriting its model with the global one, client i starts a round fr
 
 on the top `fedala_layers` (p) layers, and from the global model w on the layers below. The
 element-wise weights W_i are the client's own: learnt by gradient descent on its loss at theta_hat,
-over a random fraction `fedala_sample` (s) of its training nodes drawn each round,
+over a random fraction `fedala_sample` (s) of its training nodes (graphs, on graph tasks) drawn each round,
 
     W_i <- clip(W_i - eta * dL/dtheta_hat * (w - theta_i), 0, 1),
 
 `fedala_init_steps` steps the first time (the paper trains W until its loss settles; a fixed count
-keeps the program's shapes static) and `fedala_steps` steps at every later round, W_i carried over.
+keeps the program's shapes static) and `fedala_steps` steps at every later round, W_i carried over
+(a graph client's step is a pass over its mini-batches, as its local epochs are).
 The client then trains theta_hat (`local_steps` steps of the run's optimiser), keeps the result as
 theta_i and uploads it; the server averages through the run's aggregator (DP-FedAvg,
 `--server-opt` and client sampling apply). A client that has not trained yet has no local
@@ -97,7 +98,17 @@ def thin(batch, key: jax.Array, frac: jax.Array):
     """`batch` with its training mask kept on a random fraction `frac` of the samples drawn with `key`:
     per node of a node-level client's batch; per graph of a graph-level (mini-)batch, each graph's
     draw a function of its graph id, so that it is drawn alike in whatever padded view (mini-batch or
-    size class, `fgl_jax.graph_batch`) it is seen."""
+    size class, `fgl_jax.graph_batch`) it is seen.
+
+    Args:
+        batch: a node-level `ClientBatch` (train_mask [N]) or a graph-level `GraphBatch` (train_mask
+            and graph_ids [..., G]) of one client.
+        key: the draw's PRNG key (one per client and round).
+        frac: the kept fraction (traced scalar in (0, 1]).
+
+    Returns:
+        `batch` with train_mask AND-ed with the draw.
+    """
     ids = getattr(batch, "graph_ids", None)
     if ids is None:
         pick = jax.random.uniform(key, batch.train_mask.shape) < frac
@@ -109,7 +120,14 @@ def thin(batch, key: jax.Array, frac: jax.Array):
 
 def gated_descent(limit: jax.Array) -> optax.GradientTransformation:
     """Plain gradient descent (the step size is `local_train`'s scale) whose first `limit` (traced)
-    steps move and later ones leave the parameters as they are; its state counts the steps."""
+    steps move and later ones leave the parameters as they are; its state counts the steps.
+
+    Args:
+        limit: the number of steps that move (traced int scalar).
+
+    Returns:
+        The optax transformation (update = -gradient while the count < limit, else 0).
+    """
     def init(params):
         return jnp.zeros((), jnp.int32)
 
