@@ -170,3 +170,11 @@ def test_apfl_sweep_vectorises_alpha_lr_and_matches_single_runs(tmp_path):
         row = next(r for r in payload["rows"] if r["apfl_alpha_lr"] == lr)
         assert row["best_test"] == pytest.approx(best["best_test"], abs=1e-6)
         assert row["best_round"] == best["best_round"]
+
+
+@pytest.mark.slow
+def test_graph_clients_packed_equal_vmapped():
+    """APFL's steps go through local_train: a graph client steps mini-batch by mini-batch, in its
+    size-class shapes (packed) exactly as on the whole padded stack (vmap), dropout and alpha included."""
+    from tests.test_graph_client_exec import assert_same_runs
+    assert_same_runs("apfl", apfl_alpha_lr=0.5)

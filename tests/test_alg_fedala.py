@@ -101,3 +101,11 @@ def test_fedala_options_flags_and_block():
 def test_fedala_cli_run_and_resume_with_client_sampling(tmp_path):
     # the per-client phase (never trained / learn W from ones / W learnt) must survive the checkpoint
     cli_run_and_resume(tmp_path, "fedala", "--clients-per-round", "2", "--fedala-init-steps", "3")
+
+
+@pytest.mark.slow
+def test_graph_clients_packed_equal_vmapped():
+    """FedALA's W steps go through local_train and its sample is drawn per graph id: packed graph
+    clients (size-class mini-batches) learn the same W and models as on the whole padded stack."""
+    from tests.test_graph_client_exec import assert_same_runs
+    assert_same_runs("fedala", fedala_init_steps=3)

@@ -44,7 +44,7 @@ from fgl_jax.algorithms._common import (aggregate, init_params, round_start, sca
                                         weighted_loss)
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.client import make_optimizer, node_loss_fn
+from fgl_jax.federated.client import local_step_count, local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.evaluation import evaluate_models
 from fgl_jax.registry import register
@@ -102,41 +102,60 @@ def apfl(model, common: FedConfig, hp: APFLHParams) -> FederatedAlgorithm:
                          hp={"lr": jnp.float32(common.optim.lr), "apfl_alpha_lr": jnp.float32(hp.apfl_alpha_lr)},
                          aggregator=aggregator.init(params))
 
+    pfllib = hp.apfl_variant == "pfllib"
+
     def client(w, v, alpha, ow, ov, batch, key, scale, alpha_lr):
-        """`local_steps` APFL steps on one client -> (w, v, alpha, ow, ov, w's loss, mix's loss), losses at step 1."""
-        mixed_loss = lambda v_, a_, w_, k: loss_fn(mix(a_, v_, w_), batch, jax.random.fold_in(k, MIX_KEY))
+        """`local_steps` APFL steps on one client -> (w, v, alpha, ow, ov, w's loss, mix's loss), losses at step 1.
 
-        def step(carry, k):
-            w, v, a, ow, ov = carry
-            lw, gw = jax.value_and_grad(loss_fn)(w, batch, k)
-            lm, (gv, ga) = jax.value_and_grad(mixed_loss, argnums=(0, 1))(v, a, w, k)
-            uw, ow = optimizer.update(gw, ow, w)
-            uv, ov = optimizer.update(gv, ov, v)
-            w = optax.apply_updates(w, jax.tree.map(lambda u: u * scale, uw))
-            v = optax.apply_updates(v, jax.tree.map(lambda u: u * scale, uv))
-            a = jnp.clip(a - alpha_lr * ga, 0.0, 1.0)
-            return (w, v, a, ow, ov), (lw, lm)
+        The steps run through `local_train` on the joint parameters {w, v, a, probe}, so a graph client
+        takes them mini-batch by mini-batch in its size-class shapes (packed execution) as FedAvg's
+        local training does, instead of on its whole padded stack. `joint_loss` has APFL's gradients
+        (w: grad F(w); v, a: those of F(mix) with w held fixed) and the value of the mix's loss;
+        `joint_step` updates w and v with the run's optimiser and alpha by its own rule."""
+        def joint_loss(p, b, k):
+            lw = loss_fn(p["w"], b, k)
+            km = jax.random.fold_in(k, MIX_KEY)
+            lm = (loss_fn(p["v"], b, km) if pfllib
+                  else loss_fn(mix(p["a"], p["v"], jax.lax.stop_gradient(p["w"])), b, km))
+            # value lm; w's gradient grad F(w) (lw - sg(lw) is 0 but differentiates as lw); the probe's
+            # gradient is lw's value, which joint_step keeps for the reported global_train_loss
+            sg = jax.lax.stop_gradient(lw)
+            return lm + (lw - sg) + p["probe"] * sg
 
-        def pfllib_step(carry, k):
-            w, v, a, ow, ov = carry
-            lw, gw = jax.value_and_grad(loss_fn)(w, batch, k)
-            lv, gv = jax.value_and_grad(loss_fn)(v, batch, jax.random.fold_in(k, MIX_KEY))
-            uw, ow = optimizer.update(gw, ow, w)
-            uv, ov = optimizer.update(gv, ov, v)
-            w = optax.apply_updates(w, jax.tree.map(lambda u: u * scale, uw))
-            v = optax.apply_updates(v, jax.tree.map(lambda u: u * scale, uv))
-            # PFLlib's alpha gradient: the models after the step, the gradients from its start
-            ga = sum(jnp.vdot(vi - wi, a * gvi + (1.0 - a) * gwi)
-                     for vi, wi, gvi, gwi in zip(*map(jax.tree.leaves, (v, w, gv, gw))))
-            a = jnp.clip(a - alpha_lr * (ga + PFLLIB_ALPHA_DECAY * a), 0.0, 1.0)
-            return (w, v, a, ow, ov), (lw, lv)
+        per_epoch = local_step_count(1, batch)   # optimiser steps in the first epoch (their mean loss is reported)
 
-        body = pfllib_step if hp.apfl_variant == "pfllib" else step
-        (w, v, alpha, ow, ov), (lw, lm) = jax.lax.scan(body, (w, v, alpha, ow, ov),
-                                                       jax.random.split(key, common.local_steps))
-        if hp.apfl_variant == "pfllib":   # the round's end: v becomes the personalised model
+        def init(p):
+            return optimizer.init(p["w"]), optimizer.init(p["v"]), jnp.zeros((), jnp.int32), jnp.zeros((), jnp.float32)
+
+        def update(g, s, p):
+            ow, ov, n, lw_sum = s
+            uw, ow = optimizer.update(g["w"], ow, p["w"])
+            uv, ov = optimizer.update(g["v"], ov, p["v"])
+            a = p["a"]
+            if pfllib:   # PFLlib's alpha gradient: the models after the step, the gradients from its start
+                w1 = optax.apply_updates(p["w"], jax.tree.map(lambda u: u * scale, uw))
+                v1 = optax.apply_updates(p["v"], jax.tree.map(lambda u: u * scale, uv))
+                ga = sum(jnp.vdot(vi - wi, a * gvi + (1.0 - a) * gwi)
+                         for vi, wi, gvi, gwi in zip(*map(jax.tree.leaves, (v1, w1, g["v"], g["w"]))))
+                ga = ga + PFLLIB_ALPHA_DECAY * a
+            else:
+                ga = g["a"]
+            # alpha takes a plain step alpha_lr * ga; local_train multiplies every update by scale
+            ua = jnp.where(scale > 0, -alpha_lr * ga / jnp.where(scale > 0, scale, 1.0), 0.0)
+            lw_sum = lw_sum + jnp.where(n < per_epoch, g["probe"], 0.0)
+            return ({"w": uw, "v": uv, "a": ua, "probe": jnp.zeros_like(g["probe"])},
+                    (ow, ov, n + 1, lw_sum))
+
+        joint_step = optax.GradientTransformation(init, update)
+        clip = lambda p, k: {**p, "a": jnp.clip(p["a"], 0.0, 1.0)}
+        p = {"w": w, "v": v, "a": alpha, "probe": jnp.zeros((), jnp.float32)}
+        s0 = (ow, ov, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.float32))
+        p, (ow, ov, _, lw_sum), lm = local_train(joint_loss, joint_step, common.local_steps, p, s0, batch, key, scale,
+                                                 post_step=clip)
+        w, v, alpha = p["w"], p["v"], p["a"]
+        if pfllib:   # the round's end: v becomes the personalised model
             v = mix(alpha, v, w)
-        return w, v, alpha, ow, ov, lw[0], lm[0]
+        return w, v, alpha, ow, ov, lw_sum / jnp.maximum(per_epoch, 1), lm
 
     def round_fn(state: APFLState, data: FedData, key: jax.Array):
         ct = data.train.num_clients

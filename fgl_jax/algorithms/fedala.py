@@ -7,12 +7,13 @@ Instead of overwriting its model with the global one, client i starts a round fr
 
 on the top `fedala_layers` (p) layers, and from the global model w on the layers below. The
 element-wise weights W_i are the client's own: learnt by gradient descent on its loss at theta_hat,
-over a random fraction `fedala_sample` (s) of its training nodes drawn each round,
+over a random fraction `fedala_sample` (s) of its training nodes (graphs, on graph tasks) drawn each round,
 
     W_i <- clip(W_i - eta * dL/dtheta_hat * (w - theta_i), 0, 1),
 
 `fedala_init_steps` steps the first time (the paper trains W until its loss settles; a fixed count
-keeps the program's shapes static) and `fedala_steps` steps at every later round, W_i carried over.
+keeps the program's shapes static) and `fedala_steps` steps at every later round, W_i carried over
+(a graph client's step is a pass over its mini-batches, as its local epochs are).
 The client then trains theta_hat (`local_steps` steps of the run's optimiser), keeps the result as
 theta_i and uploads it; the server averages through the run's aggregator (DP-FedAvg,
 `--server-opt` and client sampling apply). A client that has not trained yet has no local
@@ -32,12 +33,13 @@ from typing import Any
 import flax
 import jax
 import jax.numpy as jnp
+import optax
 
 from fgl_jax.algorithms._common import (aggregate, init_params, round_start, scatter_clients, stack, take_clients,
                                         weighted_loss)
 from fgl_jax.federated.algorithm import FedData, FederatedAlgorithm
 from fgl_jax.federated.chunking import map_clients
-from fgl_jax.federated.client import local_train, make_optimizer, node_loss_fn
+from fgl_jax.federated.client import local_step_count, local_train, make_optimizer, node_loss_fn
 from fgl_jax.federated.config import FedConfig, server_aggregator
 from fgl_jax.federated.evaluation import evaluate_models
 from fgl_jax.federated.fedavg_family import graph_top_mask, layer_index
@@ -92,18 +94,76 @@ def combine(theta: PyTree, w: PyTree, weights: tuple, top: tuple[int, ...]) -> P
     return jax.tree.unflatten(jax.tree.structure(w), out)
 
 
-def learn_weights(loss_fn, theta: PyTree, w: PyTree, weights: tuple, top: tuple[int, ...], batch, key: jax.Array,
-                  eta: jax.Array, steps: int, active: jax.Array) -> tuple:
-    """`steps` projected gradient steps W <- clip(W - eta dL(theta_hat(W))/dW, 0, 1) on one client's
-    batch (its training mask already the round's sample); only the first `active` (traced int)
-    steps change W, so clients needing fewer steps share one static scan."""
-    def step(ws, ik):
-        i, k = ik
-        g = jax.grad(lambda v: loss_fn(combine(theta, w, v, top), batch, k))(ws)
-        new = tuple(jnp.clip(a - eta * ga, 0.0, 1.0) for a, ga in zip(ws, g))
-        return tuple(jnp.where(i < active, n, a) for n, a in zip(new, ws)), None
+def thin(batch, key: jax.Array, frac: jax.Array):
+    """`batch` with its training mask kept on a random fraction `frac` of the samples drawn with `key`:
+    per node of a node-level client's batch; per graph of a graph-level (mini-)batch, each graph's
+    draw a function of its graph id, so that it is drawn alike in whatever padded view (mini-batch or
+    size class, `fgl_jax.graph_batch`) it is seen.
 
-    ws, _ = jax.lax.scan(step, weights, (jnp.arange(steps), jax.random.split(key, steps)))
+    Args:
+        batch: a node-level `ClientBatch` (train_mask [N]) or a graph-level `GraphBatch` (train_mask
+            and graph_ids [..., G]) of one client.
+        key: the draw's PRNG key (one per client and round).
+        frac: the kept fraction (traced scalar in (0, 1]).
+
+    Returns:
+        `batch` with train_mask AND-ed with the draw.
+    """
+    ids = getattr(batch, "graph_ids", None)
+    if ids is None:
+        pick = jax.random.uniform(key, batch.train_mask.shape) < frac
+    else:
+        draw = jax.vmap(lambda g: jax.random.uniform(jax.random.fold_in(key, g)))
+        pick = draw(ids.reshape(-1)).reshape(ids.shape) < frac
+    return batch.replace(train_mask=batch.train_mask & pick)
+
+
+def gated_descent(limit: jax.Array) -> optax.GradientTransformation:
+    """Plain gradient descent (the step size is `local_train`'s scale) whose first `limit` (traced)
+    steps move and later ones leave the parameters as they are; its state counts the steps.
+
+    Args:
+        limit: the number of steps that move (traced int scalar).
+
+    Returns:
+        The optax transformation (update = -gradient while the count < limit, else 0).
+    """
+    def init(params):
+        return jnp.zeros((), jnp.int32)
+
+    def update(grads, n, params=None):
+        return jax.tree.map(lambda g: jnp.where(n < limit, -g, jnp.zeros_like(g)), grads), n + 1
+
+    return optax.GradientTransformation(init, update)
+
+
+def learn_weights(loss_fn, theta: PyTree, w: PyTree, weights: tuple, top: tuple[int, ...], batch, key: jax.Array,
+                  eta: jax.Array, steps: int, active: jax.Array, sample_key: jax.Array, frac: jax.Array) -> tuple:
+    """`steps` projected gradient steps W <- clip(W - eta dL(theta_hat(W))/dW, 0, 1) on one client's
+    training samples thinned to `frac` (`thin` with `sample_key`, one draw for the round); only the
+    first `active` (traced int) steps change W, so clients needing fewer steps share one static scan.
+
+    The steps run through `local_train`, so a graph client takes each one as a pass over its
+    mini-batches in their size-class shapes (packed execution) as its local training does; a
+    node-level client takes full-batch steps.
+
+    Args:
+        loss_fn: `loss_fn(params, batch, key) -> scalar`.
+        theta, w: the client's local model and the global model (pytrees of one model).
+        weights: W, one array per leaf of `top` (its shape).
+        top: positions in `jax.tree.leaves` of the adaptively aggregated leaves.
+        batch: the client's data; key: the steps' dropout keys are split from it.
+        eta: W's step size; steps: static step count; active: traced count of steps that move.
+        sample_key, frac: the round's sample of training nodes or graphs (`thin`).
+
+    Returns:
+        The learnt W (a tuple like `weights`).
+    """
+    per_epoch = local_step_count(1, batch)   # a graph client's step is an epoch of mini-batch steps
+    descent = gated_descent(active * per_epoch)
+    loss = lambda ws, b, k: loss_fn(combine(theta, w, ws, top), thin(b, sample_key, frac), k)
+    clip = lambda ws, k: tuple(jnp.clip(a, 0.0, 1.0) for a in ws)
+    ws, _, _ = local_train(loss, descent, steps, weights, descent.init(weights), batch, key, eta, post_step=clip)
     return ws
 
 
@@ -142,11 +202,9 @@ def fedala(model, common: FedConfig, hp: FedALAHParams) -> FederatedAlgorithm:
 
         def ala(steps):
             def one(t, w, ws, b, k, ph):
-                pick = jax.random.uniform(jax.random.fold_in(k, SAMPLE_KEY), b.train_mask.shape) < frac
-                sample = b.replace(train_mask=b.train_mask & pick)
                 active = jnp.where(ph == 0, 0, jnp.where(ph == 1, n_init, n_later))
-                return learn_weights(loss_fn, t, w, ws, top, sample, jax.random.fold_in(k, ALA_KEY), eta,
-                                     steps, active)
+                return learn_weights(loss_fn, t, w, ws, top, b, jax.random.fold_in(k, ALA_KEY), eta, steps, active,
+                                     jax.random.fold_in(k, SAMPLE_KEY), frac)
             return lambda: map_clients(one, common.client_chunk)(theta, glob, weights, data.train, keys, phase)
 
         # one static scan for the round: the long one only when some client learns W for the first time
