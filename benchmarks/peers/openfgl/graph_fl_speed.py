@@ -89,6 +89,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=str(HERE / "results_graph_fl_speed"), help="stem of the record <out>.json / .md")
     ap.add_argument("--sides", default="packed,openfgl,vmap", help="comma-separated sides to time: packed "
                     "(fgl_jax packed client execution), openfgl, vmap (fgl_jax --client-exec vmap)")
+    ap.add_argument("--cpu", type=int, default=None, help="the one CPU both sides run on (process affinity, "
+                    "inherited by OpenFGL's subprocess); default: the first CPU this process may use; -1: no pinning "
+                    "(XLA's runtime then spreads a round over worker threads, ~15 %% more process CPU time here)")
     ap.add_argument("--merge", action="store_true", help="keep the existing record's cells that this run does "
                     "not time (same dataset, algorithm and repeat: replaced)")
     a = ap.parse_args(argv)
@@ -98,9 +101,12 @@ def main(argv=None) -> None:
         ap.error(str(e))
     if "jax" not in __import__("sys").modules:   # one thread per side, as compare_graph_fl.py
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    if a.cpu != -1:   # one CPU per side: XLA sizes its runtime's thread pools to the CPUs it may use
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0)) if a.cpu is None else a.cpu})
     from fgl_jax import RunConfig, resolve_data_dir
     from fgl_jax.systems.baseline import prepare
     started, info = time.time(), machine_info()
+    info["cpu_affinity"] = sorted(os.sched_getaffinity(0))
     data_dir = Path(resolve_data_dir(None))
     venv_python = Path(a.venv) / "bin" / "python"
     runs, md = [], ""
@@ -174,7 +180,7 @@ def write_record(a, runs: list, info: dict, started: float) -> str:
             "record's runs; OpenFGL's first round dropped; fgl_jax's compiling call "
             "not counted); CPU = process CPU time; speed-up = OpenFGL's median / fgl_jax's. Load avg: the 1-minute "
             "load average when each side started (packed / OpenFGL / vmap; - : side not run); the machine is shared "
-            "with other jobs. "
+            f"with other jobs. Both sides pinned to CPU(s) {info.get('cpu_affinity')} (OpenFGL's subprocess inherits it). "
             f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores.")
     rec = records.make(Path(a.out).name, {"rows": rows, "runs": runs, "machine": info}, config=vars(a), seeds=[a.seed],
                        provenance=records.provenance(started=started),
