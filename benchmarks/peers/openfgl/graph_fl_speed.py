@@ -7,6 +7,9 @@ every round). Outside CI; writes the record `results_graph_fl_speed.json` (+ .md
     FGL_JAX_DATA=/work/shared/data nice python -m benchmarks.peers.openfgl.graph_fl_speed \
         --venv /work/peers/openfgl-venv --datasets PROTEINS --algorithms fedavg --rounds 4 --repeats 1
 
+`--sides packed,openfgl` leaves the vmapped side out; `--merge` keeps the record's other cells (a
+cell is dataset, algorithm, repeat; a cell run again is replaced), so several invocations build one record.
+
 Per side and repeat: the median over rounds of wall ms and process CPU ms per round (training and
 evaluation, compilation and data loading excluded: fgl_jax times each call of its jitted round after
 a first, compiling call; OpenFGL's trainer is stamped at each round's log row). Ratios are OpenFGL's
@@ -28,6 +31,26 @@ from benchmarks.peers.openfgl.compare_graph_fl import (ALGORITHMS, GRAPH_FGL_OPT
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("fgl_jax packed", "OpenFGL", "fgl_jax vmap")
+SIDE_NAMES = {"packed": "fgl_jax packed", "openfgl": "OpenFGL", "vmap": "fgl_jax vmap"}
+
+
+def parse_sides(text: str) -> tuple:
+    """The sides named in a comma-separated `--sides` value, in `SIDES` order.
+
+    Args:
+        text: e.g. "packed,openfgl" (names from `SIDE_NAMES`).
+
+    Returns:
+        The record's side names, a sub-tuple of `SIDES`.
+
+    Raises:
+        ValueError: an unknown name, or no OpenFGL side (the speed-ups are against it).
+    """
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in names if t not in SIDE_NAMES]
+    if bad or "openfgl" not in names:
+        raise ValueError(f"--sides: {text!r} must name openfgl and any of packed, vmap (unknown: {bad})")
+    return tuple(s for s in SIDES if s in {SIDE_NAMES[t] for t in names})
 
 
 def fgl_round_times(cfg, rounds: int, seed: int) -> dict:
@@ -64,15 +87,29 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0, help="run and split seed")
     ap.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)), help="OpenFGL's venv")
     ap.add_argument("--out", default=str(HERE / "results_graph_fl_speed"), help="stem of the record <out>.json / .md")
+    ap.add_argument("--sides", default="packed,openfgl,vmap", help="comma-separated sides to time: packed "
+                    "(fgl_jax packed client execution), openfgl, vmap (fgl_jax --client-exec vmap)")
+    ap.add_argument("--cpu", type=int, default=None, help="the one CPU both sides run on (process affinity, "
+                    "inherited by OpenFGL's subprocess); default: the first CPU this process may use; -1: no pinning "
+                    "(XLA's runtime then spreads a round over worker threads, ~15 %% more process CPU time here)")
+    ap.add_argument("--merge", action="store_true", help="keep the existing record's cells that this run does "
+                    "not time (same dataset, algorithm and repeat: replaced)")
     a = ap.parse_args(argv)
+    try:
+        sides_run = parse_sides(a.sides)
+    except ValueError as e:
+        ap.error(str(e))
     if "jax" not in __import__("sys").modules:   # one thread per side, as compare_graph_fl.py
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
-    from fgl_jax import RunConfig, records, resolve_data_dir, table
+    if a.cpu != -1:   # one CPU per side: XLA sizes its runtime's thread pools to the CPUs it may use
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0)) if a.cpu is None else a.cpu})
+    from fgl_jax import RunConfig, resolve_data_dir
     from fgl_jax.systems.baseline import prepare
     started, info = time.time(), machine_info()
+    info["cpu_affinity"] = sorted(os.sched_getaffinity(0))
     data_dir = Path(resolve_data_dir(None))
     venv_python = Path(a.venv) / "bin" / "python"
-    runs, rows = [], []
+    runs, md = [], ""
     with tempfile.TemporaryDirectory(prefix="openfgl_speed_") as tmp:
         for ds in a.datasets:
             for algo in a.algorithms:
@@ -101,40 +138,75 @@ def main(argv=None) -> None:
                          "fgl_jax vmap": lambda: fgl_round_times(cfg.replace(client_exec="vmap"), a.rounds, a.seed),
                          "OpenFGL": lambda: drop_first(run_openfgl(work, job, venv_python))}
                 for rep in range(a.repeats):
-                    order = SIDES if rep % 2 == 0 else SIDES[::-1]
+                    order = sides_run if rep % 2 == 0 else sides_run[::-1]
                     rec = {"dataset": ds, "algorithm": algo, "repeat": rep, "order": list(order),
-                           "partition_seed": cfg.partition_seed, "loadavg": {}}
+                           "partition_seed": cfg.partition_seed, "rounds": a.rounds, "loadavg": {}}
                     for side in order:
                         rec["loadavg"][side] = os.getloadavg()[0]
                         rec[side] = sides[side]()
                         print(f"{ds} {algo} {side}: median {np.median(rec[side]['round_ms']):.0f} ms/round, "
                               f"{np.median(rec[side]['round_cpu_ms']):.0f} CPU ms/round", flush=True)
                     runs.append(rec)
-    for rec in runs:
-        med = {s: (float(np.median(rec[s]["round_ms"])), float(np.median(rec[s]["round_cpu_ms"]))) for s in SIDES}
-        of_w, of_c = med["OpenFGL"]
-        rows.append({"dataset": rec["dataset"], "algorithm": rec["algorithm"], "repeat": rec["repeat"],
-                     "packed ms / CPU ms": "{:.0f} / {:.0f}".format(*med["fgl_jax packed"]),
-                     "vmap ms / CPU ms": "{:.0f} / {:.0f}".format(*med["fgl_jax vmap"]),
-                     "OpenFGL ms / CPU ms": f"{of_w:.0f} / {of_c:.0f}",
-                     "packed speed-up wall / CPU": f"{of_w / med['fgl_jax packed'][0]:.1f}x / "
-                                                   f"{of_c / med['fgl_jax packed'][1]:.1f}x",
-                     "vmap speed-up wall / CPU": f"{of_w / med['fgl_jax vmap'][0]:.1f}x / {of_c / med['fgl_jax vmap'][1]:.1f}x",
-                     "load avg": " / ".join(f"{rec['loadavg'][s]:.1f}" for s in SIDES)})
+                    md = write_record(a, runs, info, started)   # after every cell: a stopped run keeps its cells
+    print(md)
+
+
+def write_record(a, runs: list, info: dict, started: float) -> str:
+    """Write the record `<a.out>.json` / .md of the cells `runs` (with `a.merge`, after the existing
+    record's other cells) and return the Markdown table.
+
+    Args:
+        a: the parsed arguments (out, merge, seed, rounds).
+        runs: this invocation's cells so far.
+        info: `machine_info()`, its loadavg_end set here.
+        started: the invocation's start (time.time()).
+
+    Returns:
+        The table, as written into the .md.
+    """
+    from fgl_jax import records, table
+    out_json = Path(a.out).with_suffix(".json")
+    if a.merge and out_json.exists():   # the record's other cells, in their order, before this run's
+        ran = {(r["dataset"], r["algorithm"], r["repeat"]) for r in runs}
+        runs = [r for r in records.read(out_json)["metrics"]["runs"]
+                if (r["dataset"], r["algorithm"], r["repeat"]) not in ran] + runs
+    rows = [speed_row(rec) for rec in runs]
     info["loadavg_end"] = list(os.getloadavg())
     md = table(rows, disable_numparse=True)
     note = (f"\nSetting: compare_graph_fl.py's (10 clients, label skew Dirichlet 0.5, the first usable partition "
             f"seed, split seed {a.seed}, GIN 2 x 64, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 3 local epochs over "
             "mini-batches of 128 graphs, each client's model on its own graphs every round, one CPU thread per side). "
-            f"Medians over {a.rounds} timed rounds per side (OpenFGL's first round dropped; fgl_jax's compiling call "
+            f"Medians over the timed rounds of each side ({a.rounds} in this invocation; each cell's `rounds` in the "
+            "record's runs; OpenFGL's first round dropped; fgl_jax's compiling call "
             "not counted); CPU = process CPU time; speed-up = OpenFGL's median / fgl_jax's. Load avg: the 1-minute "
-            "load average when each side started (packed / OpenFGL / vmap); the machine is shared with other jobs. "
+            "load average when each side started (packed / OpenFGL / vmap; - : side not run); the machine is shared "
+            f"with other jobs. Both sides pinned to CPU(s) {info.get('cpu_affinity')} (OpenFGL's subprocess inherits it). "
             f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores.")
     rec = records.make(Path(a.out).name, {"rows": rows, "runs": runs, "machine": info}, config=vars(a), seeds=[a.seed],
                        provenance=records.provenance(started=started),
                        title="Graph-level FL speed per round: fgl_jax packed / vmapped vs OpenFGL 1.1.0")
     records.write(Path(a.out).with_suffix(".json"), rec, markdown=md + "\n" + note)
-    print(md)
+    return md
+
+
+def speed_row(rec: dict) -> dict:
+    """The table row of one cell of the record (a side not run shows "-").
+
+    Args:
+        rec: a run entry: dataset, algorithm, repeat, loadavg and each timed side's round_ms, round_cpu_ms.
+
+    Returns:
+        The row: each side's median wall / CPU ms per round and the speed-ups against OpenFGL.
+    """
+    med = {s: (float(np.median(rec[s]["round_ms"])), float(np.median(rec[s]["round_cpu_ms"]))) for s in SIDES if s in rec}
+    of_w, of_c = med["OpenFGL"]
+    ms = lambda s: "{:.0f} / {:.0f}".format(*med[s]) if s in med else "-"
+    up = lambda s: f"{of_w / med[s][0]:.1f}x / {of_c / med[s][1]:.1f}x" if s in med else "-"
+    return {"dataset": rec["dataset"], "algorithm": rec["algorithm"], "repeat": rec["repeat"],
+            "packed ms / CPU ms": ms("fgl_jax packed"), "vmap ms / CPU ms": ms("fgl_jax vmap"),
+            "OpenFGL ms / CPU ms": f"{of_w:.0f} / {of_c:.0f}", "packed speed-up wall / CPU": up("fgl_jax packed"),
+            "vmap speed-up wall / CPU": up("fgl_jax vmap"),
+            "load avg": " / ".join(f"{rec['loadavg'][s]:.1f}" if s in rec["loadavg"] else "-" for s in SIDES)}
 
 
 def drop_first(result: dict) -> dict:
