@@ -125,7 +125,11 @@ def contiguous_dot(lhs: Array, rhs: Array, dimension_numbers, precision=None, pr
 
 
 def dense(features: int, name: str, use_bias: bool = True) -> nn.Dense:
-    """`flax.linen.Dense(features, name=name)` with `contiguous_dot` (same parameters and values)."""
+    """`flax.linen.Dense(features, name=name)` with `contiguous_dot` (same parameters and values).
+
+    `contiguous_dot` has a custom gradient, so reverse mode only: `jax.jvp` (and forward-over-reverse
+    Hessian-vector products) through the graph models raises JAX's custom_vjp error.
+    """
     return nn.Dense(features, use_bias=use_bias, name=name, dot_general=contiguous_dot)
 
 
