@@ -732,8 +732,6 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
             of, _ = mean_sd([100 * r["openfgl"]["final_test"] for r in mine])
             ft, _ = mean_sd([r["fgl_jax"]["ms_per_round"] for r in mine])
             ot, _ = mean_sd([r["openfgl"]["ms_per_round"] for r in mine])
-            fc, _ = mean_sd([r["fgl_jax"]["cpu_ms_per_round"] for r in mine])
-            oc, _ = mean_sd([r["openfgl"]["cpu_ms_per_round"] for r in mine])
             rows.append({"dataset": ds, "algorithm": label, "seeds": len(mine),
                          "fgl_jax test acc %": f"{fa:.2f} ± {fs:.2f}", "OpenFGL test acc %": f"{oa:.2f} ± {os_:.2f}",
                          "diff (pts)": f"{fa - oa:+.2f}",
@@ -741,7 +739,6 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
                          "best rounds fgl_jax / OpenFGL": " ".join(str(r["fgl_jax"]["best_round"]) for r in mine)
                          + " / " + " ".join(str(r["openfgl"]["best_round"]) for r in mine),
                          "fgl_jax ms/round": f"{ft:.1f}", "OpenFGL ms/round": f"{ot:.1f}", "speed-up": f"{ot / ft:.1f}x",
-                         "cpu speed-up": f"{oc / fc:.1f}x",
                          "load avg": f"{np.mean([r['loadavg'][0] for r in mine]):.1f}"})
     md = table(rows, disable_numparse=True)
     notes = ["", f"Setting: {a['clients']} clients, label skew Dirichlet {a['beta']} (fgl_jax's draw, the first partition seed from 0 that leaves every client a validation and a test graph, as OpenFGL's evaluation needs: `partition_seed` in each run), "
@@ -753,8 +750,10 @@ def render(payload: dict, a: dict, out: Path, provenance: dict) -> None:
              f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores, load average "
              f"{info['loadavg_start'][0]:.1f} at start / {info.get('loadavg_end', [float('nan')])[0]:.1f} at end "
              "(shared with other jobs: both sides' times are far above an idle machine's; the sides alternate who "
-             "runs first). ms/round = wall time of the training rounds (evaluation included) / rounds; cpu "
-             "speed-up = the ratio of process CPU time per round.",
+             "runs first). ms/round = wall time of the training rounds (evaluation included) / rounds. No CPU-time "
+             "ratio here: fgl_jax's process CPU time in these runs includes its XLA compilation and its worker "
+             "threads; the CPU comparison, compilation excluded and both sides pinned to one CPU, is "
+             "`results_graph_fl_speed.md` (graph_fl_speed.py).",
              "", "Differences that remain:", ""] + [f"- {d}" for d in payload["differences"]]
     notes += cross_domain_notes(runs, a) + split_notes(runs)
     notes += ["", "Per run (test accuracy %: at the best-validation round, and the mean over rounds "
