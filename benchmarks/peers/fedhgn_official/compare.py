@@ -235,7 +235,9 @@ def render(rec: dict) -> list[str]:
          "configs experiments/configs/fedhgn/table3_* (round-1 alignment pool `skip`); \"code_quirk\" = the same "
          "with round1_align=code_quirk (the authors' round 1: a zero vector per other client, counted twice), "
          "FedHGN only (FedAvg has no alignment). MUTAG's majority-class floor is 66.18 (results.md)."]
-    groups = sorted({tuple(k.split("/")[:2]) for k in rec["official"]}, key=lambda g: (g[0] != "aifb", g))
+    # a (dataset, K) with fgl_jax runs only (no run of the authors' code yet) still gets its section
+    groups = sorted({tuple(k.split("/")[:2]) for src in ("official", "fgljax") for k in rec[src]},
+                    key=lambda g: (g[0] != "aifb", g[0], int(g[1][1:])))
     for ds, kk in groups:
         pre = f"{ds}/{kk}"
         runs = {**rec["official"], **{k.rsplit("/", 1)[0]: v for k, v in rec["fgljax"].items()}}
@@ -243,7 +245,7 @@ def render(rec: dict) -> list[str]:
         seeds = sorted({s for src in ("official", "fgljax") for k, v in rec[src].items() if k.startswith(pre + "/")
                         for s in v}, key=int)
         for where in SPLITS:
-            if not any(k.startswith(f"{pre}/{where}/") for k in rec["official"]):
+            if not any(k.startswith(f"{pre}/{where}/") for src in ("official", "fgljax") for k in rec[src]):
                 continue
             L += ["", f"## {ds.upper()} K={kk[1:]}, on {TITLES[where]}", "",
                   "| split | method | paper | authors' code | fgl_jax configs | fgl_jax code_quirk |",
