@@ -304,7 +304,8 @@ def table(work: Path, cmd: str, t0: float, config: dict) -> None:
           "--steps export,official,fgljax (resumable; AIFB K=3 on 2026-11-26, MUTAG on 2026-11-29, where some seeds ran "
           "as run_official.py calls with the same arguments, two at a time: values without run files in --work are "
           "carried over from the previous record). One run of the authors' code took 0.5-9 min of wall time on AIFB "
-          "at load averages 3-16; on MUTAG K=3 2.6-14 min, K=5 13-16 min, at load averages 10-16.",
+          "at load averages 3-16; on MUTAG K=3 2.6-14 min and RE K=5 11-16 min at load averages 10-16, RET K=5 "
+          "1.5-4.5 min, RE K=5 11-14 min and RE K=10 9-15 min at load averages 6-9 (the run files' seconds).",
           "Authors' code: github.com/cynricfu/FedHGN at 1a94edc, torch 2.2.1 (PyPI), DGL 2.1.0 (PyPI), CPU, "
           "one thread, DataLoader workers 0."]
     records.write(path, records.make("results", rec, config=config, seeds=[],
