@@ -235,7 +235,9 @@ def render(rec: dict) -> list[str]:
          "configs experiments/configs/fedhgn/table3_* (round-1 alignment pool `skip`); \"code_quirk\" = the same "
          "with round1_align=code_quirk (the authors' round 1: a zero vector per other client, counted twice), "
          "FedHGN only (FedAvg has no alignment). MUTAG's majority-class floor is 66.18 (results.md)."]
-    groups = sorted({tuple(k.split("/")[:2]) for k in rec["official"]}, key=lambda g: (g[0] != "aifb", g))
+    # a (dataset, K) with fgl_jax runs only (no run of the authors' code yet) still gets its section
+    groups = sorted({tuple(k.split("/")[:2]) for src in ("official", "fgljax") for k in rec[src]},
+                    key=lambda g: (g[0] != "aifb", g[0], int(g[1][1:])))
     for ds, kk in groups:
         pre = f"{ds}/{kk}"
         runs = {**rec["official"], **{k.rsplit("/", 1)[0]: v for k, v in rec["fgljax"].items()}}
@@ -243,7 +245,7 @@ def render(rec: dict) -> list[str]:
         seeds = sorted({s for src in ("official", "fgljax") for k, v in rec[src].items() if k.startswith(pre + "/")
                         for s in v}, key=int)
         for where in SPLITS:
-            if not any(k.startswith(f"{pre}/{where}/") for k in rec["official"]):
+            if not any(k.startswith(f"{pre}/{where}/") for src in ("official", "fgljax") for k in rec[src]):
                 continue
             L += ["", f"## {ds.upper()} K={kk[1:]}, on {TITLES[where]}", "",
                   "| split | method | paper | authors' code | fgl_jax configs | fgl_jax code_quirk |",
@@ -302,7 +304,8 @@ def table(work: Path, cmd: str, t0: float, config: dict) -> None:
           "--steps export,official,fgljax (resumable; AIFB K=3 on 2026-11-26, MUTAG on 2026-11-29, where some seeds ran "
           "as run_official.py calls with the same arguments, two at a time: values without run files in --work are "
           "carried over from the previous record). One run of the authors' code took 0.5-9 min of wall time on AIFB "
-          "at load averages 3-16; on MUTAG K=3 2.6-14 min, K=5 13-16 min, at load averages 10-16.",
+          "at load averages 3-16; on MUTAG K=3 2.6-14 min and RE K=5 11-16 min at load averages 10-16, RET K=5 "
+          "1.5-4.5 min, RE K=5 11-14 min and RE K=10 9-15 min at load averages 6-9 (the run files' seconds).",
           "Authors' code: github.com/cynricfu/FedHGN at 1a94edc, torch 2.2.1 (PyPI), DGL 2.1.0 (PyPI), CPU, "
           "one thread, DataLoader workers 0."]
     records.write(path, records.make("results", rec, config=config, seeds=[],
