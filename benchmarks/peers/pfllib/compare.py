@@ -92,13 +92,19 @@ DIFFERENCES = {
                "PFLlib's personalized_params alias the model's own parameter objects (the optimiser returns "
                "its param group), so after send_models its evaluate_personalized evaluates the received "
                "global model; fgl_jax evaluates the personal theta.",
-               "Toggled cells: [PFLlib evaluates theta] copies the step's result so PFLlib evaluates theta; "
+               "Toggled cells: [PFLlib evaluates theta] copies the step's result so PFLlib evaluates theta (runs "
+               "with --pfedme-eval-theta also read, before each evaluate_personalized, what unmodified PFLlib "
+               "reads, for the default cell: training is unchanged, torch's RNG put back); "
                "[fgl_jax pfedme_inner_weight_decay 0.001, fgl_jax eval_mode global_model_on_local_data] gives "
                "fgl_jax PFLlib's weight decay and evaluates what PFLlib's alias evaluates."],
     "fedala": ["First adaptive aggregation: PFLlib trains W until the std of the last 10 losses < 0.1 "
-               "(at least 11 passes), fgl_jax a fixed 20 steps (fedala_init_steps); PFLlib's ALA sample is a "
-               "contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the next "
-               "round's ALA-initialised model theta_hat, fgl_jax the trained theta_i."],
+               "(at least 11 passes; the record's ala_first_passes: what each client took), fgl_jax a fixed "
+               "20 steps (fedala_init_steps; --fedala-init-steps sets it, the cell keyed apart); PFLlib's ALA "
+               "sample is a contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the "
+               "next round's ALA-initialised model theta_hat, fgl_jax the trained theta_i.",
+               "The cell [PFLlib evaluates trained theta_i] (--fedala-eval-trained) is read from the same PFLlib "
+               "run as the default one: each client's trained theta_i, read before send_models' ALA (torch's RNG "
+               "put back, the reading's time taken out), i.e. the model fgl_jax evaluates."],
     "fedavg": ["Same updates. Evaluated: PFLlib the received global model, fgl_jax the new global model (the same "
                "model: evaluated one step later in PFLlib's loop)."],
     "fedbn": ["Batch norm with batch statistics on both sides (torch track_running_stats=False, as fgl_jax's "
@@ -278,6 +284,28 @@ def write_markdown(path: Path, cells: dict) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+COMPACT = ("dataset", "algorithm", "seed", "rounds", "fgl_jax acc %", "PFLlib acc %", "diff (pts)",
+           "last-10-round mean % fgl_jax / PFLlib", "fgl_jax cpu ms/round", "PFLlib cpu ms/round", "cpu speed-up",
+           "fgl_jax warm-up s (compile + 1 run)")
+
+
+def pipe_table(rows: list[dict], columns) -> list[str]:
+    """A GitHub pipe table (header, rule, rows) of `columns` of `rows`."""
+    return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+            + ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows])
+
+
+def compact(cells: dict) -> str:
+    """docs/personalised.md's tables of the record: one row per cell and seed (COMPACT's columns), then
+    the cells with more than one seed over their seeds (`over_seeds`)."""
+    per_seed = [row({**c, "runs": [r]}) for _, c in sorted(cells.items()) for r in c["runs"]]
+    multi = [over_seeds(c) for _, c in sorted(cells.items()) if len(c["runs"]) > 1]
+    lines = pipe_table(per_seed, COMPACT)
+    if multi:
+        lines += ["", "Over seeds:", ""] + pipe_table(multi, list(multi[0]))
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="+", default=["cora"], choices=["cora", "PROTEINS"], help="Cora (node "
@@ -335,7 +363,13 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=str(HERE / "results"), help="record stem: <out>.json (cells replaced per "
                    "(dataset, algorithm), the others kept) and <out>.md")
     p.add_argument("--render", action="store_true", help="only re-write <out>.md from the record <out>.json")
+    p.add_argument("--compact", action="store_true", help="only print docs/personalised.md's tables (per seed, "
+                   "over seeds) from the record <out>.json")
     a = p.parse_args(argv)
+    if a.compact:
+        from fgl_jax import records
+        print(compact(records.read(Path(f"{a.out}.json"))["metrics"]["cells"]))
+        return
     if a.render:
         from fgl_jax import records
         out = Path(a.out)
