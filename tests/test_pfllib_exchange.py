@@ -83,3 +83,45 @@ def test_graph_clients_reassemble_each_graph(tmp_path):
     v0, v1 = exchange.graph_clients(np.load(tmp_path / "v.npz", allow_pickle=False), 2)
     np.testing.assert_array_equal(v0["val"], [0])     # graph 1, client 0's first graph
     assert len(v1["val"]) == 0 and len(v0["train"]) == 0
+
+
+def _run(seed, fgl, pfl, **extra):
+    side = lambda acc: {"test_acc": acc, "curve": [acc] * 4, "ms_per_round": 1.0, "cpu_ms_per_round": 1.0}
+    return {"seed": seed, "fgl_jax": side(fgl), "pfllib": {**side(pfl), **extra}, "loadavg": [1.0]}
+
+
+def test_runs_merge_by_seed_keeping_each_runs_provenance():
+    # seeds 1-2 added to a record that holds seeds 0-1: seed 0 kept with its old provenance and command,
+    # seed 1 replaced by the new run, sorted by seed
+    from benchmarks.peers.pfllib.compare import merge_runs
+    old = {"command": "old cmd", "provenance": {"started": "then"}, "runs": [_run(0, 0.5, 0.4), _run(1, 0.1, 0.1)]}
+    new = {"command": "new cmd", "runs": [_run(1, 0.9, 0.8), _run(2, 0.7, 0.6)]}
+    runs = merge_runs(old, new)["runs"]
+    assert [r["seed"] for r in runs] == [0, 1, 2]
+    assert runs[0]["provenance"] == {"started": "then"} and runs[0]["command"] == "old cmd"
+    assert runs[1]["fgl_jax"]["test_acc"] == 0.9 and runs[1]["command"] == "new cmd"
+    assert "provenance" not in runs[1] and merge_runs(None, new) is new
+
+
+def test_over_seeds_row_is_the_mean_and_sd_of_the_per_seed_differences():
+    from benchmarks.peers.pfllib.compare import over_seeds
+    cell = {"dataset": "PROTEINS", "algorithm": "fedavg", "variant": "", "rounds": 3, "compile_seconds": 1.0,
+            "runs": [_run(0, 0.80, 0.75), _run(1, 0.70, 0.72), _run(2, 0.90, 0.90)]}
+    r = over_seeds(cell)
+    d = np.array([5.0, -2.0, 0.0])
+    assert r["diff (pts) mean ± sd"] == f"{d.mean():+.2f} ± {d.std(ddof=1):.2f}"
+    assert r["diff min / max"] == "-2.00 / +5.00" and r["seeds"] == "0,1,2"
+    assert r["fgl_jax acc %"] == f"{np.mean([80, 70, 90]):.2f} ± {np.std([80, 70, 90], ddof=1):.2f}"
+
+
+def test_a_second_reading_of_one_pfllib_run_fills_its_own_cell():
+    # --fedala-eval-trained: the default cell keeps PFLlib's number, the toggled one reads the extra curve
+    from types import SimpleNamespace
+    from benchmarks.peers.pfllib.compare import reading, readings
+    a = SimpleNamespace(pfedme_eval_theta=False, fedala_eval_trained=True)
+    reads = readings("fedala", a)
+    result = _run(0, 0.5, 0.6, extra_evaluations={"trained": {"test_acc": 0.55, "curve": [0.55] * 4}})["pfllib"]
+    own, trained = (reading(result, reads[k]) for k in ("", "PFLlib evaluates trained theta_i"))
+    assert own["test_acc"] == 0.6 and trained["test_acc"] == 0.55 and trained["curve"] == [0.55] * 4
+    assert "extra_evaluations" not in own and "extra_evaluations" not in trained
+    assert readings("fedala", SimpleNamespace(pfedme_eval_theta=False, fedala_eval_trained=False)) == {"": None}

@@ -59,8 +59,10 @@ HPARAMS = {
                          {"lamda": a.pfedme_lambda, "K": a.pfedme_k, "p_learning_rate": a.pfedme_personal_lr,
                           "beta": 1.0}),
     # eta = eta, s = rand_percent / 100, top layers p = 1 = the last 2 parameter tensors (layer_idx 2)
-    "fedala": lambda a: ({"fedala_eta": 1.0, "fedala_sample": 0.8, "fedala_layers": 1}, {"eta": 1.0,
-                          "rand_percent": 80, "layer_idx": 2}),
+    # first W training: fgl_jax a fixed fedala_init_steps, PFLlib until its loss rule (the record holds its passes)
+    "fedala": lambda a: ({"fedala_eta": 1.0, "fedala_sample": 0.8, "fedala_layers": 1,
+                          **({"fedala_init_steps": a.fedala_init_steps} if a.fedala_init_steps != 20 else {})},
+                         {"eta": 1.0, "rand_percent": 80, "layer_idx": 2}),
     # batch norm after the hidden layer on both sides, its scale and shift kept per client
     "fedbn": lambda a: ({"norm": "batch"}, {}),
     # the shared baseline: both sides train at this lr (how PROTEINS' lr was chosen)
@@ -90,13 +92,19 @@ DIFFERENCES = {
                "PFLlib's personalized_params alias the model's own parameter objects (the optimiser returns "
                "its param group), so after send_models its evaluate_personalized evaluates the received "
                "global model; fgl_jax evaluates the personal theta.",
-               "Toggled cells: [PFLlib evaluates theta] copies the step's result so PFLlib evaluates theta; "
+               "Toggled cells: [PFLlib evaluates theta] copies the step's result so PFLlib evaluates theta (runs "
+               "with --pfedme-eval-theta also read, before each evaluate_personalized, what unmodified PFLlib "
+               "reads, for the default cell: training is unchanged, torch's RNG put back); "
                "[fgl_jax pfedme_inner_weight_decay 0.001, fgl_jax eval_mode global_model_on_local_data] gives "
                "fgl_jax PFLlib's weight decay and evaluates what PFLlib's alias evaluates."],
     "fedala": ["First adaptive aggregation: PFLlib trains W until the std of the last 10 losses < 0.1 "
-               "(at least 11 passes), fgl_jax a fixed 20 steps (fedala_init_steps); PFLlib's ALA sample is a "
-               "contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the next "
-               "round's ALA-initialised model theta_hat, fgl_jax the trained theta_i."],
+               "(at least 11 passes; the record's ala_first_passes: what each client took), fgl_jax a fixed "
+               "20 steps (fedala_init_steps; --fedala-init-steps sets it, the cell keyed apart); PFLlib's ALA "
+               "sample is a contiguous 80% slice at a random start, fgl_jax a random 80%. Evaluated: PFLlib the "
+               "next round's ALA-initialised model theta_hat, fgl_jax the trained theta_i.",
+               "The cell [PFLlib evaluates trained theta_i] (--fedala-eval-trained) is read from the same PFLlib "
+               "run as the default one: each client's trained theta_i, read before send_models' ALA (torch's RNG "
+               "put back, the reading's time taken out), i.e. the model fgl_jax evaluates."],
     "fedavg": ["Same updates. Evaluated: PFLlib the received global model, fgl_jax the new global model (the same "
                "model: evaluated one step later in PFLlib's loop)."],
     "fedbn": ["Batch norm with batch statistics on both sides (torch track_running_stats=False, as fgl_jax's "
@@ -172,12 +180,52 @@ def run_pfllib(job: dict, work: Path, venv_python: Path) -> dict:
     return json.loads((work / "result.json").read_text())
 
 
+def readings(algorithm: str, a) -> dict:
+    """PFLlib's readings of one run, label (the cell's variant; "" = the default cell) -> the key of
+    run_pfllib's `extra_evaluations` it is read from (None: PFLlib's own reported accuracy).
+
+    --pfedme-eval-theta: PFLlib's own number is the toggled one (theta), unmodified PFLlib's (the
+    aliased parameters) the extra reading; --fedala-eval-trained: PFLlib's own number is the default,
+    the trained theta_i the extra reading. Training is the same run either way."""
+    if algorithm == "pfedme" and a.pfedme_eval_theta:
+        return {"": "pfllib_aliased", "PFLlib evaluates theta": None}
+    if algorithm == "fedala" and a.fedala_eval_trained:
+        return {"": None, "PFLlib evaluates trained theta_i": "trained"}
+    return {"": None}
+
+
+def reading(result: dict, extra) -> dict:
+    """One cell's PFLlib side of a run: its result with test_acc and curve from the reading `extra`
+    (None: as reported), the other readings left out (each has its own cell)."""
+    out = {k: v for k, v in result.items() if k != "extra_evaluations"}
+    if extra is not None:
+        out.update(result["extra_evaluations"][extra], reading=extra)
+    elif result.get("extra_evaluations"):
+        out["reading"] = "reported"
+    return out
+
+
+def merge_runs(old, cell: dict) -> dict:
+    """`cell` with the runs of the record's cell `old` (same key) whose seeds it did not run, each
+    keeping the provenance of the invocation that ran it (a run without its own `provenance` has its
+    cell's), sorted by seed."""
+    if not old:
+        return cell
+    seeds = {r["seed"] for r in cell["runs"]}
+    kept = [{**r, "provenance": r.get("provenance", old.get("provenance")), "command": r.get("command", old["command"])}
+            for r in old["runs"] if r["seed"] not in seeds]
+    mine = [{**r, "command": cell["command"]} for r in cell["runs"]]
+    return {**cell, "runs": sorted(kept + mine, key=lambda r: r["seed"])}
+
+
 def mean_sd(values) -> tuple[float, float]:
     v = np.asarray(values, float)
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
 
 
 def row(cell: dict) -> dict:
+    """One table row of a cell: accuracies as mean ± sd over its runs (seeds), the difference of the
+    means, the last-10-round means, times averaged over its runs."""
     runs = cell["runs"]
     fa, fs = mean_sd([100 * r["fgl_jax"]["test_acc"] for r in runs])
     pa, ps = mean_sd([100 * r["pfllib"]["test_acc"] for r in runs])
@@ -188,9 +236,11 @@ def row(cell: dict) -> dict:
     fw, pw = (np.mean([r[s]["ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
     fc, pc = (np.mean([r[s]["cpu_ms_per_round"] for r in runs]) for s in ("fgl_jax", "pfllib"))
     variant = f" [{cell['variant']}]" if cell.get("variant") else ""
+    seeds = [r["seed"] for r in runs]
     return {"dataset": cell["dataset"], "algorithm": f"{cell['algorithm']} / {ALGORITHMS[cell['algorithm']]}{variant}",
-            "seeds": len(runs), "rounds": cell["rounds"], "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}",
-            "PFLlib acc %": f"{pa:.2f} ± {ps:.2f}", "diff (pts)": f"{fa - pa:+.2f}",
+            "seed": str(seeds[0]) if len(seeds) == 1 else ",".join(map(str, seeds)),
+            "rounds": cell["rounds"], "fgl_jax acc %": f"{fa:.2f} ± {fs:.2f}" if len(runs) > 1 else f"{fa:.2f}",
+            "PFLlib acc %": f"{pa:.2f} ± {ps:.2f}" if len(runs) > 1 else f"{pa:.2f}", "diff (pts)": f"{fa - pa:+.2f}",
             "last-10-round mean % fgl_jax / PFLlib": f"{ft:.2f} / {pt:.2f}",
             "fgl_jax ms/round": f"{fw:.1f}", "PFLlib ms/round": f"{pw:.1f}", "speed-up": f"{pw / fw:.1f}x",
             "fgl_jax cpu ms/round": f"{fc:.1f}", "PFLlib cpu ms/round": f"{pc:.1f}", "cpu speed-up": f"{pc / fc:.1f}x",
@@ -198,20 +248,62 @@ def row(cell: dict) -> dict:
             "fgl_jax warm-up s (compile + 1 run)": f"{cell.get('warm_up_seconds', cell['compile_seconds']):.1f}"}
 
 
+def over_seeds(cell: dict) -> dict:
+    """The "over seeds" row of a cell with more than one run: accuracies mean ± sd over the seeds,
+    the per-seed differences' mean ± sd and range, and the last-10-round means' difference."""
+    r = row(cell)
+    d = [100 * (x["fgl_jax"]["test_acc"] - x["pfllib"]["test_acc"]) for x in cell["runs"]]
+    dm, ds = mean_sd(d)
+    ft, pt = (float(v) for v in r["last-10-round mean % fgl_jax / PFLlib"].split(" / "))
+    return {"dataset": r["dataset"], "algorithm": r["algorithm"], "seeds": r["seed"], "rounds": r["rounds"],
+            "fgl_jax acc %": r["fgl_jax acc %"], "PFLlib acc %": r["PFLlib acc %"],
+            "diff (pts) mean ± sd": f"{dm:+.2f} ± {ds:.2f}", "diff min / max": f"{min(d):+.2f} / {max(d):+.2f}",
+            "last-10 diff (pts)": f"{ft - pt:+.2f}"}
+
+
 def write_markdown(path: Path, cells: dict) -> None:
     from fgl_jax import table
-    rows = [row(c) for _, c in sorted(cells.items())]
+    per_seed = [row({**c, "runs": [r]}) for _, c in sorted(cells.items()) for r in c["runs"]]
+    multi = [over_seeds(c) for _, c in sorted(cells.items()) if len(c["runs"]) > 1]
     lines = [f"# {TITLE}", "", "Written by `benchmarks/peers/pfllib/compare.py` (the record beside it holds every run, "
-             "its per-round curves, the settings and the machine).", "", table(rows, disable_numparse=True), ""]
+             "its per-round curves, the settings and the machine). One row per cell and seed; the warm-up is the "
+             "cell's last invocation's.", "", table(per_seed, disable_numparse=True), ""]
+    if multi:
+        lines += ["## Over seeds", "", "Cells with more than one seed: accuracy mean ± sd over the seeds, the "
+                  "per-seed differences (fgl_jax minus PFLlib) as mean ± sd and min / max.", "",
+                  table(multi, disable_numparse=True), ""]
     for key, c in sorted(cells.items()):
         m = c["machine"]
-        lines.append(f"- {key}: {c['setting']}; load average {m['loadavg_start'][0]:.1f} -> "
-                     f"{m.get('loadavg_end', [float('nan')])[0]:.1f}, {m.get('cpu_model', '?')}, {m['cpu_count']} cores; "
-                     f"command `{c['command']}`.")
+        loads = ", ".join(f"seed {r['seed']} {r['loadavg'][0]:.1f}" for r in c["runs"])
+        lines.append(f"- {key}: {c['setting']}; load average at start {loads}; {m.get('cpu_model', '?')}, "
+                     f"{m['cpu_count']} cores; " + "; ".join(
+                         f"seed {r['seed']}: `{r.get('command', c['command'])}`" for r in c["runs"]) + ".")
     lines += ["", "Differences that remain (besides the shared setting):", ""]
     for k in ["all"] + sorted({c["algorithm"] for c in cells.values()}):
         lines += [f"- {k}: {d}" for d in DIFFERENCES.get(k, [])]
     path.write_text("\n".join(lines) + "\n")
+
+
+COMPACT = ("dataset", "algorithm", "seed", "rounds", "fgl_jax acc %", "PFLlib acc %", "diff (pts)",
+           "last-10-round mean % fgl_jax / PFLlib", "fgl_jax cpu ms/round", "PFLlib cpu ms/round", "cpu speed-up",
+           "fgl_jax warm-up s (compile + 1 run)")
+
+
+def pipe_table(rows: list[dict], columns) -> list[str]:
+    """A GitHub pipe table (header, rule, rows) of `columns` of `rows`."""
+    return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+            + ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows])
+
+
+def compact(cells: dict) -> str:
+    """docs/personalised.md's tables of the record: one row per cell and seed (COMPACT's columns), then
+    the cells with more than one seed over their seeds (`over_seeds`)."""
+    per_seed = [row({**c, "runs": [r]}) for _, c in sorted(cells.items()) for r in c["runs"]]
+    multi = [over_seeds(c) for _, c in sorted(cells.items()) if len(c["runs"]) > 1]
+    lines = pipe_table(per_seed, COMPACT)
+    if multi:
+        lines += ["", "Over seeds:", ""] + pipe_table(multi, list(multi[0]))
+    return "\n".join(lines)
 
 
 def main(argv=None) -> None:
@@ -247,6 +339,13 @@ def main(argv=None) -> None:
                    help="a toggled PFLlib pFedMe: evaluate_personalized reads each client's personal theta (a copy "
                         "of the last inner solution) instead of the parameter objects it aliases; training unchanged; "
                         "the cell is keyed apart")
+    p.add_argument("--fedala-eval-trained", action="store_true",
+                   help="FedALA: also read each PFLlib client's trained local model theta_i (what fgl_jax "
+                        "evaluates) before the next round's ALA replaces it, in the same run (its time taken "
+                        "out); writes the cell [PFLlib evaluates trained theta_i] beside the default one")
+    p.add_argument("--fedala-init-steps", type=int, default=20, help="fgl_jax's fedala_init_steps, the gradient "
+                   "steps on W at a client's first adaptive aggregation (PFLlib trains until the std of its last "
+                   "10 losses < 0.1: the passes it took are in the record); not 20 keys the cell apart")
     p.add_argument("--apfl-variant", default="paper", choices=["paper", "pfllib"], help="fgl_jax's apfl_variant "
                    "(pfllib: PFLlib's local update, to measure the APFL gap); the cell is keyed apart")
     p.add_argument("--pfedme-weight-decay", type=float, default=0.0, help="fgl_jax's pfedme_inner_weight_decay "
@@ -264,7 +363,13 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=str(HERE / "results"), help="record stem: <out>.json (cells replaced per "
                    "(dataset, algorithm), the others kept) and <out>.md")
     p.add_argument("--render", action="store_true", help="only re-write <out>.md from the record <out>.json")
+    p.add_argument("--compact", action="store_true", help="only print docs/personalised.md's tables (per seed, "
+                   "over seeds) from the record <out>.json")
     a = p.parse_args(argv)
+    if a.compact:
+        from fgl_jax import records
+        print(compact(records.read(Path(f"{a.out}.json"))["metrics"]["cells"]))
+        return
     if a.render:
         from fgl_jax import records
         out = Path(a.out)
@@ -300,17 +405,23 @@ def main(argv=None) -> None:
                     cfg = RunConfig(task="graph_cls", partition="dirichlet", dirichlet_beta=a.beta, graph_model="gin",
                                     graph_pooling="mean", **common)
                 # a toggled run (the gap measured, not read) gets its own cell beside the default one
-                variant = ", ".join(t for t, on in (
+                fgl_variant = [t for t, on in (
                     ("fgl_jax apfl_variant pfllib", algo == "apfl" and a.apfl_variant != "paper"),
                     (f"fgl_jax pfedme_inner_weight_decay {a.pfedme_weight_decay:g}",
                      algo == "pfedme" and a.pfedme_weight_decay != 0),
+                    (f"fgl_jax fedala_init_steps {a.fedala_init_steps}", algo == "fedala" and a.fedala_init_steps != 20),
                     (f"fgl_jax eval_mode {a.fgl_eval_mode}", a.fgl_eval_mode != "auto"),
-                    (f"fgl_jax momentum {a.fgl_momentum:g}", a.fgl_momentum != 0),
-                    ("PFLlib evaluates theta", algo == "pfedme" and a.pfedme_eval_theta)) if on)
-                key = f"{ds}/{algo}" + (f" [{variant}]" if variant else "")
-                cell = {"dataset": ds, "algorithm": algo, "variant": variant, "rounds": a.rounds, "runs": [], "fgl_jax_options": fgl_opts,
+                    (f"fgl_jax momentum {a.fgl_momentum:g}", a.fgl_momentum != 0)) if on]
+                # PFLlib's readings of one run: label -> where its accuracy comes from (readings.__doc__)
+                reads = readings(algo, a)
+                base = {"dataset": ds, "algorithm": algo, "rounds": a.rounds, "fgl_jax_options": fgl_opts,
                         "pfllib_args": pfl_args, "lr": lr, "machine": info, "command": " ".join(sys.argv),
                         "differences": DIFFERENCES["all"] + DIFFERENCES[algo]}
+                cells_of = {}
+                for label in reads:
+                    variant = ", ".join(fgl_variant + ([label] if label else []))
+                    cells_of[label] = (f"{ds}/{algo}" + (f" [{variant}]" if variant else ""),
+                                       {**base, "variant": variant, "runs": []})
                 algorithm = None
                 for seed in a.seeds:
                     c = cfg.replace(split_seed=seed, seed=seed)
@@ -336,14 +447,14 @@ def main(argv=None) -> None:
                         import jax
                         from fgl_jax import run
                         warm = run(algorithm, prep.data, jax.random.key(seed), a.rounds)
-                        cell["warm_up_seconds"] = time.perf_counter() - t       # compile + one untimed run
-                        cell["compile_seconds"] = float(warm.compile_seconds)
+                        warm_up = time.perf_counter() - t       # compile + one untimed run
+                        compile_s = float(warm.compile_seconds)
                     job = {"task": "node_cls" if ds == "cora" else "graph_cls", "arrays": str(work / "arrays.npz"),
                            "work": str(work), "name": f"{ds}_{seed}", "pfllib_src": str(a.src), "seed": seed,
                            "rounds": a.rounds, "clients": a.clients, "hidden": a.hidden, "num_layers": 2,
                            "dropout": a.dropout, "pooling": "mean", "threads": a.threads,
                            "norm": fgl_opts.get("norm", "none"), **shape,
-                           "pfedme_eval_theta": a.pfedme_eval_theta,
+                           "pfedme_eval_theta": a.pfedme_eval_theta, "fedala_eval_trained": a.fedala_eval_trained,
                            "pfllib_args": {"algorithm": ALGORITHMS[algo], "dataset": f"{ds}_{seed}",
                                            "num_classes": shape["num_classes"], "num_clients": a.clients,
                                            "global_rounds": a.rounds, "local_epochs": a.local_epochs,
@@ -356,22 +467,31 @@ def main(argv=None) -> None:
                     rec = {"seed": seed, "first": sides[0][0], "loadavg": list(os.getloadavg())}
                     for name, fn in sides:
                         rec[name] = fn()
+                    rec["loadavg_end"] = list(os.getloadavg())
                     i += 1
-                    cell["runs"].append(rec)
-                    print(f"{ds} {algo} seed {seed}: fgl_jax {rec['fgl_jax']['test_acc']:.4f} "
-                          f"({rec['fgl_jax']['cpu_ms_per_round']:.1f} cpu ms/round), PFLlib {rec['pfllib']['test_acc']:.4f} "
-                          f"({rec['pfllib']['cpu_ms_per_round']:.1f} cpu ms/round)", flush=True)
-                info["loadavg_end"] = list(os.getloadavg())
-                cell["setting"] = (f"{a.clients} clients ({'Louvain, 20/40/40 per client' if ds == 'cora' else f'label skew beta {a.beta}, 80/10/10 per client'}), "
-                                   f"{'GCN' if ds == 'cora' else 'GIN-0 mean readout'} 2 x {a.hidden}{'' if ds == 'cora' or a.graph_features == 'raw' else ', standardised node features'}, dropout {a.dropout}, SGD lr {lr} (fgl_jax momentum {a.fgl_momentum:g}), "
-                                   f"{a.local_epochs} full-batch local epochs, {a.rounds} rounds, seeds {a.seeds}; "
-                                   f"fgl_jax {json.dumps(fgl_opts)}, PFLlib {json.dumps(pfl_args)}")
-                cells[key] = cell
-                out = Path(a.out)
-                write_record(Path(f"{out}.json"), {"cells": {key: cell}}, title=TITLE,
-                             seeds=a.seeds, parts="cells", config={"settings": vars(a)})
-                write_markdown(Path(f"{out}.md"), records.read(Path(f"{out}.json"))["metrics"]["cells"])
-
+                    info["loadavg_end"] = rec["loadavg_end"]
+                    setting = (f"{a.clients} clients ({'Louvain, 20/40/40 per client' if ds == 'cora' else f'label skew beta {a.beta}, 80/10/10 per client'}), "
+                               f"{'GCN' if ds == 'cora' else 'GIN-0 mean readout'} 2 x {a.hidden}{'' if ds == 'cora' or a.graph_features == 'raw' else ', standardised node features'}, dropout {a.dropout}, SGD lr {lr} (fgl_jax momentum {a.fgl_momentum:g}), "
+                               f"{a.local_epochs} full-batch local epochs, {a.rounds} rounds; "
+                               f"fgl_jax {json.dumps(fgl_opts)}, PFLlib {json.dumps(pfl_args)}")
+                    new = {}
+                    for label, (key, cell) in cells_of.items():
+                        cell["runs"].append({**rec, "pfllib": reading(rec["pfllib"], reads[label])})
+                        cell["setting"] = setting
+                        cell.update({k: v for k, v in (("warm_up_seconds", warm_up), ("compile_seconds", compile_s))})
+                        new[key] = cell
+                        r = cell["runs"][-1]
+                        print(f"{key} seed {seed}: fgl_jax {r['fgl_jax']['test_acc']:.4f} "
+                              f"({r['fgl_jax']['cpu_ms_per_round']:.1f} cpu ms/round), PFLlib {r['pfllib']['test_acc']:.4f} "
+                              f"({r['pfllib']['cpu_ms_per_round']:.1f} cpu ms/round)", flush=True)
+                    # written as every seed finishes: the record's runs of other seeds are kept
+                    out = Path(a.out)
+                    old = records.read(Path(f"{out}.json"))["metrics"]["cells"] if Path(f"{out}.json").exists() else {}
+                    merged = {k: merge_runs(old.get(k), c) for k, c in new.items()}
+                    seeds = sorted({r["seed"] for c in {**old, **merged}.values() for r in c["runs"]})
+                    write_record(Path(f"{out}.json"), {"cells": merged}, title=TITLE,
+                                 seeds=seeds, parts="cells", config={"settings": vars(a)})
+                    write_markdown(Path(f"{out}.md"), records.read(Path(f"{out}.json"))["metrics"]["cells"])
 
 if __name__ == "__main__":
     main()

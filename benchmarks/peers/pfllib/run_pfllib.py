@@ -227,6 +227,40 @@ def eval_theta(client) -> None:
     client.train_metrics_personalized = restoring(client.train_metrics_personalized)
 
 
+def extra_evaluation(server, hook: str, evaluate, curve: list, spent: list) -> None:
+    """Run `evaluate()` (-> test accuracy) just before every call of `server.<hook>` and append its
+    result to `curve`: a second reading of the same run (compare.py's toggles that evaluate what the
+    other side evaluates). Its own (wall, cpu) seconds go to `spent`, to be taken out of the round
+    times; torch's RNG state is put back afterwards (PFLlib's test loaders shuffle), so the run
+    trains and reports exactly what it does without it."""
+    original = getattr(server, hook)
+
+    def wrapped(*args, **kwargs):
+        state = torch.get_rng_state()
+        c0, t0 = time.process_time(), time.perf_counter()
+        try:
+            curve.append(float(evaluate()))
+        finally:
+            spent.append((time.perf_counter() - t0, time.process_time() - c0))
+            torch.set_rng_state(state)
+        return original(*args, **kwargs)
+
+    setattr(server, hook, wrapped)
+
+
+def pooled_test_accuracy(server) -> float:
+    """Test accuracy of every client's current `model`, test samples pooled (PFLlib's `evaluate`'s
+    number, without its printing and bookkeeping)."""
+    _, counts, correct, _ = server.test_metrics()
+    return sum(correct) / sum(counts)
+
+
+def ala_first_passes(log: str) -> list[int]:
+    """PFLlib's ALA prints 'Client: <id> ... ALA epochs: <n>' when a client's first weight training
+    stops (the std of its last 10 losses < 0.1): n per client, in print order."""
+    return [int(line.rsplit("ALA epochs:", 1)[1]) for line in log.splitlines() if "ALA epochs:" in line]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description="one PFLlib run of a compare.py job")
     p.add_argument("job")
@@ -276,9 +310,21 @@ def main() -> None:
             client.batch_size = client.train_samples
             if hasattr(client, "ALA"):
                 client.ALA.batch_size = client.train_samples
+        # second readings of the same run, keyed by the toggle's label in compare.py
+        extra, spent = {}, []
         if job.get("pfedme_eval_theta") and args.algorithm == "pFedMe":
             for client in server.clients:
                 eval_theta(client)
+            # unmodified PFLlib's reading: its evaluate_personalized reads the aliased parameters, i.e.
+            # each client's model as send_models left it, which is what the base test_metrics evaluates
+            extra["pfllib_aliased"] = []
+            extra_evaluation(server, "evaluate_personalized", lambda: pooled_test_accuracy(server),
+                             extra["pfllib_aliased"], spent)
+        if job.get("fedala_eval_trained") and args.algorithm == "FedALA":
+            # each client's trained local model theta_i, read before send_models' ALA replaces it by the
+            # next round's theta_hat (at round 0: the initial model, as PFLlib's own reading)
+            extra["trained"] = []
+            extra_evaluation(server, "send_models", lambda: pooled_test_accuracy(server), extra["trained"], spent)
         c0, t0 = time.process_time(), time.perf_counter()
         server.train()
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
@@ -290,14 +336,23 @@ def main() -> None:
         curve = list(server.rs_test_acc)
     iterations = args.global_rounds + 1
     rounds = job["rounds"]
+    # the second readings' own time is not PFLlib's: out of every round's Budget and the totals
+    extra_wall = [w for w, _ in spent] or [0.0] * iterations
+    budget = np.asarray(server.Budget) - np.asarray(extra_wall[:len(server.Budget)])
+    wall -= sum(w for w, _ in spent)
+    cpu -= sum(c for _, c in spent)
     out = {"test_acc": float(curve[rounds]), "curve": [float(v) for v in curve],
-           "rounds_trained": iterations, "ms_per_round": 1000.0 * float(np.mean(server.Budget[1:])),
+           "rounds_trained": iterations, "ms_per_round": 1000.0 * float(np.mean(budget[1:])),
            "wall_ms_per_round_all": 1000.0 * wall / iterations, "cpu_ms_per_round": 1000.0 * cpu / iterations,
+           "extra_evaluations": {k: {"test_acc": float(v[rounds]), "curve": v} for k, v in extra.items()},
+           "extra_evaluation_cpu_s": sum(c for _, c in spent),
            "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
            "pfllib_commit": (Path(job["pfllib_src"]) / "COMMIT").read_text().strip(),
            "train_samples": [int(len(t[0])) for t in train], "test_samples": [int(len(t[0])) for t in test]}
     if args.algorithm == "Ditto":
         out["global_curve"] = [float(v) for v in server.rs_test_acc[0::2]]
+    if args.algorithm == "FedALA":
+        out["ala_first_passes"] = ala_first_passes(log.getvalue())
     (work / "pfllib_stdout.log").write_text(log.getvalue())
     Path(a.out).write_text(json.dumps(out))
 
