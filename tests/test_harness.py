@@ -214,9 +214,9 @@ def test_committed_lumos_records_hold_every_full_cell_and_render_the_committed_t
     assert sorted(recs) == sorted([c.id for c in cells] + [authors])
     rerun = {r: 300 for r in recs if r.startswith("lumos/FB/node/gcn/") and r.rsplit("/", 1)[1] in
              ("lumos", "lumos_mmse", "central", "naive", "lumos_authors")}
-    # and the Facebook node GAT headline pair at 300 epochs: central over 3 seeds, Lumos over seed 0
+    # and the Facebook node GAT headline pair at 300 epochs, both over 3 seeds
     rerun.update({"lumos/FB/node/gat/lumos": 300, "lumos/FB/node/gat/central": 300})
-    seeds = {"lumos/FB/node/gat/central": [0, 1, 2]}
+    seeds = {"lumos/FB/node/gat/central": [0, 1, 2], "lumos/FB/node/gat/lumos": [0, 1, 2]}
     for c in cells:
         assert recs[c.id]["seeds"] == seeds.get(c.id, list(c.seeds)), c.id
         assert recs[c.id]["config"].get("rounds", 100) == rerun.get(c.id, 100), c.id
