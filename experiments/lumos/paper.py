@@ -248,9 +248,10 @@ def run_cells(quick: bool = False, opts: Options = Options()) -> list[Cell]:
             if phase == "main":
                 out.append(_lumos_cell(f"{k}/lumos", base, main_seeds))
                 out.append(_lumos_cell(f"{k}/lumos_mmse", mmse, main_seeds))
-                if bb == "gcn" and not quick:
+                if not quick:
                     # the authors' public code's encoder (issue 49): a results-page row beside the printed
-                    # mechanism, never the headline; its realised per-recipient eps is in info.ldp_accounting
+                    # mechanism, never the headline, for each headline backbone (GCN and GAT); its
+                    # realised per-recipient eps is in info.ldp_accounting
                     out.append(_lumos_cell(f"{k}/lumos_authors", dataclasses.replace(base, encoder="authors-code"),
                                            main_seeds))
                 out.append(_baseline_cell(f"{k}/central", base, main_seeds, "central", opts.naive_adjacency))

@@ -261,10 +261,22 @@ def over_seeds(cell: dict) -> dict:
             "last-10 diff (pts)": f"{ft - pt:+.2f}"}
 
 
+def table_rows(cells: dict) -> tuple[list[dict], list[dict]]:
+    """The record's rows, as both renderings show them.
+
+    Args:
+        cells: the record's cells (key -> cell with its runs).
+
+    Returns:
+        (one `row` per cell and seed, one `over_seeds` row per cell with more than one seed), in key order.
+    """
+    per_seed = [row({**c, "runs": [r]}) for _, c in sorted(cells.items()) for r in c["runs"]]
+    return per_seed, [over_seeds(c) for _, c in sorted(cells.items()) if len(c["runs"]) > 1]
+
+
 def write_markdown(path: Path, cells: dict) -> None:
     from fgl_jax import table
-    per_seed = [row({**c, "runs": [r]}) for _, c in sorted(cells.items()) for r in c["runs"]]
-    multi = [over_seeds(c) for _, c in sorted(cells.items()) if len(c["runs"]) > 1]
+    per_seed, multi = table_rows(cells)
     lines = [f"# {TITLE}", "", "Written by `benchmarks/peers/pfllib/compare.py` (the record beside it holds every run, "
              "its per-round curves, the settings and the machine). One row per cell and seed; the warm-up is the "
              "cell's last invocation's.", "", table(per_seed, disable_numparse=True), ""]
@@ -298,8 +310,7 @@ def pipe_table(rows: list[dict], columns) -> list[str]:
 def compact(cells: dict) -> str:
     """docs/personalised.md's tables of the record: one row per cell and seed (COMPACT's columns), then
     the cells with more than one seed over their seeds (`over_seeds`)."""
-    per_seed = [row({**c, "runs": [r]}) for _, c in sorted(cells.items()) for r in c["runs"]]
-    multi = [over_seeds(c) for _, c in sorted(cells.items()) if len(c["runs"]) > 1]
+    per_seed, multi = table_rows(cells)
     lines = pipe_table(per_seed, COMPACT)
     if multi:
         lines += ["", "Over seeds:", ""] + pipe_table(multi, list(multi[0]))
