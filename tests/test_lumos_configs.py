@@ -103,11 +103,13 @@ def test_only_selects_cells_by_key():
 
 def test_authors_encoder_cell_is_the_main_cell_with_that_encoder():
     full = {paper.key_of(c.id): c for c in paper.cells(False)}
-    for ds in ("FB", "LFM"):
-        for task in ("node", "link"):
-            main, auth = full[f"{ds}/{task}/gcn/lumos"], full[f"{ds}/{task}/gcn/lumos_authors"]
-            assert auth.config == dataclasses.replace(main.config, encoder="authors-code")
-            assert auth.seeds == main.seeds and "gap_note" not in auth.paper
+    pairs = [(f"{ds}/{task}/gcn/lumos", f"{ds}/{task}/gcn/lumos_authors") for ds in ("FB", "LFM")
+             for task in ("node", "link")]
+    pairs += [(f"LFM/{task}/gat/lumos", f"LFM/{task}/gat/lumos_authors") for task in ("node", "link")]  # GAT too
+    for m, a in pairs:
+        main, auth = full[m], full[a]
+        assert auth.config == dataclasses.replace(main.config, encoder="authors-code")
+        assert auth.seeds == main.seeds and "gap_note" not in auth.paper
     assert not any(k.endswith("lumos_authors") for k in map(paper.key_of, (c.id for c in paper.cells(True))))
 
 
@@ -128,7 +130,7 @@ def test_authors_section_and_mixed_epochs_header():
     cells = [c.strip() for c in row.strip("|").split("|")]
     # 100 (0.7 - 0.8) / 0.8 = -12.5, 100 (0.7 - 0.4) / 0.4 = +75
     assert cells[3] == "-12.50 (-16.29)" and cells[4] == "+75.00 (+74.29)"
-    assert cells[5:] == ["2", "250", "946", "300"]
+    assert cells[5:] == ["2", "250", "946", "300", "1 / 1"]
     assert paper.authors_code_section({k: v for k, v in runs.items() if "authors" not in k}) == []
     # the budget note ignores the authors-code accounting (no "budget" key) and names the recorded runs
     per = {"budget": "per-recipient", "eps_recipient_max_over_eps": 1.0, "eps_recipient_mean_over_eps": 0.9}

@@ -618,7 +618,8 @@ def authors_code_section(runs) -> list[str]:
                      f"({PAPER[pk + '_vs_central'][(short, bb)]:+.2f})",
                      f"{_fmt(rel(t, n and n['test']), True)} ({PAPER[pk + '_vs_naive'][(short, bb)]:+.2f})",
                      f"{acc.get('eps', float('nan')):g}", f"{acc.get('eps_recipient_mean', float('nan')):.0f}",
-                     f"{acc.get('eps_recipient_max', float('nan')):.0f}", r.get("epochs", "–")])
+                     f"{acc.get('eps_recipient_max', float('nan')):.0f}", r.get("epochs", "–"),
+                     f"{len(r.get('values', [t]))} / {len((lu or {}).get('values', [])) or '–'}"])
     if not rows:
         return []
     return ["## The authors' public encoder (`--encoder authors-code`)\n",
@@ -626,14 +627,15 @@ def authors_code_section(runs) -> list[str]:
             "every one of the d coordinates goes to every recipient (no bins), each one-bit coordinate at budget "
             "exp(ε/m) (m = the sender's recipients), with a d/(2m) scale. Its views therefore compose to "
             "d·exp(ε/m) per recipient, and each view also reveals the sender's feature minimum and maximum "
-            "exactly. The row is that encoder with everything else as in the **Lumos** row (same trees, "
-            "seeds, epochs), so it shows what the lower noise buys; it is not ε-LDP at the ε the run names, "
+            "exactly. Each row is that encoder with everything else as in the **Lumos** row (same trees, "
+            "epochs and program seeds; the last column counts the seeds of each), so it shows what the lower "
+            "noise buys; it is not ε-LDP at the ε the run names, "
             "and it is not the headline (which keeps the printed mechanism). Gaps are 100·(a−b)/b against the "
             "same central / naive runs as the main table; realised ε per (sender, recipient) pair from the "
             "records (`info.ldp_accounting`).\n",
             _table(["setting", "Lumos, authors' encoder", "Lumos (printed mechanism)", "vs central (paper)",
                     "vs naive (paper)", "ε named", "realised ε per recipient, mean", "realised ε, worst pair",
-                    "epochs"], rows), ""]
+                    "epochs", "seeds (authors' / Lumos)"], rows), ""]
 
 
 def _fb_epochs_text(by_epochs: Mapping[int, list[str]]) -> str:
