@@ -206,23 +206,25 @@ def test_committed_lumos_records_hold_every_full_cell_and_render_the_committed_t
     # the committed full run: --epochs 100 --seeds 3 --aux-seeds 2 --facebook-aux-seeds 1 --no-gat-on
     # --facebook-gat-seeds 1 --facebook-gat-tasks node (its command, kept under provenance.original), then
     # (issue 49) the Facebook node GCN headline cells re-run at the paper's 300 epochs with --only, and the
-    # authors-code encoder row on Facebook node GCN only (3 seeds)
+    # authors-code encoder rows on the two Facebook node headline backbones only (GCN 3 seeds, GAT 2)
     opts = paper.Options(rounds=100, seeds=3, aux_seeds=2, facebook_aux_seeds=1, no_gat_on=(), facebook_gat_seeds=1,
                          facebook_gat_tasks=("node",))
     cells = [c for c in paper.cells(False, opts) if not c.id.endswith("/lumos_authors")]
-    authors = "lumos/FB/node/gcn/lumos_authors"
-    assert sorted(recs) == sorted([c.id for c in cells] + [authors])
+    authors = {"lumos/FB/node/gcn/lumos_authors": [0, 1, 2], "lumos/FB/node/gat/lumos_authors": [0, 1]}
+    assert sorted(recs) == sorted([c.id for c in cells] + list(authors))
     rerun = {r: 300 for r in recs if r.startswith("lumos/FB/node/gcn/") and r.rsplit("/", 1)[1] in
              ("lumos", "lumos_mmse", "central", "naive", "lumos_authors")}
-    # and the Facebook node GAT headline pair at 300 epochs, both over 3 seeds
-    rerun.update({"lumos/FB/node/gat/lumos": 300, "lumos/FB/node/gat/central": 300})
+    # and the Facebook node GAT headline pair at 300 epochs, both over 3 seeds, and its authors-code row
+    rerun.update({"lumos/FB/node/gat/lumos": 300, "lumos/FB/node/gat/central": 300,
+                  "lumos/FB/node/gat/lumos_authors": 300})
     seeds = {"lumos/FB/node/gat/central": [0, 1, 2], "lumos/FB/node/gat/lumos": [0, 1, 2]}
     for c in cells:
         assert recs[c.id]["seeds"] == seeds.get(c.id, list(c.seeds)), c.id
         assert recs[c.id]["config"].get("rounds", 100) == rerun.get(c.id, 100), c.id
     for r in rerun:
         assert "--facebook-rounds 300" in recs[r]["provenance"]["command"], r
-    assert recs[authors]["seeds"] == [0, 1, 2] and recs[authors]["config"]["encoder"] == "authors-code"
+    for a, a_seeds in authors.items():
+        assert recs[a]["seeds"] == a_seeds and recs[a]["config"]["encoder"] == "authors-code", a
     assert "--facebook-gat-tasks node" in recs["lumos/FB/node/gat/lumos"]["provenance"]["command"]
     # numbers checked by hand against the committed tables before the move (results.md: FB link GCN Lumos
     # 0.6952 ± 0.1736, paper gap vs central -7.13; LastFM node GCN eps = 0.5: 0.2075; Fig. 7 Facebook: 39)
