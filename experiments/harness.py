@@ -90,6 +90,29 @@ def elapsed_log() -> Callable[[str], None]:
     return log
 
 
+def cell_run_options(run_dir: Optional[Path | str], cell_id: str) -> dict:
+    """Engine options (`fgl_jax.experiment.execute`'s keywords) that keep one cell's run in
+    `run_dir/<cell id>` with its checkpoints, so a cell interrupted mid-run (a killed process, a
+    machine that went away) continues from its newest checkpoint when the same command runs again,
+    instead of from round 0. The engine refuses the resume unless the cell's config is the one the
+    checkpoints recorded. A directory holding a finished run (summary.json) whose record was never
+    written is run again (`overwrite`): its in-memory results are gone. {} without `run_dir`.
+
+    Args:
+        run_dir: the folder of the cells' run directories, or None (no checkpoints: the default).
+        cell_id: the cell's id; its "/"-parts become nested folders.
+
+    Returns:
+        {} or {"out": path, "resume": bool, "overwrite": bool}.
+    """
+    if run_dir is None:
+        return {}
+    out = Path(run_dir).joinpath(*cell_id.split("/"))
+    finished = (out / "summary.json").is_file()
+    started = out.is_dir() and any(out.iterdir())
+    return {"out": out, "resume": started and not finished, "overwrite": finished}
+
+
 def run_cells(cells: Iterable[Cell], measure: Callable[[Cell], Mapping[str, Any]], out: Path | str, quick: bool,
               command: Optional[str | Sequence[str]] = None, log: Callable = print) -> list[dict]:
     """Measure every cell (`measure(cell)` runs it through the engine) and write its record; return

@@ -123,3 +123,21 @@ def test_cells_share_their_compiled_functions(cfg):
     c = FedGCRun(dataclasses.replace(cfg, lr_feat=cfg.lr_feat * 2), graph=GRAPH, cache=CACHE)
     assert c.algorithm is not a.algorithm   # the round itself differs
     assert _gcn_trainer("gcn", 8, 3, cfg.mia_config) is _gcn_trainer("gcn", 8, 3, cfg.mia_config)
+
+
+@pytest.mark.slow  # an interrupted and a resumed run; run with -m slow
+def test_a_paper_cell_with_a_run_dir_continues_its_interrupted_run(tmp_path, cfg, full):
+    # experiments/fedgc/paper.py --run-dir D: the cell "fedgc/x/s0" keeps its run in D/fedgc/x/s0; the
+    # same command after an interruption resumes there and reports what the uninterrupted run reports
+    from experiments.fedgc.paper import Measure
+    cell_dir = tmp_path / "fedgc" / "x" / "s0"
+    with pytest.raises(Interrupted):
+        execute(cfg, cell_dir, stop_at=full[1].best["round"] + 4)
+    said = []
+    measure = Measure(None, False, {}, {}, log=said.append, run_dir=tmp_path)
+    measure.cache = CACHE
+    measure.execute(GRAPH, cfg, "fedgc/x/s0")
+    assert any(m.startswith("[resume] fedgc/x/s0") for m in said)
+    a = json.loads((full[0] / "summary.json").read_text())
+    b = json.loads((cell_dir / "summary.json").read_text())
+    assert untimed(b) == untimed(a)

@@ -274,3 +274,14 @@ def test_the_package_holds_no_paper_table_code_and_reproduce_uses_the_one_harnes
     for name in ("hifgl", "lumos", "fedhgn", "fedgc", "fedhgl"):
         assert systems[name] == f"experiments.{name}.paper", (name, systems[name])
         assert (root / "experiments" / name / "paper.py").is_file()
+
+
+def test_cell_run_options_start_continue_or_redo_a_cells_run_dir(tmp_path):
+    assert harness.cell_run_options(None, "t/a/s0") == {}
+    fresh = harness.cell_run_options(tmp_path, "t/a/s0")
+    assert fresh == {"out": tmp_path / "t" / "a" / "s0", "resume": False, "overwrite": False}
+    (tmp_path / "t" / "a" / "s0" / "checkpoints").mkdir(parents=True)   # an interrupted run
+    assert harness.cell_run_options(tmp_path, "t/a/s0")["resume"] is True
+    (tmp_path / "t" / "a" / "s0" / "summary.json").write_text("{}")      # finished, but no record written
+    done = harness.cell_run_options(tmp_path, "t/a/s0")
+    assert done["resume"] is False and done["overwrite"] is True

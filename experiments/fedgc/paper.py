@@ -17,6 +17,7 @@ are such tables.
     fgl-jax reproduce fedgc [--quick] [--out D]
     python experiments/fedgc/paper.py [--quick] [--only table1,table2,...] [--seeds 3] [--table T] ...
     python experiments/fedgc/paper.py --render          # re-render every page from the records in --out
+    python experiments/fedgc/paper.py ... --run-dir D   # checkpoint each cell in D/<cell id>; rerun to continue
 
 Rerunning keeps the cells already in the records (an interrupted full run resumes) unless `--fresh`;
 a quick run is a smoke test of the code and always runs every cell.
@@ -229,8 +230,10 @@ class Measure:
     known: cell id -> metrics of the cells already recorded (a re-run is checked against them: a run
     is deterministic on one machine)."""
 
-    def __init__(self, data_dir: Optional[str], quick: bool, configs: dict, known: dict, log: Callable = print):
+    def __init__(self, data_dir: Optional[str], quick: bool, configs: dict, known: dict, log: Callable = print,
+                 run_dir: Optional[Path] = None):
         self.data_dir, self.quick, self.configs, self.known = data_dir, quick, configs, dict(known)
+        self.run_dir = run_dir  # cells checkpoint into run_dir/<cell id> and resume there (harness.cell_run_options)
         self.log = log
         self.cache: dict = {}
         self.graphs: dict = {}
@@ -243,10 +246,15 @@ class Measure:
             self.graphs[name] = fj.load_planetoid(name, data_dir=self.data_dir)
         return self.graphs[name]
 
-    def execute(self, graph, cfg):
-        """(FedGCRun, RunResult, FedGCResult) of one config."""
+    def execute(self, graph, cfg, cell_id: Optional[str] = None):
+        """(FedGCRun, RunResult, FedGCResult) of one config; with `cell_id` and `run_dir`, the run keeps
+        its checkpoints in run_dir/<cell id> and continues an interrupted run found there."""
         run = FedGCRun(cfg, graph=graph, cache=self.cache, log=self.log)
-        res = fj.engine.execute(run.program, cfg.seed, system="fedgc", config_text=fj.schema.dump(cfg, "fedgc"))
+        where = harness.cell_run_options(self.run_dir, cell_id) if cell_id is not None else {}
+        if where.get("resume"):
+            self.log(f"[resume] {cell_id} from {where['out']}")
+        res = fj.engine.execute(run.program, cfg.seed, system="fedgc", config_text=fj.schema.dump(cfg, "fedgc"),
+                                **where)
         return run, res, run.result(res)
 
     def run_metrics(self, cell: Cell, graph, extra: Optional[dict] = None) -> dict:
@@ -254,7 +262,7 @@ class Measure:
         the evaluation history, the attack's numbers and `extra`."""
         cfg = cell.config
         t = time.perf_counter()
-        run, res, fr = self.execute(graph, cfg)
+        run, res, fr = self.execute(graph, cfg, cell.id)
         m = {"dataset": graph.name, "num_classes": int(graph.num_classes), "seed": cfg.seed, **fr.final,
              "history": fr.history, **(extra or {})}
         m.update({k: v for k, v in res.extras.items() if k.startswith("mia_")})
@@ -439,9 +447,12 @@ def tables_in(out: Path | str, quick: bool) -> list[str]:
 
 
 def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, *, plan: Optional[Plan] = None,
-              fresh: bool = False, command: Optional[str] = None, log: Callable = print) -> Path:
+              fresh: bool = False, command: Optional[str] = None, log: Callable = print,
+              run_dir: Optional[Path] = None) -> Path:
     """Run the plan's cells (default: `Plan.make(quick)`) into out/records and render its page; return it.
-    Cells already recorded are kept unless `fresh` (a quick run is always fresh: a smoke test of the code)."""
+    Cells already recorded are kept unless `fresh` (a quick run is always fresh: a smoke test of the code).
+    run_dir: keep each run cell's checkpoints in run_dir/<cell id>, so an interrupted cell continues
+    there when the command runs again (`harness.cell_run_options`)."""
     out = Path(out)
     plan = plan or Plan.make(quick)
     todo = cells(plan)
@@ -451,7 +462,7 @@ def reproduce(out: Path, quick: bool = False, data_dir: Optional[str] = None, *,
             if c.id in known:
                 log(f"[skip] {c.id}")
         todo = [c for c in todo if c.id not in known]
-    measure = Measure(data_dir, plan.quick, g_configs(plan), known, log=log)
+    measure = Measure(data_dir, plan.quick, g_configs(plan), known, log=log, run_dir=run_dir)
     t0 = time.perf_counter()
     command = command or "fgl-jax reproduce fedgc" + (" --quick" if plan.quick else "")
     harness.run_cells(todo, measure, out, plan.quick, command=command, log=log)
@@ -527,6 +538,9 @@ def main(argv=None) -> int:
                     + ",".join(f"{g:g}" for g in GAMMA_GRID) + "; --quick: 0,0.01)")
     ap.add_argument("--protocol", default="val", choices=("val", "paper"),
                     help="model selection: val, or paper = the official code's test-based choices")
+    ap.add_argument("--run-dir", default=None, type=Path,
+                    help="keep each run cell's checkpoints in RUN_DIR/<cell id>; the same command run again "
+                         "continues an interrupted cell from its newest checkpoint (default: no checkpoints)")
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
     table = args.table or (args.suffix.lstrip("_") if args.suffix else None)
@@ -542,7 +556,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         ap.error(str(e))
     path = reproduce(Path(args.out), args.quick, args.data_dir, plan=plan, fresh=args.fresh,
-                     command="python experiments/fedgc/paper.py " + shlex.join(argv))
+                     command="python experiments/fedgc/paper.py " + shlex.join(argv), run_dir=args.run_dir)
     print(f"wrote {path}")
     return 0
 
