@@ -5,8 +5,8 @@ A federated round is local steps plus evaluation, so its speed-up over a torch p
 is bounded by what one step costs on each side when both do the same arithmetic. This measures that
 step: the harness's graph classifier (GIN-0, 2 layers x 64, ReLU, dropout 0.5 between layers and in
 the head, mean readout, Dense(64) - ReLU - dropout - Dense(classes)), softmax cross-entropy, the
-gradient and a plain SGD update, on the first `--graphs` graphs of the set (no padding on either
-side: XLA gets the exact shapes). torch's side is the model of PFLlib's runner (`run_pfllib.GraphBody`:
+gradient and a plain SGD update, on the first mini-batch of `--graphs` graphs that fgl_jax packs for
+one client holding the whole set (its padding stripped: XLA gets the exact shapes, torch the same arrays). torch's side is the model of PFLlib's runner (`run_pfllib.GraphBody`:
 neighbour sum and mean readout as `torch.sparse.mm`), written here again without PFLlib.
 
     FGL_JAX_DATA=/work/shared/data python -m benchmarks.peers.graph_step --venv /work/peers/pfllib-venv \
@@ -37,17 +37,40 @@ ONE_THREAD = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallel
               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def export(name: str, graphs: int, path: Path) -> dict:
-    """Write the first `graphs` graphs of TU set `name` as one disjoint union to `path` (.npz); its sizes."""
-    from fgl_jax.data.tu import load_tu_set
-    gs = load_tu_set(name)
-    g = min(graphs, gs.num_graphs)
-    n, e = int(gs.node_offsets[g]), int(gs.edge_offsets[g])
-    node_graph = np.repeat(np.arange(g, dtype=np.int32), np.diff(gs.node_offsets[:g + 1]))
-    np.savez(path, x=gs.x[:n].astype(np.float32), senders=gs.senders[:e].astype(np.int32),
-             receivers=gs.receivers[:e].astype(np.int32), node_graph=node_graph, y=gs.y[:g].astype(np.int32),
+def batch_config(name: str, graphs: int, hidden: int):
+    """The RunConfig whose one client's first evaluation mini-batch holds `graphs` graphs of `name`."""
+    from fgl_jax import RunConfig
+    return RunConfig(dataset=name, task="graph_cls", clients=1, graph_batch_size=graphs, hidden=hidden, num_layers=2,
+                     dropout=0.5, graph_model="gin", graph_pooling="mean", client_exec="vmap")
+
+
+def first_batch(cfg):
+    """(GraphSet, GraphBatch) of fgl_jax's own packing: client 0's first evaluation mini-batch with its
+    padding stripped (real nodes, edges and graph slots sit at the front of a packed mini-batch)."""
+    import jax
+    from fgl_jax.systems.baseline import prepare
+    prep = prepare(cfg)
+    ev = prep.data.eval
+    b = jax.tree.map(lambda v: np.asarray(v)[0, 0], ev.replace(classes=None, step_class=None, step_slot=None,
+                                                               client_mask=ev.client_mask[:1, None]))
+    n, e, g = int(b.node_mask.sum()), int(b.edge_mask.sum()), int(b.graph_mask.sum())
+    if not (b.node_mask[:n].all() and b.edge_mask[:e].all() and b.graph_mask[:g].all()):
+        raise RuntimeError("the packed mini-batch's real rows are not at the front")
+    cut = lambda a, k: a[:k]
+    b = b.replace(x=cut(b.x, n), node_graph=cut(b.node_graph, n), node_mask=cut(b.node_mask, n),
+                  senders=cut(b.senders, e), receivers=cut(b.receivers, e), edge_mask=cut(b.edge_mask, e),
+                  **{f: cut(getattr(b, f), g) for f in ("y", "graph_mask", "train_mask", "val_mask", "test_mask",
+                                                        "graph_ids")})
+    return prep.graph, b
+
+
+def export(name: str, graphs: int, hidden: int, path: Path) -> dict:
+    """Write the graphs of `first_batch` to `path` (.npz) for both sides; their sizes."""
+    gs, b = first_batch(batch_config(name, graphs, hidden))
+    np.savez(path, x=b.x, senders=b.senders, receivers=b.receivers, node_graph=b.node_graph, y=b.y,
              num_classes=np.int32(gs.num_classes))
-    return {"graphs": g, "nodes": n, "edges": e, "features": int(gs.x.shape[1])}
+    return {"graphs": int(b.y.shape[0]), "nodes": int(b.x.shape[0]), "edges": int(b.senders.shape[0]),
+            "features": int(b.x.shape[1])}
 
 
 def timed_steps(step, steps: int) -> dict:
@@ -65,17 +88,15 @@ def jax_side(arrays: Path, steps: int, hidden: int, lr: float) -> dict:
     import jax
     import jax.numpy as jnp
     import optax
-    from fgl_jax.graph_batch import GraphBatch
-    from fgl_jax.nn.graph import GraphClassifier
+    from fgl_jax.systems.baseline import graph_model
+    name, graphs = arrays.stem.rsplit("_", 1)
+    cfg = batch_config(name, int(graphs), hidden)
+    gs, b = first_batch(cfg)
     a = np.load(arrays)
-    g, e, n = a["y"].shape[0], a["senders"].shape[0], a["x"].shape[0]
-    t = jnp.ones((g,), bool)
-    batch = GraphBatch(x=jnp.asarray(a["x"]), senders=jnp.asarray(a["senders"]), receivers=jnp.asarray(a["receivers"]),
-                       edge_mask=jnp.ones((e,), bool), node_graph=jnp.asarray(a["node_graph"]),
-                       node_mask=jnp.ones((n,), bool), y=jnp.asarray(a["y"]), graph_mask=t, train_mask=t, val_mask=t,
-                       test_mask=t, graph_ids=jnp.arange(g, dtype=jnp.int32), client_mask=jnp.ones((1,), bool))
-    model = GraphClassifier(in_dim=a["x"].shape[1], hidden=hidden, num_classes=int(a["num_classes"]), dropout=0.5,
-                            pooling="mean")
+    if not (np.array_equal(a["x"], b.x) and np.array_equal(a["senders"], b.senders)):
+        raise RuntimeError(f"{arrays}: not the graphs fgl_jax packs for {name}")
+    batch = jax.tree.map(jnp.asarray, b)
+    model = graph_model(cfg, gs)
     params = model.init(jax.random.key(0), batch)["params"]
     opt = optax.sgd(lr)
 
@@ -137,8 +158,8 @@ def run_side(side: str, python: str, arrays: Path, a) -> dict:
     cmd = [python, "-m", "benchmarks.peers.graph_step", "--side", side, "--arrays", str(arrays),
            "--steps", str(a.steps), "--hidden", str(a.hidden), "--lr", str(a.lr)]
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {a.cpu}))
+    # pinned by taskset, not a preexec_fn: forking this (JAX-threaded) process for a preexec_fn can deadlock
+    proc = subprocess.run(["taskset", "-c", str(a.cpu), *cmd], capture_output=True, text=True, cwd=ROOT, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{side} side failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith(PREFIX)][-1]
@@ -174,7 +195,7 @@ def main(argv=None) -> int:
         for name in a.datasets:
             for graphs in a.graphs:
                 arrays = Path(tmp) / f"{name}_{graphs}.npz"
-                sizes = export(name, graphs, arrays)
+                sizes = export(name, graphs, a.hidden, arrays)
                 runs = {"jax": [], "torch": []}
                 for rep in range(a.repeats):
                     order = ("jax", "torch") if rep % 2 == 0 else ("torch", "jax")
@@ -191,7 +212,7 @@ def main(argv=None) -> int:
                              "torch / fgl_jax CPU": f"{med['torch']['cpu_ms'] / med['jax']['cpu_ms']:.2f}x"})
     md = table(rows, disable_numparse=True) + (
         f"\n\nOne training step (GIN-0 2 x {a.hidden}, dropout 0.5, mean readout, cross-entropy, gradient, SGD lr {a.lr}) "
-        f"on the first G graphs of the set as one disjoint union, no padding; each side a fresh process pinned to "
+        f"on the first mini-batch of G graphs fgl_jax packs for one client holding the set, as one disjoint union, padding stripped; each side a fresh process pinned to "
         f"CPU {a.cpu} with one thread; per process the median of {a.steps} timed steps after a warm-up, then the median "
         f"over {a.repeats} processes per side, the sides alternating which runs first. torch from `{a.venv}`. The machine is shared: the record holds "
         f"the 1-minute load average at the end of each cell.")
