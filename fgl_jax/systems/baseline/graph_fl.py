@@ -120,11 +120,15 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
             raise ValueError(f"the split leaves no {name} graphs on {gs.name!r} ({gs.num_graphs} graphs, {cfg.clients} "
                              "clients; check the fractions)")
     size, how = cfg.graph_batch_size, cfg.graph_batching
-    eval_batch = pack_clients(gs, client_groups(assignment, clients, None, cfg.split_seed), masks, batch_size=size,
-                              batching=how)
-    if cfg.client_exec == "packed" and cfg.norm != "batch":
-        # evaluation mini-batch by mini-batch in size-class shapes (batch norm's statistics are the
-        # client's whole stack in evaluation: it keeps the stacked evaluation)
+    eval_groups = client_groups(assignment, clients, None, cfg.split_seed)
+    if cfg.client_exec == "packed" and cfg.norm == "batch":
+        # batch norm's evaluation statistics are a client's whole set of graphs: one mini-batch per
+        # client holds them all, so the size classes re-pad clients, not parts of one
+        whole = max(1, max(len(g) for g in eval_groups))
+        eval_batch = pack_clients(gs, eval_groups, masks, batch_size=whole, batching="count")
+    else:
+        eval_batch = pack_clients(gs, eval_groups, masks, batch_size=size, batching=how)
+    if cfg.client_exec == "packed":   # evaluation mini-batch by mini-batch in size-class shapes
         eval_batch = with_size_classes(eval_batch, cfg.graph_size_classes, steps="graphs")
     train_groups = client_groups(assignment, clients, masks["train"], cfg.split_seed)
     if cfg.attack == "backdoor":
