@@ -84,8 +84,8 @@ def run_rounds(cfg, gs, rounds: int = 2):
 
 
 def assert_same_runs(algorithm: str, ignore: tuple = (), **kw):
-    """Packed and vmapped runs of `algorithm` agree; state leaves whose path contains a name in
-    `ignore` are not compared."""
+    """Packed and vmapped runs of `algorithm` agree (state leaves whose path contains a string in
+    `ignore` are not compared); returns the packed program."""
     gs = toy_set(num_graphs=40, seed=7)
     # label skew with a small beta: unequal clients (one of them several mini-batches, one a single short one)
     base = dict(algorithm=algorithm, clients=3, partition="dirichlet", dirichlet_beta=0.3, partition_seed=1,
@@ -104,6 +104,7 @@ def assert_same_runs(algorithm: str, ignore: tuple = (), **kw):
         assert mp.keys() == mv.keys()
         for key in mp:
             assert mp[key] == pytest.approx(mv[key], rel=1e-5, abs=1e-6), key
+    return prog_p
 
 
 @pytest.mark.parametrize("algorithm", ["fedavg", "scaffold"])
@@ -117,9 +118,7 @@ def test_packed_batch_norm_evaluates_each_client_as_one_minibatch():
     # the bias of the conv layer before a batch norm: the norm subtracts its mean, so its exact
     # gradient is 0 and Adam turns either side's round-off gradient into steps of lr (its value never
     # reaches an output)
-    assert_same_runs("fedbn", ignore=("'conv_0_1']['bias']",), norm="batch")
-    prog = build(make_cfg(algorithm="fedbn", norm="batch", client_exec="packed", clients=3, graph_batch_size=4),
-                 graph=toy_set(num_graphs=40, seed=7))
+    prog = assert_same_runs("fedbn", ignore=("'conv_0_1']['bias']",), norm="batch")
     assert prog.data.eval.packed and prog.data.eval.num_minibatches == 1
 
 
