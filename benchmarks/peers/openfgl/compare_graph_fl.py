@@ -175,18 +175,28 @@ def run_model(run: dict) -> str:
     return run.get("openfgl_model", "openfgl")
 
 
+BASE_BETA = 0.5   # the record's label-skew cells; a run at another --beta is a cell of its own
+
+
+def run_beta(run: dict) -> float:
+    """The Dirichlet concentration of a recorded label-skew run (runs recorded before the key: BASE_BETA)."""
+    return float(run.get("beta", BASE_BETA))
+
+
 def run_options(run: dict) -> str:
-    """What a recorded run changed: fgl_jax's options (--fgl-option) as "k=v k=v", then OpenFGL's SCAFFOLD
-    variate with K = steps (--openfgl-scaffold-k steps) as "OpenFGL scaffold K=steps"; "" for none."""
-    return options_text(run.get("fgl_options", {}), run.get("openfgl_scaffold_k", "epochs"))
+    """What a recorded run changed: its label skew when not BASE_BETA ("Dirichlet 5"), fgl_jax's options
+    (--fgl-option) as "k=v k=v", then OpenFGL's SCAFFOLD variate with K = steps (--openfgl-scaffold-k
+    steps) as "OpenFGL scaffold K=steps"; "" for none."""
+    return options_text(run.get("fgl_options", {}), run.get("openfgl_scaffold_k", "epochs"),
+                        BASE_BETA if run.get("partition") == "cross_domain" else run_beta(run))
 
 
-def options_text(fgl_options: dict, scaffold_k: str = "epochs") -> str:
-    """`run_options`'s text of fgl_jax's changed options and OpenFGL's SCAFFOLD K."""
-    text = " ".join(f"{k}={v}" for k, v in sorted(fgl_options.items()))
-    if scaffold_k != "epochs":
-        text = (text + ", " if text else "") + f"OpenFGL scaffold K={scaffold_k}"
-    return text
+def options_text(fgl_options: dict, scaffold_k: str = "epochs", beta: float = BASE_BETA) -> str:
+    """`run_options`'s text of a run's label skew, fgl_jax's changed options and OpenFGL's SCAFFOLD K."""
+    parts = [f"Dirichlet {beta:g}"] if beta != BASE_BETA else []
+    parts += [" ".join(f"{k}={v}" for k, v in sorted(fgl_options.items()))] if fgl_options else []
+    parts += [f"OpenFGL scaffold K={scaffold_k}"] if scaffold_k != "epochs" else []
+    return ", ".join(parts)
 
 
 def run_variant(run: dict) -> tuple:
@@ -196,8 +206,8 @@ def run_variant(run: dict) -> tuple:
 
 def variant_tag(model: str, options: str = "") -> str:
     """", same model" when OpenFGL ran fgl_jax's model, then the run's changed options (`run_options`)."""
-    if options and not options.startswith("OpenFGL"):
-        options = "fgl_jax " + options
+    parts = [p if p.startswith(("OpenFGL", "Dirichlet")) else "fgl_jax " + p for p in options.split(", ") if p]
+    options = ", ".join(parts)
     return (f", {SAME_MODEL_TAG}" if model == "fgl_jax" else "") + (f", {options}" if options else "")
 
 
@@ -418,7 +428,7 @@ def backfill_majority(runs: list, config: dict) -> None:
             continue
         c = RunConfig(dataset="MUTAG_TU" if r["dataset"] == "MUTAG" else r["dataset"], algorithm="fedavg",
                       task="graph_cls", clients=config["clients"], partition="dirichlet",
-                      dirichlet_beta=config["beta"], partition_seed=r.get("partition_seed", 0),
+                      dirichlet_beta=run_beta(r), partition_seed=r.get("partition_seed", 0),
                       split_seed=r["seed"], seed=r["seed"])
         gs = prepare(c).graph
         assignment, masks = split_masks(c, gs)
@@ -505,7 +515,7 @@ def main(argv=None) -> None:
         fgl_options = parse_fgl_options(a.fgl_option)
     except ValueError as e:
         ap.error(str(e))
-    variant = (a.openfgl_model, options_text(fgl_options, a.openfgl_scaffold_k))
+    variant = (a.openfgl_model, options_text(fgl_options, a.openfgl_scaffold_k, a.beta))
     if a.render_only:
         from fgl_jax import records
         rec = records.read(Path(a.out).with_suffix(".json"))
@@ -597,6 +607,7 @@ def main(argv=None) -> None:
                         sides.reverse()
                     rec = {"dataset": ds, "algorithm": algo, "seed": seed, "first": sides[0][0], "clients": c.clients,
                            "partition": c.partition, "openfgl_model": a.openfgl_model,
+                           **({"beta": a.beta} if not group else {}),
                            **({"fgl_options": fgl_options} if fgl_options else {}),
                            **({"openfgl_scaffold_k": a.openfgl_scaffold_k} if a.openfgl_scaffold_k != "epochs" else {}),
                            "loadavg": list(os.getloadavg()), **sizes[(ds, seed)]}
