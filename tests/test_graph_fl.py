@@ -162,3 +162,28 @@ def test_every_graph_algorithm_runs_two_rounds():
         res = run(prog.algorithm, prog.data, jax.random.key(0), cfg.rounds, progress=False)
         for key in ("train_loss", "val_acc", "test_acc"):
             assert np.isfinite(res.history[key]).all(), (name, key)
+
+
+def test_graph_order_index_walks_each_clients_graphs_in_ascending_ids():
+    # OpenFGL's loaders (shuffle=False over ascending ids) against fgl_jax's default shuffled order:
+    # the same graphs per client, in sorted order under "index"
+    from fgl_jax.partition.graphs import client_groups
+    from fgl_jax.systems.baseline import graph_train_order
+    from fgl_jax.systems.baseline.graph_fl import prepare_graph_task
+    a = np.random.default_rng(0).integers(0, 3, 40)
+    keep = np.arange(40) % 4 != 0
+    shuffled = client_groups(a, 3, keep, seed=5)
+    index = client_groups(a, 3, keep, seed=5, order="index")
+    for c in range(3):
+        rows = np.flatnonzero((a == c) & keep)
+        assert np.array_equal(index[c], rows) and np.array_equal(np.sort(shuffled[c]), rows)
+    assert any(not np.array_equal(s, i) for s, i in zip(shuffled, index))
+    gs = toy_set(num_graphs=60, seed=4)
+    for order in ("shuffled", "index"):
+        cfg = make_cfg(graph_order=order, client_exec="vmap", graph_batch_size=8)
+        _, data, _ = prepare_graph_task(cfg, gs)
+        per_client = [np.asarray(data.train.graph_ids)[c][np.asarray(data.train.graph_mask)[c]] for c in range(3)]
+        assert all((np.diff(p) > 0).all() for p in per_client) == (order == "index")
+        # the order a peer harness hands the other library is the one the packed mini-batches hold
+        for p, rows in zip(per_client, graph_train_order(cfg, gs)):
+            assert p.size and np.array_equal(p, rows)

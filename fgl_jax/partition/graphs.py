@@ -110,13 +110,34 @@ def per_client_graph_split(y: np.ndarray, assignment: np.ndarray, num_clients: i
     return masks
 
 
+GRAPH_ORDERS = ("shuffled", "index")
+
+
 def client_groups(assignment: np.ndarray, num_clients: int, mask: Optional[np.ndarray] = None,
-                  seed: int = 0) -> list[np.ndarray]:
-    """Each client's graphs (rows with assignment == c, and mask True), in one random order per
-    client drawn once (the order its mini-batches are cut in: classes mixed within a mini-batch)."""
+                  seed: int = 0, order: str = "shuffled") -> list[np.ndarray]:
+    """Each client's graphs (rows with assignment == c, and mask True) in the order its mini-batches
+    are cut in.
+
+    Args:
+        assignment: int [G] client of every graph.
+        num_clients: C.
+        mask: bool [G] graphs to keep (None: all).
+        seed: the seed of the shuffled order.
+        order: "shuffled" (one random order per client drawn once: classes mixed within a
+            mini-batch) or "index" (ascending rows, OpenFGL's graph_fl loaders: on a set stored
+            sorted by label, as NCI1 and PROTEINS are, consecutive graphs share a class).
+
+    Returns:
+        C int arrays of GraphSet rows.
+    """
+    if order not in GRAPH_ORDERS:
+        raise PartitionError(f"graph order must be one of {', '.join(GRAPH_ORDERS)}, got {order!r}")
     rng = np.random.default_rng(seed)
     keep = np.ones(len(assignment), bool) if mask is None else mask
-    return [rng.permutation(np.flatnonzero((assignment == c) & keep)) for c in range(num_clients)]
+    rows = [np.flatnonzero((assignment == c) & keep) for c in range(num_clients)]
+    # the permutations are drawn for "index" too, so that the generator's stream does not depend on it
+    shuffled = [rng.permutation(r) for r in rows]
+    return shuffled if order == "shuffled" else rows
 
 
 def sorted_segment_partition(stat: np.ndarray, num_clients: int) -> np.ndarray:

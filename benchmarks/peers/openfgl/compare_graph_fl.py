@@ -110,6 +110,12 @@ DIFFERENCES = [
     "FedAvg weights: OpenFGL a client's number of graphs (all splits), fgl_jax its training graphs.",
     "Initialisation and dropout masks come from different RNGs (torch vs JAX); OpenFGL evaluates after "
     "the clients' local training (local_model_on_local_data) as fgl_jax does.",
+    "Mini-batch order: OpenFGL cuts a client's training graphs into mini-batches in ascending graph ids "
+    "(its simulations sort each client's ids, its loaders do not shuffle); NCI1 and PROTEINS are stored "
+    "sorted by label, so there a mini-batch holds mostly one class. fgl_jax cuts them in one random order "
+    "per client (graph_order shuffled, its default); rows tagged \"fgl_jax graph_order=index\" take "
+    "OpenFGL's order; a client with at most batch-size training graphs trains on one mini-batch, whose "
+    "order does not matter.",
 ]
 
 # What differs per algorithm beyond DIFFERENCES (the record lists those of the algorithms it holds).
@@ -188,15 +194,21 @@ def run_options(run: dict) -> str:
     (--fgl-option) as "k=v k=v", then OpenFGL's SCAFFOLD variate with K = steps (--openfgl-scaffold-k
     steps) as "OpenFGL scaffold K=steps"; "" for none."""
     return options_text(run.get("fgl_options", {}), run.get("openfgl_scaffold_k", "epochs"),
-                        BASE_BETA if run.get("partition") == "cross_domain" else run_beta(run))
+                        BASE_BETA if run.get("partition") == "cross_domain" else run_beta(run),
+                        run.get("openfgl_order", "ids"))
 
 
-def options_text(fgl_options: dict, scaffold_k: str = "epochs", beta: float = BASE_BETA) -> str:
-    """`run_options`'s text of a run's label skew, fgl_jax's changed options and OpenFGL's SCAFFOLD K."""
+def options_text(fgl_options: dict, scaffold_k: str = "epochs", beta: float = BASE_BETA, order: str = "ids") -> str:
+    """`run_options`'s text of a run's label skew, fgl_jax's changed options, OpenFGL's SCAFFOLD K and
+    OpenFGL's mini-batch order."""
     parts = [f"Dirichlet {beta:g}"] if beta != BASE_BETA else []
     parts += [" ".join(f"{k}={v}" for k, v in sorted(fgl_options.items()))] if fgl_options else []
     parts += [f"OpenFGL scaffold K={scaffold_k}"] if scaffold_k != "epochs" else []
+    parts += [ORDER_TAG] if order == "fgl_jax" else []
     return ", ".join(parts)
+
+
+ORDER_TAG = "OpenFGL in fgl_jax's mini-batch order"
 
 
 def run_variant(run: dict) -> tuple:
@@ -254,7 +266,7 @@ SAME_MODEL = (
     "norm), in OpenFGL's server and every client loaded with fgl_jax's initial parameters of the run (the "
     "seed's one draw, read from fgl_jax's initial state), node features permuted into fgl_jax's column "
     "order (checked equal on every node). What still differs in these rows: the dropout masks (torch vs "
-    "JAX RNG), the order of a client's training mini-batches, FedAvg weights (all graphs vs training "
+    "JAX RNG), the order of a client's training mini-batches (below), FedAvg weights (all graphs vs training "
     "graphs) and each algorithm's own differences below; local / isolate and FedProto / FedTGP clients "
     "now start from one draw on both sides.")
 
@@ -381,13 +393,21 @@ def usable_partition_seed(cfg, gs, tries: int = 50) -> int:
 
 
 def export(cfg, gs, path: Path) -> dict:
-    """The client of every graph and the per-client split of fgl_jax's run of `cfg` (the same
-    functions `prepare` calls), for run_openfgl_graph_fl.py; returns the clients' sizes."""
+    """The client of every graph, the per-client split of fgl_jax's run of `cfg` (the same
+    functions `prepare` calls) and each training graph's place in its client's mini-batch order
+    (`train_rank`, -1 for the others: `--openfgl-order fgl_jax` hands OpenFGL that order), for
+    run_openfgl_graph_fl.py; returns the clients' sizes."""
+    from fgl_jax.systems.baseline import graph_train_order
     assignment, masks = split_masks(cfg, gs)
+    rank = np.full(len(assignment), -1, np.int64)
+    if cfg.partition != "cross_domain":
+        for rows in graph_train_order(cfg, gs):
+            rank[rows] = np.arange(len(rows))
     y = np.asarray(gs.y, np.int64)
     if "class_blocks" in gs.meta:   # cross-domain: each dataset's own labels 0..K_d-1 (OpenFGL's per-dataset y)
         y = y - np.asarray([lo for lo, _ in gs.meta["class_blocks"]], np.int64)[np.asarray(gs.meta["domain"])]
-    np.savez(path, assignment=assignment.astype(np.int64), y=y, **{f"{k}_mask": v for k, v in masks.items()})
+    np.savez(path, assignment=assignment.astype(np.int64), y=y, train_rank=rank,
+             **{f"{k}_mask": v for k, v in masks.items()})
     return {"partition_seed": cfg.partition_seed, "graphs_per_client": np.bincount(assignment, minlength=cfg.clients).tolist(),
             "test_graphs": int(masks["test"].sum()),
             "client_majority_test": client_majority_accuracy(np.asarray(gs.y), assignment, masks, cfg.clients)}
@@ -499,6 +519,10 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per side")
     ap.add_argument("--venv", default=os.environ.get("OPENFGL_VENV", str(DEFAULT_VENV)), help="OpenFGL's venv")
     ap.add_argument("--out", default=str(HERE / "results_graph_fl"), help="stem of the record <out>.json / .md")
+    ap.add_argument("--openfgl-order", choices=("ids", "fgl_jax"), default="ids",
+                    help="the order OpenFGL's loaders walk a client's training graphs in: ids (OpenFGL's own, "
+                         "ascending graph ids) or fgl_jax (fgl_jax's order of the run, graph_train_order: both "
+                         "sides cut the same mini-batches; label skew only; a tagged cell of its own)")
     ap.add_argument("--render-only", action="store_true", help="rewrite <out>.md from <out>.json, running nothing")
     ap.add_argument("--note", action="append", default=[], help="with --render-only: append this line to the "
                     "record's written notes (a measured explanation of a cell; repeatable)")
@@ -511,11 +535,13 @@ def main(argv=None) -> None:
         if refused:
             ap.error(f"--openfgl-model fgl_jax / --check-model: not for {', '.join(refused)} (fedstar and gcfl_plus "
                      "build their own OpenFGL models; a cross-domain client has its own input width)")
+    if a.openfgl_order == "fgl_jax" and any(d in CROSS_DOMAIN for d in a.datasets):
+        ap.error("--openfgl-order fgl_jax: label skew only (a cross-domain client holds a whole dataset in its order)")
     try:
         fgl_options = parse_fgl_options(a.fgl_option)
     except ValueError as e:
         ap.error(str(e))
-    variant = (a.openfgl_model, options_text(fgl_options, a.openfgl_scaffold_k, a.beta))
+    variant = (a.openfgl_model, options_text(fgl_options, a.openfgl_scaffold_k, a.beta, a.openfgl_order))
     if a.render_only:
         from fgl_jax import records
         rec = records.read(Path(a.out).with_suffix(".json"))
@@ -589,7 +615,7 @@ def main(argv=None) -> None:
                            "batch_size": a.batch_size, "seed": seed, "prox_mu": a.prox_mu, "threads": a.threads,
                            "openfgl_config": GRAPH_OPENFGL_CONFIG.get(algo, {}),
                            "openfgl_model": a.openfgl_model, "pooling": pooling,
-                           "openfgl_scaffold_k": a.openfgl_scaffold_k}
+                           "openfgl_scaffold_k": a.openfgl_scaffold_k, "openfgl_order": a.openfgl_order}
                     if a.openfgl_model == "fgl_jax" or a.check_model:
                         job["init_params"] = str(work / "init.npz")
                         export_init(c, prep, algorithm, seed, work / "init.npz", with_logits=a.check_model)
@@ -610,6 +636,7 @@ def main(argv=None) -> None:
                            **({"beta": a.beta} if not group else {}),
                            **({"fgl_options": fgl_options} if fgl_options else {}),
                            **({"openfgl_scaffold_k": a.openfgl_scaffold_k} if a.openfgl_scaffold_k != "epochs" else {}),
+                           **({"openfgl_order": a.openfgl_order} if a.openfgl_order != "ids" else {}),
                            "loadavg": list(os.getloadavg()), **sizes[(ds, seed)]}
                     for name, fn in sides:
                         rec[name] = fn()

@@ -125,6 +125,11 @@ def lay_out_clients(job: dict, arrays: dict) -> dict:
     os.makedirs(split_dir, exist_ok=True)
     for k in range(job["clients"]):
         mine = np.flatnonzero(assign == k)           # ascending global ids, as OpenFGL's simulations sort them
+        if job.get("openfgl_order") == "fgl_jax":
+            # the training graphs first, in fgl_jax's mini-batch order: OpenFGL's train loader
+            # (data[train_mask], shuffle=False) then cuts the mini-batches fgl_jax cuts
+            rank = arrays["train_rank"][mine]
+            mine = mine[np.argsort(np.where(rank >= 0, rank, len(assign) + mine), kind="stable")]
         local = glob.copy(torch.as_tensor(mine))
         local.num_global_classes = glob.num_classes
         local.global_map = {i: int(g) for i, g in enumerate(mine)}

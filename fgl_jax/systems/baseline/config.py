@@ -42,6 +42,7 @@ from fgl_jax.federated.config import EVAL_MODES
 from fgl_jax.federated.metrics import AVERAGES
 from fgl_jax.federated.sampling import parse_fanout
 from fgl_jax.nn.link import DECODERS, NEGATIVES
+from fgl_jax.partition.graphs import GRAPH_ORDERS
 from fgl_jax.schema import RunSpec, option
 
 SPLITS = ("standard", "random", "per_class", "per_client", "openfgl", "keep")
@@ -288,6 +289,11 @@ class BaselineFields(RunSpec):
                                  "and edges of graph_batch_size mean-sized graphs, at most 2x graph_batch_size "
                                  "graphs: fewer padding slots, a varying number of graphs per step)",
                                  choices=("count", "budget"))
+    graph_order: str = option("shuffled", "graph_cls / graph_reg: the order a client's graphs are cut into "
+                              "mini-batches and walked in every epoch: shuffled (one random order per client "
+                              "from split_seed: classes mixed within a mini-batch) or index (ascending graph ids, "
+                              "OpenFGL's loaders: on a set stored sorted by label, as NCI1 and PROTEINS are, a "
+                              "mini-batch holds mostly one class)", choices=GRAPH_ORDERS)
     client_exec: str = option("packed", "graph_cls / graph_reg: how local training runs the clients: packed (one "
                               "client after another, each mini-batch step in the smallest of graph_size_classes "
                               "padded shapes, steps without training graphs skipped: work ~ the real graphs; the "
@@ -371,7 +377,7 @@ class BaselineFields(RunSpec):
             if self.partition in GRAPH_PARTITIONS:
                 raise ValueError(f"partition={self.partition!r} deals whole graphs (task graph_cls / graph_reg), not "
                                  f"the nodes of task {self.task!r}")
-            for name in ("graph_model", "graph_pooling", "graph_batch_size", "graph_batching", "client_exec",
+            for name in ("graph_model", "graph_pooling", "graph_batch_size", "graph_batching", "graph_order", "client_exec",
                          "graph_size_classes"):
                 default = next(f.default for f in dataclasses.fields(BaselineFields) if f.name == name)
                 if getattr(self, name) != default:

@@ -103,6 +103,22 @@ def graph_split(cfg, gs: GraphSet) -> tuple[np.ndarray, dict]:
                                               by_class=cfg.task == "graph_cls")
 
 
+def graph_train_order(cfg, gs: GraphSet) -> list[np.ndarray]:
+    """Each client's training graphs in the order its local training cuts them into mini-batches
+    and walks them every epoch (`--graph-order`; what `prepare_graph_task` packs), for a peer
+    harness that hands another library the same mini-batches.
+
+    Args:
+        cfg: the run's RunConfig (graph_cls / graph_reg).
+        gs: its graph set.
+
+    Returns:
+        cfg.clients int arrays of GraphSet rows.
+    """
+    assignment, masks = graph_split(cfg, gs)
+    return client_groups(assignment, cfg.clients, masks["train"], cfg.split_seed, cfg.graph_order)
+
+
 def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
     """(GraphSet, FedData, report) of the configured graph-level run."""
     gs = task_targets(check_graph_set(gs if gs is not None else load_graph_set(cfg)), cfg.task)
@@ -120,7 +136,7 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
             raise ValueError(f"the split leaves no {name} graphs on {gs.name!r} ({gs.num_graphs} graphs, {cfg.clients} "
                              "clients; check the fractions)")
     size, how = cfg.graph_batch_size, cfg.graph_batching
-    eval_groups = client_groups(assignment, clients, None, cfg.split_seed)
+    eval_groups = client_groups(assignment, clients, None, cfg.split_seed, cfg.graph_order)
     if cfg.client_exec == "packed" and cfg.norm == "batch":
         # batch norm's evaluation statistics are a client's whole set of graphs: one mini-batch per
         # client holds them all, so the size classes re-pad clients, not parts of one
@@ -130,7 +146,7 @@ def prepare_graph_task(cfg, gs: Optional[GraphSet] = None):
         eval_batch = pack_clients(gs, eval_groups, masks, batch_size=size, batching=how)
     if cfg.client_exec == "packed":   # evaluation mini-batch by mini-batch in size-class shapes
         eval_batch = with_size_classes(eval_batch, cfg.graph_size_classes, steps="graphs")
-    train_groups = client_groups(assignment, clients, masks["train"], cfg.split_seed)
+    train_groups = client_groups(assignment, clients, masks["train"], cfg.split_seed, cfg.graph_order)
     if cfg.attack == "backdoor":
         data, bd_report = backdoor_graph_data(cfg, gs, assignment, clients, masks, eval_batch, train_groups)
     else:
@@ -178,7 +194,7 @@ def backdoor_graph_data(cfg, gs: GraphSet, assignment: np.ndarray, clients: int,
     trig = plant_graph_triggers(gs, np.flatnonzero(asr_rows), cfg.attack_trigger_size, cfg.attack_density,
                                 cfg.attack_target, seed)
     none = np.zeros(gs.num_graphs, bool)
-    test = pack_clients(trig, client_groups(assignment, clients, asr_rows, cfg.split_seed),
+    test = pack_clients(trig, client_groups(assignment, clients, asr_rows, cfg.split_seed, cfg.graph_order),
                         {"train": none, "val": none, "test": asr_rows}, batch_size=size)
     report = {"poisoned_train_graphs_per_client": np.bincount(assignment[poison], minlength=clients).tolist(),
               "triggered_test_graphs": int(asr_rows.sum()),
