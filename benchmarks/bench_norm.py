@@ -1,7 +1,7 @@
 """Benchmark: what batch norm costs in a graph classifier's training step (issue 52: FedBN's round cost
 fgl_jax +41 % over FedAvg's, PFLlib's nothing measurable). Results -> benchmarks/results/norm.json.
 
-Two measurements, each timed round-robin in one process on one thread (process CPU time, medians of
+Three measurements, each timed round-robin in one process on one thread (process CPU time, medians of
 `--repeats` rounds of `--calls` calls after a compiling call):
 
 - step: one jitted SGD step (forward, gradient, update) of the harness's GIN graph classifier
