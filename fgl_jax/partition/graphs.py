@@ -132,12 +132,12 @@ def client_groups(assignment: np.ndarray, num_clients: int, mask: Optional[np.nd
     """
     if order not in GRAPH_ORDERS:
         raise PartitionError(f"graph order must be one of {', '.join(GRAPH_ORDERS)}, got {order!r}")
-    rng = np.random.default_rng(seed)
     keep = np.ones(len(assignment), bool) if mask is None else mask
     rows = [np.flatnonzero((assignment == c) & keep) for c in range(num_clients)]
-    # the permutations are drawn for "index" too, so that the generator's stream does not depend on it
-    shuffled = [rng.permutation(r) for r in rows]
-    return shuffled if order == "shuffled" else rows
+    if order == "index":
+        return rows
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(r) for r in rows]
 
 
 def sorted_segment_partition(stat: np.ndarray, num_clients: int) -> np.ndarray:

@@ -113,8 +113,8 @@ DIFFERENCES = [
     "Mini-batch order: OpenFGL cuts a client's training graphs into mini-batches in ascending graph ids "
     "(its simulations sort each client's ids, its loaders do not shuffle); NCI1 and PROTEINS are stored "
     "sorted by label, so there a mini-batch holds mostly one class. fgl_jax cuts them in one random order "
-    "per client (graph_order shuffled, its default); rows tagged \"fgl_jax graph_order=index\" take "
-    "OpenFGL's order; a client with at most batch-size training graphs trains on one mini-batch, whose "
+    "per client (graph_order shuffled, its default); rows tagged \"OpenFGL in fgl_jax's mini-batch order\" "
+    "(--openfgl-order fgl_jax) give OpenFGL fgl_jax's order, so both sides cut the same mini-batches; a client with at most batch-size training graphs trains on one mini-batch, whose "
     "order does not matter.",
 ]
 
