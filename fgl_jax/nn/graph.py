@@ -46,23 +46,28 @@ def readout(h: Array, node_graph: Array, node_mask: Array, num_graphs: int, pool
 
 
 def dropout_bits(rate: float) -> int:
-    """Bits of randomness per element that `dropout` draws: 8 when the keep probability 1 - rate is a
-    multiple of 1/256 (0.5, 0.25, 0.75, ...: then exact), else 16 (keep probability rounded to a multiple
-    of 1/65536, off by at most 7.7e-6)."""
-    return 8 if float((1.0 - rate) * 256).is_integer() else 16
+    """Bits of randomness per element that `dropout` draws: the fewest of 1, 2, 4 and 8 for which the keep
+    probability 1 - rate is a multiple of 1 / 2^bits (1 bit for 0.5, 2 for 0.25 and 0.75, ...: then
+    exact), else 16 (keep probability rounded to a multiple of 1/65536, off by at most 7.7e-6)."""
+    for bits in (1, 2, 4, 8):
+        if float((1.0 - rate) * 2 ** bits).is_integer():
+            return bits
+    return 16
 
 
 def dropout(h: Array, rate: float, key: jax.Array) -> Array:
     """Inverted dropout of h [..., W]: each element kept with probability 1 - rate (as `dropout_bits`
     rounds it) and scaled by 1 / that probability, else zeroed.
 
-    Why not `flax.linen.Dropout`: it draws 32 threefry bits per element, and XLA:CPU fuses the draw into
-    both the forward product and its gradient, so the training step ran threefry twice per mask (the
-    draws were ~1/6 of a 6,432-node GIN step). Here one uint32 of `jax.random.bits` serves 32 / bits
-    neighbouring elements of a row (word j gives elements j * 32 / bits, ..., its low bits first), and an
-    optimisation barrier keeps the words one computed array that forward and backward both read. The
-    draws of a row depend on its position only, so a mini-batch re-padded to fewer rows (packed client
-    execution, `fgl_jax.graph_batch.with_size_classes`) gets the same masks on its real rows.
+    Why not `flax.linen.Dropout`: it draws 32 threefry bits per element. Here one uint32 word serves
+    32 / bits neighbouring elements of a row (word j gives elements j * 32 / bits, ..., its low bits
+    first): 32 elements per word at rate 0.5. Each word is the XOR of two threefry words, taken as a
+    reduction: XLA:CPU fuses elementwise producers into every consumer, so without it the threefry of
+    a word ran once per element it serves, in the forward product and again in the gradient (an
+    optimisation barrier does not stop that: XLA:CPU removes barriers before fusing), while a
+    reduction's result is computed once and read by both. The draws of a row depend on its position only, so a mini-batch
+    re-padded to fewer rows (packed client execution, `fgl_jax.graph_batch.with_size_classes`) gets
+    the same masks on its real rows.
 
     Args:
         h: float [..., W], the activations.
@@ -79,7 +84,8 @@ def dropout(h: Array, rate: float, key: jax.Array) -> Array:
     width = h.shape[-1]
     words = -(-width // per)
     keep = int(round((1.0 - rate) * 2 ** bits))
-    raw = jax.lax.optimization_barrier(jax.random.bits(key, h.shape[:-1] + (words,), jnp.uint32))
+    pairs = jax.random.bits(key, h.shape[:-1] + (words, 2), jnp.uint32)
+    raw = jax.lax.reduce(pairs, jnp.uint32(0), jax.lax.bitwise_xor, (pairs.ndim - 1,))      # [..., words]
     shifts = jnp.arange(0, 32, bits, dtype=jnp.uint32)                          # [per]
     draws = jnp.right_shift(raw[..., None], shifts) & jnp.uint32(2 ** bits - 1)  # [..., words, per]
     kept = draws.reshape(h.shape[:-1] + (words * per,))[..., :width] < jnp.uint32(keep)
