@@ -33,11 +33,13 @@ def is_struct(path) -> bool:
     return str(getattr(path[1], "key", path[1])).startswith(STRUCT_PREFIX)    # path[0] is "params"
 
 
-def reference_rounds(model, data, params0, rounds: int, lr: float, local_epochs: int):
+def reference_rounds(model, data, params0, rounds: int, lr: float, local_epochs: int, share: bool = True):
     """FedStar written out: every client starts each round from the server's structure channel and its
     own other parameters, runs Adam (its state kept across rounds) over its training mini-batches in
     order; the server's structure channel becomes the NumPy mean of the clients', weighted by their
-    training graphs (counted from the masks). Returns (server structure leaves, each client's params)."""
+    training graphs (counted from the masks). share=False (OpenFGL 1.1.0's client, which never loads the
+    server's copy): each client starts each round from its own parameters, all of them.
+    Returns (server structure leaves, each client's params)."""
     opt = optax.adam(lr)
     loss = lambda q, b: graph_loss(model, model.apply(q, b), b)
 
@@ -54,7 +56,8 @@ def reference_rounds(model, data, params0, rounds: int, lr: float, local_epochs:
     server = params0
     for _ in range(rounds):
         for i, b in enumerate(batches):
-            p = jax.tree_util.tree_map_with_path(lambda path, s, q: s if is_struct(path) else q, server, clients[i])
+            p = jax.tree_util.tree_map_with_path(lambda path, s, q: s if is_struct(path) and share else q, server,
+                                                 clients[i])
             o = states[i]
             for _ in range(local_epochs):
                 for j in range(b.num_minibatches):
@@ -114,6 +117,25 @@ def test_structure_channel_is_fedavg_and_feature_channel_stays_local(three_clien
     # and the structure channel moved
     assert max(float(np.abs(x - y).max()) for (_, x), (_, y) in zip(leaves(state.server, True),
                                                                       leaves(params0, True))) > 1e-3
+
+
+def test_share_none_trains_every_client_alone():
+    # fedstar_share=none (OpenFGL 1.1.0's client code): each client's whole model, structure channel
+    # included, is its own Adam training from the common initial draw, as the reference without loading
+    gs = toy_set(num_graphs=24, seed=6)
+    cfg = make_cfg(fedstar_share="none")
+    prog, params0, state = run_rounds(cfg, gs)
+    model = DualChannelClassifier(in_dim=gs.num_features, se_dim=RW + DG, hidden=cfg.hidden, num_classes=2,
+                                  num_layers=cfg.num_layers, pooling="sum")
+    _, clients = reference_rounds(model, prog.data, params0, cfg.rounds, cfg.lr, cfg.local_steps, share=False)
+    for i, ref in enumerate(clients):
+        mine = jax.tree.map(lambda a: a[i], state.personal)
+        for struct in (True, False):
+            for (name, got), (_, want) in zip(leaves(mine, struct), leaves(ref, struct)):
+                np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6, err_msg=f"client {i} {name}")
+    # the clients' structure channels differ (nothing averaged them)
+    a, b = (leaves(jax.tree.map(lambda x, i=i: x[i], state.personal), True) for i in (0, 1))
+    assert max(float(np.abs(x - y).max()) for (_, x), (_, y) in zip(a, b)) > 1e-3
 
 
 def test_one_client_equals_centralised_training():

@@ -39,6 +39,13 @@ what fgl_jax does:
   as here (the FedAvg family's weights); OpenFGL by its `num_samples` (its graphs, all splits).
 - Readout: OpenFGL's model sums node states (global_add_pool); here the run's `--graph-pooling`
   (mean by default; sum reproduces OpenFGL's model).
+- Loading the server's structure channel: OpenFGL 1.1.0's client assigns `v.data = g_w[k].data.clone()`
+  to each "_s" entry of `model.state_dict()`; those entries are detached aliases of the parameters, and
+  assigning `.data` rebinds the alias to the copy, leaving the parameter as it was (its server's
+  in-place `v.data.copy_` does average). So its clients never receive the average and each trains its
+  whole model alone. `fedstar_share=none` runs that behaviour (the FedAvg family's local training of
+  the dual-channel model; with `fedstar_client_init=own` each client's structure channel is its own draw
+  too, as OpenFGL's separately built models); `structure`, the default, the paper's.
 - Encoding: the random-walk matrix is D^-1 A here, A D^-1 in OpenFGL (the same diagonals;
   `fgl_jax.data.structure`). The paper concatenates the structure embedding into the feature
   channel's input at each layer, as both codes do.
@@ -58,6 +65,7 @@ from fgl_jax.registry import register
 from fgl_jax.schema import option
 
 CLIENT_INITS = ("shared", "own")
+SHARES = ("structure", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +79,10 @@ class FedStarHParams:
     fedstar_client_init: str = option("shared", "FedStar: initial feature channel and head: shared (one draw for "
                                       "every client) or own (each client its own draw, as OpenFGL)",
                                       choices=CLIENT_INITS)
+    fedstar_share: str = option("structure", "FedStar: what a client loads from the server each round: structure "
+                                "(the averaged structure channel: the paper, the authors' code) or none (OpenFGL "
+                                "1.1.0's client code, which loads nothing: each client trains alone)",
+                                choices=SHARES)
 
 
 def prepare_graphs(gs, hp: FedStarHParams):
@@ -124,17 +136,20 @@ def fedstar(model, common: FedConfig, hp: FedStarHParams) -> FederatedAlgorithm:
     elif mode.startswith("global_model"):
         raise ValueError(f"eval_mode={mode!r}: FedStar keeps each client's feature channel and head, so there is "
                          "no global model; use a local_model_* mode or 'auto'")
-    algorithm = baseline(dual, dataclasses.replace(common, algorithm="fedstar", eval_mode=mode))
+    # share none: nothing leaves a client, the FedAvg family's local training of the dual-channel model
+    shared_part = "fedstar" if hp.fedstar_share == "structure" else "local"
+    algorithm = baseline(dual, dataclasses.replace(common, algorithm=shared_part, eval_mode=mode))
     if hp.fedstar_client_init == "shared":
         return algorithm
 
     def init(key: jax.Array, data: FedData):
         # each client's feature channel and head from its own key; the structure channel is the server's
+        # (share none: each client's structure channel from its key too, as nothing is ever loaded)
         state = algorithm.init(key, data)
         one = jax.tree.map(lambda a: a[0], data.eval)
         keys = jax.random.split(jax.random.fold_in(key, 1), data.eval.num_clients)
         own = jax.vmap(lambda k: dual.init({"params": k, "dropout": k}, one, train=False))(keys)
-        mask = personal_mask(state.server, "fedstar", dual.num_layers, 0)
+        mask = personal_mask(state.server, shared_part, dual.num_layers, 0)
         personal = jax.tree.map(lambda m, o, p: o if m else p, mask, own, state.personal)
         # the optimiser states are zeros-like of the parameters' shapes (Adam / SGD): unchanged
         return state.replace(personal=personal)
