@@ -56,8 +56,8 @@ def reference_rounds(model, data, params0, rounds: int, lr: float, local_epochs:
     server = params0
     for _ in range(rounds):
         for i, b in enumerate(batches):
-            p = jax.tree_util.tree_map_with_path(lambda path, s, q: s if is_struct(path) and share else q, server,
-                                                 clients[i])
+            p = jax.tree_util.tree_map_with_path(
+                lambda path, s, q: s if is_struct(path) and share else q, server, clients[i])
             o = states[i]
             for _ in range(local_epochs):
                 for j in range(b.num_minibatches):

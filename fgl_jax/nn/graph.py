@@ -65,9 +65,9 @@ def dropout(h: Array, rate: float, key: jax.Array) -> Array:
     reduction: XLA:CPU fuses elementwise producers into every consumer, so without it the threefry of
     a word ran once per element it serves, in the forward product and again in the gradient (an
     optimisation barrier does not stop that: XLA:CPU removes barriers before fusing), while a
-    reduction's result is computed once and read by both. The draws of a row depend on its position only, so a mini-batch
-    re-padded to fewer rows (packed client execution, `fgl_jax.graph_batch.with_size_classes`) gets
-    the same masks on its real rows.
+    reduction's result is computed once and read by both. The draws of a row depend on its position
+    only, so a mini-batch re-padded to fewer rows (packed client execution,
+    `fgl_jax.graph_batch.with_size_classes`) gets the same masks on its real rows.
 
     Args:
         h: float [..., W], the activations.
