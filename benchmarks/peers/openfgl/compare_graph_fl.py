@@ -131,8 +131,8 @@ ALGORITHM_DIFFERENCES = {
         "sum readout, no batch norm; RWSE 16 + DSE 16). OpenFGL 1.1.0's clients never load the server's "
         "structure channel (its client assigns `v.data = ...` to `model.state_dict()` entries, detached "
         "aliases: the parameter is left as it was), so on its side every client trains alone; fgl_jax shares "
-        "the structure channel (the paper, the authors' code) unless tagged fedstar_share=none, OpenFGL's "
-        "behaviour. fgl_jax runs it "
+        "the structure channel (the paper, the authors' code; fgl_jax's --fedstar-share none runs OpenFGL's "
+        "behaviour, docs/graph_fl.md). fgl_jax runs it "
         "with sum readout (the --pooling flag is for the other rows) and fedstar_client_init=own (each "
         "client's feature channel its own draw, as OpenFGL); the average is weighted by training graphs "
         "(fgl_jax, as the authors' code) vs all of a client's graphs (OpenFGL's num_samples).",
