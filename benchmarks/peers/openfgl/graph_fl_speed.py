@@ -22,6 +22,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -77,6 +78,40 @@ def fgl_round_times(cfg, rounds: int, seed: int) -> dict:
             "train_batch": prep.report["train_batch"], "size_classes": prep.report.get("size_classes")}
 
 
+def cell_config(ds: str, algo: str, rounds: int, seed: int):
+    """fgl_jax's RunConfig of a cell (compare_graph_fl.py's setting, the first usable partition seed).
+
+    Args:
+        ds: the TU set; algo: the fgl_jax algorithm name.
+        rounds: timed rounds (the run gets one more: the compiling call).
+        seed: run and split seed.
+
+    Returns:
+        The RunConfig, partition_seed set.
+    """
+    from fgl_jax import RunConfig
+    from fgl_jax.systems.baseline import prepare
+    extra = dict(GRAPH_FGL_OPTIONS.get(algo, {}))
+    if algo == "fedprox":
+        extra = {"prox_mu": 1e-3}
+    if algo == "fedstar":
+        extra = {"fedstar_client_init": "own"}
+    cfg = RunConfig(dataset=ds, algorithm=algo, task="graph_cls", clients=10, partition="dirichlet",
+                    dirichlet_beta=0.5, graph_model="gin", graph_pooling="sum" if algo in SUM_READOUT else "mean",
+                    graph_batch_size=128, hidden=64, num_layers=2, dropout=0.5, local_steps=3, lr=0.01,
+                    weight_decay=5e-4, rounds=rounds + 1, eval_mode="local_model_on_local_data",
+                    eval_average="client_nodes", split_seed=seed, seed=seed, **extra)
+    return cfg.replace(partition_seed=usable_partition_seed(cfg, prepare(cfg).graph))
+
+
+def cell_bound(ds: str, algo: str, seed: int) -> dict:
+    """The matrix-product FLOPs of one round of a cell (`benchmarks.peers.flops.round_product_flops`:
+    every real training step's forward and gradient, one evaluation forward; the algorithm's own extra
+    terms not counted), for the record's bound columns."""
+    from benchmarks.peers import flops
+    return flops.round_product_flops(cell_config(ds, algo, 1, seed))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["PROTEINS"], help="TU sets of the shared data")
@@ -92,6 +127,9 @@ def main(argv=None) -> None:
     ap.add_argument("--cpu", type=int, default=None, help="the one CPU both sides run on (process affinity, "
                     "inherited by OpenFGL's subprocess); default: the first CPU this process may use; -1: no pinning "
                     "(XLA's runtime then spreads a round over worker threads, ~15 %% more process CPU time here)")
+    ap.add_argument("--bounds-only", action="store_true", help="time nothing: measure the core's best matrix "
+                    "product rate (jax and OpenFGL's torch), count the product FLOPs of every cell of the existing "
+                    "record and rewrite it with the bound columns")
     ap.add_argument("--merge", action="store_true", help="keep the existing record's cells that this run does "
                     "not time (same dataset, algorithm and repeat: replaced)")
     a = ap.parse_args(argv)
@@ -103,28 +141,36 @@ def main(argv=None) -> None:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
     if a.cpu != -1:   # one CPU per side: XLA sizes its runtime's thread pools to the CPUs it may use
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0)) if a.cpu is None else a.cpu})
-    from fgl_jax import RunConfig, resolve_data_dir
+    from fgl_jax import resolve_data_dir
     from fgl_jax.systems.baseline import prepare
+    from benchmarks.peers import flops
     started, info = time.time(), machine_info()
     info["cpu_affinity"] = sorted(os.sched_getaffinity(0))
-    data_dir = Path(resolve_data_dir(None))
     venv_python = Path(a.venv) / "bin" / "python"
+    cpu = info["cpu_affinity"][0] if a.cpu != -1 else None
+    # the fastest either library multiplies matrices on this core: the rate of the bound columns
+    info["matmul_gflops"] = {"jax": flops.matmul_gflops(__import__("sys").executable, "jax", cpu),
+                             "torch": flops.matmul_gflops(str(venv_python), "torch", cpu)}
+    print(f"best 2048 x 2048 product rate, GFLOP/s: {info['matmul_gflops']}", flush=True)
+    bounds: dict = {}
+    if a.bounds_only:
+        from fgl_jax import records
+        old = records.read(Path(a.out).with_suffix(".json"))["metrics"]["runs"]
+        for rec in old:
+            key = (rec["dataset"], rec["algorithm"])
+            if key not in bounds:
+                bounds[key] = cell_bound(*key, a.seed)
+                print(f"{key}: {bounds[key]['total'] / 1e9:.2f} GFLOP of products per round", flush=True)
+            rec["bound"] = bounds[key]
+        a.merge = False
+        print(write_record(a, old, info, started))
+        return
+    data_dir = Path(resolve_data_dir(None))
     runs, md = [], ""
     with tempfile.TemporaryDirectory(prefix="openfgl_speed_") as tmp:
         for ds in a.datasets:
             for algo in a.algorithms:
-                extra = dict(GRAPH_FGL_OPTIONS.get(algo, {}))
-                if algo == "fedprox":
-                    extra = {"prox_mu": 1e-3}
-                if algo == "fedstar":
-                    extra = {"fedstar_client_init": "own"}
-                cfg = RunConfig(dataset=ds, algorithm=algo, task="graph_cls", clients=10, partition="dirichlet",
-                                dirichlet_beta=0.5, graph_model="gin",
-                                graph_pooling="sum" if algo in SUM_READOUT else "mean", graph_batch_size=128,
-                                hidden=64, num_layers=2, dropout=0.5, local_steps=3, lr=0.01, weight_decay=5e-4,
-                                rounds=a.rounds + 1, eval_mode="local_model_on_local_data",
-                                eval_average="client_nodes", split_seed=a.seed, seed=a.seed, **extra)
-                cfg = cfg.replace(partition_seed=usable_partition_seed(cfg, prepare(cfg).graph))
+                cfg = cell_config(ds, algo, a.rounds, a.seed)
                 work = Path(tmp) / f"{ds}_{algo}"
                 work.mkdir(parents=True)
                 export(cfg, prepare(cfg).graph, work / "arrays.npz")
@@ -140,7 +186,8 @@ def main(argv=None) -> None:
                 for rep in range(a.repeats):
                     order = sides_run if rep % 2 == 0 else sides_run[::-1]
                     rec = {"dataset": ds, "algorithm": algo, "repeat": rep, "order": list(order),
-                           "partition_seed": cfg.partition_seed, "rounds": a.rounds, "loadavg": {}}
+                           "partition_seed": cfg.partition_seed, "rounds": a.rounds, "loadavg": {},
+                           "bound": bounds.setdefault((ds, algo), flops.round_product_flops(cfg))}
                     for side in order:
                         rec["loadavg"][side] = os.getloadavg()[0]
                         rec[side] = sides[side]()
@@ -170,7 +217,8 @@ def write_record(a, runs: list, info: dict, started: float) -> str:
         ran = {(r["dataset"], r["algorithm"], r["repeat"]) for r in runs}
         runs = [r for r in records.read(out_json)["metrics"]["runs"]
                 if (r["dataset"], r["algorithm"], r["repeat"]) not in ran] + runs
-    rows = [speed_row(rec) for rec in runs]
+    rate = max(info["matmul_gflops"].values()) if info.get("matmul_gflops") else None
+    rows = [speed_row(rec, rate) for rec in runs]
     info["loadavg_end"] = list(os.getloadavg())
     md = table(rows, disable_numparse=True)
     note = (f"\nSetting: compare_graph_fl.py's (10 clients, label skew Dirichlet 0.5, the first usable partition "
@@ -182,6 +230,19 @@ def write_record(a, runs: list, info: dict, started: float) -> str:
             "load average when each side started (packed / OpenFGL / vmap; - : side not run); the machine is shared "
             f"with other jobs. Both sides pinned to CPU(s) {info.get('cpu_affinity')} (OpenFGL's subprocess inherits it). "
             f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores.")
+    if rate is not None:
+        note += (
+            f"\n\nBound: products GFLOP = the matrix products one round must compute (`benchmarks/peers/flops.py`: "
+            "the dot_generals of one training step, forward and gradient, on every real training mini-batch of every "
+            "client times the 3 epochs, plus one forward pass over every client's graphs, padding stripped, read "
+            "from the lowered StableHLO; aggregation, readout, element-wise work and the algorithm's own extra terms "
+            "not counted). At the fastest rate either library multiplies a 2048 x 2048 float32 matrix on this core "
+            f"with one thread (jax {info['matmul_gflops']['jax']:.1f}, torch {info['matmul_gflops']['torch']:.1f} "
+            f"GFLOP/s, measured in this invocation) they take 'products at best rate ms': no implementation of "
+            "fgl_jax's round (its model, its algorithm) runs faster on this core. OpenFGL's CPU ms over it is the "
+            "largest speed-up any implementation of that round could show against OpenFGL's measured round (in the "
+            "fedstar rows both sides train the same model: DecoupledGIN and DualChannelClassifier; in the others "
+            "OpenFGL trains its own GIN, which computes more than fgl_jax's).")
     rec = records.make(Path(a.out).name, {"rows": rows, "runs": runs, "machine": info}, config=vars(a), seeds=[a.seed],
                        provenance=records.provenance(started=started),
                        title="Graph-level FL speed per round: fgl_jax packed / vmapped vs OpenFGL 1.1.0")
@@ -189,14 +250,18 @@ def write_record(a, runs: list, info: dict, started: float) -> str:
     return md
 
 
-def speed_row(rec: dict) -> dict:
+def speed_row(rec: dict, rate: Optional[float] = None) -> dict:
     """The table row of one cell of the record (a side not run shows "-").
 
     Args:
-        rec: a run entry: dataset, algorithm, repeat, loadavg and each timed side's round_ms, round_cpu_ms.
+        rec: a run entry: dataset, algorithm, repeat, loadavg, each timed side's round_ms, round_cpu_ms
+            and (when counted) bound: the round's product FLOPs.
+        rate: the core's best matrix-product rate, GFLOP/s (None: no bound columns).
 
     Returns:
-        The row: each side's median wall / CPU ms per round and the speed-ups against OpenFGL.
+        The row: each side's median wall / CPU ms per round, the speed-ups against OpenFGL and, with a
+        bound and a rate, the round's product GFLOP, the time they take at that rate (no implementation
+        of the round can be faster) and OpenFGL's CPU ms over that time (the largest possible speed-up).
     """
     med = {s: (float(np.median(rec[s]["round_ms"])), float(np.median(rec[s]["round_cpu_ms"]))) for s in SIDES if s in rec}
     of_w, of_c = med["OpenFGL"]
@@ -206,7 +271,18 @@ def speed_row(rec: dict) -> dict:
             "packed ms / CPU ms": ms("fgl_jax packed"), "vmap ms / CPU ms": ms("fgl_jax vmap"),
             "OpenFGL ms / CPU ms": f"{of_w:.0f} / {of_c:.0f}", "packed speed-up wall / CPU": up("fgl_jax packed"),
             "vmap speed-up wall / CPU": up("fgl_jax vmap"),
-            "load avg": " / ".join(f"{rec['loadavg'][s]:.1f}" if s in rec["loadavg"] else "-" for s in SIDES)}
+            "load avg": " / ".join(f"{rec['loadavg'][s]:.1f}" if s in rec["loadavg"] else "-" for s in SIDES),
+            **bound_columns(rec, rate, of_c)}
+
+
+def bound_columns(rec: dict, rate: Optional[float], openfgl_cpu_ms: float) -> dict:
+    """The bound columns of a row ("-" when the cell has no FLOP count or no rate was measured)."""
+    if rate is None or "bound" not in rec:
+        return {"products GFLOP / round": "-", "products at best rate ms": "-", "largest possible CPU speed-up": "-"}
+    gflop = rec["bound"]["total"] / 1e9
+    floor_ms = 1e3 * gflop / rate
+    return {"products GFLOP / round": f"{gflop:.2f}", "products at best rate ms": f"{floor_ms:.0f}",
+            "largest possible CPU speed-up": f"{openfgl_cpu_ms / floor_ms:.1f}x"}
 
 
 def drop_first(result: dict) -> dict:

@@ -244,8 +244,20 @@ def row(cell: dict) -> dict:
             "last-10-round mean % fgl_jax / PFLlib": f"{ft:.2f} / {pt:.2f}",
             "fgl_jax ms/round": f"{fw:.1f}", "PFLlib ms/round": f"{pw:.1f}", "speed-up": f"{pw / fw:.1f}x",
             "fgl_jax cpu ms/round": f"{fc:.1f}", "PFLlib cpu ms/round": f"{pc:.1f}", "cpu speed-up": f"{pc / fc:.1f}x",
+            **bound_columns(cell, pc),
             # records before warm_up_seconds existed stored the warm-up run's total as compile_seconds
             "fgl_jax warm-up s (compile + 1 run)": f"{cell.get('warm_up_seconds', cell['compile_seconds']):.1f}"}
+
+
+def bound_columns(cell: dict, pfllib_cpu_ms: float) -> dict:
+    """The round's floor and the largest possible CPU speed-up of a cell whose runs carry a product
+    FLOP count (`benchmarks.peers.flops`) and whose invocation measured the core's best product rate;
+    "-" otherwise (Cora: node-level, not counted; runs before the count existed)."""
+    runs, rate = cell["runs"], max(cell["machine"].get("matmul_gflops", {}).values(), default=None)
+    if rate is None or not all("bound" in r for r in runs):
+        return {"products at best rate ms": "-", "largest possible cpu speed-up": "-"}
+    floor_ms = 1e3 * float(np.mean([r["bound"]["total"] for r in runs])) / 1e9 / rate
+    return {"products at best rate ms": f"{floor_ms:.0f}", "largest possible cpu speed-up": f"{pfllib_cpu_ms / floor_ms:.1f}x"}
 
 
 def over_seeds(cell: dict) -> dict:
@@ -290,6 +302,19 @@ def write_markdown(path: Path, cells: dict) -> None:
         lines.append(f"- {key}: {c['setting']}; load average at start {loads}; {m.get('cpu_model', '?')}, "
                      f"{m['cpu_count']} cores; " + "; ".join(
                          f"seed {r['seed']}: `{r.get('command', c['command'])}`" for r in c["runs"]) + ".")
+    rates = [c["machine"]["matmul_gflops"] for c in cells.values() if c["machine"].get("matmul_gflops")]
+    if rates:
+        lines += ["", "Bound columns (graph tasks): the matrix products one round must compute "
+                  "(`benchmarks/peers/flops.py`: the dot_generals of one training step, forward and gradient, on "
+                  "every client's training graphs, times the local epochs, plus one forward pass over every "
+                  "client's graphs, read from the lowered StableHLO; aggregation, element-wise work and an "
+                  "algorithm's own extra passes, e.g. Ditto's personal model, not counted) at the fastest rate either "
+                  "library multiplies a 2048 x 2048 float32 matrix on this core with one thread (the best of three "
+                  "probes per library, measured by the invocation: " + "; ".join(
+                      f"jax {r['jax']:.1f}, torch {r['torch']:.1f} GFLOP/s" for r in rates[-1:]) + "). No "
+                  "implementation of fgl_jax's round runs faster on this core, so PFLlib's CPU ms per round over "
+                  "that floor is the largest CPU speed-up any implementation could show against PFLlib's measured "
+                  "round (both sides train the same model here)."]
     lines += ["", "Differences that remain (besides the shared setting):", ""]
     for k in ["all"] + sorted({c["algorithm"] for c in cells.values()}):
         lines += [f"- {k}: {d}" for d in DIFFERENCES.get(k, [])]
@@ -399,6 +424,12 @@ def main(argv=None) -> None:
     from fgl_jax.systems.baseline import algorithm_from_config, graph_split, prepare
 
     info = machine_info()
+    if any(ds != "cora" for ds in a.datasets):   # the rate of the bound columns (graph tasks)
+        from benchmarks.peers import flops
+        cpu = sorted(os.sched_getaffinity(0))[0] if len(os.sched_getaffinity(0)) == 1 else None
+        info["matmul_gflops"] = {"jax": flops.matmul_gflops(sys.executable, "jax", cpu),
+                                 "torch": flops.matmul_gflops(str(venv_python), "torch", cpu)}
+        print(f"best 2048 x 2048 product rate, GFLOP/s: {info['matmul_gflops']}", flush=True)
     cells, i = {}, 0
     with tempfile.TemporaryDirectory(prefix="pfllib_cmp_") as tmp:
         for ds in a.datasets:
@@ -476,6 +507,9 @@ def main(argv=None) -> None:
                     if i % 2:
                         sides.reverse()
                     rec = {"seed": seed, "first": sides[0][0], "loadavg": list(os.getloadavg())}
+                    if ds != "cora":   # the matrix products one round must compute (benchmarks/peers/flops.py)
+                        from benchmarks.peers import flops
+                        rec["bound"] = flops.round_product_flops(c, prep)
                     for name, fn in sides:
                         rec[name] = fn()
                     rec["loadavg_end"] = list(os.getloadavg())

@@ -1,0 +1,194 @@
+"""How fast a round could possibly be: the matrix products a graph-FL round must compute and the
+fastest rate this core multiplies matrices at, for the speed records' "largest possible speed-up".
+
+A round's time is at least its matrix-product FLOPs over the core's best product rate: no code that
+does the same arithmetic can beat that, whatever else it skips. So a peer's measured round time over
+that bound is the largest speed-up any implementation of the round could show against the peer on
+this core. What is counted (`round_product_flops`): every `dot_general` of one local training step
+(forward and gradient) on each real training mini-batch of every client, times the local epochs,
+and of one forward pass over each client's evaluation mini-batches, padding stripped. The products
+are read from the lowered StableHLO of exactly those computations (private functions counted once
+per call), so nothing the program does not ask for is counted; aggregation, readout and element-wise
+work are left out, which only makes the bound lower (weaker).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from typing import Optional
+
+import numpy as np
+
+_FUNC = re.compile(r"func\.func\s+(?:public\s+|private\s+)?@([\w.$-]+)")
+_CALL = re.compile(r"(?:func\.)?call\s+@([\w.$-]+)")
+_DOT = re.compile(r"stablehlo\.dot_general.*?contracting_dims = \[([\d, ]*)\] x \[[\d, ]*\].*?:\s*"
+                  r"\(tensor<([^>]*)>, tensor<[^>]*>\) -> tensor<([^>]*)>")
+
+
+def _dims(tensor_type: str) -> list[int]:
+    """[5, 4] from "5x4xf32" (a scalar "f32" gives [])."""
+    return [int(d) for d in tensor_type.split("x")[:-1]]
+
+
+def product_flops(stablehlo: str) -> int:
+    """FLOPs (2 per multiply-add) of the `dot_general`s a lowered module runs from `main`.
+
+    Args:
+        stablehlo: `jax.jit(f).lower(...).as_text()`.
+
+    Returns:
+        Sum over the dot_generals reachable from main of 2 x prod(result dims) x prod(contracted lhs
+        dims), a private function's products counted once per call site. Loop bodies count once (no
+        trip counts): call it on straight-line computations.
+    """
+    funcs: dict[str, list[str]] = {}
+    name = None
+    for line in stablehlo.splitlines():
+        m = _FUNC.search(line)
+        if m:
+            name = m.group(1)
+            funcs[name] = []
+        elif name is not None:
+            funcs[name].append(line)
+    memo: dict[str, int] = {}
+
+    def total(fn: str, depth: int = 0) -> int:
+        if fn in memo:
+            return memo[fn]
+        if depth > 100:
+            raise ValueError(f"call depth over 100 at @{fn}")
+        flops = 0
+        for line in funcs.get(fn, ()):
+            d = _DOT.search(line)
+            if d:
+                lhs, out = _dims(d.group(2)), _dims(d.group(3))
+                contracted = [int(i) for i in d.group(1).replace(" ", "").split(",") if i]
+                flops += 2 * int(np.prod(out, dtype=np.int64)) * int(np.prod([lhs[i] for i in contracted], dtype=np.int64))
+            for c in _CALL.findall(line):
+                flops += total(c, depth + 1)
+        memo[fn] = flops
+        return flops
+
+    if "main" not in funcs:
+        raise ValueError("no @main in the lowered module")
+    return total("main")
+
+
+def _real_minibatches(batch):
+    """Each mini-batch of a packed `GraphBatch` [C, M, ...] that holds a graph, padding stripped, as
+    (client, mini-batch, GraphBatch) with numpy leaves (real rows sit at the front)."""
+    import jax
+    a = jax.tree.map(np.asarray, batch.replace(classes=None, step_class=None, step_slot=None))
+    C, M = a.graph_mask.shape[:2]
+    for c in range(C):
+        if not a.client_mask[c]:
+            continue
+        for j in range(M):
+            g = int(a.graph_mask[c, j].sum())
+            if g == 0:
+                continue
+            n, e = int(a.node_mask[c, j].sum()), int(a.edge_mask[c, j].sum())
+            one = jax.tree.map(lambda v: v[c, j], a.replace(client_mask=None)).replace(client_mask=a.client_mask[c])
+            cut = {f: getattr(one, f)[:k] for f, k in (("x", n), ("node_graph", n), ("node_mask", n),
+                                                         ("senders", e), ("receivers", e), ("edge_mask", e))}
+            cut.update({f: getattr(one, f)[:g] for f in ("y", "graph_mask", "train_mask", "val_mask", "test_mask",
+                                                         "graph_ids")})
+            yield c, j, one.replace(**cut)
+
+
+def run_model(cfg, gs):
+    """The flax model a graph-level run of `cfg` trains (FedStar: its dual-channel model)."""
+    from fgl_jax.systems.baseline.program import model_from_config
+    model, _ = model_from_config(cfg, gs)
+    if cfg.algorithm == "fedstar":
+        from fgl_jax.algorithms.fedstar import dual_channel_model
+        model = dual_channel_model(model, cfg.hparams())
+    return model
+
+
+def round_product_flops(cfg, prep=None) -> dict:
+    """Matrix-product FLOPs of one round of a graph-level run: `cfg.local_steps` epochs of training
+    steps (forward + gradient of the softmax cross-entropy on the mini-batch's training graphs) on
+    every real training mini-batch of every client, plus one forward pass over every client's
+    evaluation mini-batches. The algorithm's own extra terms (MOON's second and third forward, FedProx's
+    proximal term) are not counted: a lower bound for every algorithm of the FedAvg family.
+
+    Args:
+        cfg: a graph_cls RunConfig.
+        prep: its `prepare(cfg)` (made here when None).
+
+    Returns:
+        {"train": FLOPs, "eval": FLOPs, "total": FLOPs, "train_steps": real training steps per round}.
+    """
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from fgl_jax.systems.baseline import prepare
+    prep = prepare(cfg) if prep is None else prep
+    model = run_model(cfg, prep.graph)
+    first = next(_real_minibatches(prep.data.eval))[2]
+    params = model.init({"params": jax.random.key(0), "dropout": jax.random.key(1)},
+                        jax.tree.map(jnp.asarray, first), train=False)["params"]
+
+    def loss(p, b, key):
+        logits = model.apply({"params": p}, b, train=True, rngs={"dropout": key})
+        ce = optax.softmax_cross_entropy_with_integer_labels(logits, b.y)
+        return (ce * b.train_mask).sum() / jnp.maximum(b.train_mask.sum(), 1)
+
+    grad = jax.jit(jax.grad(loss))
+    forward = jax.jit(lambda p, b: model.apply({"params": p}, b, train=False))
+    cache: dict = {}
+
+    def flops_of(fn, b, *extra) -> int:
+        shape = (fn is grad, b.x.shape, b.senders.shape, b.y.shape)   # products depend on shapes only
+        if shape not in cache:
+            cache[shape] = product_flops(fn.lower(params, jax.tree.map(jnp.asarray, b), *extra).as_text())
+        return cache[shape]
+
+    train, steps = 0, 0
+    for _, _, b in _real_minibatches(prep.data.train):
+        if b.train_mask.any():
+            train += flops_of(grad, b, jax.random.key(0))
+            steps += 1
+    ev = sum(flops_of(forward, b) for _, _, b in _real_minibatches(prep.data.eval))
+    train *= cfg.local_steps
+    return {"train": int(train), "eval": int(ev), "total": int(train + ev), "train_steps": steps * cfg.local_steps}
+
+
+PEAK_SNIPPET = {
+    "jax": ("import time, numpy as np, jax, jax.numpy as jnp\n"
+            "a = jnp.asarray(np.random.default_rng(0).standard_normal(({n}, {n}), np.float32))\n"
+            "f = jax.jit(lambda a: a @ a); f(a).block_until_ready()\n"
+            "t = []\n"
+            "for _ in range({reps}):\n"
+            "    c = time.process_time(); f(a).block_until_ready(); t.append(time.process_time() - c)\n"
+            "print(2 * {n} ** 3 / float(np.median(t)) / 1e9)\n"),
+    "torch": ("import time, numpy as np, torch\n"
+              "torch.set_num_threads(1)\n"
+              "a = torch.from_numpy(np.random.default_rng(0).standard_normal(({n}, {n}), np.float32)); a @ a\n"
+              "t = []\n"
+              "for _ in range({reps}):\n"
+              "    c = time.process_time(); a @ a; t.append(time.process_time() - c)\n"
+              "print(2 * {n} ** 3 / float(np.median(t)) / 1e9)\n"),
+}
+ONE_THREAD = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def matmul_gflops(python: str, library: str, cpu: Optional[int], n: int = 2048, reps: int = 7,
+                  probes: int = 3) -> float:
+    """The best of `probes` fresh processes of `python`, each timing `reps` n x n float32 products in
+    `library` ("jax" or "torch") on one thread pinned to `cpu` (None: not pinned) and reporting the
+    median's GFLOP/s (process CPU time). The best, not the median: a probe slowed by a neighbour on the
+    shared machine would raise the bound's floor."""
+    import os
+    cmd = [python, "-c", PEAK_SNIPPET[library].format(n=n, reps=reps)]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    best = 0.0
+    for _ in range(probes):
+        out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **ONE_THREAD})
+        if out.returncode != 0:
+            raise RuntimeError(f"{library} matmul probe failed: {out.stderr[-2000:]}")
+        best = max(best, float(out.stdout.split()[-1]))
+    return best
