@@ -19,8 +19,9 @@ from typing import Optional
 
 import numpy as np
 
-_FUNC = re.compile(r"func\.func\s+(?:public\s+|private\s+)?@([\w.$-]+)")
-_CALL = re.compile(r"(?:func\.)?call\s+@([\w.$-]+)")
+_NAME = r'@("[^"]+"|[\w.$-]+)'                     # a symbol: bare, or quoted ("<lambda>")
+_FUNC = re.compile(r"func\.func\s+(?:public\s+|private\s+)?" + _NAME)
+_CALL = re.compile(r"(?:func\.)?call\s+" + _NAME)
 _DOT = re.compile(r"stablehlo\.dot_general.*?contracting_dims = \[([\d, ]*)\] x \[[\d, ]*\].*?:\s*"
                   r"\(tensor<([^>]*)>, tensor<[^>]*>\) -> tensor<([^>]*)>")
 
