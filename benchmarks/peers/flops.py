@@ -14,7 +14,10 @@ work are left out, which only makes the bound lower (weaker).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -193,3 +196,39 @@ def matmul_gflops(python: str, library: str, cpu: Optional[int], n: int = 2048, 
             raise RuntimeError(f"{library} matmul probe failed: {out.stderr[-2000:]}")
         best = max(best, float(out.stdout.split()[-1]))
     return best
+
+
+def fma_gflops(cpu: Optional[int], probes: int = 3) -> Optional[float]:
+    """The core's peak float32 FMA rate, GFLOP/s: `fma_peak.c` (independent 256-bit FMA chains) built
+    with the system's C compiler and run `probes` times pinned to `cpu` (None: not pinned); the best.
+    No kernel can multiply matrices faster than this. None when no C compiler or no AVX2/FMA."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "fma_peak"
+        built = subprocess.run([cc, "-O2", "-mavx2", "-mfma", "-o", str(exe), str(Path(__file__).with_name("fma_peak.c"))],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            return None
+        cmd = [str(exe)] if cpu is None else ["taskset", "-c", str(cpu), str(exe)]
+        best = 0.0
+        for _ in range(probes):
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode != 0:
+                return None
+            best = max(best, float(out.stdout.split()[-1]))
+    return best
+
+
+def peak_rates(jax_python: str, torch_python: str, cpu: Optional[int]) -> dict:
+    """{"jax", "torch": best 2048 x 2048 product rate of each library (`matmul_gflops`), "fma": the
+    core's FMA peak (`fma_gflops`, None without a C compiler)}, GFLOP/s, each on one thread on `cpu`."""
+    return {"jax": matmul_gflops(jax_python, "jax", cpu), "torch": matmul_gflops(torch_python, "torch", cpu),
+            "fma": fma_gflops(cpu)}
+
+
+def floor_rate(rates: dict) -> float:
+    """The rate a round's products are divided by for its floor: the FMA peak when measured (no code
+    runs faster), else the fastest library kernel measured."""
+    return rates["fma"] if rates.get("fma") else max(v for k, v in rates.items() if k != "fma" and v)

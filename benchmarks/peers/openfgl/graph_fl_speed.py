@@ -148,14 +148,21 @@ def main(argv=None) -> None:
     info["cpu_affinity"] = sorted(os.sched_getaffinity(0))
     venv_python = Path(a.venv) / "bin" / "python"
     cpu = info["cpu_affinity"][0] if a.cpu != -1 else None
-    # the fastest either library multiplies matrices on this core: the rate of the bound columns
-    info["matmul_gflops"] = {"jax": flops.matmul_gflops(__import__("sys").executable, "jax", cpu),
-                             "torch": flops.matmul_gflops(str(venv_python), "torch", cpu)}
-    print(f"best 2048 x 2048 product rate, GFLOP/s: {info['matmul_gflops']}", flush=True)
+    # the core's FMA peak (and each library's best product rate): the rate of the bound columns
+    info["peak_gflops"] = flops.peak_rates(__import__("sys").executable, str(venv_python), cpu)
+    print(f"peak rates, GFLOP/s: {info['peak_gflops']}", flush=True)
     bounds: dict = {}
     if a.bounds_only:
         from fgl_jax import records
-        old = records.read(Path(a.out).with_suffix(".json"))["metrics"]["runs"]
+        prior = records.read(Path(a.out).with_suffix(".json"))
+        old = prior["metrics"]["runs"]
+        # the times are the timing invocation's: keep its machine facts and name it in the notes
+        probe = {"peak_gflops": info["peak_gflops"], "cpu_affinity": info["cpu_affinity"],
+                 "loadavg": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+        timed_by = prior["metrics"]["machine"].get("timed_by") or {
+            k: prior["provenance"].get(k) for k in ("command", "commit", "finished")}
+        info = {**prior["metrics"]["machine"], "peak_gflops": info["peak_gflops"], "bounds_probe": probe,
+                "timed_by": timed_by}
         for rec in old:
             key = (rec["dataset"], rec["algorithm"])
             if key not in bounds:
@@ -217,7 +224,8 @@ def write_record(a, runs: list, info: dict, started: float) -> str:
         ran = {(r["dataset"], r["algorithm"], r["repeat"]) for r in runs}
         runs = [r for r in records.read(out_json)["metrics"]["runs"]
                 if (r["dataset"], r["algorithm"], r["repeat"]) not in ran] + runs
-    rate = max(info["matmul_gflops"].values()) if info.get("matmul_gflops") else None
+    from benchmarks.peers import flops
+    rate = flops.floor_rate(info["peak_gflops"]) if info.get("peak_gflops") else None
     rows = [speed_row(rec, rate) for rec in runs]
     info["loadavg_end"] = list(os.getloadavg())
     md = table(rows, disable_numparse=True)
@@ -230,15 +238,21 @@ def write_record(a, runs: list, info: dict, started: float) -> str:
             "load average when each side started (packed / OpenFGL / vmap; - : side not run); the machine is shared "
             f"with other jobs. Both sides pinned to CPU(s) {info.get('cpu_affinity')} (OpenFGL's subprocess inherits it). "
             f"Machine: {info.get('cpu_model', '?')}, {info['cpu_count']} cores.")
+    if info.get("timed_by"):
+        t = info["timed_by"]
+        note += (f" Times from the invocation `{t['command']}` (commit {str(t.get('commit'))[:12]}, finished "
+                 f"{t.get('finished')}); this record's own command added the bound columns.")
     if rate is not None:
         note += (
             f"\n\nBound: products GFLOP = the matrix products one round must compute (`benchmarks/peers/flops.py`: "
             "the dot_generals of one training step, forward and gradient, on every real training mini-batch of every "
             "client times the 3 epochs, plus one forward pass over every client's graphs, padding stripped, read "
             "from the lowered StableHLO; aggregation, readout, element-wise work and the algorithm's own extra terms "
-            "not counted). At the fastest rate either library multiplies a 2048 x 2048 float32 matrix on this core "
-            f"with one thread (jax {info['matmul_gflops']['jax']:.1f}, torch {info['matmul_gflops']['torch']:.1f} "
-            f"GFLOP/s, measured in this invocation) they take 'products at best rate ms': no implementation of "
+            "not counted). At the core's peak float32 FMA rate (`benchmarks/peers/fma_peak.c`, independent 256-bit "
+            f"FMA chains, best of three: {info['peak_gflops'].get('fma') or 0:.1f} GFLOP/s; the fastest library "
+            f"kernels, a 2048 x 2048 product on one thread: jax {info['peak_gflops']['jax']:.1f}, torch "
+            f"{info['peak_gflops']['torch']:.1f}; measured by the command below; without a C compiler the fastest "
+            "kernel's rate is used) they take 'products at peak ms': no implementation of "
             "fgl_jax's round (its model, its algorithm) runs faster on this core. OpenFGL's CPU ms over it is the "
             "largest speed-up any implementation of that round could show against OpenFGL's measured round (in the "
             "fedstar rows both sides train the same model: DecoupledGIN and DualChannelClassifier; in the others "
@@ -256,7 +270,7 @@ def speed_row(rec: dict, rate: Optional[float] = None) -> dict:
     Args:
         rec: a run entry: dataset, algorithm, repeat, loadavg, each timed side's round_ms, round_cpu_ms
             and (when counted) bound: the round's product FLOPs.
-        rate: the core's best matrix-product rate, GFLOP/s (None: no bound columns).
+        rate: the rate the floor divides the products by, GFLOP/s (`flops.floor_rate`; None: no bound columns).
 
     Returns:
         The row: each side's median wall / CPU ms per round, the speed-ups against OpenFGL and, with a
@@ -278,10 +292,10 @@ def speed_row(rec: dict, rate: Optional[float] = None) -> dict:
 def bound_columns(rec: dict, rate: Optional[float], openfgl_cpu_ms: float) -> dict:
     """The bound columns of a row ("-" when the cell has no FLOP count or no rate was measured)."""
     if rate is None or "bound" not in rec:
-        return {"products GFLOP / round": "-", "products at best rate ms": "-", "largest possible CPU speed-up": "-"}
+        return {"products GFLOP / round": "-", "products at peak ms": "-", "largest possible CPU speed-up": "-"}
     gflop = rec["bound"]["total"] / 1e9
     floor_ms = 1e3 * gflop / rate
-    return {"products GFLOP / round": f"{gflop:.2f}", "products at best rate ms": f"{floor_ms:.0f}",
+    return {"products GFLOP / round": f"{gflop:.2f}", "products at peak ms": f"{floor_ms:.0f}",
             "largest possible CPU speed-up": f"{openfgl_cpu_ms / floor_ms:.1f}x"}
 
 

@@ -253,11 +253,13 @@ def bound_columns(cell: dict, pfllib_cpu_ms: float) -> dict:
     """The round's floor and the largest possible CPU speed-up of a cell whose runs carry a product
     FLOP count (`benchmarks.peers.flops`) and whose invocation measured the core's best product rate;
     "-" otherwise (Cora: node-level, not counted; runs before the count existed)."""
-    runs, rate = cell["runs"], max(cell["machine"].get("matmul_gflops", {}).values(), default=None)
-    if rate is None or not all("bound" in r for r in runs):
-        return {"products at best rate ms": "-", "largest possible cpu speed-up": "-"}
+    from benchmarks.peers import flops
+    runs, rates = cell["runs"], cell["machine"].get("peak_gflops")
+    if not rates or not all("bound" in r for r in runs):
+        return {"products at peak ms": "-", "largest possible cpu speed-up": "-"}
+    rate = flops.floor_rate(rates)
     floor_ms = 1e3 * float(np.mean([r["bound"]["total"] for r in runs])) / 1e9 / rate
-    return {"products at best rate ms": f"{floor_ms:.0f}", "largest possible cpu speed-up": f"{pfllib_cpu_ms / floor_ms:.1f}x"}
+    return {"products at peak ms": f"{floor_ms:.0f}", "largest possible cpu speed-up": f"{pfllib_cpu_ms / floor_ms:.1f}x"}
 
 
 def over_seeds(cell: dict) -> dict:
@@ -302,19 +304,20 @@ def write_markdown(path: Path, cells: dict) -> None:
         lines.append(f"- {key}: {c['setting']}; load average at start {loads}; {m.get('cpu_model', '?')}, "
                      f"{m['cpu_count']} cores; " + "; ".join(
                          f"seed {r['seed']}: `{r.get('command', c['command'])}`" for r in c["runs"]) + ".")
-    rates = [c["machine"]["matmul_gflops"] for c in cells.values() if c["machine"].get("matmul_gflops")]
+    rates = [c["machine"]["peak_gflops"] for c in cells.values() if c["machine"].get("peak_gflops")]
     if rates:
+        r = rates[-1]
         lines += ["", "Bound columns (graph tasks): the matrix products one round must compute "
                   "(`benchmarks/peers/flops.py`: the dot_generals of one training step, forward and gradient, on "
                   "every client's training graphs, times the local epochs, plus one forward pass over every "
                   "client's graphs, read from the lowered StableHLO; aggregation, element-wise work and an "
-                  "algorithm's own extra passes, e.g. Ditto's personal model, not counted) at the fastest rate either "
-                  "library multiplies a 2048 x 2048 float32 matrix on this core with one thread (the best of three "
-                  "probes per library, measured by the invocation: " + "; ".join(
-                      f"jax {r['jax']:.1f}, torch {r['torch']:.1f} GFLOP/s" for r in rates[-1:]) + "). No "
-                  "implementation of fgl_jax's round runs faster on this core, so PFLlib's CPU ms per round over "
-                  "that floor is the largest CPU speed-up any implementation could show against PFLlib's measured "
-                  "round (both sides train the same model here)."]
+                  "algorithm's own extra passes, e.g. Ditto's personal model, not counted) at the core's peak "
+                  f"float32 FMA rate (`benchmarks/peers/fma_peak.c`, best of three: {r.get('fma') or 0:.1f} GFLOP/s; "
+                  f"the fastest library kernels, a 2048 x 2048 product on one thread: jax {r['jax']:.1f}, torch "
+                  f"{r['torch']:.1f}; without a C compiler the fastest kernel's rate is used). No implementation of "
+                  "fgl_jax's round runs faster on this core, so PFLlib's CPU ms per round over that floor is the "
+                  "largest CPU speed-up any implementation could show against PFLlib's measured round (both sides "
+                  "train the same model here)."]
     lines += ["", "Differences that remain (besides the shared setting):", ""]
     for k in ["all"] + sorted({c["algorithm"] for c in cells.values()}):
         lines += [f"- {k}: {d}" for d in DIFFERENCES.get(k, [])]
@@ -427,9 +430,8 @@ def main(argv=None) -> None:
     if any(ds != "cora" for ds in a.datasets):   # the rate of the bound columns (graph tasks)
         from benchmarks.peers import flops
         cpu = sorted(os.sched_getaffinity(0))[0] if len(os.sched_getaffinity(0)) == 1 else None
-        info["matmul_gflops"] = {"jax": flops.matmul_gflops(sys.executable, "jax", cpu),
-                                 "torch": flops.matmul_gflops(str(venv_python), "torch", cpu)}
-        print(f"best 2048 x 2048 product rate, GFLOP/s: {info['matmul_gflops']}", flush=True)
+        info["peak_gflops"] = flops.peak_rates(sys.executable, str(venv_python), cpu)
+        print(f"peak rates, GFLOP/s: {info['peak_gflops']}", flush=True)
     cells, i = {}, 0
     with tempfile.TemporaryDirectory(prefix="pfllib_cmp_") as tmp:
         for ds in a.datasets:
