@@ -404,9 +404,8 @@ def export(cfg, gs, path: Path) -> dict:
     from fgl_jax.systems.baseline import graph_train_order
     assignment, masks = split_masks(cfg, gs)
     rank = np.full(len(assignment), -1, np.int64)
-    if cfg.partition != "cross_domain":
-        for rows in graph_train_order(cfg, gs):
-            rank[rows] = np.arange(len(rows))
+    for rows in graph_train_order(cfg, gs):
+        rank[rows] = np.arange(len(rows))
     y = np.asarray(gs.y, np.int64)
     if "class_blocks" in gs.meta:   # cross-domain: each dataset's own labels 0..K_d-1 (OpenFGL's per-dataset y)
         y = y - np.asarray([lo for lo, _ in gs.meta["class_blocks"]], np.int64)[np.asarray(gs.meta["domain"])]
@@ -526,7 +525,8 @@ def main(argv=None) -> None:
     ap.add_argument("--openfgl-order", choices=("ids", "fgl_jax"), default="ids",
                     help="the order OpenFGL's loaders walk a client's training graphs in: ids (OpenFGL's own, "
                          "ascending graph ids) or fgl_jax (fgl_jax's order of the run, graph_train_order: both "
-                         "sides cut the same mini-batches; label skew only; a tagged cell of its own)")
+                         "sides cut the same mini-batches; a cross-domain client's dataset is reordered the same "
+                         "way; a tagged cell of its own)")
     ap.add_argument("--render-only", action="store_true", help="rewrite <out>.md from <out>.json, running nothing")
     ap.add_argument("--note", action="append", default=[], help="with --render-only: append this line to the "
                     "record's written notes (a measured explanation of a cell; repeatable)")
@@ -539,8 +539,6 @@ def main(argv=None) -> None:
         if refused:
             ap.error(f"--openfgl-model fgl_jax / --check-model: not for {', '.join(refused)} (fedstar and gcfl_plus "
                      "build their own OpenFGL models; a cross-domain client has its own input width)")
-    if a.openfgl_order == "fgl_jax" and any(d in CROSS_DOMAIN for d in a.datasets):
-        ap.error("--openfgl-order fgl_jax: label skew only (a cross-domain client holds a whole dataset in its order)")
     try:
         fgl_options = parse_fgl_options(a.fgl_option)
     except ValueError as e:

@@ -96,14 +96,19 @@ def lay_out_cross_domain(job: dict, arrays: dict) -> dict:
         if len(glob) != len(mine) or not np.array_equal(glob.y.numpy(), arrays["y"][mine]):
             raise ValueError(f"OpenFGL's {name} has labels that differ from fgl_jax's client {k} "
                              f"({len(glob)} vs {len(mine)} graphs)")
-        local = glob.copy()
+        order = np.arange(len(mine))                 # the dataset's own graph order (OpenFGL's)
+        if job.get("openfgl_order") == "fgl_jax":
+            # the training graphs first, in fgl_jax's mini-batch order, as for label skew below
+            rank = arrays["train_rank"][mine]
+            order = order[np.argsort(np.where(rank >= 0, rank, len(assign) + order), kind="stable")]
+        local = glob.copy(torch.as_tensor(order)) if job.get("openfgl_order") == "fgl_jax" else glob.copy()
         local.num_global_classes = glob.num_classes
         torch.save(local, os.path.join(proc, f"data_{k}.pt"))
         for split in ("train", "val", "test"):
-            m = arrays[f"{split}_mask"][mine]
+            m = arrays[f"{split}_mask"][mine][order]
             torch.save(torch.as_tensor(m), os.path.join(split_dir, f"{split}_{k}.pt"))
             with open(os.path.join(split_dir, f"glb_{split}_{k}.pkl"), "wb") as f:
-                pickle.dump([int(g) for g in np.flatnonzero(m)], f)
+                pickle.dump([int(g) for g in order[m]], f)
         feats.append(int(glob.num_features))
         offset += len(glob)
     return {"openfgl_num_features": feats, "openfgl_num_graphs": offset}
