@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from benchmarks.peers.flops import product_flops
+from benchmarks.peers.flops import product_flops, training_passes
+from fgl_jax import RunConfig
 from fgl_jax.graph_batch import pack_clients
 from fgl_jax.nn.graph import GraphClassifier
 from tests.test_graph_batch import toy_set
@@ -53,3 +54,10 @@ def test_gin_step_products_are_what_its_shapes_require():
     input_grads = forward - 2 * nodes * 3 * hid         # all but the first layer's (its input is data)
     lowered = jax.jit(jax.grad(loss)).lower(params, jax.random.key(1)).as_text()
     assert product_flops(lowered) == forward + weight_grads + input_grads
+
+
+def test_training_passes_are_the_algorithms_own():
+    graph = dict(dataset="PROTEINS", task="graph_cls")
+    assert training_passes(RunConfig(algorithm="pfedme", pfedme_inner_steps=3, **graph)) == 3
+    assert training_passes(RunConfig(algorithm="ditto", **graph)) == 2
+    assert training_passes(RunConfig(algorithm="fedavg", **graph)) == 1

@@ -114,15 +114,17 @@ def round_product_flops(cfg, prep=None) -> dict:
     """Matrix-product FLOPs of one round of a graph-level run: `cfg.local_steps` epochs of training
     steps (forward + gradient of the softmax cross-entropy on the mini-batch's training graphs) on
     every real training mini-batch of every client, plus one forward pass over every client's
-    evaluation mini-batches. The algorithm's own extra terms (MOON's second and third forward, FedProx's
-    proximal term) are not counted: a lower bound for every algorithm of the FedAvg family.
+    evaluation mini-batches; times `training_passes` (pFedMe's K inner steps, Ditto's two models). Other
+    extra terms (MOON's second and third forward, FedProx's proximal term) are not counted: a lower
+    bound for every algorithm.
 
     Args:
         cfg: a graph_cls RunConfig.
         prep: its `prepare(cfg)` (made here when None).
 
     Returns:
-        {"train": FLOPs, "eval": FLOPs, "total": FLOPs, "train_steps": real training steps per round}.
+        {"train": FLOPs, "eval": FLOPs, "total": FLOPs, "train_steps": forward-and-gradient passes per
+        round}.
     """
     import jax
     import jax.numpy as jnp
@@ -155,8 +157,22 @@ def round_product_flops(cfg, prep=None) -> dict:
             train += flops_of(grad, b, jax.random.key(0))
             steps += 1
     ev = sum(flops_of(forward, b) for _, _, b in _real_minibatches(prep.data.eval))
-    train *= cfg.local_steps
-    return {"train": int(train), "eval": int(ev), "total": int(train + ev), "train_steps": steps * cfg.local_steps}
+    passes = training_passes(cfg)
+    train *= cfg.local_steps * passes
+    return {"train": int(train), "eval": int(ev), "total": int(train + ev),
+            "train_steps": steps * cfg.local_steps * passes}
+
+
+def training_passes(cfg) -> int:
+    """Forward-and-gradient passes over a mini-batch per local step that the algorithm itself
+    prescribes: pFedMe's K inner gradient steps (`pfedme_inner_steps`), Ditto's two models (the global
+    copy and the personal model, each `local_steps` steps); 1 for every other algorithm (whatever else
+    it computes per step is left out of the bound)."""
+    if cfg.algorithm == "pfedme":
+        return int(cfg.hparams().pfedme_inner_steps)
+    if cfg.algorithm == "ditto":
+        return 2
+    return 1
 
 
 PEAK_SNIPPET = {
