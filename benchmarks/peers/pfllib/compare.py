@@ -254,7 +254,7 @@ def bound_columns(cell: dict, pfllib_cpu_ms: float) -> dict:
     FLOP count (`benchmarks.peers.flops`) and whose invocation measured the core's best product rate;
     "-" otherwise (Cora: node-level, not counted; runs before the count existed)."""
     from benchmarks.peers import flops
-    runs, rates = cell["runs"], cell["machine"].get("peak_gflops")
+    runs, rates = cell["runs"], cell.get("machine", {}).get("peak_gflops")
     if not rates or not all("bound" in r for r in runs):
         return {"products at peak ms": "-", "largest possible cpu speed-up": "-"}
     rate = flops.floor_rate(rates)
