@@ -61,3 +61,15 @@ def test_training_passes_are_the_algorithms_own():
     assert training_passes(RunConfig(algorithm="pfedme", pfedme_inner_steps=3, **graph)) == 3
     assert training_passes(RunConfig(algorithm="ditto", **graph)) == 2
     assert training_passes(RunConfig(algorithm="fedavg", **graph)) == 1
+
+
+def test_floor_is_the_products_at_the_fma_peak_and_bounds_the_speed_up():
+    from benchmarks.peers.flops import floor_rate
+    from benchmarks.peers.pfllib.compare import bound_columns
+    assert floor_rate({"jax": 35.0, "torch": 34.0, "fma": 40.0}) == 40.0
+    assert floor_rate({"jax": 35.0, "torch": 34.0, "fma": None}) == 35.0      # no C compiler: the best kernel
+    cell = {"machine": {"peak_gflops": {"jax": 35.0, "torch": 34.0, "fma": 40.0}},
+            "runs": [{"bound": {"total": 8e9}}, {"bound": {"total": 12e9}}]}
+    # 10 GFLOP at 40 GFLOP/s: a 250 ms floor; a peer's 1,000 ms round allows at most 4x
+    assert bound_columns(cell, 1000.0) == {"products at peak ms": "250", "largest possible cpu speed-up": "4.0x"}
+    assert bound_columns({"machine": {}, "runs": [{}]}, 1000.0)["products at peak ms"] == "-"
