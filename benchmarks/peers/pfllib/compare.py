@@ -309,10 +309,12 @@ def write_markdown(path: Path, cells: dict) -> None:
         r = rates[-1]
         lines += ["", "Bound columns (graph tasks): the matrix products one round must compute "
                   "(`benchmarks/peers/flops.py`: the dot_generals of one training step, forward and gradient, on "
-                  "every client's training graphs, times the local epochs, plus one forward pass over every "
-                  "client's graphs, read from the lowered StableHLO; aggregation, element-wise work and an "
-                  "algorithm's own extra passes, e.g. Ditto's personal model, not counted) at the core's peak "
-                  f"float32 FMA rate (`benchmarks/peers/fma_peak.c`, best of three: {r.get('fma') or 0:.1f} GFLOP/s; "
+                  "every client's training graphs, times the local epochs and the algorithm's own passes: "
+                  "pFedMe's K inner steps, Ditto's two models; plus one forward pass over every client's graphs, "
+                  "read from the lowered StableHLO; aggregation, element-wise work and other extra terms not "
+                  "counted) at the core's peak "
+                  "float32 FMA rate (`benchmarks/peers/fma_peak.c`, best of three, measured by each cell's invocation; "
+                  f"the last: {r.get('fma') or 0:.1f} GFLOP/s; "
                   f"the fastest library kernels, a 2048 x 2048 product on one thread: jax {r['jax']:.1f}, torch "
                   f"{r['torch']:.1f}; without a C compiler the fastest kernel's rate is used). No implementation of "
                   "fgl_jax's round runs faster on this core, so PFLlib's CPU ms per round over that floor is the "
@@ -326,7 +328,7 @@ def write_markdown(path: Path, cells: dict) -> None:
 
 COMPACT = ("dataset", "algorithm", "seed", "rounds", "fgl_jax acc %", "PFLlib acc %", "diff (pts)",
            "last-10-round mean % fgl_jax / PFLlib", "fgl_jax cpu ms/round", "PFLlib cpu ms/round", "cpu speed-up",
-           "fgl_jax warm-up s (compile + 1 run)")
+           "largest possible cpu speed-up", "fgl_jax warm-up s (compile + 1 run)")
 
 
 def pipe_table(rows: list[dict], columns) -> list[str]:
