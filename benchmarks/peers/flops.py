@@ -67,7 +67,8 @@ def product_flops(stablehlo: str) -> int:
             if d:
                 lhs, out = _dims(d.group(2)), _dims(d.group(3))
                 contracted = [int(i) for i in d.group(1).replace(" ", "").split(",") if i]
-                flops += 2 * int(np.prod(out, dtype=np.int64)) * int(np.prod([lhs[i] for i in contracted], dtype=np.int64))
+                depth_k = int(np.prod([lhs[i] for i in contracted], dtype=np.int64))   # contracted size
+                flops += 2 * int(np.prod(out, dtype=np.int64)) * depth_k
             for c in _CALL.findall(line):
                 flops += total(c, depth + 1)
         memo[fn] = flops
@@ -223,8 +224,8 @@ def fma_gflops(cpu: Optional[int], probes: int = 3) -> Optional[float]:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "fma_peak"
-        built = subprocess.run([cc, "-O2", "-mavx2", "-mfma", "-o", str(exe), str(Path(__file__).with_name("fma_peak.c"))],
-                               capture_output=True, text=True)
+        source = str(Path(__file__).with_name("fma_peak.c"))
+        built = subprocess.run([cc, "-O2", "-mavx2", "-mfma", "-o", str(exe), source], capture_output=True, text=True)
         if built.returncode != 0:
             return None
         cmd = [str(exe)] if cpu is None else ["taskset", "-c", str(cpu), str(exe)]

@@ -259,7 +259,8 @@ def bound_columns(cell: dict, pfllib_cpu_ms: float) -> dict:
         return {"products at peak ms": "-", "largest possible cpu speed-up": "-"}
     rate = flops.floor_rate(rates)
     floor_ms = 1e3 * float(np.mean([r["bound"]["total"] for r in runs])) / 1e9 / rate
-    return {"products at peak ms": f"{floor_ms:.0f}", "largest possible cpu speed-up": f"{pfllib_cpu_ms / floor_ms:.1f}x"}
+    return {"products at peak ms": f"{floor_ms:.0f}",
+            "largest possible cpu speed-up": f"{pfllib_cpu_ms / floor_ms:.1f}x"}
 
 
 def over_seeds(cell: dict) -> dict:
