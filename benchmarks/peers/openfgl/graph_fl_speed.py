@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -105,9 +106,9 @@ def cell_config(ds: str, algo: str, rounds: int, seed: int):
 
 
 def cell_bound(ds: str, algo: str, seed: int) -> dict:
-    """The matrix-product FLOPs of one round of a cell (`benchmarks.peers.flops.round_product_flops`:
-    every real training step's forward and gradient, one evaluation forward; the algorithm's own extra
-    terms not counted), for the record's bound columns."""
+    """The matrix-product FLOPs of one round of a cell, as `benchmarks.peers.flops.round_product_flops`
+    counts them (every real training step's forward and gradient, one evaluation forward), for the
+    record's bound columns."""
     from benchmarks.peers import flops
     return flops.round_product_flops(cell_config(ds, algo, 1, seed))
 
@@ -127,9 +128,9 @@ def main(argv=None) -> None:
     ap.add_argument("--cpu", type=int, default=None, help="the one CPU both sides run on (process affinity, "
                     "inherited by OpenFGL's subprocess); default: the first CPU this process may use; -1: no pinning "
                     "(XLA's runtime then spreads a round over worker threads, ~15 %% more process CPU time here)")
-    ap.add_argument("--bounds-only", action="store_true", help="time nothing: measure the core's best matrix "
-                    "product rate (jax and OpenFGL's torch), count the product FLOPs of every cell of the existing "
-                    "record and rewrite it with the bound columns")
+    ap.add_argument("--bounds-only", action="store_true", help="time nothing: measure the core's FMA peak (and "
+                    "jax's and OpenFGL's torch's best product rates), count the product FLOPs of every cell of the "
+                    "existing record and rewrite it with the bound columns")
     ap.add_argument("--merge", action="store_true", help="keep the existing record's cells that this run does "
                     "not time (same dataset, algorithm and repeat: replaced)")
     a = ap.parse_args(argv)
@@ -137,7 +138,7 @@ def main(argv=None) -> None:
         sides_run = parse_sides(a.sides)
     except ValueError as e:
         ap.error(str(e))
-    if "jax" not in __import__("sys").modules:   # one thread per side, as compare_graph_fl.py
+    if "jax" not in sys.modules:   # one thread per side, as compare_graph_fl.py
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
     if a.cpu != -1:   # one CPU per side: XLA sizes its runtime's thread pools to the CPUs it may use
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0)) if a.cpu is None else a.cpu})
@@ -149,7 +150,7 @@ def main(argv=None) -> None:
     venv_python = Path(a.venv) / "bin" / "python"
     cpu = info["cpu_affinity"][0] if a.cpu != -1 else None
     # the core's FMA peak (and each library's best product rate): the rate of the bound columns
-    info["peak_gflops"] = flops.peak_rates(__import__("sys").executable, str(venv_python), cpu)
+    info["peak_gflops"] = flops.peak_rates(sys.executable, str(venv_python), cpu)
     print(f"peak rates, GFLOP/s: {info['peak_gflops']}", flush=True)
     bounds: dict = {}
     if a.bounds_only:
@@ -178,6 +179,7 @@ def main(argv=None) -> None:
         for ds in a.datasets:
             for algo in a.algorithms:
                 cfg = cell_config(ds, algo, a.rounds, a.seed)
+                bound = flops.round_product_flops(cfg)
                 work = Path(tmp) / f"{ds}_{algo}"
                 work.mkdir(parents=True)
                 export(cfg, prepare(cfg).graph, work / "arrays.npz")
@@ -194,7 +196,7 @@ def main(argv=None) -> None:
                     order = sides_run if rep % 2 == 0 else sides_run[::-1]
                     rec = {"dataset": ds, "algorithm": algo, "repeat": rep, "order": list(order),
                            "partition_seed": cfg.partition_seed, "rounds": a.rounds, "loadavg": {},
-                           "bound": bounds.setdefault((ds, algo), flops.round_product_flops(cfg))}
+                           "bound": bound}
                     for side in order:
                         rec["loadavg"][side] = os.getloadavg()[0]
                         rec[side] = sides[side]()
