@@ -1,15 +1,17 @@
 """How fast a round could possibly be: the matrix products a graph-FL round must compute and the
-fastest rate this core multiplies matrices at, for the speed records' "largest possible speed-up".
+core's peak multiply-add rate, for the speed records' "largest possible speed-up".
 
-A round's time is at least its matrix-product FLOPs over the core's best product rate: no code that
-does the same arithmetic can beat that, whatever else it skips. So a peer's measured round time over
-that bound is the largest speed-up any implementation of the round could show against the peer on
+A round's time is at least its matrix-product FLOPs over the core's float32 FMA peak (`fma_peak.c`):
+no code issues multiply-adds faster, whatever else it skips. So a peer's measured round time over
+that floor is the largest speed-up any implementation of the round could show against the peer on
 this core. What is counted (`round_product_flops`): every `dot_general` of one local training step
-(forward and gradient) on each real training mini-batch of every client, times the local epochs,
-and of one forward pass over each client's evaluation mini-batches, padding stripped. The products
-are read from the lowered StableHLO of exactly those computations (private functions counted once
-per call), so nothing the program does not ask for is counted; aggregation, readout and element-wise
-work are left out, which only makes the bound lower (weaker).
+(forward and gradient) on each real training mini-batch of every client, times the local epochs and
+the algorithm's own passes (`training_passes`), and of one forward pass over each client's
+evaluation mini-batches, padding stripped. The products are read from the lowered StableHLO of
+exactly those computations (private functions counted once per call), so nothing the program does
+not ask for is counted; aggregation, readout and element-wise work are left out, which only makes
+the floor lower (the bound weaker). `matmul_gflops` records the libraries' best product rates beside
+the peak.
 """
 from __future__ import annotations
 
