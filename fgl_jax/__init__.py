@@ -47,6 +47,8 @@ _EXPORTS = {
     "with_participation": "fgl_jax.federated.participation", "participants": "fgl_jax.federated.participation",
     "sample_clients": "fgl_jax.federated.participation", "message_bytes": "fgl_jax.federated.communication",
     "dp_epsilons": "fgl_jax.privacy.dp", "fedgcn_server_view": "fgl_jax.algorithms.fedgcn", "private_mean": "fgl_jax.aggregators", "perturb": "fgl_jax.data.processing",
+    # FedStar's dual-channel model of a run's graph classifier (what a FedStar run trains)
+    "dual_channel_model": "fgl_jax.algorithms.fedstar",
     # server aggregation (fgl_jax.aggregators): composable like optax's transformations
     # (the namespace `fgl_jax.aggregators` holds the stages: mean, clip, gaussian_noise, server_optimizer, ...)
     "Aggregator": "fgl_jax.aggregators",

@@ -105,12 +105,10 @@ def _real_minibatches(batch):
 
 def run_model(cfg, gs):
     """The flax model a graph-level run of `cfg` trains (FedStar: its dual-channel model)."""
-    from fgl_jax.systems.baseline.program import model_from_config
-    model, _ = model_from_config(cfg, gs)
-    if cfg.algorithm == "fedstar":
-        from fgl_jax.algorithms.fedstar import dual_channel_model
-        model = dual_channel_model(model, cfg.hparams())
-    return model
+    from fgl_jax import dual_channel_model
+    from fgl_jax.systems.baseline import graph_model
+    model = graph_model(cfg, gs)
+    return dual_channel_model(model, cfg.hparams()) if cfg.algorithm == "fedstar" else model
 
 
 def round_product_flops(cfg, prep=None) -> dict:
