@@ -81,9 +81,22 @@ def product_flops(stablehlo: str) -> int:
     return total("main")
 
 
+def strip_padding(b):
+    """One packed mini-batch (no leading axes, numpy leaves) with its padding rows cut: real nodes,
+    edges and graph slots sit at the front of a packed mini-batch (checked), so XLA and torch get the
+    exact shapes. Shared by `round_product_flops` and `benchmarks.peers.graph_step`."""
+    n, e, g = int(b.node_mask.sum()), int(b.edge_mask.sum()), int(b.graph_mask.sum())
+    if not (b.node_mask[:n].all() and b.edge_mask[:e].all() and b.graph_mask[:g].all()):
+        raise RuntimeError("the packed mini-batch's real rows are not at the front")
+    cut = {f: getattr(b, f)[:k] for f, k in (("x", n), ("node_graph", n), ("node_mask", n),
+                                             ("senders", e), ("receivers", e), ("edge_mask", e))}
+    cut.update({f: getattr(b, f)[:g] for f in ("y", "graph_mask", "train_mask", "val_mask", "test_mask", "graph_ids")})
+    return b.replace(**cut)
+
+
 def _real_minibatches(batch):
     """Each mini-batch of a packed `GraphBatch` [C, M, ...] that holds a graph, padding stripped, as
-    (client, mini-batch, GraphBatch) with numpy leaves (real rows sit at the front)."""
+    (client, mini-batch, GraphBatch) with numpy leaves."""
     import jax
     a = jax.tree.map(np.asarray, batch.replace(classes=None, step_class=None, step_slot=None))
     C, M = a.graph_mask.shape[:2]
@@ -91,16 +104,9 @@ def _real_minibatches(batch):
         if not a.client_mask[c]:
             continue
         for j in range(M):
-            g = int(a.graph_mask[c, j].sum())
-            if g == 0:
-                continue
-            n, e = int(a.node_mask[c, j].sum()), int(a.edge_mask[c, j].sum())
-            one = jax.tree.map(lambda v: v[c, j], a.replace(client_mask=None)).replace(client_mask=a.client_mask[c])
-            cut = {f: getattr(one, f)[:k] for f, k in (("x", n), ("node_graph", n), ("node_mask", n),
-                                                         ("senders", e), ("receivers", e), ("edge_mask", e))}
-            cut.update({f: getattr(one, f)[:g] for f in ("y", "graph_mask", "train_mask", "val_mask", "test_mask",
-                                                         "graph_ids")})
-            yield c, j, one.replace(**cut)
+            if a.graph_mask[c, j].any():
+                one = jax.tree.map(lambda v: v[c, j], a.replace(client_mask=None))
+                yield c, j, strip_padding(one.replace(client_mask=a.client_mask[c]))
 
 
 def run_model(cfg, gs):

@@ -53,15 +53,8 @@ def first_batch(cfg):
     ev = prep.data.eval
     b = jax.tree.map(lambda v: np.asarray(v)[0, 0], ev.replace(classes=None, step_class=None, step_slot=None,
                                                                client_mask=ev.client_mask[:1, None]))
-    n, e, g = int(b.node_mask.sum()), int(b.edge_mask.sum()), int(b.graph_mask.sum())
-    if not (b.node_mask[:n].all() and b.edge_mask[:e].all() and b.graph_mask[:g].all()):
-        raise RuntimeError("the packed mini-batch's real rows are not at the front")
-    cut = lambda a, k: a[:k]
-    b = b.replace(x=cut(b.x, n), node_graph=cut(b.node_graph, n), node_mask=cut(b.node_mask, n),
-                  senders=cut(b.senders, e), receivers=cut(b.receivers, e), edge_mask=cut(b.edge_mask, e),
-                  **{f: cut(getattr(b, f), g) for f in ("y", "graph_mask", "train_mask", "val_mask", "test_mask",
-                                                        "graph_ids")})
-    return prep.graph, b
+    from benchmarks.peers.flops import strip_padding
+    return prep.graph, strip_padding(b)
 
 
 def export(name: str, graphs: int, hidden: int, path: Path) -> dict:

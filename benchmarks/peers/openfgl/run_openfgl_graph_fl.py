@@ -81,6 +81,14 @@ def lay_out_one_raw(root: str, name: str, src: str) -> None:
             os.symlink(os.path.join(src, base), os.path.join(raw, base))
 
 
+def training_first(ids: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """`ids` reordered for `--openfgl-order fgl_jax`: the training graphs first, in fgl_jax's mini-batch
+    order (`rank` >= 0, aligned with `ids`), then the others in their order; OpenFGL's train loader
+    (data[train_mask], shuffle=False) then cuts the mini-batches fgl_jax cuts."""
+    past = int(ids.max(initial=0)) + 1
+    return ids[np.argsort(np.where(rank >= 0, rank, past + ids), kind="stable")]
+
+
 def lay_out_cross_domain(job: dict, arrays: dict) -> dict:
     """Cross-domain clients: client k holds all of dataset k (OpenFGL's graph_fl_cross_domain: the
     dataset itself, num_global_classes its own classes) with fgl_jax's split of those graphs."""
@@ -96,12 +104,10 @@ def lay_out_cross_domain(job: dict, arrays: dict) -> dict:
         if len(glob) != len(mine) or not np.array_equal(glob.y.numpy(), arrays["y"][mine]):
             raise ValueError(f"OpenFGL's {name} has labels that differ from fgl_jax's client {k} "
                              f"({len(glob)} vs {len(mine)} graphs)")
-        order = np.arange(len(mine))                 # the dataset's own graph order (OpenFGL's)
-        if job.get("openfgl_order") == "fgl_jax":
-            # the training graphs first, in fgl_jax's mini-batch order, as for label skew below
-            rank = arrays["train_rank"][mine]
-            order = order[np.argsort(np.where(rank >= 0, rank, len(assign) + order), kind="stable")]
-        local = glob.copy(torch.as_tensor(order)) if job.get("openfgl_order") == "fgl_jax" else glob.copy()
+        reorder = job.get("openfgl_order") == "fgl_jax"
+        # the dataset's own graph order (OpenFGL's), or fgl_jax's training order first
+        order = training_first(np.arange(len(mine)), arrays["train_rank"][mine]) if reorder else np.arange(len(mine))
+        local = glob.copy(torch.as_tensor(order)) if reorder else glob.copy()
         local.num_global_classes = glob.num_classes
         torch.save(local, os.path.join(proc, f"data_{k}.pt"))
         for split in ("train", "val", "test"):
@@ -131,10 +137,7 @@ def lay_out_clients(job: dict, arrays: dict) -> dict:
     for k in range(job["clients"]):
         mine = np.flatnonzero(assign == k)           # ascending global ids, as OpenFGL's simulations sort them
         if job.get("openfgl_order") == "fgl_jax":
-            # the training graphs first, in fgl_jax's mini-batch order: OpenFGL's train loader
-            # (data[train_mask], shuffle=False) then cuts the mini-batches fgl_jax cuts
-            rank = arrays["train_rank"][mine]
-            mine = mine[np.argsort(np.where(rank >= 0, rank, len(assign) + mine), kind="stable")]
+            mine = training_first(mine, arrays["train_rank"][mine])
         local = glob.copy(torch.as_tensor(mine))
         local.num_global_classes = glob.num_classes
         local.global_map = {i: int(g) for i, g in enumerate(mine)}
